@@ -1,0 +1,53 @@
+/*
+ * The algorithm registry and the arguments every algorithm takes.
+ */
+#ifndef TPU_ALGO_H
+#define TPU_ALGO_H
+
+#include "tpu/coll.h"
+#include "tpu/topo.h"
+
+#include "sched.h"
+
+typedef struct tpu_algo_args {
+    const tpu_topo_t *topo;
+    const tpu_link_model_t *link;
+    const tpu_coll_desc_t *desc;
+    unsigned mask; /* axes of the collective */
+    int group;     /* chips per group */
+    int64_t shard; /* bytes of one chip's block (all-gather, reduce-scatter, psum) */
+    int64_t elem;  /* bytes of one element: blocks split only at element boundaries */
+    int chunks;    /* pipeline chunks per ordering (>= 1) */
+} tpu_algo_args_t;
+
+typedef tpu_status_t (*tpu_algo_fn_t)(const tpu_algo_args_t *args, tpu_sched_t *sched,
+                                      tpu_err_t *err);
+
+typedef struct tpu_algo {
+    tpu_coll_kind_t kind;
+    const char *name;
+    tpu_algo_fn_t build;
+    int pipelined; /* takes args->chunks */
+    const char *summary;
+} tpu_algo_t;
+
+#define TPU_ALGO(kind, name, pipelined, summary)                                            \
+    tpu_status_t tpu__algo_##kind##_##name(const tpu_algo_args_t *args, tpu_sched_t *sched, \
+                                           tpu_err_t *err);
+#include "algorithms.def"
+#undef TPU_ALGO
+
+extern const tpu_algo_t tpu__algos[];
+extern const int tpu__nalgos;
+
+/*
+ * The shared builder of the all-gather family (allgather_torus.c): a DCN phase
+ * (direct exchange between slices) followed by one bidirectional ring (line on an
+ * open axis) per ICI axis, for 'nord' axis orders with the data split between them
+ * so that every axis carries the same load, each split into 'chunks' pipelined
+ * chunks.  nord = 1 is the plain axis-by-axis schedule.
+ */
+tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sched_t *sched,
+                                   tpu_err_t *err);
+
+#endif /* TPU_ALGO_H */

@@ -1,0 +1,462 @@
+/*
+ * All-gather over any set of torus axes: rings on every axis at once.
+ *
+ * What it does.  Every chip starts with its block (V/N bytes) and ends with all N
+ * blocks, ordered by group index.  Over one axis the blocks travel a
+ * bidirectional ring when the axis wraps (each block goes both ways; the block
+ * from the opposite side of an even ring is split, half each way) and a
+ * bidirectional line when it does not.  Over several axes the data is split
+ * between the rotations of the axis order (x-y-z, y-z-x, z-x-y): the part of
+ * order x-y-z first gathers along x, then the gathered row along y, then along z.
+ * The split is chosen so that every axis carries the same load, which keeps every
+ * link of every axis busy for the whole collective, and each part is cut into
+ * 'chunks' pieces that follow each other through the phases (a pipeline), so that
+ * the phases of one part overlap.  Across slices ('dcn') the blocks are first
+ * exchanged directly with the chips of the same coordinates in the other slices.
+ *
+ * Cost model (W: bidirectional bandwidth of one link, alpha: per-hop latency,
+ * f_i = 1 for a wrapped axis and 1/2 for an open one, D the diameter):
+ *
+ *     T = (N-1)/N * V / (W * sum_i f_i) + D * alpha          (the bound it approaches)
+ *
+ * One wrapped axis, n chips: floor(n/2) steps, each moving one block each way
+ * over one hop: (n-1)/n * V / W + floor(n/2) * alpha, exactly.  One open axis:
+ * n-1 steps at W/2 per direction: twice the ring's bandwidth term (the chip at
+ * the end of the line has one link in).  Several axes: the load of axis a is
+ * sum_r frac_r * (prod of the sizes gathered before a in order r) * (n_a - 1)/f_a,
+ * and the fractions solve "all axes equal" (a d x d linear system); with enough
+ * chunks the time approaches the bound.  The DCN phase costs (S-1)/S * V_dcn / W_dcn.
+ *
+ * Restrictions: V must divide into N blocks of whole elements.
+ * Source: the JAX scaling book, "Sharded Matrices and How to Multiply Them"
+ * (bidirectional rings, AllGather_XY cost V/(2W)); Patarasuk and Yuan (bandwidth
+ * optimal all-reduce on trees and tori, JPDC 2009) for the ring schedule.
+ *
+ * Steps on a wrapped axis of 4 chips, one ordering, one chunk ([b] = block of chip b):
+ *
+ *   step   chip0          chip1          chip2          chip3
+ *    1   [0]->1,[0]->3  [1]->2,[1]->0  [2]->3,[2]->1  [3]->0,[3]->2
+ *    2   [3]a->1        [0]a->2        [1]a->3        [2]a->0     (a: first half, +)
+ *        [1]b->3        [2]b->0        [3]b->1        [0]b->2     (b: second half, -)
+ *
+ * after step 2 every chip holds all four blocks.
+ */
+#include "tpu/alloc.h"
+
+#include "algo.h"
+
+#include <string.h>
+
+typedef struct phase_ctx {
+    const tpu_topo_t *topo;
+    tpu_sched_t *sched;
+    int64_t stride[TPU_AXIS_DCN + 1]; /* group-index stride of each axis, in blocks */
+    int64_t shard;
+    int prior[TPU_AXIS_DCN + 1]; /* axes gathered before the current phase */
+    int nprior;
+    int64_t sub_off; /* the stream's part of every block */
+    int64_t sub_len;
+    int64_t elem; /* bytes per element: halves split between elements */
+    int stream;
+    unsigned mask;
+    int32_t *seen; /* per chip: flows of this stream received so far */
+    int seen_cap;
+    int *nseen;
+    int32_t *phase_rx; /* per chip, per direction, per ring step */
+    int phase_cap;
+    int32_t *pending; /* receptions of the current phase, added after it */
+    int *npending;
+} phase_ctx_t;
+
+/* Axes that take part: ICI axes of the mask with at least 2 chips. */
+static int ici_axes(const tpu_topo_t *topo, unsigned mask, int *axes)
+{
+    int a, d = 0;
+
+    for (a = 0; a < topo->naxes; a++) {
+        if ((mask & (1u << a)) && topo->dims[a] >= 2) {
+            axes[d++] = a;
+        }
+    }
+    return d;
+}
+
+/* Ring steps of one axis: floor(n/2) when it wraps, n-1 when it is open. */
+static int axis_steps(const tpu_topo_t *topo, int a)
+{
+    return topo->wrap[a] ? topo->dims[a] / 2 : topo->dims[a] - 1;
+}
+
+/* Bytes moved per byte of item by one 1D all-gather, in units of 1/W. */
+static double axis_tau(const tpu_topo_t *topo, int a)
+{
+    return (topo->dims[a] - 1) / (topo->wrap[a] ? 1.0 : 0.5);
+}
+
+/*
+ * Fractions of the data for each rotation of the axis order, such that every
+ * axis carries the same load.  Falls back to equal parts if the system has no
+ * non-negative solution.
+ */
+static void solve_fractions(const tpu_topo_t *topo, const int *axes, int d, double *frac)
+{
+    double m[TPU_MAX_AXES][TPU_MAX_AXES + 1];
+    double load[TPU_MAX_AXES][TPU_MAX_AXES];
+    int r, i, j, k, ok = 1;
+
+    for (r = 0; r < d; r++) {
+        double prod = 1;
+
+        for (j = 0; j < d; j++) {
+            int a = (r + j) % d; /* index into axes */
+
+            load[a][r] = prod * axis_tau(topo, axes[a]);
+            prod *= topo->dims[axes[a]];
+        }
+    }
+    for (i = 0; i < d; i++) {
+        for (r = 0; r < d; r++) {
+            m[i][r] = i < d - 1 ? load[i][r] - load[i + 1][r] : 1.0;
+        }
+        m[i][d] = i < d - 1 ? 0.0 : 1.0;
+    }
+    for (k = 0; k < d && ok; k++) {
+        int piv = k;
+
+        for (i = k + 1; i < d; i++) {
+            double a = m[i][k] < 0 ? -m[i][k] : m[i][k];
+            double b = m[piv][k] < 0 ? -m[piv][k] : m[piv][k];
+
+            if (a > b) {
+                piv = i;
+            }
+        }
+        if (m[piv][k] == 0) {
+            ok = 0;
+            break;
+        }
+        for (j = 0; j <= d; j++) {
+            double t = m[k][j];
+
+            m[k][j] = m[piv][j];
+            m[piv][j] = t;
+        }
+        for (i = 0; i < d; i++) {
+            if (i != k) {
+                double f = m[i][k] / m[k][k];
+
+                for (j = k; j <= d; j++) {
+                    m[i][j] -= f * m[k][j];
+                }
+            }
+        }
+    }
+    for (r = 0; r < d && ok; r++) {
+        frac[r] = m[r][d] / m[r][r];
+        ok = frac[r] >= 0;
+    }
+    if (!ok) {
+        for (r = 0; r < d; r++) {
+            frac[r] = 1.0 / d;
+        }
+    }
+}
+
+/* The span of the item chip 'origin' holds in the current phase. */
+static void item_span(const phase_ctx_t *ctx, int origin, tpu_span_t *span)
+{
+    int c[TPU_MAX_AXES], i;
+    int64_t g = tpu_topo_group_index(ctx->topo, ctx->mask, origin);
+
+    tpu_topo_coords(ctx->topo, origin, c);
+    memset(span, 0, sizeof(*span));
+    span->count[0] = span->count[1] = span->count[2] = 1;
+    for (i = 0; i < ctx->nprior; i++) {
+        int a = ctx->prior[i];
+        int coord = a == TPU_AXIS_DCN ? tpu_topo_slice_of(ctx->topo, origin) : c[a];
+        int n = a == TPU_AXIS_DCN ? ctx->topo->slices : ctx->topo->dims[a];
+
+        g -= coord * ctx->stride[a];
+        span->count[i] = n;
+        span->stride[i] = ctx->stride[a] * ctx->shard;
+    }
+    span->off = g * ctx->shard + ctx->sub_off;
+    span->dst_off = span->off;
+    span->len = ctx->sub_len;
+}
+
+static tpu_status_t add_flow(phase_ctx_t *ctx, int src, int dst, int step, int kind, int tie,
+                             const tpu_span_t *span, const int32_t *deps, int ndeps, int64_t *idx_p)
+{
+    tpu_flow_t f;
+    int64_t idx;
+
+    memset(&f, 0, sizeof(f));
+    f.src = src;
+    f.dst = dst;
+    f.step = step;
+    f.stream = ctx->stream;
+    f.kind = (uint8_t)kind;
+    f.tie = (int8_t)tie;
+    f.span = *span;
+    idx = tpu__sched_add(ctx->sched, &f);
+    if (idx < 0) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    if (ndeps > 0 && tpu__sched_add_deps(ctx->sched, idx, deps, ndeps) != TPU_OK) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    *idx_p = idx;
+    return TPU_OK;
+}
+
+static void note_pending(phase_ctx_t *ctx, int chip, int64_t flow)
+{
+    ctx->pending[(int64_t)chip * ctx->seen_cap + ctx->npending[chip]++] = (int32_t)flow;
+}
+
+static void end_phase(phase_ctx_t *ctx)
+{
+    int c;
+
+    for (c = 0; c < ctx->topo->nchips; c++) {
+        memcpy(ctx->seen + (int64_t)c * ctx->seen_cap + ctx->nseen[c],
+               ctx->pending + (int64_t)c * ctx->seen_cap, (size_t)ctx->npending[c] * 4);
+        ctx->nseen[c] += ctx->npending[c];
+        ctx->npending[c] = 0;
+    }
+}
+
+/* The direct exchange between slices: every chip sends its block to its twins. */
+static tpu_status_t dcn_phase(phase_ctx_t *ctx, int step)
+{
+    const tpu_topo_t *topo = ctx->topo;
+    int c, s;
+
+    for (c = 0; c < topo->nchips; c++) {
+        int coords[TPU_MAX_AXES];
+        tpu_span_t span;
+
+        tpu_topo_coords(topo, c, coords);
+        item_span(ctx, c, &span);
+        for (s = 1; s < topo->slices; s++) {
+            int dst = tpu_topo_chip(topo, (tpu_topo_slice_of(topo, c) + s) % topo->slices, coords);
+            int64_t idx;
+            tpu_status_t status =
+                add_flow(ctx, c, dst, step, TPU_ROUTE_DCN, 1, &span, NULL, 0, &idx);
+
+            if (status != TPU_OK) {
+                return status;
+            }
+            note_pending(ctx, dst, idx);
+        }
+    }
+    end_phase(ctx);
+    ctx->prior[ctx->nprior++] = TPU_AXIS_DCN;
+    return TPU_OK;
+}
+
+/* One bidirectional ring (or line) along 'axis', its step t at 'step0 + t - 1'. */
+static tpu_status_t ring_phase(phase_ctx_t *ctx, int axis, int step0)
+{
+    const tpu_topo_t *topo = ctx->topo;
+    int n = topo->dims[axis], wrap = topo->wrap[axis];
+    int T = axis_steps(topo, axis);
+    int t, c, di;
+
+    for (t = 1; t <= T; t++) {
+        int half = wrap && n % 2 == 0 && t == n / 2;
+
+        for (c = 0; c < topo->nchips; c++) {
+            int coords[TPU_MAX_AXES];
+
+            tpu_topo_coords(topo, c, coords);
+            for (di = 0; di < 2; di++) {
+                int dir = di == 0 ? 1 : -1;
+                int dst = tpu_topo_neighbor(topo, c, axis, dir);
+                int oc[TPU_MAX_AXES];
+                int origin;
+                tpu_span_t span;
+                const int32_t *deps;
+                int32_t dep1;
+                int ndeps;
+                int64_t idx;
+                tpu_status_t status;
+
+                if (dst < 0) {
+                    continue;
+                }
+                memcpy(oc, coords, sizeof(oc));
+                oc[axis] = coords[axis] - dir * (t - 1);
+                if (wrap) {
+                    oc[axis] = ((oc[axis] % n) + n) % n;
+                } else if (oc[axis] < 0 || oc[axis] >= n) {
+                    continue;
+                }
+                origin = tpu_topo_chip(topo, tpu_topo_slice_of(topo, c), oc);
+                item_span(ctx, origin, &span);
+                if (half) {
+                    int64_t e = ctx->sub_len / ctx->elem;
+                    int64_t h1 = (e + 1) / 2;
+                    int64_t el = ctx->elem;
+
+                    if (dir > 0) {
+                        span.len = h1 * el;
+                    } else {
+                        span.off += h1 * el;
+                        span.dst_off = span.off;
+                        span.len = (e - h1) * el;
+                    }
+                    if (span.len == 0) {
+                        continue;
+                    }
+                }
+                if (t == 1) {
+                    deps = ctx->seen + (int64_t)c * ctx->seen_cap;
+                    ndeps = ctx->nseen[c];
+                } else {
+                    dep1 = ctx->phase_rx[((int64_t)c * 2 + di) * ctx->phase_cap + t - 1];
+                    deps = &dep1;
+                    ndeps = dep1 >= 0 ? 1 : 0;
+                }
+                status = add_flow(ctx, c, dst, step0 + t - 1, TPU_ROUTE_ICI, dir, &span, deps,
+                                  ndeps, &idx);
+                if (status != TPU_OK) {
+                    return status;
+                }
+                ctx->phase_rx[((int64_t)dst * 2 + di) * ctx->phase_cap + t] = (int32_t)idx;
+                note_pending(ctx, dst, idx);
+            }
+        }
+    }
+    end_phase(ctx);
+    ctx->prior[ctx->nprior++] = axis;
+    return TPU_OK;
+}
+
+tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sched_t *sched,
+                                   tpu_err_t *err)
+{
+    const tpu_topo_t *topo = args->topo;
+    phase_ctx_t ctx;
+    int axes[TPU_MAX_AXES], d = ici_axes(topo, args->mask, axes);
+    int dcn = (args->mask & TPU_AXIS_MASK_DCN) && topo->slices > 1;
+    double frac[TPU_MAX_AXES] = {1, 0, 0};
+    int64_t elems = args->shard / args->elem, done = 0;
+    /* The DCN phase is a stage of its own (reduce-scatter over ICI, then DCN, then
+     * all-gather over ICI, as the hierarchical algorithm is defined), so chunks
+     * do not pipeline it with the ICI phases. */
+    int K = nord > 1 && !((args->mask & TPU_AXIS_MASK_DCN) && topo->slices > 1) ? args->chunks : 1;
+    int r, k, j, a, maxT = 1, total_rx;
+    tpu_status_t status = TPU_OK;
+
+    (void)err;
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.topo = topo;
+    ctx.sched = sched;
+    ctx.shard = args->shard;
+    ctx.mask = args->mask;
+    if (nord > d) {
+        nord = d > 0 ? d : 1;
+    }
+    if (K < 1) {
+        K = 1;
+    }
+    /* Group-index strides: dcn is the most significant, then x, y, z. */
+    {
+        int64_t s = 1;
+
+        for (a = TPU_MAX_AXES - 1; a >= 0; a--) {
+            if (args->mask & (1u << a)) {
+                ctx.stride[a] = s;
+                s *= topo->dims[a];
+            }
+        }
+        ctx.stride[TPU_AXIS_DCN] = s;
+    }
+    if (nord > 1) {
+        solve_fractions(topo, axes, d, frac);
+    }
+    total_rx = dcn ? topo->slices : 0;
+    for (j = 0; j < d; j++) {
+        total_rx += 2 * axis_steps(topo, axes[j]);
+        if (axis_steps(topo, axes[j]) + 1 > maxT) {
+            maxT = axis_steps(topo, axes[j]) + 1;
+        }
+    }
+    ctx.seen_cap = total_rx + 1;
+    ctx.phase_cap = maxT;
+    ctx.seen = tpu__malloc((size_t)topo->nchips * ctx.seen_cap * sizeof(int32_t));
+    ctx.pending = tpu__malloc((size_t)topo->nchips * ctx.seen_cap * sizeof(int32_t));
+    ctx.nseen = tpu__calloc((size_t)topo->nchips, sizeof(int));
+    ctx.npending = tpu__calloc((size_t)topo->nchips, sizeof(int));
+    ctx.phase_rx = tpu__malloc((size_t)topo->nchips * 2 * maxT * sizeof(int32_t));
+    if (ctx.seen == NULL || ctx.pending == NULL || ctx.nseen == NULL || ctx.npending == NULL ||
+        ctx.phase_rx == NULL) {
+        status = TPU_ERR_NO_MEMORY;
+        goto out;
+    }
+    ctx.elem = args->elem;
+    for (r = 0; r < nord; r++) {
+        int64_t part = r == nord - 1 ? elems - done : (int64_t)(frac[r] * (double)elems + 0.5);
+        int64_t kdone = 0;
+
+        if (part > elems - done) {
+            part = elems - done;
+        }
+        for (k = 0; k < K; k++) {
+            int64_t piece = k == K - 1 ? part - kdone : part / K;
+            int step = k;
+
+            ctx.stream = r * K + k;
+            ctx.sub_off = (done + kdone) * args->elem;
+            ctx.sub_len = piece * args->elem;
+            ctx.nprior = 0;
+            kdone += piece;
+            if (piece == 0) {
+                continue;
+            }
+            memset(ctx.nseen, 0, (size_t)topo->nchips * sizeof(int));
+            if (dcn) {
+                status = dcn_phase(&ctx, step);
+                if (status != TPU_OK) {
+                    goto out;
+                }
+                step += 1;
+            }
+            for (j = 0; j < d; j++) {
+                int axis = axes[(r + j) % d];
+
+                memset(ctx.phase_rx, 0xff, (size_t)topo->nchips * 2 * maxT * sizeof(int32_t));
+                status = ring_phase(&ctx, axis, step);
+                if (status != TPU_OK) {
+                    goto out;
+                }
+                /* With several orders, phase j of every order gets the same window of
+                 * steps: the rotations use distinct axes in one phase, so no two
+                 * orders share an axis in a step, and the loads of a step never
+                 * couple them.  Dataflow still lets a chunk move on as soon as its
+                 * data and its link are there. */
+                step += nord > 1 ? (maxT - 1) + (K - 1) : axis_steps(topo, axis);
+            }
+        }
+        done += part;
+    }
+    if (sched->nstreams < nord * K) {
+        sched->nstreams = nord * K;
+    }
+    status = tpu__sched_sort(sched);
+out:
+    tpu__free(ctx.phase_rx);
+    tpu__free(ctx.npending);
+    tpu__free(ctx.nseen);
+    tpu__free(ctx.pending);
+    tpu__free(ctx.seen);
+    return status;
+}
+
+tpu_status_t tpu__algo_ALL_GATHER_torus(const tpu_algo_args_t *args, tpu_sched_t *sched,
+                                        tpu_err_t *err)
+{
+    return tpu__allgather_phases(args, TPU_MAX_AXES, sched, err);
+}

@@ -1,0 +1,46 @@
+/*
+ * The link model: how long a flow of a schedule takes.  See linkmodel.c.
+ */
+#ifndef TPU_LINKMODEL_H
+#define TPU_LINKMODEL_H
+
+#include "tpu/coll.h"
+#include "tpu/topo.h"
+
+#include "sched.h"
+
+typedef struct tpu_linkmodel {
+    const tpu_topo_t *topo;
+    tpu_link_model_t link;
+    int nics;        /* DCN NIC ids follow the ICI links: 2 per host (out, in) */
+    int nres;        /* ICI links + NIC ids */
+    double *load;    /* bytes on each resource in the current step */
+    double *free_at; /* when each resource's sender side is next free */
+    double *busy;    /* total busy seconds of each resource */
+    double *nic_bw;  /* bytes/s of each NIC (the host's chips x dcn_bw) */
+    int *touched;    /* resources with a non-zero load in the current step */
+    int ntouched;
+} tpu_linkmodel_t;
+
+tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
+                                 const tpu_link_model_t *link);
+void tpu__linkmodel_fini(tpu_linkmodel_t *lm);
+
+/* Count the loads of every flow of step 's' (flows [first, last) of 'sched'). */
+void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
+                              int64_t last);
+/*
+ * Time flow 'f' of the current step: it may start at 'ready' (its data is there)
+ * once its first resource is free; writes its start and its arrival at dst.
+ */
+void tpu__linkmodel_time_flow(const tpu_linkmodel_t *lm, const tpu_flow_t *f, double ready,
+                              double *start_p, double *arrival_p);
+/* After all flows of the step are timed: mark the first resources busy until drained. */
+void tpu__linkmodel_commit_flow(tpu_linkmodel_t *lm, const tpu_flow_t *f, double start);
+/* Clear the loads of the step. */
+void tpu__linkmodel_end_step(tpu_linkmodel_t *lm);
+
+/* The per-axis statistics of the whole schedule, given its modeled time. */
+void tpu__linkmodel_stats(const tpu_linkmodel_t *lm, double total_s, tpu_coll_result_t *res);
+
+#endif /* TPU_LINKMODEL_H */

@@ -1,0 +1,16 @@
+/* Reduction kernels of the collectives: dst = op(dst, src) over n elements. */
+#ifndef TPU_REDUCE_H
+#define TPU_REDUCE_H
+
+#include "tpu/coll.h"
+
+#include <stddef.h>
+
+/*
+ * Reduce 'n' elements of 'src' into 'dst' with 'op'.  'dtype' is the type of the
+ * working buffers: bf16 collectives run on f32 working buffers (accumulating in
+ * f32, rounded once at the end), so this sees TPU_DTYPE_F32 for them.
+ */
+void tpu__reduce(tpu_dtype_t dtype, tpu_redop_t op, void *dst, const void *src, size_t n);
+
+#endif

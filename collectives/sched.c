@@ -1,0 +1,296 @@
+/* Schedule containers, sorting, time reversal and concatenation.  See sched.h. */
+#include "sched.h"
+
+#include "tpu/alloc.h"
+
+#include <string.h>
+
+const int tpu__axis_orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+
+int tpu__axis_order_index(const int *order, int naxes)
+{
+    int full[3], used = 0, i, a;
+
+    for (i = 0; i < naxes; i++) {
+        full[i] = order[i];
+        used |= 1 << order[i];
+    }
+    for (a = 0; a < 3 && i < 3; a++) {
+        if (!(used & (1 << a))) {
+            full[i++] = a;
+        }
+    }
+    for (i = 0; i < 6; i++) {
+        if (memcmp(tpu__axis_orders[i], full, sizeof(full)) == 0) {
+            return i;
+        }
+    }
+    return 0;
+}
+
+void tpu__sched_init(tpu_sched_t *sched)
+{
+    memset(sched, 0, sizeof(*sched));
+}
+
+void tpu__sched_fini(tpu_sched_t *sched)
+{
+    tpu__free(sched->flows);
+    tpu__free(sched->deps);
+    memset(sched, 0, sizeof(*sched));
+}
+
+int64_t tpu__sched_add(tpu_sched_t *sched, const tpu_flow_t *flow)
+{
+    if (sched->nflows == sched->cap_flows) {
+        int64_t cap = sched->cap_flows ? sched->cap_flows * 2 : 256;
+        tpu_flow_t *flows = tpu__realloc(sched->flows, (size_t)cap * sizeof(*flows));
+
+        if (flows == NULL) {
+            return -1;
+        }
+        sched->flows = flows;
+        sched->cap_flows = cap;
+    }
+    sched->flows[sched->nflows] = *flow;
+    sched->flows[sched->nflows].dep_first = (int32_t)sched->ndeps;
+    sched->flows[sched->nflows].ndeps = 0;
+    if (flow->step + 1 > sched->nsteps) {
+        sched->nsteps = flow->step + 1;
+    }
+    if (flow->stream + 1 > sched->nstreams) {
+        sched->nstreams = flow->stream + 1;
+    }
+    return sched->nflows++;
+}
+
+tpu_status_t tpu__sched_add_deps(tpu_sched_t *sched, int64_t f, const int32_t *deps, int n)
+{
+    if (sched->ndeps + n > sched->cap_deps) {
+        int64_t cap = sched->cap_deps ? sched->cap_deps * 2 : 256;
+        int32_t *d;
+
+        while (cap < sched->ndeps + n) {
+            cap *= 2;
+        }
+        d = tpu__realloc(sched->deps, (size_t)cap * sizeof(*d));
+        if (d == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        sched->deps = d;
+        sched->cap_deps = cap;
+    }
+    memcpy(sched->deps + sched->ndeps, deps, (size_t)n * sizeof(*deps));
+    sched->ndeps += n;
+    sched->flows[f].ndeps += n;
+    return TPU_OK;
+}
+
+/*
+ * Stable counting sort of the flows by step.  Dependencies are renumbered, and
+ * the dependency lists are rewritten in the new flow order so that each flow's
+ * list stays contiguous.
+ */
+tpu_status_t tpu__sched_sort(tpu_sched_t *sched)
+{
+    int64_t n = sched->nflows, i;
+    int64_t *pos = NULL, *newidx = NULL;
+    tpu_flow_t *flows = NULL;
+    int32_t *deps = NULL;
+    int64_t nd = 0;
+    tpu_status_t status = TPU_ERR_NO_MEMORY;
+    int s;
+
+    pos = tpu__calloc((size_t)sched->nsteps + 1, sizeof(*pos));
+    newidx = tpu__malloc((size_t)(n ? n : 1) * sizeof(*newidx));
+    flows = tpu__malloc((size_t)(n ? n : 1) * sizeof(*flows));
+    deps = tpu__malloc((size_t)(sched->ndeps ? sched->ndeps : 1) * sizeof(*deps));
+    if (pos == NULL || newidx == NULL || flows == NULL || deps == NULL) {
+        goto out;
+    }
+    for (i = 0; i < n; i++) {
+        pos[sched->flows[i].step + 1]++;
+    }
+    for (s = 0; s < sched->nsteps; s++) {
+        pos[s + 1] += pos[s];
+    }
+    for (i = 0; i < n; i++) {
+        newidx[i] = pos[sched->flows[i].step]++;
+    }
+    for (i = 0; i < n; i++) {
+        flows[newidx[i]] = sched->flows[i];
+    }
+    for (i = 0; i < n; i++) {
+        tpu_flow_t *f = &flows[i];
+        int32_t k, first = f->dep_first;
+
+        f->dep_first = (int32_t)nd;
+        for (k = 0; k < f->ndeps; k++) {
+            deps[nd++] = (int32_t)newidx[sched->deps[first + k]];
+        }
+    }
+    tpu__free(sched->flows);
+    tpu__free(sched->deps);
+    sched->flows = flows;
+    sched->cap_flows = n;
+    sched->deps = deps;
+    sched->cap_deps = sched->ndeps;
+    flows = NULL;
+    deps = NULL;
+    status = TPU_OK;
+out:
+    tpu__free(deps);
+    tpu__free(flows);
+    tpu__free(newidx);
+    tpu__free(pos);
+    return status;
+}
+
+tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs)
+{
+    int64_t n = ag->nflows, i;
+    int32_t *ndependents = NULL, *first = NULL, *fill = NULL, *list = NULL;
+    tpu_status_t status = TPU_ERR_NO_MEMORY;
+
+    tpu__sched_init(rs);
+    ndependents = tpu__calloc((size_t)n + 1, sizeof(*ndependents));
+    first = tpu__calloc((size_t)n + 1, sizeof(*first));
+    fill = tpu__calloc((size_t)n + 1, sizeof(*fill));
+    list = tpu__malloc((size_t)(ag->ndeps ? ag->ndeps : 1) * sizeof(*list));
+    if (ndependents == NULL || first == NULL || fill == NULL || list == NULL) {
+        goto out;
+    }
+    for (i = 0; i < ag->ndeps; i++) {
+        ndependents[ag->deps[i]]++;
+    }
+    for (i = 0; i < n; i++) {
+        first[i + 1] = first[i] + ndependents[i];
+    }
+    for (i = 0; i < n; i++) {
+        const tpu_flow_t *g = &ag->flows[i];
+        int32_t k;
+
+        for (k = 0; k < g->ndeps; k++) {
+            int32_t f = ag->deps[g->dep_first + k];
+
+            list[first[f] + fill[f]++] = (int32_t)i;
+        }
+    }
+    /* Flow i of 'ag' becomes flow i of 'rs', so dependents keep their indices. */
+    for (i = 0; i < n; i++) {
+        const tpu_flow_t *f = &ag->flows[i];
+        tpu_flow_t r = *f;
+        const int *ord = tpu__axis_orders[f->order];
+        int rev[3] = {ord[2], ord[1], ord[0]};
+
+        r.src = f->dst;
+        r.dst = f->src;
+        r.step = ag->nsteps - 1 - f->step;
+        r.reduce = 1;
+        r.order = (uint8_t)tpu__axis_order_index(rev, 3);
+        r.tie = (int8_t)-f->tie;
+        r.span.off = f->span.dst_off;
+        r.span.dst_off = f->span.off;
+        if (tpu__sched_add(rs, &r) < 0) {
+            goto out;
+        }
+        if (tpu__sched_add_deps(rs, i, list + first[i], ndependents[i]) != TPU_OK) {
+            goto out;
+        }
+    }
+    rs->nsteps = ag->nsteps;
+    rs->nstreams = ag->nstreams;
+    status = tpu__sched_sort(rs);
+out:
+    if (status != TPU_OK) {
+        tpu__sched_fini(rs);
+    }
+    tpu__free(list);
+    tpu__free(fill);
+    tpu__free(first);
+    tpu__free(ndependents);
+    return status;
+}
+
+tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second)
+{
+    int64_t base = first->nflows, i;
+    int32_t step0 = first->nsteps;
+    int nkeys = 0;
+    int32_t *count = NULL, *start = NULL, *fill = NULL, *byk = NULL;
+    int32_t maxchip = 0;
+    tpu_status_t status = TPU_ERR_NO_MEMORY;
+
+    /* Bucket the first schedule's flows by (dst, stream). */
+    for (i = 0; i < first->nflows; i++) {
+        if (first->flows[i].dst > maxchip) {
+            maxchip = first->flows[i].dst;
+        }
+    }
+    for (i = 0; i < second->nflows; i++) {
+        if (second->flows[i].src > maxchip) {
+            maxchip = second->flows[i].src;
+        }
+    }
+    {
+        int nstreams = first->nstreams > second->nstreams ? first->nstreams : second->nstreams;
+
+        if (nstreams < 1) {
+            nstreams = 1;
+        }
+        nkeys = (maxchip + 1) * nstreams;
+        count = tpu__calloc((size_t)nkeys + 1, sizeof(*count));
+        start = tpu__calloc((size_t)nkeys + 1, sizeof(*start));
+        fill = tpu__calloc((size_t)nkeys + 1, sizeof(*fill));
+        byk = tpu__malloc((size_t)(base ? base : 1) * sizeof(*byk));
+        if (count == NULL || start == NULL || fill == NULL || byk == NULL) {
+            goto out;
+        }
+        for (i = 0; i < base; i++) {
+            count[first->flows[i].dst * nstreams + first->flows[i].stream]++;
+        }
+        for (i = 0; i < nkeys; i++) {
+            start[i + 1] = start[i] + count[i];
+        }
+        for (i = 0; i < base; i++) {
+            int k = first->flows[i].dst * nstreams + first->flows[i].stream;
+
+            byk[start[k] + fill[k]++] = (int32_t)i;
+        }
+        for (i = 0; i < second->nflows; i++) {
+            tpu_flow_t f = second->flows[i];
+            int64_t idx;
+
+            f.step += step0;
+            idx = tpu__sched_add(first, &f);
+            if (idx < 0) {
+                goto out;
+            }
+            if (f.ndeps > 0) {
+                int32_t k;
+
+                for (k = 0; k < f.ndeps; k++) {
+                    int32_t d = second->deps[second->flows[i].dep_first + k] + (int32_t)base;
+
+                    if (tpu__sched_add_deps(first, idx, &d, 1) != TPU_OK) {
+                        goto out;
+                    }
+                }
+            } else {
+                int key = f.src * nstreams + f.stream;
+
+                if (tpu__sched_add_deps(first, idx, byk + start[key], count[key]) != TPU_OK) {
+                    goto out;
+                }
+            }
+        }
+    }
+    status = TPU_OK;
+out:
+    tpu__free(byk);
+    tpu__free(fill);
+    tpu__free(start);
+    tpu__free(count);
+    return status;
+}

@@ -1,0 +1,114 @@
+/*
+ * Schedules: a collective as pure data.
+ *
+ * An algorithm turns (topology, axes, bytes, ...) into a tpu_sched_t: a list of
+ * flows, each "chip 'src' sends the bytes 'span' of its send buffer to chip 'dst',
+ * which copies (or adds) them into 'span' of its receive buffer at step 'step',
+ * once the flows listed in its deps have arrived at 'src'".  The schedule covers
+ * the whole pod (every group of the collective at once), so link sharing between
+ * groups, and host NIC sharing over DCN, are counted from it like everything else.
+ *
+ * One executor (sched_exec.c) walks a schedule over any transport and advances
+ * each chip's virtual clock through the link model (sched_time.c).  Nothing in a
+ * schedule depends on the transport, so the modeled time cannot either.
+ */
+#ifndef TPU_SCHED_H
+#define TPU_SCHED_H
+
+#include "tpu/coll.h"
+#include "tpu/topo.h"
+
+#include <stdint.h>
+
+/*
+ * Byte ranges of a chip's buffer: 'count[0] * count[1] * count[2]' blocks of
+ * 'len' bytes; block (i, j, k) starts at off + i*stride[0] + j*stride[1] + k*stride[2].
+ * The destination uses the same pattern from 'dst_off'.
+ */
+typedef struct tpu_span {
+    int64_t off;
+    int64_t dst_off;
+    int64_t len;
+    int64_t stride[3];
+    int32_t count[3];
+} tpu_span_t;
+
+/* How a flow travels. */
+enum {
+    TPU_ROUTE_ICI = 0, /* a minimal ICI route in one slice; 'order' and 'tie' choose it */
+    TPU_ROUTE_DCN = 1  /* over DCN to the chip with the same coordinates in dst's slice */
+};
+
+typedef struct tpu_flow {
+    int32_t src;       /* chip id */
+    int32_t dst;       /* chip id */
+    int32_t step;      /* flows of one step share links; steps run in order */
+    int32_t dep_first; /* index of the first dependency in sched->deps */
+    int32_t ndeps;     /* number of dependencies (flows that must arrive at src first) */
+    int32_t stream;    /* the pipeline stream (ordering x chunk) the flow belongs to */
+    uint8_t reduce;    /* 1: dst adds into its buffer; 0: dst copies */
+    uint8_t kind;      /* TPU_ROUTE_ICI or TPU_ROUTE_DCN */
+    uint8_t order;     /* axis order of the ICI route: index into tpu__axis_orders */
+    int8_t tie;        /* direction taken by axes at the tie distance: +1 or -1 */
+    tpu_span_t span;
+} tpu_flow_t;
+
+/* A local copy done by every chip before the flows start (e.g. its own block). */
+typedef struct tpu_copy {
+    int64_t src_off;
+    int64_t dst_off;
+    int64_t len;
+} tpu_copy_t;
+
+typedef struct tpu_sched {
+    tpu_flow_t *flows; /* sorted by step, then src */
+    int64_t nflows;
+    int64_t cap_flows;
+    int32_t *deps;
+    int64_t ndeps;
+    int64_t cap_deps;
+    int32_t nsteps;
+    int32_t nstreams;
+    /* Per-chip preparation: copy [src_off, +len) of the send buffer into the receive
+     * buffer at dst_off.  Offsets are relative to the chip's own group position: the
+     * executor adds copy_shift * (index of the chip in its group) to both. */
+    tpu_copy_t local[2];
+    int nlocal;
+    int64_t local_src_shift;
+    int64_t local_dst_shift;
+    char algo[64]; /* "torus chunks=2" */
+} tpu_sched_t;
+
+/* Permutations of (0, 1, 2), the axis orders a route can take; index 0 is x, y, z. */
+extern const int tpu__axis_orders[6][3];
+/* The index of 'order' (naxes entries, the rest completed in increasing order). */
+int tpu__axis_order_index(const int *order, int naxes);
+
+void tpu__sched_init(tpu_sched_t *sched);
+void tpu__sched_fini(tpu_sched_t *sched);
+/* Append a flow; returns its index, or -1 when out of memory. */
+int64_t tpu__sched_add(tpu_sched_t *sched, const tpu_flow_t *flow);
+/* Append 'n' dependencies to flow 'f' (which must be the last flow added). */
+tpu_status_t tpu__sched_add_deps(tpu_sched_t *sched, int64_t f, const int32_t *deps, int n);
+/* Sort flows by (step, src, dst) and renumber dependencies. */
+tpu_status_t tpu__sched_sort(tpu_sched_t *sched);
+/*
+ * Turn the all-gather 'ag' into the reduce-scatter that is its time reversal
+ * (each flow runs backwards, reducing, and depends on the flows that depended on
+ * it).  Writes a new schedule into 'rs_p'.
+ */
+tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs);
+/*
+ * Append 'second' after 'first' (in place in 'first').  Flows of 'second' without
+ * dependencies are made to depend on the flows of 'first' that arrived at their
+ * src in the same stream.
+ */
+tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second);
+
+/* Total bytes of a span. */
+static inline int64_t tpu__span_bytes(const tpu_span_t *s)
+{
+    return s->len * s->count[0] * s->count[1] * s->count[2];
+}
+
+#endif /* TPU_SCHED_H */

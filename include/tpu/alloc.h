@@ -1,0 +1,38 @@
+/*
+ * The allocator hook.  All heap use of libtpuemu goes through it, so that a test
+ * can make any allocation fail (the OOM loop of the tests) or count them.
+ */
+#ifndef TPU_ALLOC_H
+#define TPU_ALLOC_H
+
+#include "tpu/status.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void *(*tpu_malloc_fn_t)(size_t size);
+typedef void *(*tpu_realloc_fn_t)(void *ptr, size_t size);
+typedef void *(*tpu_calloc_fn_t)(size_t count, size_t size);
+typedef void (*tpu_free_fn_t)(void *ptr);
+
+/*
+ * Replace the allocator.  Call it before any other libtpuemu call, or after every
+ * object has been destroyed.  Passing all NULL restores the C library's.  This is
+ * the library's one piece of global state.
+ */
+TPU_API tpu_status_t tpu_set_allocator(tpu_malloc_fn_t malloc_fn, tpu_realloc_fn_t realloc_fn,
+                                       tpu_calloc_fn_t calloc_fn, tpu_free_fn_t free_fn);
+
+TPU_API void *tpu__malloc(size_t size);
+TPU_API void *tpu__realloc(void *ptr, size_t size);
+TPU_API void *tpu__calloc(size_t count, size_t size);
+TPU_API void tpu__free(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TPU_ALLOC_H */

@@ -1,0 +1,169 @@
+/*
+ * Collectives: psum, all-gather, reduce-scatter, all-to-all, ppermute and p2p
+ * over any subset of the torus axes (and 'dcn'), with real data and modeled time.
+ *
+ * A plan is the pure part: the algorithm chosen for (topology, link model,
+ * collective) and its schedule.  tpu_coll_plan_model() times it without moving
+ * data; tpu_coll_run() executes it over a transport with real buffers.  Both give
+ * the same modeled time, bit for bit.
+ *
+ * Sizes follow the reference conventions: 'bytes' is the all-gather's output per
+ * chip, the reduce-scatter's input per chip, the psum's and all-to-all's buffer
+ * per chip, and the bytes each chip sends in a ppermute or a p2p.
+ */
+#ifndef TPU_COLL_H
+#define TPU_COLL_H
+
+#include "tpu/status.h"
+#include "tpu/topo.h"
+#include "tpu/xport.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPU_COLL_MAP(X)                                             \
+    X(PSUM, "psum", "MPI_Allreduce")                                \
+    X(ALL_GATHER, "all-gather", "MPI_Allgather")                    \
+    X(REDUCE_SCATTER, "reduce-scatter", "MPI_Reduce_scatter_block") \
+    X(ALL_TO_ALL, "all-to-all", "MPI_Alltoall")                     \
+    X(PPERMUTE, "ppermute", "MPI_Sendrecv")                         \
+    X(P2P, "p2p", "MPI_Send")
+
+typedef enum {
+#define X(name, str, mpi) TPU_COLL_##name,
+    TPU_COLL_MAP(X)
+#undef X
+    TPU_COLL_COUNT
+} tpu_coll_kind_t;
+
+typedef enum {
+    TPU_DTYPE_F32 = 0,
+    TPU_DTYPE_BF16 = 1,
+    TPU_DTYPE_I32 = 2,
+    TPU_DTYPE_COUNT
+} tpu_dtype_t;
+
+typedef enum {
+    TPU_OP_SUM = 0,
+    TPU_OP_MAX = 1,
+    TPU_OP_MIN = 2,
+    TPU_OP_COUNT
+} tpu_redop_t;
+
+/* The link model: bandwidths as published, latencies in seconds. */
+typedef struct tpu_link_model {
+    double ici_bw;               /* bytes/s per ICI link, both directions together */
+    double ici_latency;          /* seconds per hop */
+    double dcn_bw;               /* DCN bytes/s per chip (a host's NICs carry chips x this) */
+    double dcn_latency;          /* seconds per DCN transfer */
+    int host_dims[TPU_MAX_AXES]; /* the block of chips that share one host's NICs */
+} tpu_link_model_t;
+
+typedef struct tpu_coll_desc {
+    tpu_coll_kind_t kind;
+    unsigned axes;  /* mask of axes (bit TPU_AXIS_DCN for dcn); ignored by p2p */
+    uint64_t bytes; /* see the conventions above */
+    tpu_dtype_t dtype;
+    tpu_redop_t op;
+    int shift;     /* ppermute: every chip sends to the chip 'shift' ahead on the axis */
+    int src;       /* p2p: source chip; -1 for chip 0 */
+    int dst;       /* p2p: destination chip; -1 for the farthest chip from src */
+    char algo[32]; /* "" to let the cost model choose, or a registry name */
+    int chunks;    /* pipeline chunks; 0 to let the cost model choose */
+} tpu_coll_desc_t;
+
+/* Per-axis link use of a modeled collective. */
+typedef struct tpu_coll_axis_stat {
+    double bytes;       /* bytes carried by the busiest directed link of the axis */
+    double busy_us;     /* that link's busy time */
+    double utilisation; /* busy time over the collective's time */
+} tpu_coll_axis_stat_t;
+
+typedef struct tpu_coll_result {
+    double modeled_us; /* first chip starts to last chip finishes */
+    char algorithm[64];
+    int64_t flows;
+    int32_t steps;
+    tpu_coll_axis_stat_t axis[TPU_MAX_AXES + 1]; /* x, y, z, dcn */
+} tpu_coll_result_t;
+
+typedef struct tpu_coll_plan tpu_coll_plan_t;
+
+/* Fill 'desc' with defaults: psum, f32, sum, auto algorithm, p2p chip 0 to farthest. */
+TPU_API void tpu_coll_desc_init(tpu_coll_desc_t *desc);
+
+/* Names: "psum", "all-gather", ...; the MPI call that does the same; dtypes; ops. */
+TPU_API const char *tpu_coll_name(tpu_coll_kind_t kind);
+TPU_API const char *tpu_coll_mpi_name(tpu_coll_kind_t kind);
+TPU_API tpu_status_t tpu_coll_parse(const char *text, tpu_coll_kind_t *kind_p, tpu_err_t *err);
+TPU_API const char *tpu_dtype_name(tpu_dtype_t dtype);
+TPU_API int tpu_dtype_size(tpu_dtype_t dtype);
+TPU_API tpu_status_t tpu_dtype_parse(const char *text, tpu_dtype_t *dtype_p, tpu_err_t *err);
+TPU_API const char *tpu_redop_name(tpu_redop_t op);
+TPU_API tpu_status_t tpu_redop_parse(const char *text, tpu_redop_t *op_p, tpu_err_t *err);
+
+/*
+ * Choose the algorithm and build the schedule.  Checks the request against the
+ * topology: axes, divisibility of 'bytes' into the group's shards (naming a size
+ * that would divide), shift, p2p chips.  The caller owns '*plan_p' and frees it
+ * with tpu_coll_plan_destroy().
+ * @return TPU_OK, TPU_ERR_INVALID (bad request), TPU_ERR_NO_MEMORY.
+ */
+TPU_API tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                                          const tpu_coll_desc_t *desc, tpu_coll_plan_t **plan_p,
+                                          tpu_err_t *err);
+TPU_API void tpu_coll_plan_destroy(tpu_coll_plan_t *plan);
+
+/* The bytes of the input and output buffers each chip passes to tpu_coll_run(). */
+TPU_API void tpu_coll_plan_sizes(const tpu_coll_plan_t *plan, uint64_t *in_bytes_p,
+                                 uint64_t *out_bytes_p);
+/* The group of 'chip' (the chips it exchanges with), its size and chip's index in it. */
+TPU_API int tpu_coll_plan_group_size(const tpu_coll_plan_t *plan);
+
+/* Model the plan without moving data (the sim path of 'tpuemu model'). */
+TPU_API tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_result_t *res_p,
+                                         tpu_err_t *err);
+
+/* Options of one execution. */
+typedef struct tpu_coll_run_opts {
+    uint64_t call;    /* call number, part of the mismatch signature */
+    double timeout_s; /* watchdog: give up after this many seconds (0: never) */
+    int check_peers;  /* first compare every chip's call (one small exchange) */
+    int local_time;   /* report this chip's own finish time, skipping the max over chips */
+} tpu_coll_run_opts_t;
+
+/*
+ * Execute the plan over 'x' for the transport's local chips: 'in[i]' and 'out[i]'
+ * are the buffers of local chip i (sizes from tpu_coll_plan_sizes()).  On return
+ * '*modeled_us_p' is the collective's modeled time (the same on every chip).
+ * @return TPU_OK, TPU_ERR_MISMATCH (chips in different collectives),
+ *         TPU_ERR_TIMEOUT (watchdog; the message names the chips waited for),
+ *         TPU_ERR_TRANSPORT, TPU_ERR_NO_MEMORY.
+ */
+TPU_API tpu_status_t tpu_coll_run(const tpu_coll_plan_t *plan, tpu_xport_t *x,
+                                  const tpu_coll_run_opts_t *opts, void *const *in,
+                                  void *const *out, double *modeled_us_p, tpu_err_t *err);
+
+/*
+ * The reference result of the collective for local chip 'chip', computed directly
+ * from every chip's input as 'fill' produces it: 'fill(chip, buf, bytes, arg)'
+ * writes the input of any chip.  Used to verify results.
+ */
+typedef void (*tpu_coll_fill_fn_t)(int chip, void *buf, uint64_t bytes, void *arg);
+TPU_API tpu_status_t tpu_coll_reference(const tpu_coll_plan_t *plan, int chip,
+                                        tpu_coll_fill_fn_t fill, void *arg, void *out,
+                                        tpu_err_t *err);
+
+/* The registry: number of algorithms, and the collective and name of algorithm 'i'. */
+TPU_API int tpu_coll_algo_count(void);
+TPU_API void tpu_coll_algo_at(int i, tpu_coll_kind_t *kind_p, const char **name_p,
+                              const char **summary_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TPU_COLL_H */

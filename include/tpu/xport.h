@@ -1,0 +1,102 @@
+/*
+ * The transport: how the schedule executor moves bytes between chips.
+ *
+ * A transport hosts some chips of the pod ("local chips": one per MPI rank for
+ * the mpi transport, all of them for loopback and sim) and moves messages
+ * between them.  A message is a small header (which carries the modeled arrival
+ * time, so the receiver's virtual clock never depends on the host) and a strided
+ * region of a buffer.  The sim transport moves the headers only.
+ *
+ * Every operation is nonblocking: isend and irecv start an operation and return a
+ * request; test() reports completion and then frees the request.  Buffers are
+ * borrowed until test() reports completion.  Requests between one pair of chips
+ * with one tag match in order.
+ */
+#ifndef TPU_XPORT_H
+#define TPU_XPORT_H
+
+#include "tpu/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A strided region of a buffer: count[0]*count[1]*count[2] blocks of 'len' bytes. */
+typedef struct tpu_region {
+    void *base;
+    int64_t off;
+    int64_t len;
+    int64_t stride[3];
+    int32_t count[3];
+} tpu_region_t;
+
+/* What a chip is running: enough to name both sides of a mismatch. */
+typedef struct tpu_call_sig {
+    uint64_t call;  /* call number on this chip */
+    uint64_t bytes; /* the collective's size */
+    int32_t kind;   /* tpu_coll_kind_t */
+    int32_t axes;   /* axis mask */
+    int32_t dtype;  /* tpu_dtype_t */
+    int32_t op;     /* tpu_redop_t */
+} tpu_call_sig_t;
+
+/* The header every message carries. */
+typedef struct tpu_msg_hdr {
+    tpu_call_sig_t sig; /* the sender's call */
+    int64_t flow;       /* index of the flow in the schedule */
+    double arrival;     /* modeled arrival time at the receiver, seconds */
+    int64_t bytes;      /* payload bytes */
+} tpu_msg_hdr_t;
+
+typedef struct tpu_xport tpu_xport_t;
+typedef struct tpu_xport_req tpu_xport_req_t;
+
+typedef struct tpu_xport_ops {
+    size_t size;      /* sizeof(tpu_xport_ops_t) the implementation was built against */
+    const char *name; /* "mpi", "loopback", "sim" */
+    /* Start sending 'hdr' and 'data' from local chip 'src' to chip 'dst' with 'tag'.
+     * Never blocks.  'hdr' and 'data' are borrowed until completion. */
+    tpu_status_t (*isend)(tpu_xport_t *x, int src, int dst, int tag, const tpu_msg_hdr_t *hdr,
+                          const tpu_region_t *data, tpu_xport_req_t **req_p);
+    /* Start receiving into 'hdr' and 'data' at local chip 'dst' from chip 'src'. */
+    tpu_status_t (*irecv)(tpu_xport_t *x, int dst, int src, int tag, tpu_msg_hdr_t *hdr,
+                          const tpu_region_t *data, tpu_xport_req_t **req_p);
+    /* Set '*done_p' to 1 and release 'req' when it has completed.  Never blocks. */
+    tpu_status_t (*test)(tpu_xport_t *x, tpu_xport_req_t *req, int *done_p);
+    /* Cancel and release an incomplete request (on error paths). */
+    void (*cancel)(tpu_xport_t *x, tpu_xport_req_t *req);
+    /* Wait a little for progress without burning the CPU (called when nothing completed). */
+    void (*idle)(tpu_xport_t *x, int rounds);
+    /* The largest modeled time over all chips of the transport (a max-reduction). */
+    tpu_status_t (*max_time)(tpu_xport_t *x, double local, double *max_p);
+    /* Gather the call of every chip into 'all' (nchips entries), from the local ones'
+     * 'mine' (nlocal entries).  Collective over all chips; blocks. */
+    tpu_status_t (*gather_sigs)(tpu_xport_t *x, const tpu_call_sig_t *mine, tpu_call_sig_t *all);
+    void (*destroy)(tpu_xport_t *x);
+} tpu_xport_ops_t;
+
+/* The fields every transport starts with. */
+struct tpu_xport {
+    const tpu_xport_ops_t *ops;
+    int nchips;       /* chips in the pod */
+    int nlocal;       /* chips hosted here */
+    int *local_chips; /* their ids, increasing */
+    int moves_data;   /* 0 for sim: regions are ignored */
+    char msg[256];    /* text of the last transport failure, for error messages */
+};
+
+/* A transport with all 'nchips' chips in this process that copies real bytes. */
+TPU_API tpu_status_t tpu_xport_loopback_create(int nchips, tpu_xport_t **x_p, tpu_err_t *err);
+/* A transport with all 'nchips' chips in this process that moves sizes only. */
+TPU_API tpu_status_t tpu_xport_sim_create(int nchips, tpu_xport_t **x_p, tpu_err_t *err);
+/* Destroy any transport; NULL is a no-op. */
+TPU_API void tpu_xport_destroy(tpu_xport_t *x);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TPU_XPORT_H */

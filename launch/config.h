@@ -1,0 +1,52 @@
+/*
+ * The pod description a job starts from: what a YAML file (--config) sets, before
+ * the command-line flags override it.  Private to launch/.
+ *
+ * Fields that the file does not set keep the "unset" value given below, so the
+ * command line can tell a value the user chose from a default.
+ */
+#ifndef TPU_LAUNCH_CONFIG_H
+#define TPU_LAUNCH_CONFIG_H
+
+#include "tpu/chip.h"
+#include "tpu/status.h"
+
+#define TPU_CONFIG_STR 128
+
+typedef struct tpu_config {
+    char chip[TPU_CONFIG_STR];     /* preset name ("v5e"); "" when unset */
+    int chip_custom;               /* 1 when 'custom' holds a chip described field by field */
+    tpu_chip_spec_t custom;        /* the custom chip: its base preset plus the fields set */
+    char topology[TPU_CONFIG_STR]; /* "4x4"; "" when unset */
+    char wrap[TPU_CONFIG_STR];     /* "auto", "all", "none", "x,z"; "" when unset */
+    int slices;                    /* 0 when unset */
+    char mesh[TPU_CONFIG_STR];     /* "data=4,model=4"; "" when unset */
+    double ici_bw;                 /* bytes/s per link, bidirectional; < 0 when unset */
+    double ici_latency;            /* seconds per hop; < 0 when unset */
+    double dcn_bw;                 /* bytes/s per chip; < 0 when unset */
+    double dcn_latency;            /* seconds; < 0 when unset */
+} tpu_config_t;
+
+/* Set every field of 'cfg' to its unset value. */
+void tpu_config_init(tpu_config_t *cfg);
+
+/*
+ * Parse the YAML file at 'path' into 'cfg' (fields the file does not name are left
+ * as they are).  Strict: an unknown key, a value of the wrong type, a duplicate
+ * key, a malformed document or an unreadable file is TPU_ERR_CONFIG with a
+ * message "path:line:col: ..." that names the key or the problem.
+ */
+tpu_status_t tpu_config_load(const char *path, tpu_config_t *cfg, tpu_err_t *err);
+
+/* The same from a string held in memory; 'name' stands for the path in messages. */
+tpu_status_t tpu_config_load_string(const char *text, size_t len, const char *name,
+                                    tpu_config_t *cfg, tpu_err_t *err);
+
+/*
+ * Parse a size: plain bytes ("1024") or a number with a suffix K, M, G (powers of
+ * two: 1K = 1024).  Used by the CLI (--bytes) and the YAML file (hbm_bytes: 16G).
+ * @return TPU_OK, or TPU_ERR_INVALID with a message naming 'text'.
+ */
+tpu_status_t tpu_parse_size(const char *text, unsigned long long *bytes_p, tpu_err_t *err);
+
+#endif /* TPU_LAUNCH_CONFIG_H */

@@ -1,0 +1,95 @@
+/* A counting, failing allocator for OOM loops (libuv test-loop-oom.c style). */
+#include "test_support.h"
+
+#include "tpu/alloc.h"
+
+#include <stdlib.h>
+
+static long budget_left = -1;
+static long live;
+static int failed;
+
+static void *fail_malloc(size_t size)
+{
+    void *p;
+
+    if (budget_left == 0) {
+        failed = 1;
+        return NULL;
+    }
+    if (budget_left > 0) {
+        budget_left--;
+    }
+    p = malloc(size);
+    if (p != NULL) {
+        live++;
+    }
+    return p;
+}
+
+static void *fail_calloc(size_t count, size_t size)
+{
+    void *p;
+
+    if (budget_left == 0) {
+        failed = 1;
+        return NULL;
+    }
+    if (budget_left > 0) {
+        budget_left--;
+    }
+    p = calloc(count, size);
+    if (p != NULL) {
+        live++;
+    }
+    return p;
+}
+
+static void *fail_realloc(void *ptr, size_t size)
+{
+    void *p;
+
+    if (budget_left == 0) {
+        failed = 1;
+        return NULL;
+    }
+    if (budget_left > 0) {
+        budget_left--;
+    }
+    p = realloc(ptr, size);
+    if (p != NULL && ptr == NULL) {
+        live++;
+    }
+    return p;
+}
+
+static void fail_free(void *ptr)
+{
+    if (ptr != NULL) {
+        live--;
+    }
+    free(ptr);
+}
+
+void tpu_test_alloc_fail_after(long budget)
+{
+    budget_left = budget;
+    live = 0;
+    failed = 0;
+    tpu_set_allocator(fail_malloc, fail_realloc, fail_calloc, fail_free);
+}
+
+void tpu_test_alloc_restore(void)
+{
+    tpu_set_allocator(NULL, NULL, NULL, NULL);
+}
+
+long tpu_test_alloc_live(void)
+{
+    return live;
+}
+
+int tpu_test_alloc_failed(void)
+{
+    return failed;
+}
