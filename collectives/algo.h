@@ -18,6 +18,8 @@ typedef struct tpu_algo_args {
     int64_t shard; /* bytes of one chip's block (all-gather, reduce-scatter, psum) */
     int64_t elem;  /* bytes of one element: blocks split only at element boundaries */
     int chunks;    /* pipeline chunks per ordering (>= 1) */
+    int rep;       /* -1: flows of every chip; else only those chip rep sends (the
+                      representative of a translation-invariant pod, see linkmodel.c) */
 } tpu_algo_args_t;
 
 typedef tpu_status_t (*tpu_algo_fn_t)(const tpu_algo_args_t *args, tpu_sched_t *sched,

@@ -57,6 +57,7 @@ typedef struct phase_ctx {
     int64_t sub_off; /* the stream's part of every block */
     int64_t sub_len;
     int64_t elem; /* bytes per element: halves split between elements */
+    int rep;      /* representative chip, or -1 for all */
     int stream;
     unsigned mask;
     int32_t *seen; /* per chip: flows of this stream received so far */
@@ -237,6 +238,9 @@ static tpu_status_t dcn_phase(phase_ctx_t *ctx, int step)
         int coords[TPU_MAX_AXES];
         tpu_span_t span;
 
+        if (ctx->rep >= 0 && c != ctx->rep) {
+            continue;
+        }
         tpu_topo_coords(topo, c, coords);
         item_span(ctx, c, &span);
         for (s = 1; s < topo->slices; s++) {
@@ -248,7 +252,8 @@ static tpu_status_t dcn_phase(phase_ctx_t *ctx, int step)
             if (status != TPU_OK) {
                 return status;
             }
-            note_pending(ctx, dst, idx);
+            /* A representative receives the translate of what it sends. */
+            note_pending(ctx, ctx->rep >= 0 ? ctx->rep : dst, idx);
         }
     }
     end_phase(ctx);
@@ -270,6 +275,9 @@ static tpu_status_t ring_phase(phase_ctx_t *ctx, int axis, int step0)
         for (c = 0; c < topo->nchips; c++) {
             int coords[TPU_MAX_AXES];
 
+            if (ctx->rep >= 0 && c != ctx->rep) {
+                continue;
+            }
             tpu_topo_coords(topo, c, coords);
             for (di = 0; di < 2; di++) {
                 int dir = di == 0 ? 1 : -1;
@@ -323,6 +331,9 @@ static tpu_status_t ring_phase(phase_ctx_t *ctx, int axis, int step0)
                                   ndeps, &idx);
                 if (status != TPU_OK) {
                     return status;
+                }
+                if (ctx->rep >= 0) {
+                    dst = ctx->rep; /* it receives the translate of what it sends */
                 }
                 ctx->phase_rx[((int64_t)dst * 2 + di) * ctx->phase_cap + t] = (int32_t)idx;
                 note_pending(ctx, dst, idx);
@@ -397,6 +408,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
         goto out;
     }
     ctx.elem = args->elem;
+    ctx.rep = args->rep;
     for (r = 0; r < nord; r++) {
         int64_t part = r == nord - 1 ? elems - done : (int64_t)(frac[r] * (double)elems + 0.5);
         int64_t kdone = 0;

@@ -61,6 +61,9 @@ tpu_status_t tpu__algo_ALL_TO_ALL_direct(const tpu_algo_args_t *args, tpu_sched_
     sched->local_src_shift = blk;
     sched->local_dst_shift = blk;
     for (c = 0; c < topo->nchips; c++) {
+        if (args->rep >= 0 && c != args->rep) {
+            continue;
+        }
         int i = tpu_topo_group_index(topo, args->mask, c);
 
         for (j = 0; j < args->group; j++) {

@@ -288,51 +288,104 @@ static tpu_status_t validate(tpu_coll_plan_t *p, tpu_err_t *err)
 }
 
 /* Index the schedule's steps. */
-static tpu_status_t index_steps(tpu_coll_plan_t *p)
+static tpu_status_t index_steps(tpu_plan_sched_t *ps)
 {
     int64_t i;
     int s;
 
-    tpu__free(p->step_start);
-    p->step_start = tpu__calloc((size_t)p->sched.nsteps + 2, sizeof(int64_t));
-    if (p->step_start == NULL) {
+    tpu__free(ps->step_start);
+    ps->step_start = tpu__calloc((size_t)ps->s.nsteps + 2, sizeof(int64_t));
+    if (ps->step_start == NULL) {
         return TPU_ERR_NO_MEMORY;
     }
-    for (i = 0; i < p->sched.nflows; i++) {
-        p->step_start[p->sched.flows[i].step + 1]++;
+    for (i = 0; i < ps->s.nflows; i++) {
+        ps->step_start[ps->s.flows[i].step + 1]++;
     }
-    for (s = 0; s < p->sched.nsteps; s++) {
-        p->step_start[s + 1] += p->step_start[s];
+    for (s = 0; s < ps->s.nsteps; s++) {
+        ps->step_start[s + 1] += ps->step_start[s];
     }
     return TPU_OK;
 }
 
-/* Build the schedule of algorithm 'algo' with 'chunks' into the plan. */
-static tpu_status_t build(tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, tpu_err_t *err)
+static void plan_sched_fini(tpu_plan_sched_t *ps)
+{
+    tpu__sched_fini(&ps->s);
+    tpu__free(ps->step_start);
+    ps->step_start = NULL;
+    ps->built = 0;
+}
+
+/* Build the plan's algorithm into 'ps' ('rep': representative chip or -1). */
+static tpu_status_t build_into(tpu_coll_plan_t *p, tpu_plan_sched_t *ps, int rep, tpu_err_t *err)
 {
     tpu_status_t status;
 
-    tpu__sched_fini(&p->sched);
-    tpu__sched_init(&p->sched);
-    p->algo = algo;
-    p->args.chunks = chunks;
-    status = algo->build(&p->args, &p->sched, err);
+    plan_sched_fini(ps);
+    tpu__sched_init(&ps->s);
+    ps->rep = rep;
+    p->args.rep = rep;
+    status = p->algo->build(&p->args, &ps->s, err);
     if (status == TPU_OK) {
-        status = index_steps(p);
+        status = index_steps(ps);
     }
     if (status == TPU_OK) {
-        if (algo->pipelined && chunks > 1) {
-            snprintf(p->name, sizeof(p->name), "%s chunks=%d", algo->name, chunks);
-        } else {
-            snprintf(p->name, sizeof(p->name), "%s", algo->name);
-        }
-        snprintf(p->sched.algo, sizeof(p->sched.algo), "%s", p->name);
+        ps->built = 1;
+        snprintf(ps->s.algo, sizeof(ps->s.algo), "%s", p->name);
+    } else {
+        plan_sched_fini(ps);
     }
     if (status == TPU_ERR_NO_MEMORY) {
         tpu_err_set(err, status, "out of memory building the %s schedule (%s)",
-                    tpu_coll_name(p->desc.kind), algo->name);
+                    tpu_coll_name(p->desc.kind), p->algo->name);
     }
     return status;
+}
+
+/*
+ * Is the collective the same from every chip?  Then the model times one chip's
+ * flows (linkmodel.c, representative mode): every selected axis wraps, nothing
+ * crosses DCN, and the algorithm treats every chip alike (all but p2p).
+ */
+static int translation_invariant(const tpu_coll_plan_t *p)
+{
+    int a;
+
+    if (p->desc.kind == TPU_COLL_P2P || (p->desc.axes & TPU_AXIS_MASK_DCN)) {
+        return 0;
+    }
+    for (a = 0; a < p->topo.naxes; a++) {
+        if ((p->desc.axes & (1u << a)) && p->topo.dims[a] > 1 && !p->topo.wrap[a]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Build the model schedule of algorithm 'algo' with 'chunks'. */
+static tpu_status_t build(tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, tpu_err_t *err)
+{
+    p->algo = algo;
+    p->args.chunks = chunks;
+    if (algo->pipelined && chunks > 1) {
+        snprintf(p->name, sizeof(p->name), "%s chunks=%d", algo->name, chunks);
+    } else {
+        snprintf(p->name, sizeof(p->name), "%s", algo->name);
+    }
+    plan_sched_fini(&p->full);
+    return build_into(p, &p->model, translation_invariant(p) ? 0 : -1, err);
+}
+
+tpu_status_t tpu__plan_full(tpu_coll_plan_t *p, tpu_err_t *err)
+{
+    if (p->model.rep < 0) {
+        p->run = &p->model;
+        return TPU_OK;
+    }
+    p->run = &p->full;
+    if (p->full.built) {
+        return TPU_OK;
+    }
+    return build_into(p, &p->full, -1, err);
 }
 
 /* Flows the torus family would create with 'chunks' chunks: a bound for the selector. */
@@ -346,12 +399,14 @@ static double flow_estimate(const tpu_coll_plan_t *p, int chunks)
             steps += 2.0 * p->topo.dims[a];
         }
     }
-    return steps * p->topo.nchips * TPU_MAX_AXES * chunks * 2;
+    return steps * (translation_invariant(p) ? 1 : p->topo.nchips) * TPU_MAX_AXES * chunks * 2;
 }
 
 /* Pipeline depths the selector tries. */
 static const int chunk_choices[] = {1, 2, 4, 8, 16};
 #define TPU_SELECT_MAX_FLOWS 4e6
+/* How much modeled time a deeper pipeline must save to be chosen (a fraction). */
+#define TPU_SELECT_SLACK 0.01
 
 tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t *link,
                                   const tpu_coll_desc_t *desc, tpu_coll_plan_t **plan_p,
@@ -359,7 +414,12 @@ tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t
 {
     tpu_coll_plan_t *p;
     const tpu_algo_t *best = NULL;
-    int best_chunks = 1, i, c, found = 0;
+    struct {
+        const tpu_algo_t *algo;
+        int chunks;
+        double t;
+    } cand[64];
+    int best_chunks = 1, i, c, found = 0, ncand = 0;
     double best_t = 0;
     tpu_status_t status;
 
@@ -370,7 +430,6 @@ tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t
     p->topo = *topo;
     p->link = *link;
     p->desc = *desc;
-    tpu__sched_init(&p->sched);
     status = validate(p, err);
     if (status != TPU_OK) {
         goto err_free;
@@ -404,7 +463,9 @@ tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t
             if (!algo->pipelined) {
                 chunks = 1;
             }
-            if (c > 0 && (flow_estimate(p, chunks) > TPU_SELECT_MAX_FLOWS ||
+            /* DCN stages are not pipelined (allgather_torus.c): one depth is enough. */
+            if (c > 0 && ((p->desc.axes & TPU_AXIS_MASK_DCN) ||
+                          flow_estimate(p, chunks) > TPU_SELECT_MAX_FLOWS ||
                           (int64_t)chunks * TPU_MAX_AXES > p->shard / p->args.elem)) {
                 break;
             }
@@ -415,11 +476,30 @@ tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t
             if (status != TPU_OK) {
                 goto err_free;
             }
+            if (ncand < (int)(sizeof(cand) / sizeof(cand[0]))) {
+                cand[ncand].algo = algo;
+                cand[ncand].chunks = chunks;
+                cand[ncand++].t = t;
+            }
             if (best == NULL || t < best_t) {
                 best = algo;
                 best_chunks = chunks;
                 best_t = t;
             }
+        }
+    }
+    /*
+     * The shallowest pipeline within TPU_SELECT_SLACK of the fastest: a deeper one
+     * buys less than that in modeled time and costs proportionally more messages,
+     * each with a fixed DMA cost on the TPU that the link model leaves out (and a
+     * real cost on the host that emulates it).
+     */
+    for (i = 0; i < ncand; i++) {
+        if (cand[i].t <= best_t * (1 + TPU_SELECT_SLACK) &&
+            (cand[i].chunks < best_chunks ||
+             (cand[i].chunks == best_chunks && cand[i].t < best_t))) {
+            best = cand[i].algo;
+            best_chunks = cand[i].chunks;
         }
     }
     if (!found) {
@@ -446,8 +526,9 @@ void tpu_coll_plan_destroy(tpu_coll_plan_t *plan)
     if (plan == NULL) {
         return;
     }
-    tpu__sched_fini(&plan->sched);
-    tpu__free(plan->step_start);
+    plan_sched_fini(&plan->model);
+    plan_sched_fini(&plan->full);
+    tpu__free(plan->scratch);
     tpu__free(plan);
 }
 
@@ -455,6 +536,16 @@ void tpu_coll_plan_sizes(const tpu_coll_plan_t *plan, uint64_t *in_bytes_p, uint
 {
     *in_bytes_p = plan->in_bytes;
     *out_bytes_p = plan->out_bytes;
+}
+
+const tpu_coll_desc_t *tpu_coll_plan_desc(const tpu_coll_plan_t *plan)
+{
+    return &plan->desc;
+}
+
+const char *tpu_coll_plan_algo(const tpu_coll_plan_t *plan)
+{
+    return plan->name;
 }
 
 int tpu_coll_plan_group_size(const tpu_coll_plan_t *plan)
@@ -476,8 +567,8 @@ tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_result_t 
     }
     res.modeled_us = t * 1e6;
     snprintf(res.algorithm, sizeof(res.algorithm), "%s", plan->name);
-    res.flows = plan->sched.nflows;
-    res.steps = plan->sched.nsteps;
+    res.flows = plan->model.s.nflows;
+    res.steps = plan->model.s.nsteps;
     *res_p = res;
     return TPU_OK;
 }

@@ -20,10 +20,17 @@ typedef struct tpu_linkmodel {
     double *nic_bw;  /* bytes/s of each NIC (the host's chips x dcn_bw) */
     int *touched;    /* resources with a non-zero load in the current step */
     int ntouched;
+    int classes; /* 1: resources are link classes (axis, direction), see below */
 } tpu_linkmodel_t;
 
+/*
+ * 'classes' selects the representative mode: the schedule holds the flows of one
+ * chip of a translation-invariant pod, and every link of a class (axis,
+ * direction) carries the same load, the sum over the representative's flows of
+ * bytes times the hops its route makes in that class.
+ */
 tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
-                                 const tpu_link_model_t *link);
+                                 const tpu_link_model_t *link, int classes);
 void tpu__linkmodel_fini(tpu_linkmodel_t *lm);
 
 /* Count the loads of every flow of step 's' (flows [first, last) of 'sched'). */

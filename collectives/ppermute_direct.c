@@ -33,6 +33,9 @@ tpu_status_t tpu__algo_PPERMUTE_direct(const tpu_algo_args_t *args, tpu_sched_t 
 
     (void)err;
     for (c = 0; c < topo->nchips; c++) {
+        if (args->rep >= 0 && c != args->rep) {
+            continue;
+        }
         int i = tpu_topo_group_index(topo, args->mask, c);
         int n = args->group;
         int dst = tpu_topo_group_member(topo, args->mask, c, ((i + shift) % n + n) % n);

@@ -28,23 +28,24 @@ typedef struct timing {
     double *start;   /* per flow of the current step */
 } timing_t;
 
-static tpu_status_t timing_init(timing_t *t, const tpu_coll_plan_t *plan)
+static tpu_status_t timing_init(timing_t *t, const tpu_coll_plan_t *plan,
+                                const tpu_plan_sched_t *ps)
 {
     int64_t maxstep = 1;
     int s;
 
     memset(t, 0, sizeof(*t));
-    for (s = 0; s < plan->sched.nsteps; s++) {
-        int64_t n = plan->step_start[s + 1] - plan->step_start[s];
+    for (s = 0; s < ps->s.nsteps; s++) {
+        int64_t n = ps->step_start[s + 1] - ps->step_start[s];
 
         if (n > maxstep) {
             maxstep = n;
         }
     }
-    if (tpu__linkmodel_init(&t->lm, &plan->topo, &plan->link) != TPU_OK) {
+    if (tpu__linkmodel_init(&t->lm, &plan->topo, &plan->link, ps->rep >= 0) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }
-    t->arrival = tpu__calloc((size_t)plan->sched.nflows + 1, sizeof(double));
+    t->arrival = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
     t->start = tpu__calloc((size_t)maxstep, sizeof(double));
     if (t->arrival == NULL || t->start == NULL) {
         tpu__free(t->arrival);
@@ -66,10 +67,10 @@ static void timing_fini(timing_t *t)
  * Load step 's' and time the flows whose source is local ('local' NULL: all).
  * This is the one place modeled time is computed, for every transport.
  */
-static void time_step(timing_t *t, const tpu_coll_plan_t *plan, int s, const uint8_t *local)
+static void time_step(timing_t *t, const tpu_plan_sched_t *ps, int s, const uint8_t *local)
 {
-    const tpu_sched_t *sc = &plan->sched;
-    int64_t first = plan->step_start[s], last = plan->step_start[s + 1], i;
+    const tpu_sched_t *sc = &ps->s;
+    int64_t first = ps->step_start[s], last = ps->step_start[s + 1], i;
 
     tpu__linkmodel_load_step(&t->lm, sc, first, last);
     for (i = first; i < last; i++) {
@@ -98,19 +99,20 @@ static void time_step(timing_t *t, const tpu_coll_plan_t *plan, int s, const uin
 
 tpu_status_t tpu__plan_model(const tpu_coll_plan_t *plan, double *seconds_p, tpu_coll_result_t *res)
 {
+    const tpu_plan_sched_t *ps = &plan->model;
     timing_t t;
     double end = 0;
     int64_t i;
     int s;
 
-    if (timing_init(&t, plan) != TPU_OK) {
+    if (timing_init(&t, plan, ps) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }
-    for (s = 0; s < plan->sched.nsteps; s++) {
-        time_step(&t, plan, s, NULL);
+    for (s = 0; s < ps->s.nsteps; s++) {
+        time_step(&t, ps, s, NULL);
         tpu__linkmodel_end_step(&t.lm);
     }
-    for (i = 0; i < plan->sched.nflows; i++) {
+    for (i = 0; i < ps->s.nflows; i++) {
         if (t.arrival[i] > end) {
             end = t.arrival[i];
         }
@@ -126,15 +128,16 @@ tpu_status_t tpu__plan_model(const tpu_coll_plan_t *plan, double *seconds_p, tpu
 /* ---- execution with data ---- */
 
 typedef struct pending {
-    tpu_xport_req_t *req;
+    tpu_xport_req_t *req; /* NULL once complete */
     int64_t flow;
-    int is_recv;
+    int posted;
     tpu_msg_hdr_t hdr;
     unsigned char *scratch; /* reduce receives land here */
 } pending_t;
 
 typedef struct run_ctx {
     const tpu_coll_plan_t *plan;
+    const tpu_plan_sched_t *ps; /* the schedule of every chip */
     tpu_xport_t *x;
     int *local_index; /* chip -> index among local chips, or -1 */
     uint8_t *is_local;
@@ -221,95 +224,280 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Wait for every pending request; handle receives as they complete. */
-static tpu_status_t wait_all(run_ctx_t *ctx, timing_t *t, pending_t *pend, int npend,
-                             const tpu_coll_run_opts_t *opts, tpu_err_t *err)
+/*
+ * The dataflow engine.  Every receive of the local chips is posted at once; a send
+ * goes out as soon as the flows it depends on have arrived, so a chip never waits
+ * for a neighbour whose data it does not need yet (on a node with more ranks than
+ * cores, waiting for every neighbour at every step is what costs).  Two orders are
+ * kept so that results and modeled times stay deterministic:
+ *   - reducing receives are added into the buffer in flow order (the schedule's
+ *     step order), whatever order they arrive in: the same rounding every run;
+ *   - sends are timed step by step, with the loads of their step and the port
+ *     times of the steps before, exactly as tpu__plan_model() does.
+ */
+typedef struct engine {
+    run_ctx_t *ctx;
+    timing_t *t;
+    const tpu_coll_run_opts_t *opts;
+    pending_t *recv; /* receives of the local chips, in flow order */
+    int nrecv;
+    pending_t *send; /* sends of the local chips, in flow order */
+    int nsend;
+    uint8_t *state; /* per flow: 1 arrived, 2 arrived and reduced (usable) */
+    int rr;         /* next receive (index into recv) to reduce, in order */
+    int step;       /* the step whose sends are being timed */
+    int step_send;  /* first send of that step */
+    int posted;     /* sends posted so far (a prefix of each step's, any order inside) */
+    int loaded;     /* the loads of 'step' are counted */
+    int recv_left, send_left;
+    int recv_open;          /* every receive before it has completed */
+    int send_open;          /* every send before it has completed */
+    tpu_xport_req_t **reqs; /* scratch for test_many */
+    int *which;
+    double deadline;
+} engine_t;
+
+/*
+ * Test the requests of 'pend[open, n)' in one call of the transport (one pass of
+ * the MPI progress engine, not one per request: testing hundreds one by one would
+ * burn the CPU the other ranks of an oversubscribed node need).  Completed ones
+ * get req = NULL; '*ndone_p' counts them.
+ */
+static tpu_status_t test_pending(engine_t *e, pending_t *pend, int *open_p, int n, int *ndone_p)
 {
-    const tpu_coll_plan_t *plan = ctx->plan;
-    const tpu_sched_t *sc = &plan->sched;
-    double deadline = opts->timeout_s > 0 ? now_s() + opts->timeout_s : 0;
-    int left = npend, rounds = 0, i;
+    int i, k = 0;
+    tpu_status_t status;
 
-    while (left > 0) {
-        int progressed = 0;
-
-        for (i = 0; i < npend; i++) {
-            pending_t *p = &pend[i];
-            const tpu_flow_t *f;
-            int done = 0;
-            tpu_status_t status;
-
-            if (p->req == NULL) {
-                continue;
-            }
-            status = ctx->x->ops->test(ctx->x, p->req, &done);
-            if (status != TPU_OK) {
-                char me[64];
-
-                chip_str(&plan->topo, ctx->x->local_chips[0], me, sizeof(me));
-                return tpu_err_set(err, status, "%s: transport %s failed in %s: %s", me,
-                                   ctx->x->ops->name, plan->name, ctx->x->msg);
-            }
-            if (!done) {
-                continue;
-            }
-            p->req = NULL;
-            left--;
-            progressed = 1;
-            if (!p->is_recv) {
-                continue;
-            }
-            f = &sc->flows[p->flow];
-            if (!sig_equal(&p->hdr.sig, &ctx->sig) || p->hdr.flow != p->flow ||
-                p->hdr.bytes != tpu__span_bytes(&f->span)) {
-                char a[64], b[64], sa[160], sb[160];
-
-                chip_str(&plan->topo, f->dst, a, sizeof(a));
-                chip_str(&plan->topo, f->src, b, sizeof(b));
-                sig_str(&ctx->sig, sa, sizeof(sa));
-                sig_str(&p->hdr.sig, sb, sizeof(sb));
-                return tpu_err_set(err, TPU_ERR_MISMATCH,
-                                   "collective mismatch: %s is in %s, but %s sent a message of "
-                                   "%s",
-                                   a, sa, b, sb);
-            }
-            t->arrival[p->flow] = p->hdr.arrival;
-            if (f->reduce && ctx->x->moves_data) {
-                int li = ctx->local_index[f->dst];
-                tpu_region_t r =
-                    span_region(ctx->recv[li], &f->span, f->span.dst_off, plan->data_scale);
-
-                reduce_into(ctx, &r, p->scratch);
-            }
+    while (*open_p < n && pend[*open_p].posted && pend[*open_p].req == NULL) {
+        (*open_p)++;
+    }
+    for (i = *open_p; i < n; i++) {
+        if (pend[i].req != NULL) {
+            e->reqs[k] = pend[i].req;
+            e->which[k++] = i;
         }
-        if (left == 0) {
+    }
+    *ndone_p = 0;
+    if (k == 0) {
+        return TPU_OK;
+    }
+    status = e->ctx->x->ops->test_many(e->ctx->x, e->reqs, k);
+    for (i = 0; i < k; i++) {
+        if (e->reqs[i] == NULL) {
+            pend[e->which[i]].req = NULL;
+            (*ndone_p)++;
+        }
+    }
+    return status;
+}
+
+static tpu_status_t fail_transport(engine_t *e, const char *what, tpu_status_t status,
+                                   tpu_err_t *err)
+{
+    char me[64];
+
+    chip_str(&e->ctx->plan->topo, e->ctx->x->local_chips[0], me, sizeof(me));
+    return tpu_err_set(err, status, "%s: transport %s failed %s in %s: %s", me,
+                       e->ctx->x->ops->name, what, e->ctx->plan->name, e->ctx->x->msg);
+}
+
+/* Test the outstanding receives; check headers; reduce in order. */
+static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
+{
+    run_ctx_t *ctx = e->ctx;
+    const tpu_coll_plan_t *plan = ctx->plan;
+    const tpu_sched_t *sc = &ctx->ps->s;
+    int i, ndone, first = e->recv_open;
+    tpu_status_t status = test_pending(e, e->recv, &e->recv_open, e->nrecv, &ndone);
+
+    if (status != TPU_OK) {
+        return fail_transport(e, "receiving", status, err);
+    }
+    for (i = first; ndone > 0 && i < e->nrecv; i++) {
+        pending_t *p = &e->recv[i];
+        const tpu_flow_t *f = &sc->flows[p->flow];
+
+        if (p->req != NULL || e->state[p->flow] != 0) {
+            continue;
+        }
+        ndone--;
+        e->recv_left--;
+        *progress_p = 1;
+        if (!sig_equal(&p->hdr.sig, &ctx->sig) || p->hdr.flow != p->flow ||
+            p->hdr.bytes != tpu__span_bytes(&f->span)) {
+            char a[64], b[64], sa[160], sb[160];
+
+            chip_str(&plan->topo, f->dst, a, sizeof(a));
+            chip_str(&plan->topo, f->src, b, sizeof(b));
+            sig_str(&ctx->sig, sa, sizeof(sa));
+            sig_str(&p->hdr.sig, sb, sizeof(sb));
+            return tpu_err_set(err, TPU_ERR_MISMATCH,
+                               "collective mismatch: %s is in %s, but %s sent a message of %s", a,
+                               sa, b, sb);
+        }
+        e->t->arrival[p->flow] = p->hdr.arrival;
+        e->state[p->flow] = f->reduce && ctx->x->moves_data ? 1 : 2;
+    }
+    while (e->rr < e->nrecv) {
+        pending_t *p = &e->recv[e->rr];
+        const tpu_flow_t *f = &sc->flows[p->flow];
+
+        if (e->state[p->flow] == 0) {
             break;
         }
-        if (deadline > 0 && now_s() > deadline) {
-            char me[64], who[512];
-            int used = 0;
+        if (e->state[p->flow] == 1) {
+            int li = ctx->local_index[f->dst];
+            tpu_region_t r =
+                span_region(ctx->recv[li], &f->span, f->span.dst_off, plan->data_scale);
 
-            chip_str(&plan->topo, ctx->x->local_chips[0], me, sizeof(me));
-            who[0] = '\0';
-            for (i = 0; i < npend && used < (int)sizeof(who) - 64; i++) {
-                if (pend[i].req != NULL && pend[i].is_recv) {
-                    char c[64];
+            reduce_into(ctx, &r, p->scratch);
+            e->state[p->flow] = 2;
+        }
+        e->rr++;
+    }
+    return TPU_OK;
+}
 
-                    chip_str(&plan->topo, sc->flows[pend[i].flow].src, c, sizeof(c));
-                    used += snprintf(who + used, sizeof(who) - (size_t)used, "%s%s",
-                                     used ? ", " : "", c);
+/* Time and post the sends whose data is there, step by step. */
+static tpu_status_t post_sends(engine_t *e, int *progress_p, tpu_err_t *err)
+{
+    run_ctx_t *ctx = e->ctx;
+    const tpu_plan_sched_t *ps = ctx->ps;
+    const tpu_sched_t *sc = &ps->s;
+    tpu_xport_t *x = ctx->x;
+
+    while (e->step < sc->nsteps) {
+        int end = e->step_send, i, waiting = 0;
+
+        while (end < e->nsend && sc->flows[e->send[end].flow].step == e->step) {
+            end++;
+        }
+        if (end > e->step_send && !e->loaded) {
+            /* The step's loads, once, before its first send is timed. */
+            tpu__linkmodel_load_step(&e->t->lm, sc, ps->step_start[e->step],
+                                     ps->step_start[e->step + 1]);
+            e->loaded = 1;
+        }
+        for (i = e->step_send; i < end; i++) {
+            pending_t *p = &e->send[i];
+            const tpu_flow_t *f = &sc->flows[p->flow];
+            double ready = 0;
+            int32_t k, ok = 1;
+            tpu_region_t r;
+            tpu_status_t status;
+
+            if (p->posted) {
+                continue;
+            }
+            for (k = 0; k < f->ndeps && ok; k++) {
+                int32_t d = sc->deps[f->dep_first + k];
+
+                ok = e->state[d] == 2;
+                if (e->t->arrival[d] > ready) {
+                    ready = e->t->arrival[d];
                 }
             }
-            return tpu_err_set(err, TPU_ERR_TIMEOUT,
-                               "watchdog: %s waited %.0f s in %s (call %llu) for %s", me,
-                               opts->timeout_s, plan->name, (unsigned long long)opts->call,
-                               used ? who : "its sends to complete");
+            if (!ok) {
+                waiting = 1;
+                continue;
+            }
+            tpu__linkmodel_time_flow(&e->t->lm, f, ready, &e->t->start[i - e->step_send],
+                                     &e->t->arrival[p->flow]);
+            p->hdr.sig = ctx->sig;
+            p->hdr.flow = p->flow;
+            p->hdr.arrival = e->t->arrival[p->flow];
+            p->hdr.bytes = tpu__span_bytes(&f->span);
+            r = span_region(x->moves_data ? ctx->send[ctx->local_index[f->src]] : NULL, &f->span,
+                            f->span.off, ctx->plan->data_scale);
+            status =
+                x->ops->isend(x, f->src, f->dst, (int)(p->flow & 0x3fffff), &p->hdr, &r, &p->req);
+            if (status != TPU_OK) {
+                return fail_transport(e, "sending", status, err);
+            }
+            p->posted = 1;
+            e->posted++;
+            *progress_p = 1;
         }
-        if (!progressed) {
-            ctx->x->ops->idle(ctx->x, rounds++);
-        } else {
+        if (waiting) {
+            return TPU_OK;
+        }
+        for (i = e->step_send; i < end; i++) {
+            tpu__linkmodel_commit_flow(&e->t->lm, &sc->flows[e->send[i].flow],
+                                       e->t->start[i - e->step_send]);
+        }
+        if (end > e->step_send) {
+            tpu__linkmodel_end_step(&e->t->lm);
+        }
+        e->step_send = end;
+        e->step++;
+        e->loaded = 0;
+    }
+    return TPU_OK;
+}
+
+static tpu_status_t poll_sends(engine_t *e, int *progress_p, tpu_err_t *err)
+{
+    int ndone;
+    tpu_status_t status = test_pending(e, e->send, &e->send_open, e->nsend, &ndone);
+
+    if (status != TPU_OK) {
+        return fail_transport(e, "sending", status, err);
+    }
+    e->send_left -= ndone;
+    *progress_p |= ndone > 0;
+    return TPU_OK;
+}
+
+static tpu_status_t watchdog(engine_t *e, tpu_err_t *err)
+{
+    const tpu_coll_plan_t *plan = e->ctx->plan;
+    char me[64], who[512];
+    int used = 0, i;
+
+    chip_str(&plan->topo, e->ctx->x->local_chips[0], me, sizeof(me));
+    who[0] = '\0';
+    for (i = 0; i < e->nrecv && used < (int)sizeof(who) - 64; i++) {
+        if (e->recv[i].req != NULL) {
+            char c[64];
+            int src = e->ctx->ps->s.flows[e->recv[i].flow].src;
+
+            chip_str(&plan->topo, src, c, sizeof(c));
+            if (strstr(who, c) == NULL) {
+                used +=
+                    snprintf(who + used, sizeof(who) - (size_t)used, "%s%s", used ? ", " : "", c);
+            }
+        }
+    }
+    return tpu_err_set(err, TPU_ERR_TIMEOUT, "watchdog: %s waited %.0f s in %s (call %llu) for %s",
+                       me, e->opts->timeout_s, plan->name, (unsigned long long)e->opts->call,
+                       used ? who : "its sends to complete");
+}
+
+static tpu_status_t run_engine(engine_t *e, tpu_err_t *err)
+{
+    int rounds = 0;
+
+    while (e->recv_left > 0 || e->send_left > 0 || e->step < e->ctx->ps->s.nsteps) {
+        int progress = 0;
+        tpu_status_t status = poll_recvs(e, &progress, err);
+
+        if (status == TPU_OK) {
+            status = post_sends(e, &progress, err);
+        }
+        if (status == TPU_OK) {
+            status = poll_sends(e, &progress, err);
+        }
+        if (status != TPU_OK) {
+            return status;
+        }
+        if (progress) {
             rounds = 0;
+            continue;
         }
+        if (e->deadline > 0 && now_s() > e->deadline) {
+            return watchdog(e, err);
+        }
+        e->ctx->x->ops->idle(e->ctx->x, rounds++);
     }
     return TPU_OK;
 }
@@ -375,14 +563,15 @@ static tpu_status_t prepare(run_ctx_t *ctx, void *const *in, void *const *out)
         default:
             ctx->send[i] = in[i];
             ctx->recv[i] = out[i];
-            if (p->sched.nlocal > 0) {
+            if (ctx->ps->s.nlocal > 0) {
+                const tpu_sched_t *sc = &ctx->ps->s;
                 int k;
 
-                for (k = 0; k < p->sched.nlocal; k++) {
-                    const tpu_copy_t *c = &p->sched.local[k];
+                for (k = 0; k < sc->nlocal; k++) {
+                    const tpu_copy_t *c = &sc->local[k];
 
-                    memcpy((unsigned char *)out[i] + c->dst_off + g * p->sched.local_dst_shift,
-                           (unsigned char *)in[i] + c->src_off + g * p->sched.local_src_shift,
+                    memcpy((unsigned char *)out[i] + c->dst_off + g * sc->local_dst_shift,
+                           (unsigned char *)in[i] + c->src_off + g * sc->local_src_shift,
                            (size_t)c->len);
                 }
             }
@@ -451,43 +640,35 @@ out:
     return status;
 }
 
-/* Scratch bytes the largest step's reducing receives need on the local chips. */
-static int64_t scratch_need(const tpu_coll_plan_t *plan, const uint8_t *is_local)
+/* Scratch bytes all reducing receives of the local chips need (each its own). */
+static int64_t scratch_need(const tpu_coll_plan_t *plan, const tpu_plan_sched_t *ps,
+                            const uint8_t *is_local)
 {
-    int64_t best = 0;
-    int s;
+    int64_t sum = 0, i;
 
-    for (s = 0; s < plan->sched.nsteps; s++) {
-        int64_t sum = 0, i;
+    for (i = 0; i < ps->s.nflows; i++) {
+        const tpu_flow_t *f = &ps->s.flows[i];
 
-        for (i = plan->step_start[s]; i < plan->step_start[s + 1]; i++) {
-            const tpu_flow_t *f = &plan->sched.flows[i];
-
-            if (f->reduce && is_local[f->dst]) {
-                sum += tpu__span_bytes(&f->span) * plan->data_scale;
-            }
-        }
-        if (sum > best) {
-            best = sum;
+        if (f->reduce && is_local[f->dst]) {
+            sum += tpu__span_bytes(&f->span) * plan->data_scale;
         }
     }
-    return best;
+    return sum;
 }
 
-tpu_status_t tpu_coll_run(const tpu_coll_plan_t *plan, tpu_xport_t *x,
-                          const tpu_coll_run_opts_t *opts, void *const *in, void *const *out,
-                          double *modeled_us_p, tpu_err_t *err)
+tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x, const tpu_coll_run_opts_t *opts,
+                          void *const *in, void *const *out, double *modeled_us_p, tpu_err_t *err)
 {
-    const tpu_sched_t *sc = &plan->sched;
+    const tpu_plan_sched_t *ps;
+    const tpu_sched_t *sc;
     tpu_coll_run_opts_t defaults = {0, 0, 1, 0};
     run_ctx_t ctx;
     timing_t t;
     pending_t *pend = NULL;
     unsigned char *scratch = NULL;
-    int64_t maxstep = 0;
     double local_end = 0, end = 0;
     tpu_status_t status;
-    int s, i;
+    int i;
 
     if (opts == NULL) {
         opts = &defaults;
@@ -497,8 +678,15 @@ tpu_status_t tpu_coll_run(const tpu_coll_plan_t *plan, tpu_xport_t *x,
                            "the transport hosts a pod of %d chips, the plan is for %d", x->nchips,
                            plan->topo.nchips);
     }
+    status = tpu__plan_full(plan, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    ps = plan->run;
+    sc = &ps->s;
     memset(&ctx, 0, sizeof(ctx));
     ctx.plan = plan;
+    ctx.ps = ps;
     ctx.x = x;
     ctx.work_dtype = plan->data_scale == 2 ? TPU_DTYPE_F32 : plan->desc.dtype;
     ctx.sig.call = opts->call;
@@ -507,7 +695,7 @@ tpu_status_t tpu_coll_run(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     ctx.sig.axes = (int32_t)plan->desc.axes;
     ctx.sig.dtype = (int32_t)plan->desc.dtype;
     ctx.sig.op = (int32_t)plan->desc.op;
-    status = timing_init(&t, plan);
+    status = timing_init(&t, plan, ps);
     if (status != TPU_OK) {
         return tpu_err_set(err, status, "out of memory for the timing of %s", plan->name);
     }
@@ -540,31 +728,57 @@ tpu_status_t tpu_coll_run(const tpu_coll_plan_t *plan, tpu_xport_t *x,
             tpu_err_set(err, status, "out of memory for the working buffers of %s", plan->name);
             goto out;
         }
-        scratch = tpu__malloc((size_t)scratch_need(plan, ctx.is_local) + 1);
-        if (scratch == NULL) {
-            status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for receive scratch");
+        int64_t need = scratch_need(plan, ps, ctx.is_local);
+
+        /* Kept in the plan: a fresh buffer per call would page-fault on every call. */
+        if (need > plan->scratch_bytes) {
+            tpu__free(plan->scratch);
+            plan->scratch_bytes = 0;
+            plan->scratch = tpu__malloc((size_t)need);
+            if (plan->scratch == NULL) {
+                status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for receive scratch");
+                goto out;
+            }
+            plan->scratch_bytes = need;
+        }
+        scratch = plan->scratch;
+    }
+    {
+        engine_t e;
+        int64_t f, sused = 0;
+
+        memset(&e, 0, sizeof(e));
+        e.ctx = &ctx;
+        e.t = &t;
+        e.opts = opts;
+        e.deadline = opts->timeout_s > 0 ? now_s() + opts->timeout_s : 0;
+        for (f = 0; f < sc->nflows; f++) {
+            e.nrecv += ctx.is_local[sc->flows[f].dst];
+            e.nsend += ctx.is_local[sc->flows[f].src];
+        }
+        pend = tpu__calloc((size_t)(e.nrecv + e.nsend + 1), sizeof(*pend));
+        e.state = tpu__calloc((size_t)sc->nflows + 1, 1);
+        e.reqs = tpu__malloc((size_t)(e.nrecv + e.nsend + 1) * sizeof(*e.reqs));
+        e.which = tpu__malloc((size_t)(e.nrecv + e.nsend + 1) * sizeof(*e.which));
+        if (pend == NULL || e.state == NULL || e.reqs == NULL || e.which == NULL) {
+            tpu__free(e.which);
+            tpu__free(e.reqs);
+            tpu__free(e.state);
+            status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for pending requests");
             goto out;
         }
-    }
-    for (s = 0; s < sc->nsteps; s++) {
-        int64_t n = plan->step_start[s + 1] - plan->step_start[s];
-
-        if (n > maxstep) {
-            maxstep = n;
+        e.recv = pend;
+        e.send = pend + e.nrecv;
+        e.nrecv = e.nsend = 0;
+        for (f = 0; f < sc->nflows; f++) {
+            if (ctx.is_local[sc->flows[f].src]) {
+                e.send[e.nsend++].flow = f;
+            }
         }
-    }
-    pend = tpu__calloc((size_t)(2 * maxstep + 1), sizeof(*pend));
-    if (pend == NULL) {
-        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for pending requests");
-        goto out;
-    }
-    for (s = 0; s < sc->nsteps; s++) {
-        int64_t first = plan->step_start[s], last = plan->step_start[s + 1], f;
-        int npend = 0;
-        int64_t sused = 0;
-
-        /* Receives first, so that every send of the step finds its receive posted. */
-        for (f = first; f < last; f++) {
+        e.send_left = e.nsend;
+        /* Every receive at once, each into its own place. */
+        status = TPU_OK;
+        for (f = 0; f < sc->nflows && status == TPU_OK; f++) {
             const tpu_flow_t *fl = &sc->flows[f];
             pending_t *p;
             tpu_region_t r;
@@ -572,10 +786,8 @@ tpu_status_t tpu_coll_run(const tpu_coll_plan_t *plan, tpu_xport_t *x,
             if (!ctx.is_local[fl->dst]) {
                 continue;
             }
-            p = &pend[npend];
-            memset(p, 0, sizeof(*p));
+            p = &e.recv[e.nrecv];
             p->flow = f;
-            p->is_recv = 1;
             if (x->moves_data && fl->reduce) {
                 tpu_span_t flat = fl->span;
 
@@ -590,49 +802,30 @@ tpu_status_t tpu_coll_run(const tpu_coll_plan_t *plan, tpu_xport_t *x,
             }
             status = x->ops->irecv(x, fl->dst, fl->src, (int)(f & 0x3fffff), &p->hdr, &r, &p->req);
             if (status != TPU_OK) {
-                tpu_err_set(err, status, "transport %s: receive failed: %s", x->ops->name, x->msg);
-                goto out_cancel;
+                fail_transport(&e, "receiving", status, err);
+                break;
             }
-            npend++;
+            p->posted = 1;
+            e.nrecv++;
         }
-        time_step(&t, plan, s, ctx.is_local);
-        for (f = first; f < last; f++) {
-            const tpu_flow_t *fl = &sc->flows[f];
-            pending_t *p;
-            tpu_region_t r;
-
-            if (!ctx.is_local[fl->src]) {
-                continue;
-            }
-            p = &pend[npend];
-            memset(p, 0, sizeof(*p));
-            p->flow = f;
-            p->hdr.sig = ctx.sig;
-            p->hdr.flow = f;
-            p->hdr.arrival = t.arrival[f];
-            p->hdr.bytes = tpu__span_bytes(&fl->span);
-            r = span_region(x->moves_data ? ctx.send[ctx.local_index[fl->src]] : NULL, &fl->span,
-                            fl->span.off, plan->data_scale);
-            status = x->ops->isend(x, fl->src, fl->dst, (int)(f & 0x3fffff), &p->hdr, &r, &p->req);
-            if (status != TPU_OK) {
-                tpu_err_set(err, status, "transport %s: send failed: %s", x->ops->name, x->msg);
-                goto out_cancel;
-            }
-            npend++;
+        e.recv_left = e.nrecv;
+        if (status == TPU_OK) {
+            status = run_engine(&e, err);
         }
-        status = wait_all(&ctx, &t, pend, npend, opts, err);
         if (status != TPU_OK) {
-            goto out_cancel;
-        }
-        tpu__linkmodel_end_step(&t.lm);
-        continue;
-out_cancel:
-        for (i = 0; i < npend; i++) {
-            if (pend[i].req != NULL) {
-                x->ops->cancel(x, pend[i].req);
+            for (i = 0; i < e.nrecv + e.nsend; i++) {
+                if (pend[i].req != NULL) {
+                    x->ops->cancel(x, pend[i].req);
+                }
             }
+            tpu__free(e.which);
+            tpu__free(e.reqs);
+            tpu__free(e.state);
+            goto out;
         }
-        goto out;
+        tpu__free(e.which);
+        tpu__free(e.reqs);
+        tpu__free(e.state);
     }
     if (x->moves_data) {
         finish(&ctx, out);
@@ -662,7 +855,6 @@ out:
         }
     }
     tpu__free(pend);
-    tpu__free(scratch);
     tpu__free(ctx.work);
     tpu__free(ctx.recv);
     tpu__free(ctx.send);

@@ -15,12 +15,18 @@
  *      1.8e11 B/s ICI per link, 3 axes, 9,216 chips, 4 chips per host.
  *
  * Choices where the sources are silent, each overridable in YAML:
- * - VMEM: 128 MiB on v5e [S]; the same on v5p, v6e and v7, and 32 MiB on v4
- *   (an older, smaller scratchpad).  Not published in the sources.
+ * - VMEM per chip (the seeds give only v5e's 128 MiB [S]): JAX's Pallas table of
+ *   VMEM per TensorCore [P] times the TensorCores: v4 16 MiB x 2, v5e 128 MiB x 1,
+ *   v5p 64 MiB x 2, v6e 128 MiB x 1, TPU7x 64 MiB x 2.  The VMEM executor gives
+ *   one kernel's plan a TensorCore's share (vmem_bytes / tensorcores).
+ *   [P] jax-ml/jax, jax/_src/pallas/mosaic/tpu_info.py, vmem_capacity_bytes.
  * - v7 MXU: 256x256 like v6e; the pod shape 16x24x24 (9,216 chips, whole cubes);
  *   DCN 12.5e9 B/s per chip like v6e.
- * - VPU of the other generations: v5p's 1.4e13 scaled by bf16 peak, since the VPU
- *   and the MXUs share a clock and grow together.
+ * - VPU: v5e is (8 sublanes x 128 lanes) x 4 ALUs x 1.5 GHz = 6.144e12 FLOP/s, all
+ *   three figures from [S] (counting one FLOP per ALU operation, which also gives
+ *   v5p's 1.4e13: 2 TensorCores x 4096 x 1.75 GHz).  The other generations: v5p's
+ *   1.4e13 scaled by bf16 peak, since the VPU and the MXUs share a clock and grow
+ *   together.
  * - f32 matmul: a third of bf16 peak (XLA's 3-pass bf16 emulation of f32).
  * - DCN latency: 0, because no source publishes one (fidelity.md); set it in YAML.
  */
@@ -41,7 +47,7 @@ static const tpu_chip_spec_t presets[] = {
         .vpu_flops = 1.4e13 * 2.75 / 4.59, /* choice: v5p's VPU scaled by bf16 peak */
         .hbm_bytes = 32 * GB,              /* [S] */
         .hbm_bw = 1.2e12,                  /* [S] */
-        .vmem_bytes = 32 * MiB,            /* choice */
+        .vmem_bytes = 32 * MiB,            /* [P] 16 MiB per TensorCore */
         .mxu_dim = 128,                    /* [S] */
         .mxu_count = 4,                    /* [B] */
         .tensorcores = 2,                  /* [B] megacore */
@@ -59,10 +65,10 @@ static const tpu_chip_spec_t presets[] = {
         .bf16_flops = 1.97e14,
         .int8_ops = 3.94e14,
         .f32_flops = 1.97e14 / 3,
-        .vpu_flops = 1.4e13 * 1.97 / 4.59,
+        .vpu_flops = 8 * 128 * 4 * 1.5e9, /* [S] (8,128) x 4 ALUs at 1.5 GHz */
         .hbm_bytes = 16 * GB,
         .hbm_bw = 8.1e11,
-        .vmem_bytes = 128 * MiB, /* [S] */
+        .vmem_bytes = 128 * MiB, /* [S], [P] */
         .mxu_dim = 128,
         .mxu_count = 4,
         .tensorcores = 1,
@@ -83,7 +89,7 @@ static const tpu_chip_spec_t presets[] = {
         .vpu_flops = 1.4e13, /* [S], [B] */
         .hbm_bytes = 96 * GB,
         .hbm_bw = 2.8e12,
-        .vmem_bytes = 128 * MiB, /* choice */
+        .vmem_bytes = 128 * MiB, /* [P] 64 MiB per TensorCore */
         .mxu_dim = 128,
         .mxu_count = 4,
         .tensorcores = 2,
@@ -104,7 +110,7 @@ static const tpu_chip_spec_t presets[] = {
         .vpu_flops = 1.4e13 * 9.20 / 4.59,
         .hbm_bytes = 32 * GB,
         .hbm_bw = 1.6e12,
-        .vmem_bytes = 128 * MiB, /* choice */
+        .vmem_bytes = 128 * MiB, /* [P] */
         .mxu_dim = 256,          /* [S] Trillium */
         .mxu_count = 2,
         .tensorcores = 1,
@@ -125,7 +131,7 @@ static const tpu_chip_spec_t presets[] = {
         .vpu_flops = 1.4e13 * 23.0 / 4.59,
         .hbm_bytes = 192 * GB,   /* [F] */
         .hbm_bw = 7.4e12,        /* [F] */
-        .vmem_bytes = 128 * MiB, /* choice */
+        .vmem_bytes = 128 * MiB, /* [P] TPU7x: 64 MiB per TensorCore */
         .mxu_dim = 256,          /* choice */
         .mxu_count = 4,
         .tensorcores = 2, /* [F] */

@@ -165,6 +165,20 @@ static tpu_status_t local_test(tpu_xport_t *x, tpu_xport_req_t *req, int *done_p
     return TPU_OK;
 }
 
+static tpu_status_t local_test_many(tpu_xport_t *x, tpu_xport_req_t **reqs, int n)
+{
+    int i;
+
+    (void)x;
+    for (i = 0; i < n; i++) {
+        if (reqs[i] != NULL && reqs[i]->done) {
+            tpu__free(reqs[i]);
+            reqs[i] = NULL;
+        }
+    }
+    return TPU_OK;
+}
+
 static void local_cancel(tpu_xport_t *x, tpu_xport_req_t *req)
 {
     if (!req->done) {
@@ -213,29 +227,31 @@ static void local_destroy(tpu_xport_t *x)
 }
 
 static const tpu_xport_ops_t loopback_ops = {
-    sizeof(tpu_xport_ops_t),
-    "loopback",
-    local_isend,
-    local_irecv,
-    local_test,
-    local_cancel,
-    local_idle,
-    local_max_time,
-    local_gather_sigs,
-    local_destroy,
+    .size = sizeof(tpu_xport_ops_t),
+    .name = "loopback",
+    .isend = local_isend,
+    .irecv = local_irecv,
+    .test = local_test,
+    .test_many = local_test_many,
+    .cancel = local_cancel,
+    .idle = local_idle,
+    .max_time = local_max_time,
+    .gather_sigs = local_gather_sigs,
+    .destroy = local_destroy,
 };
 
 static const tpu_xport_ops_t sim_ops = {
-    sizeof(tpu_xport_ops_t),
-    "sim",
-    local_isend,
-    local_irecv,
-    local_test,
-    local_cancel,
-    local_idle,
-    local_max_time,
-    local_gather_sigs,
-    local_destroy,
+    .size = sizeof(tpu_xport_ops_t),
+    .name = "sim",
+    .isend = local_isend,
+    .irecv = local_irecv,
+    .test = local_test,
+    .test_many = local_test_many,
+    .cancel = local_cancel,
+    .idle = local_idle,
+    .max_time = local_max_time,
+    .gather_sigs = local_gather_sigs,
+    .destroy = local_destroy,
 };
 
 static tpu_status_t local_create(int nchips, const tpu_xport_ops_t *ops, int moves_data,

@@ -120,7 +120,11 @@ TPU_API void tpu_coll_plan_destroy(tpu_coll_plan_t *plan);
 /* The bytes of the input and output buffers each chip passes to tpu_coll_run(). */
 TPU_API void tpu_coll_plan_sizes(const tpu_coll_plan_t *plan, uint64_t *in_bytes_p,
                                  uint64_t *out_bytes_p);
-/* The group of 'chip' (the chips it exchanges with), its size and chip's index in it. */
+/* The request as the plan resolved it (p2p chips filled in, axes checked). */
+TPU_API const tpu_coll_desc_t *tpu_coll_plan_desc(const tpu_coll_plan_t *plan);
+/* The algorithm chosen, as "torus chunks=4". */
+TPU_API const char *tpu_coll_plan_algo(const tpu_coll_plan_t *plan);
+/* The number of chips in each group of the collective. */
 TPU_API int tpu_coll_plan_group_size(const tpu_coll_plan_t *plan);
 
 /* Model the plan without moving data (the sim path of 'tpuemu model'). */
@@ -136,14 +140,15 @@ typedef struct tpu_coll_run_opts {
 } tpu_coll_run_opts_t;
 
 /*
- * Execute the plan over 'x' for the transport's local chips: 'in[i]' and 'out[i]'
+ * Execute the plan over 'x' for the transport's local chips (the first run builds
+ * the schedule of every chip, when the model needed only one chip's): 'in[i]' and 'out[i]'
  * are the buffers of local chip i (sizes from tpu_coll_plan_sizes()).  On return
  * '*modeled_us_p' is the collective's modeled time (the same on every chip).
  * @return TPU_OK, TPU_ERR_MISMATCH (chips in different collectives),
  *         TPU_ERR_TIMEOUT (watchdog; the message names the chips waited for),
  *         TPU_ERR_TRANSPORT, TPU_ERR_NO_MEMORY.
  */
-TPU_API tpu_status_t tpu_coll_run(const tpu_coll_plan_t *plan, tpu_xport_t *x,
+TPU_API tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x,
                                   const tpu_coll_run_opts_t *opts, void *const *in,
                                   void *const *out, double *modeled_us_p, tpu_err_t *err);
 

@@ -66,6 +66,9 @@ typedef struct tpu_xport_ops {
                           const tpu_region_t *data, tpu_xport_req_t **req_p);
     /* Set '*done_p' to 1 and release 'req' when it has completed.  Never blocks. */
     tpu_status_t (*test)(tpu_xport_t *x, tpu_xport_req_t *req, int *done_p);
+    /* Test 'n' requests at once (one pass of the progress engine); release those
+     * that completed and set their entries of 'reqs' to NULL.  Never blocks. */
+    tpu_status_t (*test_many)(tpu_xport_t *x, tpu_xport_req_t **reqs, int n);
     /* Cancel and release an incomplete request (on error paths). */
     void (*cancel)(tpu_xport_t *x, tpu_xport_req_t *req);
     /* Wait a little for progress without burning the CPU (called when nothing completed). */

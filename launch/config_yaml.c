@@ -1,0 +1,1017 @@
+/*
+ * The pod description in YAML (see config.h), and the size parser.
+ *
+ * The file is read whole and handed to libyaml's document API, which builds the
+ * node tree of the one document the file must hold.  The tree is then walked
+ * against three key tables (the top level, a custom 'chip:' and 'links:'), so
+ * the schema lives in one place per mapping.  The walk is strict:
+ *
+ *   - every key must be in the table (an unknown key gets the closest known one,
+ *     within an edit distance of 2, as a suggestion) and appear once;
+ *   - every value must have its type: a number is a plain (unquoted) scalar in C
+ *     strtod syntax, a byte count also takes K, M, G suffixes (tpu_parse_size),
+ *     a count is a positive whole number, a string is any scalar, and a list or
+ *     a mapping where a scalar belongs is an error; null values are errors;
+ *   - topology, wrap and mesh strings are checked here already, so that their
+ *     errors carry the file position.
+ *
+ * Every error is TPU_ERR_CONFIG (TPU_ERR_NO_MEMORY when libyaml or the reader
+ * runs out of memory) with one message "name:line:col: what is wrong", where
+ * line and col are 1-based and point at the key or the value at fault; control
+ * characters echoed from the file are replaced by '?', so the message stays one
+ * line.  'cfg' is written only when the whole file is good.
+ *
+ * Aliases are allowed (libyaml shares the node); the walk never descends more
+ * than three levels (top, chip, host_dims), so no document makes it expensive.
+ */
+#include "tpu/alloc.h"
+#include "tpu/topo.h"
+
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <yaml.h>
+
+/* A config file is a few hundred bytes; anything past this is not one. */
+#define MAX_FILE_BYTES (1u << 20)
+/* The longest key the "did you mean" search compares. */
+#define MAX_KEY_LEN 64
+/* Upper bound for counts without a natural one (mxu_dim, tensorcores, ...). */
+#define MAX_COUNT 1000000
+
+typedef enum {
+    KIND_NUMBER, /* double > 0 */
+    KIND_BYTES,  /* double > 0, or a size with a K, M or G suffix */
+    KIND_MICROS, /* double >= 0 given in microseconds, stored in seconds */
+    KIND_COUNT,  /* int in [1, max] */
+    KIND_DIMS,   /* int[TPU_MAX_AXES] from a list of 1 to 3 entries in [1, max]; the rest 1 */
+    KIND_OTHER   /* handled by the caller */
+} field_kind_t;
+
+/* One key of a mapping: its name, its type and where its value goes. */
+typedef struct field {
+    const char *key;
+    field_kind_t kind;
+    size_t offset; /* into the struct the mapping fills (not for KIND_OTHER) */
+    long max;      /* KIND_COUNT and KIND_DIMS */
+} field_t;
+
+typedef struct load_ctx {
+    yaml_document_t *doc;
+    const char *name; /* the path, for messages */
+    tpu_err_t *err;
+} load_ctx_t;
+
+/* The handler of a key the generic code does not fill: 'obj' is the struct being filled. */
+typedef tpu_status_t (*pair_fn_t)(load_ctx_t *c, const field_t *f, const yaml_node_t *key,
+                                  const yaml_node_t *val, void *obj);
+
+/* The top level fills a root_state_t, not a struct the offsets could name: all KIND_OTHER. */
+static const field_t root_fields[] = {
+    {"chip", KIND_OTHER, 0, 0}, {"topology", KIND_OTHER, 0, 0},
+    {"wrap", KIND_OTHER, 0, 0}, {"slices", KIND_OTHER, 0, TPU_MAX_SLICES},
+    {"mesh", KIND_OTHER, 0, 0}, {"links", KIND_OTHER, 0, 0},
+    {NULL, KIND_OTHER, 0, 0},
+};
+
+static const field_t chip_fields[] = {
+    {"base", KIND_OTHER, 0, 0},
+    {"name", KIND_OTHER, 0, 0},
+    {"bf16_flops", KIND_NUMBER, offsetof(tpu_chip_spec_t, bf16_flops), 0},
+    {"int8_ops", KIND_NUMBER, offsetof(tpu_chip_spec_t, int8_ops), 0},
+    {"f32_flops", KIND_NUMBER, offsetof(tpu_chip_spec_t, f32_flops), 0},
+    {"vpu_flops", KIND_NUMBER, offsetof(tpu_chip_spec_t, vpu_flops), 0},
+    {"hbm_bytes", KIND_BYTES, offsetof(tpu_chip_spec_t, hbm_bytes), 0},
+    {"hbm_bw", KIND_NUMBER, offsetof(tpu_chip_spec_t, hbm_bw), 0},
+    {"vmem_bytes", KIND_BYTES, offsetof(tpu_chip_spec_t, vmem_bytes), 0},
+    {"mxu_dim", KIND_COUNT, offsetof(tpu_chip_spec_t, mxu_dim), MAX_COUNT},
+    {"mxu_count", KIND_COUNT, offsetof(tpu_chip_spec_t, mxu_count), MAX_COUNT},
+    {"tensorcores", KIND_COUNT, offsetof(tpu_chip_spec_t, tensorcores), MAX_COUNT},
+    {"ici_bw", KIND_NUMBER, offsetof(tpu_chip_spec_t, ici_bw), 0},
+    {"ici_latency_us", KIND_MICROS, offsetof(tpu_chip_spec_t, ici_latency), 0},
+    {"ici_axes", KIND_COUNT, offsetof(tpu_chip_spec_t, ici_axes), TPU_MAX_AXES},
+    {"max_pod", KIND_DIMS, offsetof(tpu_chip_spec_t, max_pod), TPU_MAX_DIM},
+    {"host_dims", KIND_DIMS, offsetof(tpu_chip_spec_t, host_dims), TPU_MAX_DIM},
+    {"dcn_bw", KIND_NUMBER, offsetof(tpu_chip_spec_t, dcn_bw), 0},
+    {"dcn_latency_us", KIND_MICROS, offsetof(tpu_chip_spec_t, dcn_latency), 0},
+    {"wrap_rule", KIND_OTHER, 0, 0},
+    {NULL, KIND_OTHER, 0, 0},
+};
+
+static const field_t link_fields[] = {
+    {"ici_bandwidth", KIND_NUMBER, offsetof(tpu_config_t, ici_bw), 0},
+    {"ici_latency_us", KIND_MICROS, offsetof(tpu_config_t, ici_latency), 0},
+    {"dcn_bandwidth", KIND_NUMBER, offsetof(tpu_config_t, dcn_bw), 0},
+    {"dcn_latency_us", KIND_MICROS, offsetof(tpu_config_t, dcn_latency), 0},
+    {NULL, KIND_OTHER, 0, 0},
+};
+
+/*
+ * Record an error whose message is formatted from 'fmt', with every control
+ * character replaced by '?' so that text echoed from the file cannot break the
+ * message into lines.
+ */
+static tpu_status_t report(tpu_err_t *err, tpu_status_t status, const char *fmt, ...)
+    TPU_PRINTF(3, 4);
+
+static tpu_status_t report(tpu_err_t *err, tpu_status_t status, const char *fmt, ...)
+{
+    char msg[TPU_ERR_MSG_LEN];
+    va_list ap;
+    char *p;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    for (p = msg; *p != '\0'; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+            *p = '?';
+        }
+    }
+    return tpu_err_set(err, status, "%s", msg);
+}
+
+/* Record TPU_ERR_CONFIG at the position of 'node': "name:line:col: <fmt>". */
+static tpu_status_t fail_at(load_ctx_t *c, const yaml_node_t *node, const char *fmt, ...)
+    TPU_PRINTF(3, 4);
+
+static tpu_status_t fail_at(load_ctx_t *c, const yaml_node_t *node, const char *fmt, ...)
+{
+    char msg[TPU_ERR_MSG_LEN];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return report(c->err, TPU_ERR_CONFIG, "%s:%zu:%zu: %s", c->name, node->start_mark.line + 1,
+                  node->start_mark.column + 1, msg);
+}
+
+static const yaml_node_t *node_at(load_ctx_t *c, int index)
+{
+    return yaml_document_get_node(c->doc, index);
+}
+
+/* The text of a scalar node (NULL for a list or a mapping). */
+static const char *text_of(const yaml_node_t *n)
+{
+    return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* How a node that is not what was expected is named in a message. */
+static const char *kind_name(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "a scalar";
+    }
+}
+
+/* Is 'n' YAML's null: an empty or '~'/'null' plain scalar? */
+static int is_null(const yaml_node_t *n)
+{
+    const char *s = text_of(n);
+
+    return s != NULL && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+           (strcmp(s, "") == 0 || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
+            strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0);
+}
+
+/*
+ * The text of the scalar 'val' of key 'key' into '*text_p'.  'what' names the
+ * expected value for the message when 'val' is a list, a mapping or null.
+ */
+static tpu_status_t get_text(load_ctx_t *c, const char *key, const yaml_node_t *val,
+                             const char *what, const char **text_p)
+{
+    const char *s = text_of(val);
+
+    if (s == NULL) {
+        return fail_at(c, val, "'%s' takes %s, not %s", key, what, kind_name(val));
+    }
+    if (is_null(val)) {
+        return fail_at(c, val, "'%s' has no value (it takes %s)", key, what);
+    }
+    if (strlen(s) != val->data.scalar.length) {
+        return fail_at(c, val, "'%s' contains a NUL character", key);
+    }
+    *text_p = s;
+    return TPU_OK;
+}
+
+/* The same for a number: a plain scalar, so that "2" (a string in YAML) is refused. */
+static tpu_status_t get_plain(load_ctx_t *c, const char *key, const yaml_node_t *val,
+                              const char *what, const char **text_p)
+{
+    tpu_status_t status = get_text(c, key, val, what, text_p);
+
+    if (status == TPU_OK && val->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+        status = fail_at(c, val, "'%s' takes %s, not the quoted string '%s'", key, what, *text_p);
+    }
+    return status;
+}
+
+/* A string value that fits a TPU_CONFIG_STR field. */
+static tpu_status_t get_string(load_ctx_t *c, const char *key, const yaml_node_t *val,
+                               const char *what, char out[TPU_CONFIG_STR])
+{
+    const char *s;
+    tpu_status_t status = get_text(c, key, val, what, &s);
+
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (strlen(s) >= TPU_CONFIG_STR) {
+        return fail_at(c, val, "'%s' is too long (at most %d characters)", key, TPU_CONFIG_STR - 1);
+    }
+    memcpy(out, s, strlen(s) + 1);
+    return TPU_OK;
+}
+
+/*
+ * A number of kind 'kind' (KIND_NUMBER, KIND_BYTES or KIND_MICROS): plain
+ * decimal in strtod syntax (no hex, inf or nan), or for KIND_BYTES a size.
+ */
+static tpu_status_t get_number(load_ctx_t *c, const char *key, const yaml_node_t *val,
+                               field_kind_t kind, double *out_p)
+{
+    const char *s;
+    char *end;
+    double x;
+    tpu_status_t status;
+
+    status = get_plain(c, key, val, "a number", &s);
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (strspn(s, "0123456789.eE+-") != strlen(s)) {
+        unsigned long long bytes;
+        tpu_err_t e = {0};
+
+        if (kind != KIND_BYTES) {
+            return fail_at(c, val, "'%s' takes a number such as 9e10, got '%s'%s", key, s,
+                           strpbrk(s, "KMGkmg") != NULL && isdigit((unsigned char)s[0])
+                               ? " (K, M and G suffixes are for byte counts)"
+                               : "");
+        }
+        if (tpu_parse_size(s, &bytes, &e) != TPU_OK) {
+            return fail_at(c, val, "'%s': %s", key, e.msg);
+        }
+        x = (double)bytes;
+    } else {
+        errno = 0;
+        x = strtod(s, &end);
+        if (end == s || *end != '\0') {
+            return fail_at(c, val, "'%s' takes a number such as 9e10, got '%s'", key, s);
+        }
+        if (errno == ERANGE && fabs(x) > 1) {
+            return fail_at(c, val, "'%s' is out of range: %s", key, s);
+        }
+    }
+    if (kind == KIND_MICROS ? x < 0 : !(x > 0)) {
+        return fail_at(c, val, "'%s' must be %s, got %s", key,
+                       kind == KIND_MICROS ? "zero or more" : "positive", s);
+    }
+    *out_p = kind == KIND_MICROS ? x * 1e-6 : x;
+    return TPU_OK;
+}
+
+/* A whole number in [1, 'max'] from the text 's' of 'val' (already a plain scalar). */
+static tpu_status_t count_of(load_ctx_t *c, const char *key, const yaml_node_t *val, const char *s,
+                             long max, int *out_p)
+{
+    const char *p = s + (*s == '+' || *s == '-');
+    long v = 0;
+
+    if (*p == '\0' || strspn(p, "0123456789") != strlen(p)) {
+        return fail_at(c, val, "'%s' takes a whole number, got '%s'", key, s);
+    }
+    for (; *p != '\0'; p++) {
+        if (v <= max) {
+            v = v * 10 + (*p - '0');
+        }
+    }
+    if (*s == '-' || v == 0) {
+        return fail_at(c, val, "'%s' must be a positive whole number, got %s", key, s);
+    }
+    if (v > max) {
+        return fail_at(c, val, "'%s' must be at most %ld, got %s", key, max, s);
+    }
+    *out_p = (int)v;
+    return TPU_OK;
+}
+
+static tpu_status_t get_count(load_ctx_t *c, const char *key, const yaml_node_t *val, long max,
+                              int *out_p)
+{
+    const char *s;
+    tpu_status_t status = get_plain(c, key, val, "a whole number", &s);
+
+    if (status != TPU_OK) {
+        return status;
+    }
+    return count_of(c, key, val, s, max, out_p);
+}
+
+/* A list of 1 to TPU_MAX_AXES counts, such as [2, 2, 1]; missing entries are 1. */
+static tpu_status_t get_dims(load_ctx_t *c, const char *key, const yaml_node_t *val, long max,
+                             int dims[TPU_MAX_AXES])
+{
+    int out[TPU_MAX_AXES] = {1, 1, 1};
+    yaml_node_item_t *it;
+    int n = 0;
+    tpu_status_t status;
+
+    if (val->type != YAML_SEQUENCE_NODE) {
+        return fail_at(c, val, "'%s' takes a list such as [2, 2, 1], not %s", key,
+                       is_null(val) ? "an empty value" : kind_name(val));
+    }
+    for (it = val->data.sequence.items.start; it < val->data.sequence.items.top; it++) {
+        const yaml_node_t *item = node_at(c, *it);
+
+        if (n == TPU_MAX_AXES) {
+            return fail_at(c, item, "'%s' has at most %d entries", key, TPU_MAX_AXES);
+        }
+        status = get_count(c, key, item, max, &out[n++]);
+        if (status != TPU_OK) {
+            return status;
+        }
+    }
+    if (n == 0) {
+        return fail_at(c, val, "'%s' is an empty list", key);
+    }
+    memcpy(dims, out, sizeof(out));
+    return TPU_OK;
+}
+
+/* Fill the field 'f' of the struct at 'obj' from 'val' (every kind but KIND_OTHER). */
+static tpu_status_t set_field(load_ctx_t *c, const field_t *f, const yaml_node_t *val, void *obj)
+{
+    char *dst = (char *)obj + f->offset;
+
+    switch (f->kind) {
+    case KIND_NUMBER:
+    case KIND_BYTES:
+    case KIND_MICROS:
+        return get_number(c, f->key, val, f->kind, (double *)(void *)dst);
+    case KIND_COUNT:
+        return get_count(c, f->key, val, f->max, (int *)(void *)dst);
+    case KIND_DIMS:
+        return get_dims(c, f->key, val, f->max, (int *)(void *)dst);
+    default:
+        return fail_at(c, val, "'%s' has no handler", f->key);
+    }
+}
+
+/* Levenshtein distance between 'a' and 'b' (MAX_KEY_LEN + 1 when either is longer). */
+static int edit_distance(const char *a, const char *b)
+{
+    int row[MAX_KEY_LEN + 1];
+    int la = (int)strlen(a), lb = (int)strlen(b), i, j;
+
+    if (la > MAX_KEY_LEN || lb > MAX_KEY_LEN) {
+        return MAX_KEY_LEN + 1;
+    }
+    for (j = 0; j <= lb; j++) {
+        row[j] = j;
+    }
+    for (i = 1; i <= la; i++) {
+        int diag = row[0];
+
+        row[0] = i;
+        for (j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+
+            if (up + 1 < best) {
+                best = up + 1;
+            }
+            if (row[j - 1] + 1 < best) {
+                best = row[j - 1] + 1;
+            }
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+/*
+ * The error for the key 'k' (node 'key') that 'fields' does not know: the closest
+ * known key within distance 2 as a suggestion, else the list of known keys.
+ * 'where' is "" at the top level, else " in 'chip'".
+ */
+static tpu_status_t unknown_key(load_ctx_t *c, const yaml_node_t *key, const char *k,
+                                const field_t *fields, const char *where)
+{
+    char known[TPU_ERR_MSG_LEN / 2];
+    const char *best = NULL;
+    int best_d = 3;
+    size_t used = 0;
+    int i;
+
+    known[0] = '\0';
+    for (i = 0; fields[i].key != NULL; i++) {
+        int d = edit_distance(k, fields[i].key);
+
+        if (d < best_d) {
+            best_d = d;
+            best = fields[i].key;
+        }
+        if (used < sizeof(known)) {
+            used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "",
+                                     fields[i].key);
+        }
+    }
+    if (best != NULL) {
+        return fail_at(c, key, "unknown key '%s'%s (did you mean '%s'?)", k, where, best);
+    }
+    return fail_at(c, key, "unknown key '%s'%s (known keys: %s)", k, where, known);
+}
+
+/*
+ * Walk the mapping 'map' whose keys must come from 'fields': each key known and
+ * named once; values of the generic kinds are stored into 'obj', the others go
+ * to 'fn'.  'what' names the mapping in messages ("the file", "'chip'").
+ */
+static tpu_status_t walk_map(load_ctx_t *c, const yaml_node_t *map, const char *what,
+                             const field_t *fields, pair_fn_t fn, void *obj)
+{
+    const yaml_node_t *seen[32] = {NULL};
+    char where[64] = "";
+    yaml_node_pair_t *p;
+    tpu_status_t status;
+
+    if (map->type != YAML_MAPPING_NODE) {
+        return fail_at(c, map, "%s must be a mapping of keys to values, not %s", what,
+                       is_null(map) ? "an empty value" : kind_name(map));
+    }
+    if (fields != root_fields) {
+        snprintf(where, sizeof(where), " in %s", what);
+    }
+    for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        const yaml_node_t *key = node_at(c, p->key);
+        const yaml_node_t *val = node_at(c, p->value);
+        const char *k = text_of(key);
+        int i;
+
+        if (k == NULL || strlen(k) != key->data.scalar.length) {
+            return fail_at(c, key, "the keys of %s must be plain words, not %s", what,
+                           k == NULL ? kind_name(key) : "text with a NUL character");
+        }
+        for (i = 0; fields[i].key != NULL && strcmp(fields[i].key, k) != 0; i++) {
+        }
+        if (fields[i].key == NULL) {
+            return unknown_key(c, key, k, fields, where);
+        }
+        if (seen[i] != NULL) {
+            return fail_at(c, key, "duplicate key '%s'%s (first at line %zu)", k, where,
+                           seen[i]->start_mark.line + 1);
+        }
+        seen[i] = key;
+        status = fields[i].kind == KIND_OTHER ? fn(c, &fields[i], key, val, obj)
+                                              : set_field(c, &fields[i], val, obj);
+        if (status != TPU_OK) {
+            return status;
+        }
+    }
+    return TPU_OK;
+}
+
+/* The keys of a custom chip that set_field() does not fill: base, name, wrap_rule. */
+static tpu_status_t chip_pair(load_ctx_t *c, const field_t *f, const yaml_node_t *key,
+                              const yaml_node_t *val, void *obj)
+{
+    tpu_chip_spec_t *spec = obj;
+    const char *s;
+    tpu_status_t status;
+
+    (void)key;
+    if (strcmp(f->key, "base") == 0) {
+        return TPU_OK; /* read before the walk */
+    }
+    if (strcmp(f->key, "name") == 0) {
+        status = get_text(c, f->key, val, "a display name", &s);
+        if (status != TPU_OK) {
+            return status;
+        }
+        if (strlen(s) >= sizeof(spec->name)) {
+            return fail_at(c, val, "'name' is too long (at most %d characters)",
+                           (int)sizeof(spec->name) - 1);
+        }
+        memcpy(spec->name, s, strlen(s) + 1);
+        return TPU_OK;
+    }
+    status = get_text(c, f->key, val, "cubes or full_axis", &s);
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (strcmp(s, "cubes") == 0) {
+        spec->wrap_rule = TPU_WRAP_RULE_CUBES;
+    } else if (strcmp(s, "full_axis") == 0) {
+        spec->wrap_rule = TPU_WRAP_RULE_FULL_AXIS;
+    } else {
+        return fail_at(c, val, "'wrap_rule' takes cubes or full_axis, got '%s'", s);
+    }
+    return TPU_OK;
+}
+
+/* 'chip:': a preset name, or a mapping with 'base:' and the fields it overrides. */
+static tpu_status_t parse_chip(load_ctx_t *c, const yaml_node_t *key, const yaml_node_t *val,
+                               tpu_config_t *cfg)
+{
+    const yaml_node_t *base = NULL;
+    yaml_node_pair_t *p;
+    tpu_chip_spec_t spec;
+    tpu_err_t e = {0};
+    const char *s;
+    tpu_status_t status;
+
+    if (val->type != YAML_MAPPING_NODE) {
+        status = get_string(c, "chip", val, "a preset name (v4, v5e, v5p, v6e, v7) or a mapping",
+                            cfg->chip);
+        if (status != TPU_OK) {
+            return status;
+        }
+        if (tpu_chip_preset(cfg->chip, &spec, &e) != TPU_OK) {
+            return fail_at(c, val, "%s", e.msg);
+        }
+        cfg->chip_custom = 0;
+        return TPU_OK;
+    }
+    for (p = val->data.mapping.pairs.start; p < val->data.mapping.pairs.top && base == NULL; p++) {
+        const char *k = text_of(node_at(c, p->key));
+
+        if (k != NULL && strcmp(k, "base") == 0) {
+            base = node_at(c, p->value);
+        }
+    }
+    if (base == NULL) {
+        return fail_at(c, key,
+                       "a custom 'chip' needs 'base:', the preset its other fields start from "
+                       "(v4, v5e, v5p, v6e, v7)");
+    }
+    status = get_text(c, "base", base, "a preset name (v4, v5e, v5p, v6e, v7)", &s);
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (tpu_chip_preset(s, &spec, &e) != TPU_OK) {
+        return fail_at(c, base, "%s", e.msg);
+    }
+    snprintf(spec.name, sizeof(spec.name), "%.20s-custom", s);
+    status = walk_map(c, val, "'chip'", chip_fields, chip_pair, &spec);
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (tpu_chip_check(&spec, &e) != TPU_OK) {
+        return fail_at(c, key, "%s", e.msg);
+    }
+    cfg->custom = spec;
+    cfg->chip_custom = 1;
+    cfg->chip[0] = '\0';
+    return TPU_OK;
+}
+
+/* Is 's' (up to 'len' bytes) a mesh axis name: a letter or '_', then letters, digits, '_'? */
+static int is_axis_name(const char *s, size_t len)
+{
+    size_t i;
+
+    if (len == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) {
+        return 0;
+    }
+    for (i = 1; i < len; i++) {
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * Check a mesh string "data=4,model=4": name=size pairs, names distinct, sizes
+ * positive whole numbers.  Errors are reported at 'val'.
+ */
+static tpu_status_t check_mesh(load_ctx_t *c, const yaml_node_t *val, const char *mesh)
+{
+    const char *part = mesh;
+
+    for (;;) {
+        size_t len = strcspn(part, ","), name_len = strcspn(part, "=,");
+        const char *q;
+        long v = 0;
+        size_t i;
+
+        if (name_len >= len || !is_axis_name(part, name_len) || name_len + 1 == len ||
+            strspn(part + name_len + 1, "0123456789") != len - name_len - 1) {
+            return fail_at(c, val,
+                           "bad mesh '%s': '%.*s' is not name=size (expected a mesh such as "
+                           "data=4,model=4)",
+                           mesh, (int)len, part);
+        }
+        for (i = name_len + 1; i < len; i++) {
+            if (v <= TPU_MAX_CHIPS) {
+                v = v * 10 + (part[i] - '0');
+            }
+        }
+        if (v < 1 || v > TPU_MAX_CHIPS) {
+            return fail_at(c, val, "bad mesh '%s': axis '%.*s' must have 1 to %d chips", mesh,
+                           (int)name_len, part, TPU_MAX_CHIPS);
+        }
+        for (q = mesh; q < part; q += strcspn(q, ",") + 1) {
+            if (strcspn(q, "=") == name_len && strncmp(q, part, name_len) == 0) {
+                return fail_at(c, val, "bad mesh '%s': axis '%.*s' named twice", mesh,
+                               (int)name_len, part);
+            }
+        }
+        if (part[len] == '\0') {
+            return TPU_OK;
+        }
+        part += len + 1;
+    }
+}
+
+/* 'mesh:': a string "data=4,model=4" or a mapping {data: 4, model: 4}, kept in file order. */
+static tpu_status_t parse_mesh(load_ctx_t *c, const yaml_node_t *val, tpu_config_t *cfg)
+{
+    char mesh[TPU_CONFIG_STR];
+    yaml_node_pair_t *p, *q;
+    size_t used = 0;
+    tpu_status_t status;
+
+    if (val->type != YAML_MAPPING_NODE) {
+        status = get_string(c, "mesh", val, "a mesh such as data=4,model=4", mesh);
+        if (status == TPU_OK) {
+            status = check_mesh(c, val, mesh);
+        }
+        if (status == TPU_OK) {
+            memcpy(cfg->mesh, mesh, sizeof(mesh));
+        }
+        return status;
+    }
+    if (val->data.mapping.pairs.start == val->data.mapping.pairs.top) {
+        return fail_at(c, val, "'mesh' is an empty mapping (expected axes such as data: 4)");
+    }
+    mesh[0] = '\0';
+    for (p = val->data.mapping.pairs.start; p < val->data.mapping.pairs.top; p++) {
+        const yaml_node_t *key = node_at(c, p->key);
+        const char *k = text_of(key);
+        int n;
+
+        if (k == NULL || !is_axis_name(k, key->data.scalar.length)) {
+            return fail_at(c, key, "mesh axis names are words such as data or model, not %s%s%s",
+                           k == NULL ? kind_name(key) : "'", k == NULL ? "" : k,
+                           k == NULL ? "" : "'");
+        }
+        for (q = val->data.mapping.pairs.start; q < p; q++) {
+            if (strcmp(text_of(node_at(c, q->key)), k) == 0) {
+                return fail_at(c, key, "duplicate key '%s' in 'mesh' (first at line %zu)", k,
+                               node_at(c, q->key)->start_mark.line + 1);
+            }
+        }
+        status = get_count(c, k, node_at(c, p->value), TPU_MAX_CHIPS, &n);
+        if (status != TPU_OK) {
+            return status;
+        }
+        if (used < sizeof(mesh)) {
+            used += (size_t)snprintf(mesh + used, sizeof(mesh) - used, "%s%s=%d", used ? "," : "",
+                                     k, n);
+        }
+    }
+    if (used >= sizeof(mesh)) {
+        return fail_at(c, val, "'mesh' is too long (at most %d characters as a string)",
+                       TPU_CONFIG_STR - 1);
+    }
+    memcpy(cfg->mesh, mesh, sizeof(mesh));
+    return TPU_OK;
+}
+
+/* What the top level keeps for the checks that need two keys. */
+typedef struct root_state {
+    tpu_config_t *cfg;
+    const yaml_node_t *topology; /* the value nodes, when the file names them */
+    const yaml_node_t *wrap;
+    int naxes;
+} root_state_t;
+
+static tpu_status_t root_pair(load_ctx_t *c, const field_t *f, const yaml_node_t *key,
+                              const yaml_node_t *val, void *obj)
+{
+    root_state_t *st = obj;
+    tpu_config_t *cfg = st->cfg;
+    int dims[TPU_MAX_AXES], wrap[TPU_MAX_AXES], is_auto;
+    tpu_err_t e = {0};
+    tpu_status_t status;
+
+    if (strcmp(f->key, "chip") == 0) {
+        return parse_chip(c, key, val, cfg);
+    }
+    if (strcmp(f->key, "topology") == 0) {
+        status = get_string(c, f->key, val, "a shape such as 4x4", cfg->topology);
+        if (status == TPU_OK &&
+            tpu_topo_parse_shape(cfg->topology, dims, &st->naxes, &e) != TPU_OK) {
+            status = fail_at(c, val, "%s", e.msg);
+        }
+        st->topology = val;
+        return status;
+    }
+    if (strcmp(f->key, "wrap") == 0) {
+        status = get_string(c, f->key, val, "auto, all, none or axes such as x,z", cfg->wrap);
+        if (status == TPU_OK &&
+            tpu_topo_parse_wrap(cfg->wrap, TPU_MAX_AXES, wrap, &is_auto, &e) != TPU_OK) {
+            status = fail_at(c, val, "%s", e.msg);
+        }
+        st->wrap = val;
+        return status;
+    }
+    if (strcmp(f->key, "slices") == 0) {
+        return get_count(c, f->key, val, f->max, &cfg->slices);
+    }
+    if (strcmp(f->key, "mesh") == 0) {
+        return parse_mesh(c, val, cfg);
+    }
+    return walk_map(c, val, "'links'", link_fields, NULL, cfg);
+}
+
+static tpu_status_t parse_root(load_ctx_t *c, const yaml_node_t *root, tpu_config_t *cfg)
+{
+    root_state_t st = {cfg, NULL, NULL, 0};
+    int wrap[TPU_MAX_AXES], is_auto;
+    tpu_err_t e = {0};
+    tpu_status_t status;
+
+    if (root->type != YAML_MAPPING_NODE) {
+        return fail_at(c, root, "a config is a mapping of keys such as 'chip: v5e', not %s",
+                       kind_name(root));
+    }
+    status = walk_map(c, root, "the file", root_fields, root_pair, &st);
+    if (status != TPU_OK) {
+        return status;
+    }
+    /* A wrap the file's own topology lacks an axis for. */
+    if (st.topology != NULL && st.wrap != NULL &&
+        tpu_topo_parse_wrap(cfg->wrap, st.naxes, wrap, &is_auto, &e) != TPU_OK) {
+        return fail_at(c, st.wrap, "%s (topology %s)", e.msg, cfg->topology);
+    }
+    return TPU_OK;
+}
+
+/* The line and column of byte 'offset' of 'text', counted as libyaml counts marks. */
+static yaml_mark_t mark_of_offset(const char *text, size_t len, size_t offset)
+{
+    yaml_mark_t mark = {0, 0, 0};
+    size_t i;
+
+    for (i = 0; i < offset && i < len; i++) {
+        unsigned char ch = (unsigned char)text[i];
+
+        if (ch == '\n' || (ch == '\r' && (i + 1 >= len || text[i + 1] != '\n'))) {
+            mark.line++;
+            mark.column = 0;
+        } else if ((ch & 0xc0) != 0x80 && ch != '\r') {
+            mark.column++;
+        }
+    }
+    mark.index = offset;
+    return mark;
+}
+
+/* The error for a document libyaml refused: its problem text at its position. */
+static tpu_status_t yaml_error(const yaml_parser_t *parser, const char *text, size_t len,
+                               const char *name, tpu_err_t *err)
+{
+    yaml_mark_t mark = parser->problem_mark;
+    const char *problem = parser->problem != NULL ? parser->problem : "unknown problem";
+    char extra[96] = "";
+
+    if (parser->error == YAML_MEMORY_ERROR) {
+        return report(err, TPU_ERR_NO_MEMORY, "%s: out of memory while parsing YAML", name);
+    }
+    if (parser->error == YAML_READER_ERROR) {
+        /* The reader gives a byte offset, not a mark. */
+        mark = mark_of_offset(text, len, parser->problem_offset);
+        if (parser->problem_value != -1) {
+            snprintf(extra, sizeof(extra), " (byte 0x%02x)", (unsigned)parser->problem_value);
+        }
+    } else if (parser->context != NULL) {
+        snprintf(extra, sizeof(extra), " (%s at %zu:%zu)", parser->context,
+                 parser->context_mark.line + 1, parser->context_mark.column + 1);
+    }
+    return report(err, TPU_ERR_CONFIG, "%s:%zu:%zu: malformed YAML: %s%s", name, mark.line + 1,
+                  mark.column + 1, problem, extra);
+}
+
+void tpu_config_init(tpu_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->ici_bw = -1;
+    cfg->ici_latency = -1;
+    cfg->dcn_bw = -1;
+    cfg->dcn_latency = -1;
+}
+
+tpu_status_t tpu_config_load_string(const char *text, size_t len, const char *name,
+                                    tpu_config_t *cfg, tpu_err_t *err)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc, extra;
+    const yaml_node_t *root;
+    tpu_config_t tmp;
+    load_ctx_t c;
+    tpu_status_t status;
+
+    if (name == NULL) {
+        name = "<config>";
+    }
+    if (text == NULL) {
+        text = "";
+        len = 0;
+    }
+    if (!yaml_parser_initialize(&parser)) {
+        status = report(err, TPU_ERR_NO_MEMORY, "%s: out of memory for the YAML parser", name);
+        goto out;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        status = yaml_error(&parser, text, len, name, err);
+        goto out_delete_parser;
+    }
+    root = yaml_document_get_root_node(&doc);
+    if (root == NULL || is_null(root)) {
+        status =
+            report(err, TPU_ERR_CONFIG,
+                   "%s:%zu:%zu: the file is empty (expected a mapping such as 'chip: v5e')", name,
+                   root ? root->start_mark.line + 1 : 1, root ? root->start_mark.column + 1 : 1);
+        goto out_delete_doc;
+    }
+    if (!yaml_parser_load(&parser, &extra)) {
+        status = yaml_error(&parser, text, len, name, err);
+        goto out_delete_doc;
+    }
+    if (yaml_document_get_root_node(&extra) != NULL) {
+        status = report(err, TPU_ERR_CONFIG,
+                        "%s:%zu:%zu: a second YAML document (a config file holds one)", name,
+                        extra.start_mark.line + 1, extra.start_mark.column + 1);
+        goto out_delete_extra;
+    }
+    tmp = *cfg;
+    c.doc = &doc;
+    c.name = name;
+    c.err = err;
+    status = parse_root(&c, root, &tmp);
+    if (status == TPU_OK) {
+        *cfg = tmp;
+    }
+out_delete_extra:
+    yaml_document_delete(&extra);
+out_delete_doc:
+    yaml_document_delete(&doc);
+out_delete_parser:
+    yaml_parser_delete(&parser);
+out:
+    return status;
+}
+
+tpu_status_t tpu_config_load(const char *path, tpu_config_t *cfg, tpu_err_t *err)
+{
+    struct stat st;
+    size_t len = 0, cap = 0;
+    char *buf = NULL;
+    FILE *f;
+    tpu_status_t status;
+
+    if (path == NULL) {
+        status = report(err, TPU_ERR_INVALID, "no config file named");
+        goto out;
+    }
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        status = report(err, TPU_ERR_CONFIG, "%s: cannot open: %s", path, strerror(errno));
+        goto out;
+    }
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        status = report(err, TPU_ERR_CONFIG, "%s: cannot open: %s", path, strerror(EISDIR));
+        goto out_close;
+    }
+    for (;;) {
+        size_t n;
+
+        if (len == cap) {
+            char *grown;
+
+            if (cap > MAX_FILE_BYTES) {
+                break;
+            }
+            cap = cap ? 2 * cap : 4096;
+            grown = tpu__realloc(buf, cap);
+            if (grown == NULL) {
+                status = report(err, TPU_ERR_NO_MEMORY, "%s: out of memory reading the file", path);
+                goto out_free;
+            }
+            buf = grown;
+        }
+        n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) {
+            break;
+        }
+    }
+    if (ferror(f)) {
+        status = report(err, TPU_ERR_CONFIG, "%s: cannot read: %s", path, strerror(errno));
+        goto out_free;
+    }
+    if (len > MAX_FILE_BYTES) {
+        status = report(err, TPU_ERR_CONFIG, "%s: larger than %u bytes; not a config file", path,
+                        MAX_FILE_BYTES);
+        goto out_free;
+    }
+    status = tpu_config_load_string(buf, len, path, cfg, err);
+out_free:
+    tpu__free(buf);
+out_close:
+    fclose(f);
+out:
+    return status;
+}
+
+tpu_status_t tpu_parse_size(const char *text, unsigned long long *bytes_p, tpu_err_t *err)
+{
+    const char *p = text;
+    unsigned long long value = 0;
+    int shift = 0;
+
+    if (text == NULL || *text == '\0') {
+        return report(err, TPU_ERR_INVALID,
+                      "bad size '': expected bytes or a number with K, M or G");
+    }
+    if (*p == '-' && isdigit((unsigned char)p[1])) {
+        return report(err, TPU_ERR_INVALID, "bad size '%s': a size cannot be negative", text);
+    }
+    if (!isdigit((unsigned char)*p)) {
+        goto bad;
+    }
+    for (; isdigit((unsigned char)*p); p++) {
+        unsigned long long digit = (unsigned long long)(*p - '0');
+
+        if (value > (ULLONG_MAX - digit) / 10) {
+            goto too_large;
+        }
+        value = value * 10 + digit;
+    }
+    if (*p == '.' && isdigit((unsigned char)p[1])) {
+        return report(err, TPU_ERR_INVALID,
+                      "bad size '%s': fractions are not allowed (write a whole number of a "
+                      "smaller unit: 1536M, not 1.5G)",
+                      text);
+    }
+    switch (*p) {
+    case 'K':
+    case 'k':
+        shift = 10;
+        break;
+    case 'M':
+    case 'm':
+        shift = 20;
+        break;
+    case 'G':
+    case 'g':
+        shift = 30;
+        break;
+    default:
+        break;
+    }
+    if (shift != 0) {
+        p++;
+    }
+    /* "B" after any number, "iB" after a suffix ("64KiB", "16MB", "1024B"). */
+    if (strcmp(p, "B") == 0 || (shift != 0 && strcmp(p, "iB") == 0)) {
+        p += strlen(p);
+    }
+    if (*p != '\0') {
+        goto bad;
+    }
+    if (value > (ULLONG_MAX >> shift)) {
+        goto too_large;
+    }
+    *bytes_p = value << shift;
+    return TPU_OK;
+bad:
+    return report(err, TPU_ERR_INVALID, "bad size '%s': expected bytes or a number with K, M or G",
+                  text);
+too_large:
+    return report(err, TPU_ERR_INVALID, "bad size '%s': too large", text);
+}

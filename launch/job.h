@@ -1,0 +1,49 @@
+/* An MPI job: the pod, the chip this rank emulates, the transport.  Private to launch/. */
+#ifndef TPU_JOB_H
+#define TPU_JOB_H
+
+#include "tpu/mpi.h"
+
+#include "launch.h"
+#include "placement.h"
+
+typedef struct tpu_job {
+    tpu_pod_t pod;
+    MPI_Comm comm; /* ranks ordered by chip id */
+    int chip;      /* the chip this rank emulates */
+    int world_rank;
+    int nranks;
+    tpu_xport_t *x; /* the mpi transport (one chip per rank) */
+    tpu_place_t place;
+} tpu_job_t;
+
+/*
+ * MPI_Init, the pod, the rank check, the chip of this rank, the transport.  On
+ * bad input prints one line (rank 0), finalizes MPI and returns the exit code
+ * (every rank returns it); returns -1 when the job is ready.
+ */
+int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job);
+/* Destroy the transport, MPI_Finalize, and return 'code'. */
+int tpu_job_end(tpu_job_t *job, int code);
+/* A failure one rank found that the others may not see: print it, abort the job. */
+void tpu_job_abort(tpu_job_t *job, const char *msg);
+
+/* A collective with its buffers and reference result on this chip. */
+typedef struct tpu_case {
+    tpu_coll_desc_t desc;
+    tpu_coll_plan_t *plan;
+    unsigned char *in, *out, *ref;
+    uint64_t in_bytes, out_bytes;
+} tpu_case_t;
+
+/* Plan the collective, allocate and fill the buffers, compute the reference. */
+tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_desc_t *desc,
+                           tpu_err_t *err);
+void tpu_case_fini(tpu_case_t *c);
+/* Run once; '*modeled_us_p' is the modeled time, '*wall_s_p' the measured. */
+tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int check_peers,
+                          double timeout, double *modeled_us_p, double *wall_s_p, tpu_err_t *err);
+/* Elements of the result that differ from the reference. */
+long tpu_case_wrong(const tpu_case_t *c, int chip);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * The tpuemu program: shared declarations of launch/.  This is the only layer
+ * that prints, chooses exit codes, and calls MPI_Init/MPI_Finalize.
+ */
+#ifndef TPU_LAUNCH_H
+#define TPU_LAUNCH_H
+
+#include "tpu/chip.h"
+#include "tpu/coll.h"
+#include "tpu/topo.h"
+
+#include "config.h"
+
+#include <stdio.h>
+
+/* Exit codes: 0 success, 1 a failed check or run, 2 bad input. */
+#define TPU_EXIT_OK    0
+#define TPU_EXIT_FAIL  1
+#define TPU_EXIT_USAGE 2
+
+/* Everything the command line says (NULL / 0 / -1: not given). */
+typedef struct tpu_opts {
+    const char *cmd;
+    const char *chip, *topology, *wrap, *config, *json, *csv, *mesh;
+    int slices;
+    int quiet;
+    const char *collective, *axes, *algo, *dtype, *op;
+    const char *bytes, *min_bytes, *max_bytes;
+    double factor;
+    int iters, warmup, chunks;
+    int shift, has_shift;
+    const char *src, *dst;
+    double timeout;
+    int compare_mpi, dump_topology, algorithms, help;
+    const char *ici_bw, *ici_latency_us, *dcn_bw, *dcn_latency_us;
+} tpu_opts_t;
+
+/* The emulated pod a job runs on. */
+typedef struct tpu_pod {
+    tpu_chip_spec_t chip;
+    tpu_topo_t topo;
+    tpu_link_model_t link;
+    char shape[64];
+    char wrap[32];
+    int wrap_auto;
+} tpu_pod_t;
+
+/* Parse argv into 'opts' (argv[1] may be a subcommand).  Prints nothing. */
+tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *opts, tpu_err_t *err);
+/* The help text of a subcommand. */
+void tpu_usage(FILE *out, const char *cmd);
+/* Build the pod from the config file and the flags (flags win). */
+tpu_status_t tpu_pod_setup(const tpu_opts_t *opts, tpu_pod_t *pod, tpu_err_t *err);
+/* Build a collective description from the flags. */
+tpu_status_t tpu_desc_setup(const tpu_opts_t *opts, const tpu_pod_t *pod, const char *bytes,
+                            tpu_coll_desc_t *desc, tpu_err_t *err);
+/* Parse a chip given as coordinates "1,2" (slice first when slices > 1) or an id. */
+tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *what, int *chip_p,
+                            tpu_err_t *err);
+
+/* The reference time of the published formulas for a collective (fidelity.md). */
+double tpu_ideal_us(const tpu_pod_t *pod, const tpu_coll_desc_t *desc);
+
+int tpu_cmd_info(const tpu_opts_t *opts);
+int tpu_cmd_model(const tpu_opts_t *opts);
+int tpu_cmd_run(const tpu_opts_t *opts, int argc, char **argv);
+int tpu_cmd_bench(const tpu_opts_t *opts, int argc, char **argv);
+
+/* Minimal JSON writing. */
+void tpu_json_str(FILE *out, const char *s);
+/* Open '--json FILE|-' output; '*close_p' says whether to fclose it. */
+FILE *tpu_open_output(const char *path, int *close_p, tpu_err_t *err);
+
+/* Print "tpuemu: msg" on stderr. */
+void tpu_die_msg(const char *msg);
+
+#endif /* TPU_LAUNCH_H */

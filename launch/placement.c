@@ -1,0 +1,161 @@
+/*
+ * Placement: which MPI node, host and core each chip runs on, from MPI (the
+ * shared-memory split) and hwloc (the core a rank last ran on and the binding).
+ */
+#include "placement.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <hwloc.h>
+
+/* Core and PU of this process, and whether it is bound, from hwloc. */
+static void hw_location(tpu_place_t *p)
+{
+    hwloc_topology_t topo;
+    hwloc_bitmap_t set, bind;
+
+    p->core = -1;
+    p->pu = -1;
+    p->node_cores = 0;
+    p->node_pus = 0;
+    p->bound = 0;
+    if (hwloc_topology_init(&topo) != 0) {
+        return;
+    }
+    if (hwloc_topology_load(topo) != 0) {
+        hwloc_topology_destroy(topo);
+        return;
+    }
+    p->node_cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    p->node_pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    set = hwloc_bitmap_alloc();
+    bind = hwloc_bitmap_alloc();
+    if (set != NULL && hwloc_get_last_cpu_location(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
+        int pu = hwloc_bitmap_first(set);
+        hwloc_obj_t obj = pu >= 0 ? hwloc_get_pu_obj_by_os_index(topo, (unsigned)pu) : NULL;
+        hwloc_obj_t core = obj ? hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, obj) : NULL;
+
+        p->pu = pu;
+        p->core = core ? (int)core->logical_index : -1;
+    }
+    if (bind != NULL && hwloc_get_cpubind(topo, bind, HWLOC_CPUBIND_PROCESS) == 0) {
+        p->bound = !hwloc_bitmap_isincluded(hwloc_topology_get_complete_cpuset(topo), bind);
+    }
+    hwloc_bitmap_free(bind);
+    hwloc_bitmap_free(set);
+    hwloc_topology_destroy(topo);
+}
+
+tpu_status_t tpu_place_local(MPI_Comm comm, tpu_place_t *p, tpu_err_t *err)
+{
+    MPI_Comm node;
+    int len = 0, node_rank, leader, rank, is_leader, idx;
+
+    memset(p, 0, sizeof(*p));
+    {
+        char name[MPI_MAX_PROCESSOR_NAME];
+
+        MPI_Get_processor_name(name, &len);
+        snprintf(p->host, sizeof(p->host), "%.*s", len, name);
+    }
+    MPI_Comm_rank(comm, &rank);
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) !=
+        MPI_SUCCESS) {
+        return tpu_err_set(err, TPU_ERR_TRANSPORT, "MPI_Comm_split_type failed");
+    }
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_size(node, &p->node_ranks);
+    leader = rank;
+    MPI_Bcast(&leader, 1, MPI_INT, 0, node);
+    /* Number the nodes by their leaders' ranks: count the leaders below ours. */
+    is_leader = node_rank == 0;
+    {
+        int nranks, i, *leaders;
+
+        MPI_Comm_size(comm, &nranks);
+        leaders = calloc((size_t)nranks, sizeof(int));
+        if (leaders == NULL) {
+            MPI_Comm_free(&node);
+            return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for placement");
+        }
+        MPI_Allgather(&is_leader, 1, MPI_INT, leaders, 1, MPI_INT, comm);
+        for (idx = 0, i = 0; i < leader; i++) {
+            idx += leaders[i];
+        }
+        free(leaders);
+    }
+    p->node = idx;
+    MPI_Comm_free(&node);
+    hw_location(p);
+    return TPU_OK;
+}
+
+int tpu_place_chip_of_rank(const tpu_topo_t *topo, const int host_dims[TPU_MAX_AXES], int rank)
+{
+    int chip, seen = 0, h, nhosts = tpu_topo_host_count(topo, host_dims);
+
+    for (h = 0; h < nhosts; h++) {
+        for (chip = 0; chip < topo->nchips; chip++) {
+            if (tpu_topo_host_of(topo, host_dims, chip) == h && seen++ == rank) {
+                return chip;
+            }
+        }
+    }
+    return rank;
+}
+
+void tpu_place_print(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
+{
+    const tpu_topo_t *t = &pod->topo;
+    int chip, a;
+
+    fprintf(out, "%5s %-12s %4s %-16s %4s %5s %s\n", "chip", "coords", "host", "node", "core",
+            "bound", "");
+    for (chip = 0; chip < t->nchips; chip++) {
+        int c[TPU_MAX_AXES], used = 0;
+        char coords[32];
+
+        tpu_topo_coords(t, chip, c);
+        coords[0] = '\0';
+        if (t->slices > 1) {
+            used = snprintf(coords, sizeof(coords), "s%d:", tpu_topo_slice_of(t, chip));
+        }
+        for (a = 0; a < t->naxes; a++) {
+            used +=
+                snprintf(coords + used, sizeof(coords) - (size_t)used, "%s%d", a ? "," : "(", c[a]);
+        }
+        snprintf(coords + used, sizeof(coords) - (size_t)used, ")");
+        fprintf(out, "%5d %-12s %4d %-16.16s %4d %5s\n", chip, coords,
+                tpu_topo_host_of(t, pod->chip.host_dims, chip), all[chip].host, all[chip].core,
+                all[chip].bound ? "yes" : "no");
+    }
+}
+
+int tpu_place_split_hosts(const tpu_pod_t *pod, const tpu_place_t *all, int *example_host_p)
+{
+    const tpu_topo_t *t = &pod->topo;
+    int nhosts = tpu_topo_host_count(t, pod->chip.host_dims), h, chip, bad = 0;
+
+    for (h = 0; h < nhosts; h++) {
+        int node = -1, split = 0;
+
+        for (chip = 0; chip < t->nchips; chip++) {
+            if (tpu_topo_host_of(t, pod->chip.host_dims, chip) != h) {
+                continue;
+            }
+            if (node < 0) {
+                node = all[chip].node;
+            } else if (all[chip].node != node) {
+                split = 1;
+            }
+        }
+        if (split) {
+            if (bad == 0) {
+                *example_host_p = h;
+            }
+            bad++;
+        }
+    }
+    return bad;
+}

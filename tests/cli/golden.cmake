@@ -1,0 +1,10 @@
+# Run CMD with ARGS and compare its standard output with the file EXPECTED.
+execute_process(COMMAND ${CMD} ${ARGS} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${CMD} ${ARGS} exited with ${rc}")
+endif()
+file(READ ${EXPECTED} want)
+if(NOT out STREQUAL want)
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/golden.actual "${out}")
+  message(FATAL_ERROR "output differs from ${EXPECTED}; got:\n${out}")
+endif()
