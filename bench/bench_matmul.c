@@ -3,7 +3,7 @@
  * executor: DMA of the blocks into VMEM, bf16 widening, cblas_sgemm, rounding,
  * DMA back) against one plain cblas_sgemm of the same shape on f32 arrays.
  *
- *   bench_matmul [repeats]      (default 5; the best time of each is kept)
+ *   bench_matmul [rounds]       (default 10; the best time of each is kept)
  *
  * Prints GFLOP/s and the ratio emulated / plain for bf16 and f32.  A benchmark,
  * not a test: it never fails on a timing.
@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#define INNER 3 /* back-to-back runs of a variant per round; the first is a warm-up */
 
 static double now_s(void)
 {
@@ -53,6 +55,7 @@ static int bench_shape(tpu_vmem_t *vmem, const shape_t *s, int repeats)
     double t;
     size_t i;
     int r;
+    int v;
     int rc = 0;
 
     if (af == NULL || bf == NULL || cf == NULL || ah == NULL || bh == NULL || ch == NULL) {
@@ -70,39 +73,36 @@ static int bench_shape(tpu_vmem_t *vmem, const shape_t *s, int repeats)
     }
     tpu_matmul_desc_init(&d16, s->m, s->k, s->n, TPU_ELEM_BF16);
     tpu_matmul_desc_init(&d32, s->m, s->k, s->n, TPU_ELEM_F32);
-    /* Each variant runs back to back (round 0 warms it up), so each finds its own
-     * arrays as warm in the caches as the others do. */
-    for (r = 0; r <= repeats; r++) {
-        t = now_s();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->m, s->n, s->k, 1.0f, af, s->k, bf,
-                    s->n, 0.0f, cf, s->n);
-        t = now_s() - t;
-        if (r > 0 && t < best_plain) {
-            best_plain = t;
-        }
-    }
-    for (r = 0; r <= repeats; r++) {
-        t = now_s();
-        if (tpu_op_matmul(vmem, &d16, ah, bh, ch, &rep, &err) != TPU_OK) {
-            fprintf(stderr, "bench_matmul: %s\n", err.msg);
-            rc = 1;
-            goto out;
-        }
-        t = now_s() - t;
-        if (r > 0 && t < best_bf16) {
-            best_bf16 = t;
-        }
-    }
-    for (r = 0; r <= repeats; r++) {
-        t = now_s();
-        if (tpu_op_matmul(vmem, &d32, af, bf, cf, NULL, &err) != TPU_OK) {
-            fprintf(stderr, "bench_matmul: %s\n", err.msg);
-            rc = 1;
-            goto out;
-        }
-        t = now_s() - t;
-        if (r > 0 && t < best_f32) {
-            best_f32 = t;
+    /* Rounds of 3 back-to-back runs of each variant: the first run of each
+     * triple warms that variant's arrays into the caches and is not counted, and
+     * the rounds spread each variant's samples over the same stretch of time, so
+     * that other load on the machine hits them alike.  The best time is kept. */
+    for (r = 0; r < repeats; r++) {
+        for (v = 0; v < 3 * INNER; v++) {
+            int which = v / INNER;
+
+            t = now_s();
+            if (which == 0) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->m, s->n, s->k, 1.0f, af,
+                            s->k, bf, s->n, 0.0f, cf, s->n);
+            } else if (tpu_op_matmul(vmem, which == 1 ? &d16 : &d32, which == 1 ? (void *)ah : af,
+                                     which == 1 ? (void *)bh : bf, which == 1 ? (void *)ch : cf,
+                                     which == 1 ? &rep : NULL, &err) != TPU_OK) {
+                fprintf(stderr, "bench_matmul: %s\n", err.msg);
+                rc = 1;
+                goto out;
+            }
+            t = now_s() - t;
+            if (v % INNER == 0) {
+                continue;
+            }
+            if (which == 0 && t < best_plain) {
+                best_plain = t;
+            } else if (which == 1 && t < best_bf16) {
+                best_bf16 = t;
+            } else if (which == 2 && t < best_f32) {
+                best_f32 = t;
+            }
         }
     }
     printf("%5dx%5dx%5d  %9.1f  %9.1f  %6.3f  %9.1f  %6.3f   %lldx%lldx%lld  %8.1f\n", s->m, s->k,
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
     tpu_chip_spec_t spec;
     tpu_vmem_t *vmem = NULL;
     tpu_err_t err = {0};
-    int repeats = argc > 1 ? atoi(argv[1]) : 5;
+    int repeats = argc > 1 ? atoi(argv[1]) : 10;
     size_t i;
     int rc = 0;
 
@@ -141,8 +141,8 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("host GFLOP/s of the emulated matmul (v5e VMEM executor) vs one plain cblas_sgemm;\n"
-           "best of %d runs; ratio = plain time / emulated time\n\n",
-           repeats);
+           "best of %d rounds of %d runs each; ratio = plain time / emulated time\n\n",
+           repeats, INNER - 1);
     printf("%17s  %9s  %9s  %6s  %9s  %6s   %-14s  %8s\n", "m x k x n", "sgemm", "bf16", "ratio",
            "f32", "ratio", "blocks", "TPU us");
     for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && rc == 0; i++) {

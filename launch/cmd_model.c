@@ -32,6 +32,7 @@ int tpu_cmd_model(const tpu_opts_t *o)
         return TPU_EXIT_FAIL;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    desc = *tpu_coll_plan_desc(plan); /* as resolved: p2p chips filled in */
     tpu_coll_plan_destroy(plan);
     desc.axes = desc.kind == TPU_COLL_P2P ? 0 : desc.axes;
     tpu_topo_axes_str(desc.axes, axes, sizeof(axes));

@@ -110,7 +110,7 @@ void tpu_place_print(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
     const tpu_topo_t *t = &pod->topo;
     int chip, a;
 
-    fprintf(out, "%5s %-12s %4s %-16s %4s %5s %s\n", "chip", "coords", "host", "node", "core",
+    fprintf(out, "%5s %-12s %4s %-16s %4s %5s %s\n", "chip", "coords", "host", "mpi node", "core",
             "bound", "");
     for (chip = 0; chip < t->nchips; chip++) {
         int c[TPU_MAX_AXES], used = 0;
