@@ -472,6 +472,10 @@ tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t
             status = build(p, algo, chunks, err);
             if (status == TPU_OK) {
                 status = tpu__plan_model(p, &t, NULL);
+                if (status != TPU_OK) {
+                    tpu_err_set(err, status, "out of memory timing the %s schedule (%s)",
+                                tpu_coll_name(desc->kind), algo->name);
+                }
             }
             if (status != TPU_OK) {
                 goto err_free;

@@ -67,6 +67,9 @@ int64_t tpu__sched_add(tpu_sched_t *sched, const tpu_flow_t *flow)
 
 tpu_status_t tpu__sched_add_deps(tpu_sched_t *sched, int64_t f, const int32_t *deps, int n)
 {
+    if (n == 0) {
+        return TPU_OK;
+    }
     if (sched->ndeps + n > sched->cap_deps) {
         int64_t cap = sched->cap_deps ? sched->cap_deps * 2 : 256;
         int32_t *d;

@@ -1,0 +1,305 @@
+/*
+ * The collectives over the loopback and sim transports, for many shapes (1 to 3
+ * axes, with and without wraparound, non-powers of two, two slices), every axis
+ * subset and every collective:
+ *   - the result equals the reference computation on every chip;
+ *   - every schedule delivers every byte of an all-gather to every chip exactly
+ *     once (each block written once, the chip's own block never);
+ *   - the modeled time is the same, bit for bit, from the model, the sim
+ *     transport and the loopback transport;
+ * and an OOM loop: plan creation and a run under an allocator that fails after
+ * n allocations, for every n until success, return TPU_ERR_NO_MEMORY and leak
+ * nothing.
+ */
+#include "tpu/chip.h"
+#include "tpu/coll.h"
+
+#include "coll_internal.h"
+#include "test_support.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* Index-tagged data: element i of chip c is c * 4096 + i (exact in f32 up to 2^24). */
+static void fill(int chip, void *buf, uint64_t bytes, void *arg)
+{
+    tpu_dtype_t dtype = *(const tpu_dtype_t *)arg;
+    uint64_t i, n = bytes / (uint64_t)tpu_dtype_size(dtype);
+
+    for (i = 0; i < n; i++) {
+        int v = (int)((chip * 64 + i) % 4096);
+
+        if (dtype == TPU_DTYPE_F32) {
+            ((float *)buf)[i] = (float)v;
+        } else if (dtype == TPU_DTYPE_I32) {
+            ((int32_t *)buf)[i] = v;
+        } else {
+            float f = (float)(v % 256);
+            uint32_t u;
+
+            memcpy(&u, &f, 4);
+            ((uint16_t *)buf)[i] = (uint16_t)(u >> 16);
+        }
+    }
+}
+
+static void make_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slices)
+{
+    tpu_err_t err = {0};
+    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto;
+
+    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
+    assert_int_equal(tpu_topo_parse_wrap(wrap, naxes, w, &is_auto, &err), TPU_OK);
+    assert_int_equal(tpu_topo_init(t, naxes, dims, w, slices, &err), TPU_OK);
+}
+
+/* Run 'plan' over a transport; check data against the reference when it moves. */
+static double run_over(tpu_coll_plan_t *plan, const tpu_topo_t *topo, int loopback)
+{
+    tpu_err_t err = {0};
+    tpu_xport_t *x = NULL;
+    const tpu_coll_desc_t *d = tpu_coll_plan_desc(plan);
+    uint64_t inb, outb;
+    void **in = calloc((size_t)topo->nchips, sizeof(void *));
+    void **out = calloc((size_t)topo->nchips, sizeof(void *));
+    void *ref;
+    double us = -1;
+    int c;
+
+    tpu_coll_plan_sizes(plan, &inb, &outb);
+    ref = calloc(1, outb);
+    for (c = 0; c < topo->nchips; c++) {
+        in[c] = malloc(inb);
+        out[c] = calloc(1, outb);
+        fill(c, in[c], inb, (void *)&d->dtype);
+    }
+    if (loopback) {
+        assert_int_equal(tpu_xport_loopback_create(topo->nchips, &x, &err), TPU_OK);
+    } else {
+        assert_int_equal(tpu_xport_sim_create(topo->nchips, &x, &err), TPU_OK);
+    }
+    if (tpu_coll_run(plan, x, NULL, in, out, &us, &err) != TPU_OK) {
+        fail_msg("run: %s", err.msg);
+    }
+    for (c = 0; loopback && c < topo->nchips; c++) {
+        if (d->kind == TPU_COLL_P2P && c != d->dst) {
+            continue;
+        }
+        memset(ref, 0, outb);
+        assert_int_equal(tpu_coll_reference(plan, c, fill, (void *)&d->dtype, ref, &err), TPU_OK);
+        if (memcmp(ref, out[c], outb) != 0) {
+            fail_msg("%s over axes %u: chip %d differs from the reference", tpu_coll_name(d->kind),
+                     d->axes, c);
+        }
+    }
+    for (c = 0; c < topo->nchips; c++) {
+        free(in[c]);
+        free(out[c]);
+    }
+    free(in);
+    free(out);
+    free(ref);
+    tpu_xport_destroy(x);
+    return us;
+}
+
+/* Every byte of every chip's all-gather output, but its own block, is written once. */
+static void check_exactly_once(tpu_coll_plan_t *plan, const tpu_topo_t *topo)
+{
+    tpu_err_t err = {0};
+    const tpu_sched_t *s;
+    uint64_t inb, outb, b;
+    unsigned char *count;
+    int64_t i;
+    int c;
+
+    assert_int_equal(tpu__plan_full(plan, &err), TPU_OK);
+    s = &plan->run->s;
+    tpu_coll_plan_sizes(plan, &inb, &outb);
+    count = calloc((size_t)topo->nchips * outb, 1);
+    for (i = 0; i < s->nflows; i++) {
+        const tpu_flow_t *f = &s->flows[i];
+        int x, y, z;
+
+        for (x = 0; x < f->span.count[0]; x++) {
+            for (y = 0; y < f->span.count[1]; y++) {
+                for (z = 0; z < f->span.count[2]; z++) {
+                    int64_t o = f->span.dst_off + x * f->span.stride[0] + y * f->span.stride[1] +
+                                z * f->span.stride[2];
+
+                    for (b = 0; b < (uint64_t)f->span.len; b++) {
+                        count[(uint64_t)f->dst * outb + (uint64_t)o + b]++;
+                    }
+                }
+            }
+        }
+    }
+    for (c = 0; c < topo->nchips; c++) {
+        uint64_t own = (uint64_t)tpu_topo_group_index(topo, plan->desc.axes, c) * inb;
+
+        for (b = 0; b < outb; b++) {
+            unsigned want = (b >= own && b < own + inb) ? 0 : 1;
+
+            if (count[(uint64_t)c * outb + b] != want) {
+                unsigned got = count[(uint64_t)c * outb + b];
+
+                free(count);
+                fail_msg("all-gather over axes %u: chip %d byte %llu written %u times",
+                         plan->desc.axes, c, (unsigned long long)b, got);
+            }
+        }
+    }
+    free(count);
+}
+
+static void check_shape(const char *shape, const char *wrap, int slices)
+{
+    tpu_err_t err = {0};
+    tpu_topo_t topo;
+    tpu_chip_spec_t chip;
+    tpu_link_model_t link;
+    unsigned mask, all;
+    int k, cases = 0;
+
+    make_topo(&topo, shape, wrap, slices);
+    tpu_chip_preset("v5p", &chip, &err);
+    tpu_chip_link_model(&chip, &link);
+    all = ((1u << topo.naxes) - 1) | (slices > 1 ? TPU_AXIS_MASK_DCN : 0);
+    for (mask = 1; mask <= all; mask++) {
+        int g, naxes = 0, a;
+
+        if ((mask & all) != mask || (g = tpu_topo_group_size(&topo, mask)) < 2) {
+            continue;
+        }
+        for (a = 0; a <= TPU_AXIS_DCN; a++) {
+            naxes += (mask >> a) & 1;
+        }
+        for (k = 0; k < TPU_COLL_COUNT; k++) {
+            tpu_coll_desc_t d;
+            tpu_coll_plan_t *plan = NULL;
+            tpu_coll_result_t res;
+            double lb, sim;
+
+            if ((k == TPU_COLL_PPERMUTE && naxes != 1) || (k == TPU_COLL_P2P && mask != 1)) {
+                continue;
+            }
+            tpu_coll_desc_init(&d);
+            d.kind = (tpu_coll_kind_t)k;
+            d.axes = mask;
+            d.dtype = k == TPU_COLL_PSUM ? TPU_DTYPE_BF16 : TPU_DTYPE_F32;
+            d.shift = g > 2 ? 2 : 1;
+            d.bytes = (uint64_t)g * 12 * (uint64_t)tpu_dtype_size(d.dtype);
+            if (k == TPU_COLL_PSUM) {
+                d.bytes += 6; /* uneven blocks */
+            }
+            if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
+                fail_msg("%s %s: plan: %s", shape, wrap, err.msg);
+            }
+            assert_int_equal(tpu_coll_plan_model(plan, &res, &err), TPU_OK);
+            lb = run_over(plan, &topo, 1);
+            sim = run_over(plan, &topo, 0);
+            if (lb != res.modeled_us || sim != res.modeled_us) {
+                fail_msg("%s %s %s axes %u: model %.17g loopback %.17g sim %.17g", shape, wrap,
+                         tpu_coll_name(d.kind), mask, res.modeled_us, lb, sim);
+            }
+            if (k == TPU_COLL_ALL_GATHER) {
+                check_exactly_once(plan, &topo);
+            }
+            tpu_coll_plan_destroy(plan);
+            cases++;
+        }
+    }
+    assert_true(cases > 0);
+    printf("%s wrap %s slices %d: %d cases\n", shape, wrap, slices, cases);
+}
+
+static void test_shapes(void **state)
+{
+    static const struct {
+        const char *shape, *wrap;
+        int slices;
+    } shapes[] = {
+        {"2", "none", 1},    {"3", "all", 1},     {"5", "none", 1},    {"6", "all", 1},
+        {"2x2", "all", 1},   {"2x3", "none", 1},  {"2x3", "all", 1},   {"3x5", "x", 1},
+        {"4x4", "none", 1},  {"4x4", "all", 1},   {"4x6", "y", 1},     {"2x2x2", "none", 1},
+        {"3x3x2", "all", 1}, {"2x2x4", "x,z", 1}, {"4x4x4", "all", 1}, {"2x2", "none", 2},
+        {"3", "all", 3},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        check_shape(shapes[i].shape, shapes[i].wrap, shapes[i].slices);
+    }
+}
+
+static void test_oom_loop(void **state)
+{
+    tpu_topo_t topo;
+    tpu_chip_spec_t chip;
+    tpu_link_model_t link;
+    tpu_coll_desc_t d;
+    long budget;
+    int done = 0;
+
+    (void)state;
+    make_topo(&topo, "2x3", "all", 1);
+    tpu_chip_preset("v5e", &chip, NULL);
+    tpu_chip_link_model(&chip, &link);
+    tpu_coll_desc_init(&d);
+    d.axes = 3;
+    d.bytes = 6 * 64;
+    for (budget = 0; !done && budget < 100000; budget++) {
+        tpu_err_t err = {0};
+        tpu_coll_plan_t *plan = NULL;
+        tpu_xport_t *x = NULL;
+        tpu_status_t status;
+        double us;
+
+        tpu_test_alloc_fail_after(budget);
+        status = tpu_coll_plan_create(&topo, &link, &d, &plan, &err);
+        if (status == TPU_OK) {
+            status = tpu_xport_loopback_create(topo.nchips, &x, &err);
+        }
+        if (status == TPU_OK) {
+            static float in_buf[6][96], out_buf[6][96];
+            void *in[6], *out[6];
+            int c;
+
+            for (c = 0; c < 6; c++) {
+                in[c] = in_buf[c];
+                out[c] = out_buf[c];
+            }
+            status = tpu_coll_run(plan, x, NULL, in, out, &us, &err);
+        }
+        tpu_xport_destroy(x);
+        tpu_coll_plan_destroy(plan);
+        if (status == TPU_OK) {
+            done = !tpu_test_alloc_failed();
+        } else {
+            assert_int_equal(status, TPU_ERR_NO_MEMORY);
+            assert_true(strlen(err.msg) > 0);
+        }
+        assert_int_equal(tpu_test_alloc_live(), 0);
+        tpu_test_alloc_restore();
+    }
+    assert_true(done);
+    printf("oom loop: success after %ld allocations, every failure clean\n", budget - 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_oom_loop),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
