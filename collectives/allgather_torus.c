@@ -472,3 +472,24 @@ tpu_status_t tpu__algo_ALL_GATHER_torus(const tpu_algo_args_t *args, tpu_sched_t
 {
     return tpu__allgather_phases(args, TPU_MAX_AXES, sched, err);
 }
+
+tpu_status_t tpu__reversed(const tpu_algo_args_t *args, tpu_algo_fn_t ag_fn, int then_ag,
+                           tpu_sched_t *sched, tpu_err_t *err)
+{
+    tpu_sched_t ag;
+    tpu_status_t status;
+
+    tpu__sched_init(&ag);
+    status = ag_fn(args, &ag, err);
+    if (status == TPU_OK) {
+        status = tpu__sched_reverse(&ag, sched);
+    }
+    if (status == TPU_OK && then_ag) {
+        status = tpu__sched_concat(sched, &ag);
+        if (status == TPU_OK) {
+            status = tpu__sched_sort(sched);
+        }
+    }
+    tpu__sched_fini(&ag);
+    return status;
+}

@@ -23,35 +23,13 @@
  */
 #include "algo.h"
 
-/* Reduce-scatter then all-gather with the builder 'ag_fn' for both halves. */
-static tpu_status_t rs_then_ag(const tpu_algo_args_t *args, tpu_algo_fn_t ag_fn, tpu_sched_t *sched,
-                               tpu_err_t *err)
-{
-    tpu_sched_t ag;
-    tpu_status_t status;
-
-    tpu__sched_init(&ag);
-    status = ag_fn(args, &ag, err);
-    if (status == TPU_OK) {
-        status = tpu__sched_reverse(&ag, sched);
-    }
-    if (status == TPU_OK) {
-        status = tpu__sched_concat(sched, &ag);
-    }
-    if (status == TPU_OK) {
-        status = tpu__sched_sort(sched);
-    }
-    tpu__sched_fini(&ag);
-    return status;
-}
-
 tpu_status_t tpu__algo_PSUM_rs_ag(const tpu_algo_args_t *args, tpu_sched_t *sched, tpu_err_t *err)
 {
-    return rs_then_ag(args, tpu__algo_ALL_GATHER_torus, sched, err);
+    return tpu__reversed(args, tpu__algo_ALL_GATHER_torus, 1, sched, err);
 }
 
 tpu_status_t tpu__algo_PSUM_rs_ag_axis_by_axis(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                                tpu_err_t *err)
 {
-    return rs_then_ag(args, tpu__algo_ALL_GATHER_axis_by_axis, sched, err);
+    return tpu__reversed(args, tpu__algo_ALL_GATHER_axis_by_axis, 1, sched, err);
 }

@@ -14,14 +14,5 @@
 tpu_status_t tpu__algo_REDUCE_SCATTER_axis_by_axis(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                                    tpu_err_t *err)
 {
-    tpu_sched_t ag;
-    tpu_status_t status;
-
-    tpu__sched_init(&ag);
-    status = tpu__algo_ALL_GATHER_axis_by_axis(args, &ag, err);
-    if (status == TPU_OK) {
-        status = tpu__sched_reverse(&ag, sched);
-    }
-    tpu__sched_fini(&ag);
-    return status;
+    return tpu__reversed(args, tpu__algo_ALL_GATHER_axis_by_axis, 0, sched, err);
 }

@@ -28,14 +28,5 @@
 tpu_status_t tpu__algo_REDUCE_SCATTER_torus(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                             tpu_err_t *err)
 {
-    tpu_sched_t ag;
-    tpu_status_t status;
-
-    tpu__sched_init(&ag);
-    status = tpu__algo_ALL_GATHER_torus(args, &ag, err);
-    if (status == TPU_OK) {
-        status = tpu__sched_reverse(&ag, sched);
-    }
-    tpu__sched_fini(&ag);
-    return status;
+    return tpu__reversed(args, tpu__algo_ALL_GATHER_torus, 0, sched, err);
 }

@@ -9,16 +9,25 @@ static long budget_left = -1;
 static long live;
 static int failed;
 
+/* Take one allocation from the budget; 0 when the budget is spent. */
+static int take(void)
+{
+    if (budget_left == 0) {
+        failed = 1;
+        return 0;
+    }
+    if (budget_left > 0) {
+        budget_left--;
+    }
+    return 1;
+}
+
 static void *fail_malloc(size_t size)
 {
     void *p;
 
-    if (budget_left == 0) {
-        failed = 1;
+    if (!take()) {
         return NULL;
-    }
-    if (budget_left > 0) {
-        budget_left--;
     }
     p = malloc(size);
     if (p != NULL) {
@@ -31,12 +40,8 @@ static void *fail_calloc(size_t count, size_t size)
 {
     void *p;
 
-    if (budget_left == 0) {
-        failed = 1;
+    if (!take()) {
         return NULL;
-    }
-    if (budget_left > 0) {
-        budget_left--;
     }
     p = calloc(count, size);
     if (p != NULL) {
@@ -49,12 +54,8 @@ static void *fail_realloc(void *ptr, size_t size)
 {
     void *p;
 
-    if (budget_left == 0) {
-        failed = 1;
+    if (!take()) {
         return NULL;
-    }
-    if (budget_left > 0) {
-        budget_left--;
     }
     p = realloc(ptr, size);
     if (p != NULL && ptr == NULL) {
