@@ -91,10 +91,22 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     row_t rows[8];
     int nrows = 0;
 
+    FILE *json = NULL, *txt = stdout;
+    int close_json = 0, nrows_out = 0;
+
     if (code >= 0) {
         return code;
     }
     t = &job.pod.topo;
+    if (o->json != NULL && job.chip == 0) {
+        json = tpu_open_output(o->json, &close_json, &err);
+        if (json == NULL) {
+            tpu_job_abort(&job, err.msg);
+        }
+        if (json == stdout) {
+            txt = stderr; /* the JSON alone on stdout */
+        }
+    }
     all_axes = (1u << t->naxes) - 1;
     if (t->slices > 1) {
         all_axes |= TPU_AXIS_MASK_DCN;
@@ -108,22 +120,24 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     if (job.chip == 0) {
         int a, example = 0, split, over = 0;
 
-        printf("tpuemu: %d chips of %s as %s%s, wrap %s (", t->nchips, job.pod.chip.name,
-               job.pod.shape, t->slices > 1 ? " slices" : "", job.pod.wrap);
+        fprintf(txt, "tpuemu: %d chips of %s as %s%s, wrap %s (", t->nchips, job.pod.chip.name,
+                job.pod.shape, t->slices > 1 ? " slices" : "", job.pod.wrap);
         for (a = 0; a < t->naxes; a++) {
-            printf("%s%s %s", a ? ", " : "", tpu_topo_axis_name(a), t->wrap[a] ? "wraps" : "open");
+            fprintf(txt, "%s%s %s", a ? ", " : "", tpu_topo_axis_name(a),
+                    t->wrap[a] ? "wraps" : "open");
         }
-        printf(")");
+        fprintf(txt, ")");
         if (t->slices > 1) {
-            printf(", %d slices over DCN", t->slices);
+            fprintf(txt, ", %d slices over DCN", t->slices);
         }
-        printf("\nICI %.3g B/s per link, %.2f us per hop; DCN %.4g B/s per chip; %d chips per "
-               "host\n",
-               job.pod.chip.ici_bw, job.pod.chip.ici_latency * 1e6, job.pod.chip.dcn_bw,
-               tpu_chip_per_host(&job.pod.chip));
+        fprintf(txt,
+                "\nICI %.3g B/s per link, %.2f us per hop; DCN %.4g B/s per chip; %d chips per "
+                "host\n",
+                job.pod.chip.ici_bw, job.pod.chip.ici_latency * 1e6, job.pod.chip.dcn_bw,
+                tpu_chip_per_host(&job.pod.chip));
         if (!o->quiet) {
-            printf("\n");
-            tpu_place_print(stdout, &job.pod, all);
+            fprintf(txt, "\n");
+            tpu_place_print(txt, &job.pod, all);
         }
         for (i = 0; i < t->nchips; i++) {
             if (all[i].node_cores > 0 && all[i].node_ranks > all[i].node_cores) {
@@ -132,15 +146,26 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
             }
         }
         if (over) {
-            printf("warning: %d ranks share %d cores on a node: measured times are dominated by "
-                   "the host\n",
-                   over, s);
+            fprintf(txt,
+                    "warning: %d ranks share %d cores on a node: measured times are dominated by "
+                    "the host\n",
+                    over, s);
         }
         split = tpu_place_split_hosts(&job.pod, all, &example);
         if (split) {
-            printf("warning: %d emulated TPU hosts span several MPI nodes (host %d first); fill "
-                   "nodes with whole hosts of %d ranks\n",
-                   split, example, tpu_chip_per_host(&job.pod.chip));
+            fprintf(txt,
+                    "warning: %d emulated TPU hosts span several MPI nodes (host %d first); fill "
+                    "nodes with whole hosts of %d ranks\n",
+                    split, example, tpu_chip_per_host(&job.pod.chip));
+        }
+        if (json != NULL) {
+            fprintf(json,
+                    "{\"chip\": \"%s\", \"topology\": \"%s\", \"wrap\": \"%s\", \"slices\": %d, "
+                    "\"chips\": %d, \"chips_per_host\": %d, \"placement\": ",
+                    job.pod.chip.name, job.pod.shape, job.pod.wrap, t->slices, t->nchips,
+                    tpu_chip_per_host(&job.pod.chip));
+            tpu_place_json(json, &job.pod, all);
+            fprintf(json, ",\n  \"hosts_split_across_nodes\": %d", split);
         }
         free(all);
     }
@@ -150,13 +175,20 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     MPI_Allreduce(&links, &total_links, 1, MPI_INT, MPI_SUM, job.comm);
     MPI_Allreduce(&wall_us, &max_wall, 1, MPI_DOUBLE, MPI_MAX, job.comm);
     if (job.chip == 0) {
-        printf("\nwiring: %d directed links, a %d-byte token over each: %s; modeled %.3f us per "
-               "neighbour transfer, measured %.1f us for all of them\n",
-               total_links, TOKEN_BYTES, bad ? "WRONG" : "all correct",
-               (job.pod.chip.ici_latency + TOKEN_BYTES / (job.pod.chip.ici_bw / 2)) * 1e6,
-               max_wall);
+        fprintf(txt,
+                "\nwiring: %d directed links, a %d-byte token over each: %s; modeled %.3f us per "
+                "neighbour transfer, measured %.1f us for all of them\n",
+                total_links, TOKEN_BYTES, bad ? "WRONG" : "all correct",
+                (job.pod.chip.ici_latency + TOKEN_BYTES / (job.pod.chip.ici_bw / 2)) * 1e6,
+                max_wall);
     }
     failed |= bad != 0;
+    if (json != NULL) {
+        fprintf(json,
+                ",\n  \"wiring\": {\"links\": %d, \"wrong\": %d, \"measured_us\": %.1f}, "
+                "\"collectives\": [",
+                total_links, bad, max_wall);
+    }
     /* Every collective at a small and a large size. */
     rows[nrows++] = (row_t){"psum", TPU_COLL_PSUM, all_axes, 0};
     rows[nrows++] = (row_t){"all-gather", TPU_COLL_ALL_GATHER, all_axes, 0};
@@ -167,8 +199,8 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
         rows[nrows++] = (row_t){"p2p", TPU_COLL_P2P, 0, 0};
     }
     if (job.chip == 0) {
-        printf("\n%-15s %-7s %10s %-18s %12s %12s %8s\n", "collective", "axes", "bytes",
-               "algorithm", "modeled_us", "measured_us", "check");
+        fprintf(txt, "\n%-15s %-7s %10s %-18s %12s %12s %8s\n", "collective", "axes", "bytes",
+                "algorithm", "modeled_us", "measured_us", "check");
     }
     for (i = 0; i < nrows; i++) {
         for (s = 0; s < 2; s++) {
@@ -206,21 +238,38 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
             failed |= wrong != 0;
             tpu_topo_axes_str(rows[i].kind == TPU_COLL_P2P ? 0 : rows[i].axes, axes, sizeof(axes));
             if (job.chip == 0) {
-                printf("%-15s %-7s %10llu %-18s %12.3f %12.1f %8s\n", rows[i].name,
-                       axes[0] ? axes : "-", (unsigned long long)desc.bytes,
-                       tpu_coll_plan_algo(c.plan), max_modeled, wall * 1e6, wrong ? "WRONG" : "ok");
+                fprintf(txt, "%-15s %-7s %10llu %-18s %12.3f %12.1f %8s\n", rows[i].name,
+                        axes[0] ? axes : "-", (unsigned long long)desc.bytes,
+                        tpu_coll_plan_algo(c.plan), max_modeled, wall * 1e6,
+                        wrong ? "WRONG" : "ok");
                 if (wrong) {
-                    printf("  %ld elements differ from the reference\n", wrong);
+                    fprintf(txt, "  %ld elements differ from the reference\n", wrong);
+                }
+                if (json != NULL) {
+                    fprintf(json,
+                            "%s\n    {\"collective\": \"%s\", \"axes\": \"%s\", \"bytes\": %llu, "
+                            "\"algorithm\": \"%s\", \"modeled_us\": %.6f, \"measured_us\": %.1f, "
+                            "\"wrong\": %ld}",
+                            nrows_out++ ? "," : "", rows[i].name, axes,
+                            (unsigned long long)desc.bytes, tpu_coll_plan_algo(c.plan), max_modeled,
+                            wall * 1e6, wrong);
                 }
             }
             tpu_case_fini(&c);
         }
     }
     if (job.chip == 0) {
-        printf("\n%s: modeled = the TPU pod's time from the link model; measured = this "
-               "emulation's wall time (max over ranks)\n",
-               failed ? "FAILED" : "all checks passed");
-        printf("train: the sharded training step is not built yet; skipped\n");
+        fprintf(txt,
+                "\n%s: modeled = the TPU pod's time from the link model; measured = this "
+                "emulation's wall time (max over ranks)\n",
+                failed ? "FAILED" : "all checks passed");
+        fprintf(txt, "train: the sharded training step is not built yet; skipped\n");
+        if (json != NULL) {
+            fprintf(json, "],\n  \"passed\": %s}\n", failed ? "false" : "true");
+            if (close_json) {
+                fclose(json);
+            }
+        }
         fflush(stdout);
     }
     return tpu_job_end(&job, failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);

@@ -31,7 +31,7 @@ static void hw_location(tpu_place_t *p)
     p->node_pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
     set = hwloc_bitmap_alloc();
     bind = hwloc_bitmap_alloc();
-    if (set != NULL && hwloc_get_last_cpu_location(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
+    if (set != NULL && hwloc_get_last_cpu_location(topo, set, HWLOC_CPUBIND_THREAD) == 0) {
         int pu = hwloc_bitmap_first(set);
         hwloc_obj_t obj = pu >= 0 ? hwloc_get_pu_obj_by_os_index(topo, (unsigned)pu) : NULL;
         hwloc_obj_t core = obj ? hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, obj) : NULL;
@@ -130,6 +130,30 @@ void tpu_place_print(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
                 tpu_topo_host_of(t, pod->chip.host_dims, chip), all[chip].host, all[chip].core,
                 all[chip].bound ? "yes" : "no");
     }
+}
+
+void tpu_place_json(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
+{
+    const tpu_topo_t *t = &pod->topo;
+    int chip, a;
+
+    fprintf(out, "[");
+    for (chip = 0; chip < t->nchips; chip++) {
+        int c[TPU_MAX_AXES];
+
+        tpu_topo_coords(t, chip, c);
+        fprintf(out, "%s\n    {\"chip\": %d, \"slice\": %d, \"coords\": [", chip ? "," : "", chip,
+                tpu_topo_slice_of(t, chip));
+        for (a = 0; a < t->naxes; a++) {
+            fprintf(out, "%s%d", a ? ", " : "", c[a]);
+        }
+        fprintf(out, "], \"tpu_host\": %d, \"mpi_host\": ",
+                tpu_topo_host_of(t, pod->chip.host_dims, chip));
+        tpu_json_str(out, all[chip].host);
+        fprintf(out, ", \"mpi_node\": %d, \"core\": %d, \"pu\": %d, \"bound\": %s}", all[chip].node,
+                all[chip].core, all[chip].pu, all[chip].bound ? "true" : "false");
+    }
+    fprintf(out, "]");
 }
 
 int tpu_place_split_hosts(const tpu_pod_t *pod, const tpu_place_t *all, int *example_host_p)
