@@ -7,7 +7,7 @@
 #include "tpu/coll.h"
 #include "tpu/topo.h"
 
-#include "sched.h"
+#include "schedule.h"
 
 typedef struct tpu_algo_args {
     const tpu_topo_t *topo;

@@ -5,7 +5,7 @@
 #include "tpu/coll.h"
 
 #include "algo.h"
-#include "sched.h"
+#include "schedule.h"
 
 /* A schedule with its step index. */
 typedef struct tpu_plan_sched {

@@ -44,9 +44,9 @@
 #include "tpu/ops.h"
 #include "tpu/vmem.h"
 
-#include "chip_blas.h"
 #include "chip_internal.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <string.h>
 

@@ -37,7 +37,10 @@ tpu_mpirun() {
     if [ "$(id -u)" -eq 0 ]; then
         export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     fi
-    mpirun --oversubscribe --mca mpi_yield_when_idle 1 "$@"
+    # One OpenBLAS thread per rank: each rank is one chip, and 16 ranks with a
+    # BLAS thread pool each would oversubscribe a small machine further.
+    OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} \
+        mpirun --oversubscribe --mca mpi_yield_when_idle 1 "$@"
 }
 
 tpu_setup() {

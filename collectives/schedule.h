@@ -12,8 +12,8 @@
  * each chip's virtual clock through the link model (sched_time.c).  Nothing in a
  * schedule depends on the transport, so the modeled time cannot either.
  */
-#ifndef TPU_SCHED_H
-#define TPU_SCHED_H
+#ifndef TPU_SCHEDULE_H
+#define TPU_SCHEDULE_H
 
 #include "tpu/coll.h"
 #include "tpu/topo.h"
@@ -111,4 +111,4 @@ static inline int64_t tpu__span_bytes(const tpu_span_t *s)
     return s->len * s->count[0] * s->count[1] * s->count[2];
 }
 
-#endif /* TPU_SCHED_H */
+#endif /* TPU_SCHEDULE_H */
