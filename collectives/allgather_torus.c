@@ -56,8 +56,9 @@ typedef struct phase_ctx {
     int nprior;
     int64_t sub_off; /* the stream's part of every block */
     int64_t sub_len;
-    int64_t elem; /* bytes per element: halves split between elements */
-    int rep;      /* representative chip, or -1 for all */
+    int64_t elem;            /* bytes per element: halves split between elements */
+    int rep;                 /* representative chip, or -1 for all */
+    const tpu_layout_t *lay; /* the current stream's working layout */
     int stream;
     unsigned mask;
     int32_t *seen; /* per chip: flows of this stream received so far */
@@ -163,27 +164,30 @@ static void solve_fractions(const tpu_topo_t *topo, const int *axes, int d, doub
     }
 }
 
-/* The span of the item chip 'origin' holds in the current phase. */
+/*
+ * The span of the item chip 'origin' holds in the current phase: its blocks over
+ * the axes gathered so far, which the working layout keeps contiguous (the
+ * fastest 'nprior' digits), each the stream's 'sub_len' bytes.
+ */
 static void item_span(const phase_ctx_t *ctx, int origin, tpu_span_t *span)
 {
-    int c[TPU_MAX_AXES], i;
-    int64_t g = tpu_topo_group_index(ctx->topo, ctx->mask, origin);
+    const tpu_layout_t *l = ctx->lay;
+    int64_t g = tpu_topo_group_index(ctx->topo, ctx->mask, origin), blocks = 1, w = 0, scale = 1;
+    int i;
 
-    tpu_topo_coords(ctx->topo, origin, c);
+    for (i = 0; i < l->ndigits; i++) {
+        if (i < ctx->nprior) {
+            blocks *= l->n[i];
+        } else {
+            w += ((g / l->gstride[i]) % l->n[i]) * scale;
+        }
+        scale *= l->n[i];
+    }
     memset(span, 0, sizeof(*span));
     span->count[0] = span->count[1] = span->count[2] = 1;
-    for (i = 0; i < ctx->nprior; i++) {
-        int a = ctx->prior[i];
-        int coord = a == TPU_AXIS_DCN ? tpu_topo_slice_of(ctx->topo, origin) : c[a];
-        int n = a == TPU_AXIS_DCN ? ctx->topo->slices : ctx->topo->dims[a];
-
-        g -= coord * ctx->stride[a];
-        span->count[i] = n;
-        span->stride[i] = ctx->stride[a] * ctx->shard;
-    }
-    span->off = g * ctx->shard + ctx->sub_off;
+    span->off = l->base + w * l->sub_len;
     span->dst_off = span->off;
-    span->len = ctx->sub_len;
+    span->len = blocks * l->sub_len;
 }
 
 static tpu_status_t add_flow(phase_ctx_t *ctx, int src, int dst, int step, int kind, int tie,
@@ -304,7 +308,7 @@ static tpu_status_t ring_phase(phase_ctx_t *ctx, int axis, int step0)
                 origin = tpu_topo_chip(topo, tpu_topo_slice_of(topo, c), oc);
                 item_span(ctx, origin, &span);
                 if (half) {
-                    int64_t e = ctx->sub_len / ctx->elem;
+                    int64_t e = span.len / ctx->elem;
                     int64_t h1 = (e + 1) / 2;
                     int64_t el = ctx->elem;
 
@@ -353,7 +357,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     int axes[TPU_MAX_AXES], d = ici_axes(topo, args->mask, axes);
     int dcn = (args->mask & TPU_AXIS_MASK_DCN) && topo->slices > 1;
     double frac[TPU_MAX_AXES] = {1, 0, 0};
-    int64_t elems = args->shard / args->elem, done = 0;
+    int64_t elems = args->shard / args->elem, done = 0, base = 0;
     /* The DCN phase is a stage of its own (reduce-scatter over ICI, then DCN, then
      * all-gather over ICI, as the hierarchical algorithm is defined), so chunks
      * do not pipeline it with the ICI phases. */
@@ -409,6 +413,12 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     }
     ctx.elem = args->elem;
     ctx.rep = args->rep;
+    sched->layout = tpu__calloc((size_t)(nord * K), sizeof(*sched->layout));
+    if (sched->layout == NULL) {
+        status = TPU_ERR_NO_MEMORY;
+        goto out;
+    }
+    sched->nlayout = nord * K;
     for (r = 0; r < nord; r++) {
         int64_t part = r == nord - 1 ? elems - done : (int64_t)(frac[r] * (double)elems + 0.5);
         int64_t kdone = 0;
@@ -420,11 +430,28 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
             int64_t piece = k == K - 1 ? part - kdone : part / K;
             int step = k;
 
+            tpu_layout_t *l = &sched->layout[r * K + k];
+
             ctx.stream = r * K + k;
             ctx.sub_off = (done + kdone) * args->elem;
             ctx.sub_len = piece * args->elem;
             ctx.nprior = 0;
             kdone += piece;
+            /* The stream's working layout: DCN, then its axes in phase order. */
+            l->base = base;
+            l->sub_off = ctx.sub_off;
+            l->sub_len = ctx.sub_len;
+            l->ndigits = 0;
+            if (dcn) {
+                l->n[l->ndigits] = topo->slices;
+                l->gstride[l->ndigits++] = ctx.stride[TPU_AXIS_DCN];
+            }
+            for (j = 0; j < d; j++) {
+                l->n[l->ndigits] = topo->dims[axes[(r + j) % d]];
+                l->gstride[l->ndigits++] = ctx.stride[axes[(r + j) % d]];
+            }
+            base += (int64_t)args->group * ctx.sub_len;
+            ctx.lay = l;
             if (piece == 0) {
                 continue;
             }

@@ -533,6 +533,10 @@ void tpu_coll_plan_destroy(tpu_coll_plan_t *plan)
     plan_sched_fini(&plan->model);
     plan_sched_fini(&plan->full);
     tpu__free(plan->scratch);
+    while (plan->nwork > 0) {
+        tpu__free(plan->work[--plan->nwork]);
+    }
+    tpu__free(plan->work);
     tpu__free(plan);
 }
 

@@ -25,6 +25,8 @@ struct tpu_coll_plan {
     tpu_plan_sched_t full;  /* every chip's flows, for runs with data; built on first use */
     tpu_plan_sched_t *run;  /* &full, or &model when that already holds every chip */
     unsigned char *scratch; /* receive scratch of reducing flows, kept across runs */
+    unsigned char **work;   /* working buffers of the local chips, kept across runs */
+    int nwork;
     int64_t scratch_bytes;
     int group;
     int64_t shard;      /* bytes of one block */

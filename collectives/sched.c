@@ -38,6 +38,7 @@ void tpu__sched_fini(tpu_sched_t *sched)
 {
     tpu__free(sched->flows);
     tpu__free(sched->deps);
+    tpu__free(sched->layout);
     memset(sched, 0, sizeof(*sched));
 }
 
@@ -150,6 +151,23 @@ out:
     return status;
 }
 
+tpu_status_t tpu__sched_copy_layout(tpu_sched_t *to, const tpu_sched_t *from)
+{
+    tpu__free(to->layout);
+    to->layout = NULL;
+    to->nlayout = 0;
+    if (from->nlayout == 0) {
+        return TPU_OK;
+    }
+    to->layout = tpu__malloc((size_t)from->nlayout * sizeof(*to->layout));
+    if (to->layout == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    memcpy(to->layout, from->layout, (size_t)from->nlayout * sizeof(*to->layout));
+    to->nlayout = from->nlayout;
+    return TPU_OK;
+}
+
 tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs)
 {
     int64_t n = ag->nflows, i;
@@ -204,7 +222,10 @@ tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs)
     }
     rs->nsteps = ag->nsteps;
     rs->nstreams = ag->nstreams;
-    status = tpu__sched_sort(rs);
+    status = tpu__sched_copy_layout(rs, ag);
+    if (status == TPU_OK) {
+        status = tpu__sched_sort(rs);
+    }
 out:
     if (status != TPU_OK) {
         tpu__sched_fini(rs);

@@ -143,7 +143,7 @@ typedef struct run_ctx {
     uint8_t *is_local;
     unsigned char **send; /* per local chip: the buffer flows read */
     unsigned char **recv; /* per local chip: the buffer flows write */
-    unsigned char **work; /* per local chip: owned working buffer, or NULL */
+    unsigned char **work; /* per local chip: the plan's working buffer, or NULL */
     tpu_call_sig_t sig;
     tpu_dtype_t work_dtype;
 } run_ctx_t;
@@ -529,74 +529,120 @@ static void narrow(const run_ctx_t *ctx, void *dst, const void *src, size_t byte
     }
 }
 
-/* Set up the buffers the schedule works on, per collective. */
-static tpu_status_t prepare(run_ctx_t *ctx, void *const *in, void *const *out)
+/*
+ * Set up the buffers the schedule works on.  The all-gather family works in its
+ * working layout (schedule.h): the input is permuted into it here, and out of
+ * it in finish().  The others read the input and write the output directly.
+ */
+static void prepare(run_ctx_t *ctx, void *const *in, void *const *out)
 {
     const tpu_coll_plan_t *p = ctx->plan;
+    const tpu_sched_t *sc = &ctx->ps->s;
     tpu_coll_kind_t kind = p->desc.kind;
-    int i;
+    int64_t scale = p->data_scale, V = (int64_t)p->desc.bytes;
+    int i, k;
 
     for (i = 0; i < ctx->x->nlocal; i++) {
         int chip = ctx->x->local_chips[i];
-        int64_t g = kind == TPU_COLL_P2P ? 0 : tpu_topo_group_index(&p->topo, p->desc.axes, chip);
-        int owned = kind == TPU_COLL_REDUCE_SCATTER ||
-                    (kind == TPU_COLL_PSUM &&
-                     (p->data_scale == 2 || (uint64_t)p->work_bytes != p->desc.bytes));
+        int64_t me = kind == TPU_COLL_P2P ? 0 : tpu_topo_group_index(&p->topo, p->desc.axes, chip);
+        unsigned char *w = ctx->work[i];
+        int64_t g;
 
-        ctx->work[i] = NULL;
-        if (owned) {
-            ctx->work[i] = tpu__calloc(1, (size_t)p->work_bytes * (size_t)p->data_scale);
-            if (ctx->work[i] == NULL) {
-                return TPU_ERR_NO_MEMORY;
-            }
-        }
-        switch (kind) {
-        case TPU_COLL_ALL_GATHER:
-            ctx->send[i] = ctx->recv[i] = out[i];
-            memcpy((unsigned char *)out[i] + g * p->shard, in[i], (size_t)p->shard);
-            break;
-        case TPU_COLL_REDUCE_SCATTER:
-        case TPU_COLL_PSUM:
-            ctx->send[i] = ctx->recv[i] = owned ? ctx->work[i] : out[i];
-            widen(ctx, ctx->send[i], in[i], (size_t)p->desc.bytes);
-            break;
-        default:
+        if (sc->nlayout == 0) {
             ctx->send[i] = in[i];
             ctx->recv[i] = out[i];
-            if (ctx->ps->s.nlocal > 0) {
-                const tpu_sched_t *sc = &ctx->ps->s;
-                int k;
+            for (k = 0; k < sc->nlocal; k++) {
+                const tpu_copy_t *c = &sc->local[k];
 
-                for (k = 0; k < sc->nlocal; k++) {
-                    const tpu_copy_t *c = &sc->local[k];
-
-                    memcpy((unsigned char *)out[i] + c->dst_off + g * sc->local_dst_shift,
-                           (unsigned char *)in[i] + c->src_off + g * sc->local_src_shift,
-                           (size_t)c->len);
-                }
+                memcpy((unsigned char *)out[i] + c->dst_off + me * sc->local_dst_shift,
+                       (unsigned char *)in[i] + c->src_off + me * sc->local_src_shift,
+                       (size_t)c->len);
             }
-            break;
+            continue;
+        }
+        ctx->send[i] = ctx->recv[i] = w;
+        for (k = 0; k < sc->nlayout; k++) {
+            const tpu_layout_t *l = &sc->layout[k];
+
+            if (kind == TPU_COLL_ALL_GATHER) {
+                memcpy(w + tpu__layout_offset(l, me), (unsigned char *)in[i] + l->sub_off,
+                       (size_t)l->sub_len);
+                continue;
+            }
+            for (g = 0; g < p->group; g++) {
+                int64_t uo = g * p->shard + l->sub_off, lo = tpu__layout_offset(l, g) * scale;
+                int64_t n = uo >= V ? 0 : (uo + l->sub_len > V ? V - uo : l->sub_len);
+
+                /* A psum's padding (past V) starts at zero. */
+                widen(ctx, w + lo, (unsigned char *)in[i] + uo, (size_t)n);
+                memset(w + lo + n * scale, 0, (size_t)((l->sub_len - n) * scale));
+            }
         }
     }
-    return TPU_OK;
 }
 
 static void finish(run_ctx_t *ctx, void *const *out)
 {
     const tpu_coll_plan_t *p = ctx->plan;
-    int i;
+    const tpu_sched_t *sc = &ctx->ps->s;
+    int64_t scale = p->data_scale, V = (int64_t)p->desc.bytes;
+    int i, k;
 
-    for (i = 0; i < ctx->x->nlocal; i++) {
-        int chip = ctx->x->local_chips[i];
+    for (i = 0; i < ctx->x->nlocal && sc->nlayout > 0; i++) {
+        int64_t me = tpu_topo_group_index(&p->topo, p->desc.axes, ctx->x->local_chips[i]);
+        unsigned char *w = ctx->work[i], *o = out[i];
+        int64_t g;
 
-        if (p->desc.kind == TPU_COLL_REDUCE_SCATTER) {
-            int64_t g = tpu_topo_group_index(&p->topo, p->desc.axes, chip);
+        for (k = 0; k < sc->nlayout; k++) {
+            const tpu_layout_t *l = &sc->layout[k];
 
-            narrow(ctx, out[i], ctx->work[i] + g * p->shard * p->data_scale, (size_t)p->shard);
-        } else if (p->desc.kind == TPU_COLL_PSUM && ctx->work[i] != NULL) {
-            narrow(ctx, out[i], ctx->work[i], (size_t)p->desc.bytes);
+            if (p->desc.kind == TPU_COLL_REDUCE_SCATTER) {
+                narrow(ctx, o + l->sub_off, w + tpu__layout_offset(l, me) * scale,
+                       (size_t)l->sub_len);
+                continue;
+            }
+            for (g = 0; g < p->group; g++) {
+                int64_t uo = g * p->shard + l->sub_off;
+                int64_t n = uo >= V ? 0 : (uo + l->sub_len > V ? V - uo : l->sub_len);
+
+                narrow(ctx, o + uo, w + tpu__layout_offset(l, g) * scale, (size_t)n);
+            }
         }
     }
+}
+
+/* The plan's working buffers, one per local chip, kept across runs (fresh ones
+ * would page-fault on every call). */
+static tpu_status_t plan_work(tpu_coll_plan_t *plan, int nlocal)
+{
+    size_t bytes = (size_t)plan->work_bytes * (size_t)plan->data_scale;
+    int i;
+
+    if (plan->nwork == nlocal) {
+        return TPU_OK;
+    }
+    for (i = 0; i < plan->nwork; i++) {
+        tpu__free(plan->work[i]);
+    }
+    tpu__free(plan->work);
+    plan->nwork = 0;
+    plan->work = tpu__calloc((size_t)nlocal, sizeof(*plan->work));
+    if (plan->work == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < nlocal; i++) {
+        plan->work[i] = tpu__malloc(bytes);
+        if (plan->work[i] == NULL) {
+            while (i-- > 0) {
+                tpu__free(plan->work[i]);
+            }
+            tpu__free(plan->work);
+            plan->work = NULL;
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
+    plan->nwork = nlocal;
+    return TPU_OK;
 }
 
 static tpu_status_t check_peers(run_ctx_t *ctx, tpu_err_t *err)
@@ -723,11 +769,17 @@ tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x, const tpu_coll_
         }
     }
     if (x->moves_data) {
-        status = prepare(&ctx, in, out);
-        if (status != TPU_OK) {
-            tpu_err_set(err, status, "out of memory for the working buffers of %s", plan->name);
-            goto out;
+        if (ps->s.nlayout > 0) {
+            status = plan_work(plan, x->nlocal);
+            if (status != TPU_OK) {
+                tpu_err_set(err, status, "out of memory for the working buffers of %s", plan->name);
+                goto out;
+            }
+            for (i = 0; i < x->nlocal; i++) {
+                ctx.work[i] = plan->work[i];
+            }
         }
+        prepare(&ctx, in, out);
         int64_t need = scratch_need(plan, ps, ctx.is_local);
 
         /* Kept in the plan: a fresh buffer per call would page-fault on every call. */
@@ -849,11 +901,6 @@ tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x, const tpu_coll_
     *modeled_us_p = end * 1e6;
     status = TPU_OK;
 out:
-    if (ctx.work != NULL) {
-        for (i = 0; i < x->nlocal; i++) {
-            tpu__free(ctx.work[i]);
-        }
-    }
     tpu__free(pend);
     tpu__free(ctx.work);
     tpu__free(ctx.recv);

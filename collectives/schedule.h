@@ -60,6 +60,27 @@ typedef struct tpu_copy {
     int64_t len;
 } tpu_copy_t;
 
+/*
+ * The working layout of one stream of the all-gather family.  A stream carries
+ * the part [sub_off, sub_off + sub_len) of every block.  In the working buffer
+ * the stream owns [base, base + blocks * sub_len), and there block g sits at
+ *     base + w(g) * sub_len,   w(g) = d0 + n0 * (d1 + n1 * (d2 + ...)),
+ * where the digits d_i are g's coordinates on the stream's axes in the order of
+ * its phases (DCN first, then its axis order).  The axes a phase has gathered
+ * are then the fastest digits, so every piece a chip forwards is one
+ * contiguous range: no strided message, no staging copy.  The executor permutes
+ * between the user's layout (block g at g * shard) and this one at the start
+ * and the end of a run.
+ */
+typedef struct tpu_layout {
+    int64_t base;
+    int64_t sub_off;
+    int64_t sub_len;
+    int ndigits;
+    int32_t n[TPU_MAX_AXES + 1];       /* digit sizes, fastest first */
+    int64_t gstride[TPU_MAX_AXES + 1]; /* stride of each digit in the group index */
+} tpu_layout_t;
+
 typedef struct tpu_sched {
     tpu_flow_t *flows; /* sorted by step, then src */
     int64_t nflows;
@@ -76,6 +97,8 @@ typedef struct tpu_sched {
     int nlocal;
     int64_t local_src_shift;
     int64_t local_dst_shift;
+    tpu_layout_t *layout; /* one per stream for the all-gather family, else NULL */
+    int nlayout;
     char algo[64]; /* "torus chunks=2" */
 } tpu_sched_t;
 
@@ -104,6 +127,22 @@ tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs);
  * src in the same stream.
  */
 tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second);
+
+/* Where block 'g' of stream 'l' sits in the working buffer. */
+static inline int64_t tpu__layout_offset(const tpu_layout_t *l, int64_t g)
+{
+    int64_t w = 0, scale = 1;
+    int i;
+
+    for (i = 0; i < l->ndigits; i++) {
+        w += ((g / l->gstride[i]) % l->n[i]) * scale;
+        scale *= l->n[i];
+    }
+    return l->base + w * l->sub_len;
+}
+
+/* Copy the layout table of 'from' into 'to'. */
+tpu_status_t tpu__sched_copy_layout(tpu_sched_t *to, const tpu_sched_t *from);
 
 /* Total bytes of a span. */
 static inline int64_t tpu__span_bytes(const tpu_span_t *s)

@@ -110,7 +110,8 @@ static double run_over(tpu_coll_plan_t *plan, const tpu_topo_t *topo, int loopba
     return us;
 }
 
-/* Every byte of every chip's all-gather output, but its own block, is written once. */
+/* Every byte of every chip's all-gather working buffer, but its own block, is
+ * written once (the working buffer has the output's size, in the stream layout). */
 static void check_exactly_once(tpu_coll_plan_t *plan, const tpu_topo_t *topo)
 {
     tpu_err_t err = {0};
@@ -142,10 +143,20 @@ static void check_exactly_once(tpu_coll_plan_t *plan, const tpu_topo_t *topo)
         }
     }
     for (c = 0; c < topo->nchips; c++) {
-        uint64_t own = (uint64_t)tpu_topo_group_index(topo, plan->desc.axes, c) * inb;
+        int64_t me = tpu_topo_group_index(topo, plan->desc.axes, c);
 
         for (b = 0; b < outb; b++) {
-            unsigned want = (b >= own && b < own + inb) ? 0 : 1;
+            unsigned want = 1;
+            int k;
+
+            /* The chip's own block, wherever the working layout keeps its parts. */
+            for (k = 0; k < s->nlayout; k++) {
+                uint64_t lo = (uint64_t)tpu__layout_offset(&s->layout[k], me);
+
+                if (b >= lo && b < lo + (uint64_t)s->layout[k].sub_len) {
+                    want = 0;
+                }
+            }
 
             if (count[(uint64_t)c * outb + b] != want) {
                 unsigned got = count[(uint64_t)c * outb + b];
