@@ -402,9 +402,32 @@ static double flow_estimate(const tpu_coll_plan_t *p, int chunks)
     return steps * (translation_invariant(p) ? 1 : p->topo.nchips) * TPU_MAX_AXES * chunks * 2;
 }
 
+/*
+ * Flows the model schedule of the cheapest choice holds (one chip's when the pod
+ * is translation-invariant, every chip's otherwise): a guard against requests
+ * that would take minutes and gigabytes, such as a direct all-to-all over 8,960
+ * chips of an open mesh.
+ */
+static double model_flows(const tpu_coll_plan_t *p)
+{
+    double chips = translation_invariant(p) ? 1 : p->topo.nchips;
+
+    switch (p->desc.kind) {
+    case TPU_COLL_ALL_TO_ALL:
+        return chips * p->group;
+    case TPU_COLL_PPERMUTE:
+    case TPU_COLL_P2P:
+        return chips;
+    default:
+        return flow_estimate(p, 1);
+    }
+}
+
 /* Pipeline depths the selector tries. */
 static const int chunk_choices[] = {1, 2, 4, 8, 16};
 #define TPU_SELECT_MAX_FLOWS 4e6
+/* The largest model schedule built, in flows (about 100 bytes each). */
+#define TPU_MAX_MODEL_FLOWS 3e7
 /* How much modeled time a deeper pipeline must save to be chosen (a fraction). */
 #define TPU_SELECT_SLACK 0.01
 
@@ -435,6 +458,28 @@ tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t
         goto err_free;
     }
     p->data_scale = is_reduction(desc->kind) && desc->dtype == TPU_DTYPE_BF16 ? 2 : 1;
+    if (desc->chunks < 0 || desc->chunks > TPU_MAX_CHUNKS) {
+        status = tpu_err_set(err, TPU_ERR_INVALID, "chunks must be 1 to %d, got %d", TPU_MAX_CHUNKS,
+                             desc->chunks);
+        goto err_free;
+    }
+    if (desc->chunks > 0 &&
+        (int64_t)desc->chunks * TPU_MAX_AXES > p->shard / tpu_dtype_size(desc->dtype)) {
+        status = tpu_err_set(err, TPU_ERR_INVALID,
+                             "%d chunks do not fit a block of %lld elements (at most %lld)",
+                             desc->chunks, (long long)(p->shard / tpu_dtype_size(desc->dtype)),
+                             (long long)(p->shard / tpu_dtype_size(desc->dtype) / TPU_MAX_AXES));
+        goto err_free;
+    }
+    if (model_flows(p) > TPU_MAX_MODEL_FLOWS) {
+        status = tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                             "%s over %d chips without wraparound on every axis needs about "
+                             "%.0f million flows, more than the %.0f million this build models; "
+                             "use wrapped axes (--wrap all) or fewer chips",
+                             tpu_coll_name(desc->kind), p->group, model_flows(p) / 1e6,
+                             TPU_MAX_MODEL_FLOWS / 1e6);
+        goto err_free;
+    }
     p->args.topo = &p->topo;
     p->args.link = &p->link;
     p->args.desc = &p->desc;

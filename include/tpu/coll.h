@@ -62,6 +62,9 @@ typedef struct tpu_link_model {
     int host_dims[TPU_MAX_AXES]; /* the block of chips that share one host's NICs */
 } tpu_link_model_t;
 
+/* The deepest pipeline a torus algorithm takes (--chunks). */
+#define TPU_MAX_CHUNKS 64
+
 typedef struct tpu_coll_desc {
     tpu_coll_kind_t kind;
     unsigned axes;  /* mask of axes (bit TPU_AXIS_DCN for dcn); ignored by p2p */
@@ -72,7 +75,7 @@ typedef struct tpu_coll_desc {
     int src;       /* p2p: source chip; -1 for chip 0 */
     int dst;       /* p2p: destination chip; -1 for the farthest chip from src */
     char algo[32]; /* "" to let the cost model choose, or a registry name */
-    int chunks;    /* pipeline chunks; 0 to let the cost model choose */
+    int chunks;    /* pipeline chunks, 1 to TPU_MAX_CHUNKS; 0 to let the cost model choose */
 } tpu_coll_desc_t;
 
 /* Per-axis link use of a modeled collective. */
