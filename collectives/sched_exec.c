@@ -497,6 +497,13 @@ static tpu_status_t run_engine(engine_t *e, tpu_err_t *err)
         if (e->deadline > 0 && now_s() > e->deadline) {
             return watchdog(e, err);
         }
+        if (e->ctx->x->nlocal == e->ctx->x->nchips) {
+            /* Every chip is here and none can move: nothing outside can change that. */
+            return tpu_err_set(err, TPU_ERR_INTERNAL,
+                               "the %s schedule stalled with every chip in this process (%d "
+                               "receives and %d sends open)",
+                               e->ctx->plan->name, e->recv_left, e->send_left);
+        }
         e->ctx->x->ops->idle(e->ctx->x, rounds++);
     }
     return TPU_OK;
