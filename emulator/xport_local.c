@@ -27,6 +27,7 @@ struct tpu_xport_req {
 
 typedef struct local_xport {
     tpu_xport_t base;
+    tpu_xport_ops_t ops;               /* local_ops, named "loopback" or "sim" */
     tpu_xport_req_t *bucket[NBUCKETS]; /* unmatched requests */
 } local_xport_t;
 
@@ -226,9 +227,10 @@ static void local_destroy(tpu_xport_t *x)
     tpu__free(x);
 }
 
-static const tpu_xport_ops_t loopback_ops = {
+/* The in-process operations; each transport copies them and sets its name. */
+static const tpu_xport_ops_t local_ops = {
     .size = sizeof(tpu_xport_ops_t),
-    .name = "loopback",
+    .name = "local",
     .isend = local_isend,
     .irecv = local_irecv,
     .test = local_test,
@@ -240,42 +242,30 @@ static const tpu_xport_ops_t loopback_ops = {
     .destroy = local_destroy,
 };
 
-static const tpu_xport_ops_t sim_ops = {
-    .size = sizeof(tpu_xport_ops_t),
-    .name = "sim",
-    .isend = local_isend,
-    .irecv = local_irecv,
-    .test = local_test,
-    .test_many = local_test_many,
-    .cancel = local_cancel,
-    .idle = local_idle,
-    .max_time = local_max_time,
-    .gather_sigs = local_gather_sigs,
-    .destroy = local_destroy,
-};
-
-static tpu_status_t local_create(int nchips, const tpu_xport_ops_t *ops, int moves_data,
-                                 tpu_xport_t **x_p, tpu_err_t *err)
+static tpu_status_t local_create(int nchips, const char *name, int moves_data, tpu_xport_t **x_p,
+                                 tpu_err_t *err)
 {
     local_xport_t *lx;
     int i;
 
     if (nchips < 1) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "a %s transport needs at least 1 chip", ops->name);
+        return tpu_err_set(err, TPU_ERR_INVALID, "a %s transport needs at least 1 chip", name);
     }
     lx = tpu__calloc(1, sizeof(*lx));
     if (lx == NULL) {
-        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the %s transport", ops->name);
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the %s transport", name);
     }
     lx->base.local_chips = tpu__malloc((size_t)nchips * sizeof(int));
     if (lx->base.local_chips == NULL) {
         tpu__free(lx);
-        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the %s transport", ops->name);
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the %s transport", name);
     }
     for (i = 0; i < nchips; i++) {
         lx->base.local_chips[i] = i;
     }
-    lx->base.ops = ops;
+    lx->ops = local_ops;
+    lx->ops.name = name;
+    lx->base.ops = &lx->ops;
     lx->base.nchips = nchips;
     lx->base.nlocal = nchips;
     lx->base.moves_data = moves_data;
@@ -285,12 +275,12 @@ static tpu_status_t local_create(int nchips, const tpu_xport_ops_t *ops, int mov
 
 tpu_status_t tpu_xport_loopback_create(int nchips, tpu_xport_t **x_p, tpu_err_t *err)
 {
-    return local_create(nchips, &loopback_ops, 1, x_p, err);
+    return local_create(nchips, "loopback", 1, x_p, err);
 }
 
 tpu_status_t tpu_xport_sim_create(int nchips, tpu_xport_t **x_p, tpu_err_t *err)
 {
-    return local_create(nchips, &sim_ops, 0, x_p, err);
+    return local_create(nchips, "sim", 0, x_p, err);
 }
 
 void tpu_xport_destroy(tpu_xport_t *x)

@@ -2,6 +2,7 @@
 #include "test_support.h"
 
 #include "tpu/alloc.h"
+#include "tpu/chip.h"
 
 #include <stdlib.h>
 
@@ -93,4 +94,16 @@ long tpu_test_alloc_live(void)
 int tpu_test_alloc_failed(void)
 {
     return failed;
+}
+
+tpu_vmem_t *tpu_test_vmem(const char *chip)
+{
+    tpu_chip_spec_t spec;
+    tpu_vmem_t *vmem = NULL;
+
+    if (tpu_chip_preset(chip, &spec, NULL) != TPU_OK ||
+        tpu_vmem_create(&spec, &vmem, NULL) != TPU_OK) {
+        return NULL;
+    }
+    return vmem;
 }
