@@ -14,12 +14,12 @@
  * N).  Sizes are plain positive integers.  Bad input: one line "tpuemu: ..." on
  * stderr and 2.  Uses libc and libtpuemu only.
  */
-#include "cmd_op.h"
-
 #include "tpu/chip.h"
 #include "tpu/ops.h"
 #include "tpu/status.h"
 #include "tpu/vmem.h"
+
+#include "cmd_op.h"
 
 #include <errno.h>
 #include <stddef.h>
