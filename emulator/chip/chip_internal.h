@@ -9,6 +9,8 @@
 #include "tpu/ops.h"
 #include "tpu/vmem.h"
 
+#include "clock.h" /* common/: tpu__now_s() */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,9 +38,6 @@ void tpu__fmt_bytes(double bytes, int decimals, char *buf, size_t len);
  * nearest, ties to even, as tpu_f32_to_bf16()). */
 void tpu__bf16_widen(const uint16_t *restrict src, float *restrict dst, size_t n);
 void tpu__bf16_narrow(const float *restrict src, uint16_t *restrict dst, size_t n);
-
-/* Monotonic wall clock, seconds. */
-double tpu__now_s(void);
 
 /* The peak FLOP/s of the MXU for input type 'in' on 'spec' (0 if unsupported). */
 double tpu__mxu_peak(const tpu_chip_spec_t *spec, tpu_elem_t in);

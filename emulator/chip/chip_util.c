@@ -18,7 +18,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -174,12 +173,4 @@ void tpu__bf16_narrow(const float *restrict src, uint16_t *restrict dst, size_t 
     for (; i < n; i++) {
         dst[i] = narrow_one(src[i]);
     }
-}
-
-double tpu__now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
