@@ -102,19 +102,12 @@ static tpu_region_t span_region(void *base, const tpu_span_t *sp, int64_t off, i
 /* Add the contiguous 'src' into the strided region 'r' (same byte count). */
 static void reduce_into(const tpu_coll_exec_t *ctx, const tpu_region_t *r, const unsigned char *src)
 {
-    int i, j, k;
+    int64_t b, nblocks = tpu_xport_region_blocks(r);
     int esz = tpu_dtype_size(ctx->work_dtype);
 
-    for (i = 0; i < r->count[0]; i++) {
-        for (j = 0; j < r->count[1]; j++) {
-            for (k = 0; k < r->count[2]; k++) {
-                unsigned char *d = (unsigned char *)r->base + r->off + i * r->stride[0] +
-                                   j * r->stride[1] + k * r->stride[2];
-
-                tpu__reduce(ctx->work_dtype, ctx->plan->desc.op, d, src, (size_t)(r->len / esz));
-                src += r->len;
-            }
-        }
+    for (b = 0; b < nblocks; b++, src += r->len) {
+        tpu__reduce(ctx->work_dtype, ctx->plan->desc.op, tpu_xport_region_block(r, b), src,
+                    (size_t)(r->len / esz));
     }
 }
 
