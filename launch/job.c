@@ -164,6 +164,11 @@ tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_d
     if (status != TPU_OK) {
         return status;
     }
+    status = tpu_coll_exec_create(c->plan, job->x, &c->exec, err);
+    if (status != TPU_OK) {
+        tpu_case_fini(c);
+        return status;
+    }
     c->desc = *tpu_coll_plan_desc(c->plan);
     tpu_coll_plan_sizes(c->plan, &c->in_bytes, &c->out_bytes);
     c->in = malloc(c->in_bytes);
@@ -184,6 +189,7 @@ tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_d
 
 void tpu_case_fini(tpu_case_t *c)
 {
+    tpu_coll_exec_destroy(c->exec);
     tpu_coll_plan_destroy(c->plan);
     free(c->in);
     free(c->out);
@@ -199,6 +205,7 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
     double t0;
     tpu_status_t status;
 
+    (void)job; /* the transport is the case's, from tpu_case_init() */
     opts.call = call;
     opts.timeout_s = timeout;
     opts.check_peers = check_peers;
@@ -206,7 +213,7 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
     in[0] = c->in;
     out[0] = c->out;
     t0 = tpu__now_s();
-    status = tpu_coll_run(c->plan, job->x, &opts, in, out, modeled_us_p, err);
+    status = tpu_coll_exec_run(c->exec, &opts, in, out, modeled_us_p, err);
     *wall_s_p = tpu__now_s() - t0;
     return status;
 }

@@ -89,7 +89,7 @@ int tpu_cmd_model(const tpu_opts_t *o)
     desc = *tpu_coll_plan_desc(plan); /* as resolved: p2p chips filled in */
     desc.axes = desc.kind == TPU_COLL_P2P ? 0 : desc.axes;
     tpu_topo_axes_str(desc.axes, axes, sizeof(axes));
-    ideal = tpu_ideal_us(pod, &desc);
+    ideal = tpu_coll_ideal_us(tpu_pod_topo(pod), tpu_pod_link(pod), &desc);
     if ((double)desc.bytes > tpu_pod_chip(pod)->hbm_bytes && !o->quiet) {
         fprintf(stderr, "tpuemu: note: %llu bytes exceed the %s's HBM (%.0f GB); modeled anyway\n",
                 (unsigned long long)desc.bytes, tpu_pod_chip(pod)->name,
