@@ -9,7 +9,7 @@
 #include "tpu/ops.h"
 #include "tpu/vmem.h"
 
-#include "clock.h"
+#include "clock.h" /* common/: tpu__now_s() */
 
 #include <stddef.h>
 #include <stdint.h>
