@@ -6,8 +6,10 @@
 #define TPU_CHIP_INTERNAL_H
 
 #include "tpu/chip.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
 
 #include "clock.h" /* common/: tpu__now_s() */
 
