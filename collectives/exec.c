@@ -45,6 +45,7 @@ struct tpu_coll_exec {
     unsigned char **send;   /* per local chip: the buffer flows read */
     unsigned char **recv;   /* per local chip: the buffer flows write */
     unsigned char **work;   /* per local chip: the working buffer, or NULL */
+    int nwork;              /* entries of 'work' (the transport's local chips) */
     unsigned char *scratch; /* receive scratch of reducing flows */
     tpu_call_sig_t sig;     /* the current run's call */
     tpu_dtype_t work_dtype;
@@ -553,7 +554,7 @@ void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
     if (exec == NULL) {
         return;
     }
-    for (i = 0; exec->work != NULL && i < exec->x->nlocal; i++) {
+    for (i = 0; i < exec->nwork; i++) {
         tpu__free(exec->work[i]);
     }
     tpu__free(exec->work);
@@ -604,6 +605,7 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
         status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory running %s", plan->name);
         goto fail;
     }
+    e->nwork = x->nlocal;
     for (i = 0; i < x->nchips; i++) {
         e->local_index[i] = -1;
     }

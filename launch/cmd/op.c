@@ -1,23 +1,25 @@
 /*
  * "tpuemu model --op ...": model one chip op without data.
  *
- *   tpuemu model --op matmul --m 8192 --k 8192 --n 8192 [--dtype bf16|f32|int8]
+ *   tpuemu model --op matmul --m 8192 --k 8192 --n 8192 [--dtype bf16|f32|i8]
  *                [--out-dtype bf16|f32] [--chip v5e] [--json FILE|-]
  *   tpuemu model --op add|mul|max|relu|exp|tanh|gelu|softmax|sum|reduce_max
- *                --elements N [--cols C] [--dtype bf16|f32|int8] [--chip v5e] [--json FILE|-]
+ *                --elements N [--cols C] [--dtype bf16|f32|i8] [--chip v5e] [--json FILE|-]
  *
  * Prints the roofline of the op (FLOPs, HBM bytes, arithmetic intensity,
  * compute and memory time, the modeled time and which bound it hits; see
- * include/tpu/ops.h) and the pipelined time of the VMEM executor for the block
+ * include/tpu/roofline.h) and the pipelined time of the VMEM executor for the block
  * plan the op would run, modelled without data.  --cols C makes softmax, sum
  * and reduce_max work on rows of C elements (N / C rows; default: one row of
  * N).  Sizes are plain positive integers.  The flags are parsed by the shared
  * parser (cli.c); bad input: one line "tpuemu: ..." on stderr and exit 2.
  */
 #include "tpu/chip.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/status.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
 
 #include "json.h"
 #include "launch.h"
@@ -92,9 +94,9 @@ static tpu_status_t not_for(const char *flag, const char *value, const char *op,
 typedef struct op_result {
     tpu_chip_spec_t spec;
     int is_matmul;
-    tpu_matmul_desc_t mm;
+    tpu_mxu_desc_t mm;
     tpu_vpu_desc_t vpu;
-    tpu_op_report_t rep;
+    tpu_roofline_report_t rep;
     int has_pipeline;
     char pipeline_note[TPU_ERR_MSG_LEN + 64];
 } op_result_t;
@@ -139,7 +141,7 @@ static tpu_status_t setup(const tpu_opts_t *a, op_result_t *r, tpu_err_t *err)
                                "matmul does not take %s inputs (bf16, f32, i8)",
                                tpu_dtype_name(in));
         }
-        tpu_matmul_desc_init(&r->mm, m, k, n, in);
+        tpu_mxu_desc_init(&r->mm, m, k, n, in);
         if (a->out_dtype != NULL) {
             status = tpu_dtype_parse(a->out_dtype, &out, err);
             if (status != TPU_OK) {
@@ -147,7 +149,7 @@ static tpu_status_t setup(const tpu_opts_t *a, op_result_t *r, tpu_err_t *err)
             }
             r->mm.out = out;
         }
-        return tpu_roofline_matmul(&r->spec, &r->mm, &r->rep.roofline, err);
+        return tpu_mxu_roofline(&r->spec, &r->mm, &r->rep.roofline, err);
     }
     if (tpu_vpu_op_parse(a->chip_op, &vop, NULL) != TPU_OK) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -183,7 +185,7 @@ static tpu_status_t setup(const tpu_opts_t *a, op_result_t *r, tpu_err_t *err)
         }
     }
     tpu_vpu_desc_init(&r->vpu, vop, in, elements / cols, cols);
-    return tpu_roofline_vpu(&r->spec, &r->vpu, &r->rep.roofline, err);
+    return tpu_vpu_roofline(&r->spec, &r->vpu, &r->rep.roofline, err);
 }
 
 /* The executor's pipelined time, when the plan fits and the grid is not huge. */
@@ -211,9 +213,9 @@ static tpu_status_t pipeline(op_result_t *r, tpu_err_t *err)
         return status;
     }
     if (r->is_matmul) {
-        status = tpu_op_matmul_model(vmem, &r->mm, &r->rep, &perr);
+        status = tpu_mxu_matmul_model(vmem, &r->mm, &r->rep, &perr);
     } else {
-        status = tpu_op_vpu_model(vmem, &r->vpu, &r->rep, &perr);
+        status = tpu_vpu_model(vmem, &r->vpu, &r->rep, &perr);
     }
     tpu_vmem_destroy(vmem);
     r->rep.roofline = rl;
@@ -245,7 +247,7 @@ static void print_json(tpu_json_t *j, const op_result_t *r)
     } else {
         tpu_json_kstr(j, "op", tpu_vpu_op_name(r->vpu.op));
         tpu_json_kstr(j, "dtype", tpu_dtype_name(r->vpu.dtype));
-        tpu_json_kstr(j, "out_dtype", tpu_dtype_name(tpu_vpu_out_elem(&r->vpu)));
+        tpu_json_kstr(j, "out_dtype", tpu_dtype_name(tpu_vpu_out_dtype(&r->vpu)));
         tpu_json_kint(j, "elements", (long long)(r->vpu.rows * r->vpu.cols));
         tpu_json_kint(j, "rows", (long long)r->vpu.rows);
         tpu_json_kint(j, "cols", (long long)r->vpu.cols);
@@ -260,7 +262,7 @@ static void print_json(tpu_json_t *j, const op_result_t *r)
     tpu_json_kfixed(j, "compute_us", rl->compute_us, 6);
     tpu_json_kfixed(j, "memory_us", rl->memory_us, 6);
     tpu_json_kfixed(j, "modeled_us", rl->modeled_us, 6);
-    tpu_json_kstr(j, "bound", tpu_bound_name(rl->bound));
+    tpu_json_kstr(j, "bound", tpu_roofline_bound_name(rl->bound));
     if (r->has_pipeline) {
         tpu_json_kfixed(j, "pipelined_us", p->modeled_us, 6);
         tpu_json_kint(j, "grid_steps", (long long)p->steps);
@@ -314,7 +316,7 @@ static void print_table(FILE *out, const op_result_t *r)
                 (long long)r->mm.k, (long long)r->mm.n);
     } else {
         fprintf(out, "%-12s %s on the VPU, %s -> %s\n", "op", tpu_vpu_op_name(r->vpu.op),
-                tpu_dtype_name(r->vpu.dtype), tpu_dtype_name(tpu_vpu_out_elem(&r->vpu)));
+                tpu_dtype_name(r->vpu.dtype), tpu_dtype_name(tpu_vpu_out_dtype(&r->vpu)));
         fprintf(out, "%-12s %lld elements (%lld row%s of %lld)\n", "shape",
                 (long long)(r->vpu.rows * r->vpu.cols), (long long)r->vpu.rows,
                 r->vpu.rows == 1 ? "" : "s", (long long)r->vpu.cols);
@@ -330,7 +332,7 @@ static void print_table(FILE *out, const op_result_t *r)
     fprintf(out, "%-12s %s us at %.3g B/s\n", "memory", fmt_us(rl->memory_us, us, sizeof(us)),
             r->spec.hbm_bw);
     fprintf(out, "%-12s %s us, %s-bound\n", "modeled", fmt_us(rl->modeled_us, us, sizeof(us)),
-            tpu_bound_name(rl->bound));
+            tpu_roofline_bound_name(rl->bound));
     if (r->has_pipeline) {
         fmt_mib(p->vmem_bytes, b2, sizeof(b2));
         if (r->is_matmul) {

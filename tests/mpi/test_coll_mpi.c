@@ -98,7 +98,7 @@ int main(int argc, char **argv)
             continue;
         }
         for (k = 0; k < TPU_COLL_COUNT; k++) {
-            /* The types the reductions take (i8 only moves; plan.c refuses its psum). */
+            /* The types the collectives take (plan.c refuses i8, a chip type). */
             for (dt = 0; dt <= TPU_DTYPE_I32; dt++) {
                 for (op = 0; op < TPU_REDOP_COUNT; op++) {
                     tpu_coll_desc_t d;
