@@ -15,21 +15,14 @@
 #include "tpu/vmem.h"
 #include "tpu/vpu.h"
 
+#include "clock.h"
+
 #include <cblas.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define INNER 3 /* back-to-back runs of a variant per round; the first is a warm-up */
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct shape {
     int m, k, n;
@@ -83,7 +76,7 @@ static int bench_shape(tpu_vmem_t *vmem, const shape_t *s, int repeats)
         for (v = 0; v < 3 * INNER; v++) {
             int which = v / INNER;
 
-            t = now_s();
+            t = tpu__now_s();
             if (which == 0) {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->m, s->n, s->k, 1.0f, af,
                             s->k, bf, s->n, 0.0f, cf, s->n);
@@ -94,7 +87,7 @@ static int bench_shape(tpu_vmem_t *vmem, const shape_t *s, int repeats)
                 rc = 1;
                 goto out;
             }
-            t = now_s() - t;
+            t = tpu__now_s() - t;
             if (v % INNER == 0) {
                 continue;
             }

@@ -126,32 +126,6 @@ void tpu_job_abort(tpu_job_t *job, const char *msg)
     MPI_Abort(MPI_COMM_WORLD, TPU_EXIT_FAIL);
 }
 
-/*
- * The input of every chip: small integers, exact in f32, bf16 and i32, so that
- * every sum is exact whatever the order and results compare bit for bit.
- */
-static void fill(int chip, void *buf, uint64_t bytes, void *arg)
-{
-    tpu_dtype_t dtype = *(const tpu_dtype_t *)arg;
-    uint64_t i, n = bytes / (uint64_t)tpu_dtype_size(dtype);
-
-    for (i = 0; i < n; i++) {
-        int v = (int)((chip * 7u + i * 3u + (i >> 9)) % 17u) - 8;
-
-        if (dtype == TPU_DTYPE_F32) {
-            ((float *)buf)[i] = (float)v;
-        } else if (dtype == TPU_DTYPE_I32) {
-            ((int32_t *)buf)[i] = v;
-        } else {
-            float f = (float)v;
-            uint32_t u;
-
-            memcpy(&u, &f, 4);
-            ((uint16_t *)buf)[i] = (uint16_t)(u >> 16);
-        }
-    }
-}
-
 tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_desc_t *desc,
                            tpu_err_t *err)
 {
@@ -179,8 +153,9 @@ tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_d
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of host memory for %llu-byte buffers",
                            (unsigned long long)c->out_bytes);
     }
-    fill(job->chip, c->in, c->in_bytes, &c->desc.dtype);
-    status = tpu_coll_reference(c->plan, job->chip, fill, &c->desc.dtype, c->ref, err);
+    tpu_coll_fill_exact(job->chip, c->in, c->in_bytes, &c->desc.dtype);
+    status =
+        tpu_coll_reference(c->plan, job->chip, tpu_coll_fill_exact, &c->desc.dtype, c->ref, err);
     if (status != TPU_OK) {
         tpu_case_fini(c);
     }
@@ -220,18 +195,8 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
 
 long tpu_case_wrong(const tpu_case_t *c, int chip)
 {
-    int es = tpu_dtype_size(c->desc.dtype);
-    uint64_t i, n = c->out_bytes / (uint64_t)es;
-    long wrong = 0;
-
-    if ((c->desc.kind == TPU_COLL_P2P && chip != c->desc.dst) ||
-        memcmp(c->out, c->ref, c->out_bytes) == 0) {
+    if (c->desc.kind == TPU_COLL_P2P && chip != c->desc.dst) {
         return 0;
     }
-    for (i = 0; i < n; i++) {
-        if (memcmp(c->out + i * es, c->ref + i * es, (size_t)es) != 0) {
-            wrong++;
-        }
-    }
-    return wrong;
+    return (long)tpu_coll_count_wrong(c->out, c->ref, c->out_bytes, c->desc.dtype);
 }

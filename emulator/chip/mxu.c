@@ -107,6 +107,19 @@ static void widen_block(const tpu_mxu_desc_t *d, const tpu_vmem_ref_t *ref, floa
     }
 }
 
+/* Widen the A and B blocks to f32 in the context, unless they are already there. */
+static void widen_inputs(mm_ctx_t *ctx, const tpu_vmem_ref_t *a, const tpu_vmem_ref_t *b)
+{
+    if (ctx->wa_ver != a->version) {
+        widen_block(&ctx->d, a, ctx->wa);
+        ctx->wa_ver = a->version;
+    }
+    if (ctx->wb_ver != b->version) {
+        widen_block(&ctx->d, b, ctx->wb);
+        ctx->wb_ver = b->version;
+    }
+}
+
 /* C_int32 (+)= the exact integer results in 'tmp', with 32-bit wraparound. */
 static void add_int32(int32_t *c, const float *tmp, int64_t rows, int64_t cols, int64_t ld,
                       int assign)
@@ -162,14 +175,7 @@ static tpu_status_t mm_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void *a
                     a->data, lda, b->data, ldb, c->first ? 0.0f : 1.0f, c->data, ldc);
         break;
     case TPU_DTYPE_BF16:
-        if (ctx->wa_ver != a->version) {
-            widen_block(d, a, ctx->wa);
-            ctx->wa_ver = a->version;
-        }
-        if (ctx->wb_ver != b->version) {
-            widen_block(d, b, ctx->wb);
-            ctx->wb_ver = b->version;
-        }
+        widen_inputs(ctx, a, b);
         acc = d->out == TPU_DTYPE_F32 ? c->data : step->scratch;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mv, (int)nv, (int)kv, 1.0f,
                     ctx->wa, lda, ctx->wb, ldb, c->first ? 0.0f : 1.0f, acc, ldc);
@@ -180,14 +186,7 @@ static tpu_status_t mm_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void *a
         }
         break;
     case TPU_DTYPE_I8:
-        if (ctx->wa_ver != a->version) {
-            widen_block(d, a, ctx->wa);
-            ctx->wa_ver = a->version;
-        }
-        if (ctx->wb_ver != b->version) {
-            widen_block(d, b, ctx->wb);
-            ctx->wb_ver = b->version;
-        }
+        widen_inputs(ctx, a, b);
         for (kc = 0; kc < kv; kc += INT8_CHUNK) {
             klen = kv - kc < INT8_CHUNK ? kv - kc : INT8_CHUNK;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mv, (int)nv, (int)klen,
