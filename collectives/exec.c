@@ -647,7 +647,7 @@ tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t 
     const tpu_coll_plan_t *plan = exec->plan;
     const tpu_plan_sched_t *ps = exec->ps;
     const tpu_sched_t *sc = &ps->s;
-    tpu_coll_run_opts_t defaults = {0, 0, 1, 0};
+    tpu_coll_run_opts_t defaults = {0, 0, 1, 0, NULL};
     tpu_coll_exec_t *ctx = exec;
     tpu_xport_t *x = exec->x;
     tpu_timing_t t;
@@ -667,6 +667,10 @@ tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t 
     ctx->sig.dtype = (int32_t)plan->desc.dtype;
     ctx->sig.op = (int32_t)plan->desc.op;
     status = tpu__timing_init(&t, &plan->topo, &plan->link, ps);
+    if (status == TPU_OK && tpu__timing_observe(&t, opts->observer) != TPU_OK) {
+        tpu__timing_fini(&t);
+        status = TPU_ERR_NO_MEMORY;
+    }
     if (status != TPU_OK) {
         return tpu_err_set(err, status, "out of memory for the timing of %s", plan->name);
     }
@@ -777,6 +781,7 @@ tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t 
         }
     }
     *modeled_us_p = end * 1e6;
+    tpu__timing_report(&t);
     status = TPU_OK;
 out:
     tpu__free(pend);

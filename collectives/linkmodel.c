@@ -308,3 +308,30 @@ void tpu__linkmodel_stats(const tpu_linkmodel_t *lm, double total_s, tpu_coll_re
         res->axis[r].utilisation = total_s > 0 ? res->axis[r].busy_us / (total_s * 1e6) : 0;
     }
 }
+
+int tpu__linkmodel_flow_links(const tpu_linkmodel_t *lm, const tpu_flow_t *f, int32_t *links,
+                              int cap, int *src_host_p, int *dst_host_p)
+{
+    tpu_route_t route;
+    int chip, s, h, n = 0;
+
+    *src_host_p = *dst_host_p = -1;
+    if (f->kind == TPU_ROUTE_DCN && !lm->classes) {
+        *src_host_p = tpu_topo_host_of(lm->topo, lm->link.host_dims, f->src);
+        *dst_host_p = tpu_topo_host_of(lm->topo, lm->link.host_dims, ici_start(lm, f));
+    }
+    chip = lm->classes ? f->src : ici_start(lm, f);
+    flow_route(lm, f, chip, &route);
+    for (s = 0; s < route.nseg; s++) {
+        for (h = 0; h < route.seg[s].hops && n < cap; h++) {
+            links[n++] = tpu_topo_link(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
+            chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
+        }
+    }
+    return n;
+}
+
+double tpu__linkmodel_bw(const tpu_linkmodel_t *lm, int r)
+{
+    return res_bw(lm, r);
+}

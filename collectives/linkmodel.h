@@ -50,4 +50,16 @@ void tpu__linkmodel_end_step(tpu_linkmodel_t *lm);
 /* The per-axis statistics of the whole schedule, given its modeled time. */
 void tpu__linkmodel_stats(const tpu_linkmodel_t *lm, double total_s, tpu_coll_result_t *res);
 
+/*
+ * For observers (time.c): the resources flow 'f' loads.  Writes its directed ICI
+ * link ids in the order crossed into 'links' (room for 'cap') and returns how
+ * many; '*src_host_p' and '*dst_host_p' are the hosts whose NICs it uses over
+ * DCN, else -1.  In representative mode the links are those of the
+ * representative's own flow.
+ */
+int tpu__linkmodel_flow_links(const tpu_linkmodel_t *lm, const tpu_flow_t *f, int32_t *links,
+                              int cap, int *src_host_p, int *dst_host_p);
+/* The bandwidth of resource 'r' in bytes/s. */
+double tpu__linkmodel_bw(const tpu_linkmodel_t *lm, int r);
+
 #endif /* TPU_LINKMODEL_H */

@@ -248,12 +248,31 @@ int tpu_coll_plan_group_size(const tpu_coll_plan_t *plan)
 tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_result_t *res_p,
                                  tpu_err_t *err)
 {
+    return tpu_coll_plan_model_observed(plan, NULL, res_p, err);
+}
+
+tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
+                                          const tpu_coll_observer_t *obs, tpu_coll_result_t *res_p,
+                                          tpu_err_t *err)
+{
     tpu_coll_result_t res;
+    tpu_plan_sched_t full;
+    const tpu_plan_sched_t *ps = &plan->model;
     double t;
     tpu_status_t status;
 
     memset(&res, 0, sizeof(res));
-    status = tpu__time_schedule(&plan->topo, &plan->link, &plan->model, &t, &res);
+    memset(&full, 0, sizeof(full));
+    if (obs != NULL && obs->every_chip && plan->model.rep >= 0) {
+        /* The schedule of every chip: the same modeled time, flow by flow. */
+        status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, &full, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+        ps = &full;
+    }
+    status = tpu__time_schedule_observed(&plan->topo, &plan->link, ps, obs, &t, &res);
+    tpu__plan_sched_fini(&full);
     if (status != TPU_OK) {
         return tpu_err_set(err, status, "out of memory modelling %s", plan->name);
     }

@@ -8,6 +8,11 @@
  * whole schedule at once (the sim path of 'tpuemu model' and the selector); the
  * executor (exec.c) calls the same step functions as its sends become ready, so
  * both give the same modeled time, bit for bit.
+ *
+ * An observer (tpu__timing_observe()) is told of every flow as it is timed and,
+ * at the end, of every resource's bytes and busy time; it only reads what the
+ * walk computed, so modeled times do not depend on it, and without one the walk
+ * does not look at it beyond a NULL test per flow and per step.
  */
 #include "tpu/alloc.h"
 
@@ -45,8 +50,99 @@ void tpu__timing_fini(tpu_timing_t *t)
 {
     tpu__free(t->arrival);
     tpu__free(t->start);
-    t->arrival = t->start = NULL;
+    tpu__free(t->obs_bytes);
+    tpu__free(t->obs_links);
+    t->arrival = t->start = t->obs_bytes = NULL;
+    t->obs_links = NULL;
+    t->obs = NULL;
     tpu__linkmodel_fini(&t->lm);
+}
+
+tpu_status_t tpu__timing_observe(tpu_timing_t *t, const tpu_coll_observer_t *obs)
+{
+    const tpu_topo_t *topo = t->lm.topo;
+    int a;
+
+    if (obs == NULL) {
+        return TPU_OK;
+    }
+    t->obs_cap = 1;
+    for (a = 0; a < topo->naxes; a++) {
+        t->obs_cap += topo->dims[a];
+    }
+    t->obs_bytes = tpu__calloc((size_t)t->lm.nres, sizeof(double));
+    t->obs_links = tpu__malloc((size_t)t->obs_cap * sizeof(int32_t));
+    if (t->obs_bytes == NULL || t->obs_links == NULL) {
+        tpu__free(t->obs_bytes);
+        tpu__free(t->obs_links);
+        t->obs_bytes = NULL;
+        t->obs_links = NULL;
+        return TPU_ERR_NO_MEMORY;
+    }
+    t->obs = obs;
+    return TPU_OK;
+}
+
+static void observe_flow(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t first)
+{
+    const tpu_flow_t *f = &sc->flows[i];
+    tpu_coll_flow_event_t ev;
+
+    ev.bytes = (uint64_t)tpu__span_bytes(&f->span);
+    if (t->obs->on_flow == NULL || ev.bytes == 0) {
+        return;
+    }
+    ev.flow = i;
+    ev.src = f->src;
+    ev.dst = f->dst;
+    ev.step = f->step;
+    ev.stream = f->stream;
+    ev.start_s = t->start[i - first];
+    ev.end_s = t->arrival[i];
+    ev.dcn = f->kind == TPU_ROUTE_DCN;
+    ev.nlinks =
+        tpu__linkmodel_flow_links(&t->lm, f, t->obs_links, t->obs_cap, &ev.src_host, &ev.dst_host);
+    ev.links = t->obs_links;
+    ev.representative = t->lm.classes;
+    t->obs->on_flow(t->obs->user, &ev);
+}
+
+void tpu__timing_report(const tpu_timing_t *t)
+{
+    const tpu_linkmodel_t *lm = &t->lm;
+    int nl = lm->topo->nlinks, l, r;
+
+    if (t->obs == NULL || t->obs->on_link == NULL) {
+        return;
+    }
+    for (l = 0; l < nl; l++) {
+        tpu_coll_link_event_t ev;
+
+        r = l;
+        if (lm->classes) {
+            int src, axis, dir, dst;
+
+            /* Every link of a class (axis, direction) carries the class's load. */
+            tpu_topo_link_ends(lm->topo, l, &src, &axis, &dir, &dst);
+            r = 2 * axis + (dir < 0);
+        }
+        ev.link = l;
+        ev.host = -1;
+        ev.egress = 0;
+        ev.bytes = t->obs_bytes[r];
+        ev.busy_s = lm->busy[r];
+        t->obs->on_link(t->obs->user, &ev);
+    }
+    for (r = lm->classes ? lm->nres : nl; r < lm->nres; r++) {
+        tpu_coll_link_event_t ev;
+
+        ev.link = -1;
+        ev.host = (r - nl) / 2;
+        ev.egress = (r - nl) % 2 == 0;
+        ev.bytes = t->obs_bytes[r];
+        ev.busy_s = lm->busy[r];
+        t->obs->on_link(t->obs->user, &ev);
+    }
 }
 
 void tpu__timing_load(tpu_timing_t *t, const tpu_plan_sched_t *ps, int s)
@@ -73,6 +169,9 @@ void tpu__timing_flow(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t
                       double ready)
 {
     tpu__linkmodel_time_flow(&t->lm, &sc->flows[i], ready, &t->start[i - first], &t->arrival[i]);
+    if (t->obs != NULL) {
+        observe_flow(t, sc, i, first);
+    }
 }
 
 void tpu__timing_commit(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t first)
@@ -82,6 +181,11 @@ void tpu__timing_commit(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64
 
 void tpu__timing_end_step(tpu_timing_t *t)
 {
+    int k;
+
+    for (k = 0; t->obs_bytes != NULL && k < t->lm.ntouched; k++) {
+        t->obs_bytes[t->lm.touched[k]] += t->lm.load[t->lm.touched[k]];
+    }
     tpu__linkmodel_end_step(&t->lm);
 }
 
@@ -104,12 +208,23 @@ tpu_status_t tpu__time_schedule(const tpu_topo_t *topo, const tpu_link_model_t *
                                 const tpu_plan_sched_t *ps, double *seconds_p,
                                 tpu_coll_result_t *res)
 {
+    return tpu__time_schedule_observed(topo, link, ps, NULL, seconds_p, res);
+}
+
+tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                                         const tpu_plan_sched_t *ps, const tpu_coll_observer_t *obs,
+                                         double *seconds_p, tpu_coll_result_t *res)
+{
     const tpu_sched_t *sc = &ps->s;
     tpu_timing_t t;
     double end;
     int s;
 
     if (tpu__timing_init(&t, topo, link, ps) != TPU_OK) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    if (tpu__timing_observe(&t, obs) != TPU_OK) {
+        tpu__timing_fini(&t);
         return TPU_ERR_NO_MEMORY;
     }
     for (s = 0; s < sc->nsteps; s++) {
@@ -128,6 +243,7 @@ tpu_status_t tpu__time_schedule(const tpu_topo_t *topo, const tpu_link_model_t *
     if (res != NULL) {
         tpu__linkmodel_stats(&t.lm, end, res);
     }
+    tpu__timing_report(&t);
     tpu__timing_fini(&t);
     *seconds_p = end;
     return TPU_OK;

@@ -15,12 +15,24 @@ typedef struct tpu_timing {
     tpu_linkmodel_t lm;
     double *arrival; /* per flow: modeled arrival at its destination, seconds */
     double *start;   /* per flow of the current step: when it starts */
+    /* With an observer (tpu__timing_observe()), else NULL: */
+    const tpu_coll_observer_t *obs;
+    double *obs_bytes;  /* per resource: bytes carried so far */
+    int32_t *obs_links; /* room for the links of one flow */
+    int obs_cap;
 } tpu_timing_t;
 
 /* Set up the walk of 'ps' (representative mode when ps->rep >= 0). */
 tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu_link_model_t *link,
                               const tpu_plan_sched_t *ps);
 void tpu__timing_fini(tpu_timing_t *t);
+/*
+ * Report to 'obs' (may be NULL: nothing to do) every flow timed from now on;
+ * tpu__timing_report() then gives it every resource's totals.
+ * @return TPU_OK or TPU_ERR_NO_MEMORY (no message).
+ */
+tpu_status_t tpu__timing_observe(tpu_timing_t *t, const tpu_coll_observer_t *obs);
+void tpu__timing_report(const tpu_timing_t *t);
 
 /* Count the loads of step 's', once, before its first flow is timed. */
 void tpu__timing_load(tpu_timing_t *t, const tpu_plan_sched_t *ps, int s);
@@ -45,5 +57,9 @@ double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const
 tpu_status_t tpu__time_schedule(const tpu_topo_t *topo, const tpu_link_model_t *link,
                                 const tpu_plan_sched_t *ps, double *seconds_p,
                                 tpu_coll_result_t *res);
+/* The same, reporting to 'obs' (may be NULL). */
+tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                                         const tpu_plan_sched_t *ps, const tpu_coll_observer_t *obs,
+                                         double *seconds_p, tpu_coll_result_t *res);
 
 #endif /* TPU_TIMING_H */

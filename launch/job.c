@@ -181,6 +181,7 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
     tpu_status_t status;
 
     (void)job; /* the transport is the case's, from tpu_case_init() */
+    memset(&opts, 0, sizeof(opts));
     opts.call = call;
     opts.timeout_s = timeout;
     opts.check_peers = check_peers;

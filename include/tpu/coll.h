@@ -120,12 +120,74 @@ TPU_API int tpu_coll_plan_group_size(const tpu_coll_plan_t *plan);
 TPU_API tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_result_t *res_p,
                                          tpu_err_t *err);
 
+/*
+ * Observers: what the timing walk did, flow by flow and link by link, for traces
+ * and heatmaps.  The walk calls 'on_flow' once for every timed flow that carries
+ * bytes (in the model, every flow; in a run, the flows the transport's local
+ * chips send), in the walk's order, and at the end 'on_link' once for every
+ * resource: each directed ICI link (by id, see tpu_topo_link()) and each host's
+ * DCN egress and ingress NIC.  Times are modeled seconds from the start of the
+ * collective.  Callbacks may be NULL; the event and its arrays are valid only
+ * during the call.  Without an observer the walk does no extra work.
+ */
+typedef struct tpu_coll_flow_event {
+    int64_t flow;         /* index of the flow in the schedule */
+    int32_t src;          /* chip that sends */
+    int32_t dst;          /* chip that receives */
+    int32_t step;         /* schedule step (flows of one step share links) */
+    int32_t stream;       /* pipeline stream (ordering x chunk) */
+    double start_s;       /* modeled: the flow leaves src */
+    double end_s;         /* modeled: the flow has arrived at dst */
+    uint64_t bytes;       /* bytes the flow carries */
+    int dcn;              /* 1: over DCN (src_host's egress, dst_host's ingress), then ICI */
+    int src_host;         /* DCN: the host whose egress NIC it used, else -1 */
+    int dst_host;         /* DCN: the host whose ingress NIC it used, else -1 */
+    int nlinks;           /* directed ICI links crossed */
+    const int32_t *links; /* their ids, in the order crossed */
+    int representative;   /* 1: the walk timed one chip's flows (every chip does the
+                             same, translated; see 'every_chip') */
+} tpu_coll_flow_event_t;
+
+typedef struct tpu_coll_link_event {
+    int link;      /* directed ICI link id, or -1 for a host NIC */
+    int host;      /* NIC: the host; ICI link: -1 */
+    int egress;    /* NIC: 1 the host's egress, 0 its ingress; ICI link: 0 */
+    double bytes;  /* bytes the resource carried over the whole collective */
+    double busy_s; /* modeled seconds it was busy (bytes over its bandwidth) */
+} tpu_coll_link_event_t;
+
+typedef struct tpu_coll_observer {
+    void (*on_flow)(void *user, const tpu_coll_flow_event_t *ev);
+    void (*on_link)(void *user, const tpu_coll_link_event_t *ev);
+    void *user;
+    /*
+     * tpu_coll_plan_model_observed() on a translation-invariant collective walks
+     * one chip's flows (and reports them with 'representative' set, link totals
+     * for every link all the same).  1: build and walk every chip's flows instead
+     * (the same modeled time; costs the whole schedule, fine up to a few thousand
+     * flows per step).
+     */
+    int every_chip;
+} tpu_coll_observer_t;
+
+/*
+ * tpu_coll_plan_model() with an observer ('obs' may be NULL).
+ * @return TPU_OK, TPU_ERR_NO_MEMORY.
+ */
+TPU_API tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
+                                                  const tpu_coll_observer_t *obs,
+                                                  tpu_coll_result_t *res_p, tpu_err_t *err);
+
 /* Options of one execution. */
 typedef struct tpu_coll_run_opts {
     uint64_t call;    /* call number, part of the mismatch signature */
     double timeout_s; /* watchdog: give up after this many seconds (0: never) */
     int check_peers;  /* first compare every chip's call (one small exchange) */
     int local_time;   /* report this chip's own finish time, skipping the max over chips */
+    /* NULL, or told of the local chips' sends and, at the end, of every resource's
+     * totals over the steps in which a local chip sends (the model path,
+     * tpu_coll_plan_model_observed(), gives the whole pod's). */
+    const tpu_coll_observer_t *observer;
 } tpu_coll_run_opts_t;
 
 /* The state of runs of one plan over one transport (buffers kept across runs). */

@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     in = calloc(1, inb);
     out = calloc(1, outb);
     if (!(watchdog && rank == 1)) {
-        tpu_coll_run_opts_t o = {7, watchdog ? 1.0 : 10.0, !watchdog, 0};
+        tpu_coll_run_opts_t o = {7, watchdog ? 1.0 : 10.0, !watchdog, 0, NULL};
         void *ins[1] = {in}, *outs[1] = {out};
 
         tpu_coll_exec_t *exec = NULL;
