@@ -35,6 +35,9 @@ static const opt_def_t defs[] = {
     {"config", ARG_STR, OFF(config), "rmbti"},
     {"json", ARG_STR, OFF(json), "rmbtio"},
     {"csv", ARG_STR, OFF(csv), "b"},
+    {"trace", ARG_STR, OFF(trace), "rmbt"},
+    {"trace-measured", ARG_NONE, OFF(trace_measured), "rbt"},
+    {"heatmap", ARG_STR, OFF(heatmap), "rmbt"},
     {"mesh", ARG_STR, OFF(mesh), "t"},
     {"quiet", ARG_NONE, OFF(quiet), "rmbti"},
     {"collective", ARG_STR, OFF(collective), "mb"},
@@ -235,6 +238,10 @@ void tpu_usage(FILE *out, const char *cmd)
         "  --ici-bw B/s --ici-latency-us US --dcn-bw B/s --dcn-latency-us US\n"
         "                             override the link constants of the chip\n"
         "  --json FILE|-              write JSON (- for stdout)\n"
+        "  --trace FILE               Chrome trace / Perfetto JSON of the modeled timeline\n"
+        "                             (run, model, bench); --trace-measured adds the\n"
+        "                             measured one (run, bench)\n"
+        "  --heatmap FILE.svg         the torus with every link coloured by its bytes\n"
         "  --quiet                    print less\n";
 
     if (strcmp(cmd, "model") == 0) {

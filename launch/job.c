@@ -96,6 +96,48 @@ int tpu_job_open(tpu_job_t *job, const char *json, tpu_sink_t *json_sink, const 
     return -1;
 }
 
+int tpu_job_report_open(tpu_job_t *job, const tpu_opts_t *o, const char *cmd, tpu_report_t *rep)
+{
+    tpu_err_t err = {0};
+    int status = TPU_OK;
+
+    memset(rep, 0, sizeof(*rep));
+    if (job->chip == 0) {
+        char title[256];
+
+        snprintf(title, sizeof(title), "tpuemu %s: %d chips of %s as %s (wrap %s)%s", cmd,
+                 tpu_pod_topo(job->pod)->nchips, tpu_pod_chip(job->pod)->name,
+                 tpu_pod_shape(job->pod), tpu_pod_wrap(job->pod),
+                 tpu_pod_topo(job->pod)->slices > 1 ? " in slices" : "");
+        status = tpu_report_open(rep, o, job->pod, title, &err);
+    } else if (o->trace_measured && o->trace == NULL) {
+        status = TPU_ERR_INVALID;
+    }
+    MPI_Bcast(&status, 1, MPI_INT, 0, job->comm);
+    if (status != TPU_OK) {
+        if (job->chip == 0) {
+            tpu_die_msg(err.msg);
+        }
+        return tpu_job_end(job, status == TPU_ERR_INVALID ? TPU_EXIT_USAGE : TPU_EXIT_FAIL);
+    }
+    return -1;
+}
+
+int tpu_job_report_close(tpu_job_t *job, tpu_report_t *rep)
+{
+    tpu_err_t err = {0};
+    int status = TPU_OK;
+
+    if (job->chip == 0) {
+        status = tpu_report_close(rep, &err);
+        if (status != TPU_OK) {
+            tpu_die_msg(err.msg);
+        }
+    }
+    MPI_Bcast(&status, 1, MPI_INT, 0, job->comm);
+    return status != TPU_OK ? TPU_EXIT_FAIL : -1;
+}
+
 int tpu_job_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink, tpu_sink_t *csv_sink)
 {
     tpu_err_t err = {0};

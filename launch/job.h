@@ -7,6 +7,7 @@
 #include "json.h"
 #include "launch.h"
 #include "placement.h"
+#include "report.h"
 #include "sink.h"
 
 typedef struct tpu_job {
@@ -38,6 +39,14 @@ int tpu_job_open(tpu_job_t *job, const char *json, tpu_sink_t *json_sink, const 
  * else -1.
  */
 int tpu_job_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink, tpu_sink_t *csv_sink);
+/*
+ * Rank 0 opens '--trace' and '--heatmap' into 'rep' (the others get an inactive
+ * one); every rank learns whether that worked.  On failure prints one line,
+ * ends the job and returns TPU_EXIT_USAGE (or TPU_EXIT_FAIL); else -1.
+ */
+int tpu_job_report_open(tpu_job_t *job, const tpu_opts_t *o, const char *cmd, tpu_report_t *rep);
+/* Rank 0 finishes them; a write error is one line and TPU_EXIT_FAIL on every rank; else -1. */
+int tpu_job_report_close(tpu_job_t *job, tpu_report_t *rep);
 /* Destroy the transport, MPI_Finalize, and return 'code'. */
 int tpu_job_end(tpu_job_t *job, int code);
 /* A failure one rank found that the others may not see: print it, abort the job. */

@@ -23,6 +23,8 @@
 typedef struct tpu_opts {
     const char *cmd;
     const char *chip, *topology, *wrap, *config, *json, *csv, *mesh;
+    const char *trace, *heatmap; /* --trace FILE, --heatmap FILE.svg */
+    int trace_measured;
     int slices;
     int quiet;
     const char *collective, *axes, *algo, *dtype, *op;

@@ -3,10 +3,14 @@
  * modeled and the measured time side by side, and optionally the host MPI
  * library's own collective on the same bytes, measured in the same run.
  */
+#include "tpu/alloc.h"
+
 #include "clock.h"
 #include "csv.h"
 #include "job.h"
 #include "json.h"
+#include "progress.h"
+#include "report.h"
 #include "table.h"
 
 #include <math.h>
@@ -242,6 +246,11 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
     tpu_json_t json, *j = NULL;
     tpu_csv_t csv_w, *csv = NULL;
     FILE *txt = tpu_sink_text(o->json, o->csv);
+    tpu_report_t rep;
+    tpu_progress_t progress;
+    double t_job = 0, *walls = NULL;
+    const char *corrupt = getenv("TPUEMU_TEST_CORRUPT"); /* tests only: flip a byte */
+    long nrows_all = 0;
 
     if (code >= 0) {
         return code;
@@ -268,6 +277,10 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             kinds[nkinds++] = (tpu_coll_kind_t)k;
         }
     }
+    code = tpu_job_report_open(&job, o, "bench", &rep);
+    if (code >= 0) {
+        return code;
+    }
     code = tpu_job_open(&job, o->json, &json_sink, o->csv, &csv_sink);
     if (code >= 0) {
         return code;
@@ -290,6 +303,9 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
         csv = &csv_w;
         tpu_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
+    tpu_progress_init(&progress, 0, 0);
+    MPI_Barrier(job.comm);
+    t_job = tpu__now_s();
     for (k = 0; k < nkinds; k++) {
         tpu_coll_desc_t desc;
         char axes[32];
@@ -309,7 +325,20 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             }
         }
         tpu_topo_axes_str(desc.kind == TPU_COLL_P2P ? 0 : desc.axes, axes, sizeof(axes));
+        if (k == 0) {
+            /* The rows of the sweep, for the progress bar (every collective alike). */
+            uint64_t p = 0;
+
+            for (b = (double)lo; b <= (double)hi * 1.0000001; b *= o->factor) {
+                uint64_t v = valid_bytes(job.pod, &desc, (uint64_t)llround(b));
+
+                nrows_all += v != p && v <= hi;
+                p = v;
+            }
+            tpu_progress_init(&progress, job.chip == 0 && !o->quiet, nrows_all * nkinds);
+        }
         if (job.chip == 0) {
+            tpu_progress_end(&progress);
             fprintf(txt,
                     "# %s over %s on %s %s (wrap %s), %d ranks, %d iterations after %d warm-up\n",
                     tpu_coll_name(desc.kind), axes[0] ? axes : "-", tpu_pod_chip(job.pod)->name,
@@ -336,6 +365,21 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                 }
                 return tpu_job_end(&job, TPU_EXIT_USAGE);
             }
+            if (job.chip == 0) {
+                char item[96], size[32];
+
+                tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
+                snprintf(item, sizeof(item), "%s %s", tpu_coll_name(desc.kind), size);
+                tpu_progress_update(&progress, rows_total, item);
+            }
+            if (o->trace_measured) {
+                tpu__free(walls);
+                walls = tpu__calloc((size_t)(2 * (warmup + iters)) * (size_t)job.nranks,
+                                    sizeof(double));
+                if (walls == NULL) {
+                    tpu_job_abort(&job, "out of memory for the measured trace");
+                }
+            }
             group = desc.kind == TPU_COLL_P2P ? 2 : tpu_coll_plan_group_size(c.plan);
             compare = o->compare_mpi && mpi_has(&c.desc);
             if (compare) {
@@ -346,9 +390,19 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             for (it = 0; it < warmup + iters; it++) {
                 memset(c.out, 0, c.out_bytes);
                 MPI_Barrier(job.comm);
+                if (walls != NULL) {
+                    walls[2 * it] = (tpu__now_s() - t_job) * 1e6;
+                }
                 if (tpu_case_run(&c, &job, call++, it == 0, timeout, &modeled, &wall, &err) !=
                     TPU_OK) {
                     tpu_job_abort(&job, err.msg);
+                }
+                if (walls != NULL) {
+                    walls[2 * it + 1] = wall * 1e6;
+                }
+                if (corrupt != NULL && corrupt[0] == '1' && job.chip == 0 && it == warmup &&
+                    c.out_bytes > 0) {
+                    c.out[c.out_bytes / 2] ^= 0x40; /* the test of #wrong: one byte flipped */
                 }
                 /* Verify only when every rank is out of the timed call: checking
                  * takes CPU that ranks still inside it would otherwise get. */
@@ -392,9 +446,33 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                                              tpu_coll_plan_desc(c.plan));
             snprintf(row.algo, sizeof(row.algo), "%s", tpu_coll_plan_algo(c.plan));
             failed |= row.wrong != 0;
+            if (walls != NULL) {
+                /* Every rank's wall-clock calls, to rank 0, for --trace-measured. */
+                int n = 2 * (warmup + iters);
+
+                MPI_Gather(job.chip == 0 ? MPI_IN_PLACE : walls, n, MPI_DOUBLE, walls, n,
+                           MPI_DOUBLE, 0, job.comm);
+            }
             if (job.chip == 0) {
+                tpu_progress_end(&progress);
                 emit_row(o, txt, j, csv, &desc, axes, &row, group);
                 fflush(txt);
+                if (tpu_report_active(&rep)) {
+                    char size[32], name[96];
+                    int r, n = warmup + iters;
+
+                    tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
+                    snprintf(name, sizeof(name), "%s %s", tpu_coll_name(desc.kind), size);
+                    if (tpu_report_model(&rep, c.plan, name, row.modeled_us, &err) != TPU_OK) {
+                        tpu_job_abort(&job, err.msg);
+                    }
+                    for (r = 0; walls != NULL && r < job.nranks; r++) {
+                        for (it = 0; it < n; it++) {
+                            tpu_report_measured(&rep, r, name, walls[(size_t)r * 2 * n + 2 * it],
+                                                walls[(size_t)r * 2 * n + 2 * it + 1]);
+                        }
+                    }
+                }
             }
             rows_total++;
             first_row = 0;
@@ -414,6 +492,13 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             tpu_json_object_end(j);
         }
     }
+    tpu_progress_end(&progress);
+    tpu__free(walls);
     code = tpu_job_close(&job, j, &json_sink, &csv_sink);
+    if (code < 0) {
+        code = tpu_job_report_close(&job, &rep);
+    } else {
+        tpu_job_report_close(&job, &rep);
+    }
     return tpu_job_end(&job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
 }

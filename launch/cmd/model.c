@@ -2,6 +2,7 @@
 #include "clock.h"
 #include "json.h"
 #include "launch.h"
+#include "report.h"
 #include "sink.h"
 
 #include <string.h>
@@ -86,6 +87,32 @@ int tpu_cmd_model(const tpu_opts_t *o)
         goto cleanup;
     }
     wall_s = tpu__now_s() - t0;
+    if (o->trace != NULL || o->heatmap != NULL) {
+        tpu_report_t rep;
+        char title[256], size[32], name[96];
+
+        tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
+        snprintf(name, sizeof(name), "%s %s", tpu_coll_name(desc.kind), size);
+        snprintf(title, sizeof(title), "tpuemu model: %s over %s on %s %s (wrap %s)", name,
+                 o->axes ? o->axes : "all axes", tpu_pod_chip(pod)->name, tpu_pod_shape(pod),
+                 tpu_pod_wrap(pod));
+        if (tpu_report_open(&rep, o, pod, title, &err) != TPU_OK) {
+            tpu_die_msg(err.msg);
+            code = err.status == TPU_ERR_INVALID ? TPU_EXIT_USAGE : TPU_EXIT_FAIL;
+            goto cleanup;
+        }
+        if (tpu_report_model(&rep, plan, name, res.modeled_us, &err) != TPU_OK) {
+            tpu_report_close(&rep, NULL);
+            tpu_die_msg(err.msg);
+            code = TPU_EXIT_FAIL;
+            goto cleanup;
+        }
+        if (tpu_report_close(&rep, &err) != TPU_OK) {
+            tpu_die_msg(err.msg);
+            code = TPU_EXIT_FAIL;
+            goto cleanup;
+        }
+    }
     desc = *tpu_coll_plan_desc(plan); /* as resolved: p2p chips filled in */
     desc.axes = desc.kind == TPU_COLL_P2P ? 0 : desc.axes;
     tpu_topo_axes_str(desc.axes, axes, sizeof(axes));

@@ -160,7 +160,13 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     tpu_sink_t sink = {NULL, NULL};
     tpu_json_t json, *j = NULL;
     FILE *txt = tpu_sink_text(o->json, NULL);
+    tpu_report_t rep;
+    double t_job, *walls = NULL;
 
+    if (code >= 0) {
+        return code;
+    }
+    code = tpu_job_report_open(&job, o, "run", &rep);
     if (code >= 0) {
         return code;
     }
@@ -173,6 +179,14 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
         j = &json;
     }
     t = tpu_pod_topo(job.pod);
+    if (o->trace_measured) {
+        walls = calloc(2 * (size_t)t->nchips, sizeof(double));
+        if (walls == NULL) {
+            tpu_job_abort(&job, "out of host memory for the measured trace");
+        }
+    }
+    MPI_Barrier(job.comm);
+    t_job = tpu__now_s();
     all_axes = (1u << t->naxes) - 1;
     if (t->slices > 1) {
         all_axes |= TPU_AXIS_MASK_DCN;
@@ -253,8 +267,17 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
                 tpu_job_abort(&job, err.msg);
             }
             MPI_Barrier(job.comm);
+            if (walls != NULL) {
+                walls[0] = (tpu__now_s() - t_job) * 1e6;
+            }
             if (tpu_case_run(&c, &job, call++, 1, timeout, &modeled, &wall, &err) != TPU_OK) {
                 tpu_job_abort(&job, err.msg);
+            }
+            if (walls != NULL) {
+                /* Every rank's wall-clock call, to rank 0, for --trace-measured. */
+                walls[1] = wall * 1e6;
+                MPI_Gather(job.chip == 0 ? MPI_IN_PLACE : walls, 2, MPI_DOUBLE, walls, 2,
+                           MPI_DOUBLE, 0, job.comm);
             }
             wrong = tpu_case_wrong(&c, job.chip);
             MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, job.comm);
@@ -277,6 +300,19 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
                 cells[5] = meas;
                 cells[6] = wrong ? "WRONG" : "ok";
                 tpu_table_row(txt, "", run_cols, 7, cells);
+                if (tpu_report_active(&rep)) {
+                    char size[32], name[96];
+                    int r;
+
+                    tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
+                    snprintf(name, sizeof(name), "%s %s", rows[i].name, size);
+                    if (tpu_report_model(&rep, c.plan, name, max_modeled, &err) != TPU_OK) {
+                        tpu_job_abort(&job, err.msg);
+                    }
+                    for (r = 0; walls != NULL && r < t->nchips; r++) {
+                        tpu_report_measured(&rep, r, name, walls[2 * r], walls[2 * r + 1]);
+                    }
+                }
                 if (wrong) {
                     fprintf(txt, "  %ld elements differ from the reference\n", wrong);
                 }
@@ -308,6 +344,12 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
         }
         fflush(txt);
     }
+    free(walls);
     code = tpu_job_close(&job, j, &sink, NULL);
+    if (code < 0) {
+        code = tpu_job_report_close(&job, &rep);
+    } else {
+        tpu_job_report_close(&job, &rep);
+    }
     return tpu_job_end(&job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
 }

@@ -1,0 +1,31 @@
+/*
+ * A progress bar on stderr for long sweeps, training and replays:
+ *     [##########          ] 12/36  psum 64 KiB
+ * drawn only when stderr is a terminal, --quiet is not given, and the work has
+ * run for more than TPU_PROGRESS_AFTER_S seconds (the environment variable
+ * TPUEMU_PROGRESS_AFTER overrides it); the line is cleared when done.  Only the
+ * caller's rank 0 should enable it.  Private to launch/.
+ */
+#ifndef TPU_LAUNCH_OUTPUT_PROGRESS_H
+#define TPU_LAUNCH_OUTPUT_PROGRESS_H
+
+#include <stdio.h>
+
+#define TPU_PROGRESS_AFTER_S 2.0
+
+typedef struct tpu_progress {
+    FILE *out;
+    int enabled; /* stderr is a TTY and the caller wants it */
+    int shown;   /* a line is on the screen */
+    long total;
+    double t0, after_s;
+} tpu_progress_t;
+
+/* 'want': the caller's rank 0 and not --quiet. */
+void tpu_progress_init(tpu_progress_t *p, int want, long total);
+/* 'done' of 'total' items finished; 'item' is the one running now (may be NULL). */
+void tpu_progress_update(tpu_progress_t *p, long done, const char *item);
+/* Clear the line. */
+void tpu_progress_end(tpu_progress_t *p);
+
+#endif /* TPU_LAUNCH_OUTPUT_PROGRESS_H */

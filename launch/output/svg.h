@@ -1,0 +1,32 @@
+/*
+ * '--heatmap FILE.svg': the torus as a grid, every directed ICI link an arrow
+ * coloured by the bytes it carried.  Private to launch/.
+ *
+ * Layout: x runs left to right, y top to bottom; a 3D shape gets one panel per
+ * z plane, and slices sit side by side (panels wrap into rows).  Between two
+ * chips the + link is drawn above (x) or right of (y) the centre line and the -
+ * link below or left of it, each pointing the way its bytes go; a wraparound
+ * link is a stub leaving the edge of the panel; z links are the two small
+ * triangles inside each chip (z+ top right, z- bottom left).  Colour: bytes on
+ * a linear scale from 0 to the busiest link (legend with the scale), links that
+ * carried nothing in grey; the busiest link is outlined and labelled.  Each
+ * link is one <path class="link" id="lN"> (N its id), so a 16x20x28 (53,760
+ * links) is one file of a few MB that a browser renders.
+ */
+#ifndef TPU_LAUNCH_OUTPUT_SVG_H
+#define TPU_LAUNCH_OUTPUT_SVG_H
+
+#include "tpu/status.h"
+#include "tpu/topo.h"
+
+/*
+ * Write the heatmap to 'path' ("-": stdout): 'link_bytes' per directed link id;
+ * 'nic_bytes' (2 per host: egress, ingress; NULL or nhosts 0: none) is
+ * summarised in a line; 'title' heads the picture.
+ * Error: "cannot write 'PATH': REASON".
+ */
+tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *topo, const double *link_bytes,
+                             const double *nic_bytes, int nhosts, const char *title,
+                             tpu_err_t *err);
+
+#endif /* TPU_LAUNCH_OUTPUT_SVG_H */

@@ -1,0 +1,74 @@
+/*
+ * '--trace FILE': a Chrome trace-event JSON file (opens in Perfetto's UI and in
+ * chrome://tracing) of what a command ran, on the modeled timeline, written
+ * collective by collective from the events of the library's timing walk
+ * (tpu_coll_observer_t).  Private to launch/.
+ *
+ * Full trace (pods of up to TPU_TRACE_FULL_CHIPS chips): one process per chip
+ * with a "compute" track, a "collectives" track (each collective, its steps
+ * nested in it: step s on a chip runs from its first send of step s to its
+ * first send of the next step), "sends k" tracks (every message as a slice, on
+ * as few tracks as keep them from overlapping), a counter per directed ICI link
+ * (bytes of the messages in flight over it, on the process of the chip it
+ * leaves) and, with slices, one process per TPU host with its DCN egress and
+ * ingress counters; flow arrows from each send to its receiver when a
+ * collective has at most TPU_TRACE_ARROWS messages.
+ *
+ * Summarised trace (larger pods): one "pod" process with the collectives and
+ * their pod-wide steps, and one counter per link class (axis and direction, and
+ * DCN): the mean bytes in flight per link of the class over TPU_TRACE_BUCKETS
+ * intervals of each collective.  Its size grows with the number of collectives
+ * and steps, not with the pod: a few kB per collective.
+ *
+ * With 'measured', a second set of processes, "chip N (measured)", carries the
+ * wall-clock slices the command measured (microseconds since the job started).
+ * Times are written in microseconds with nanosecond resolution, rounded once to
+ * whole nanoseconds so that nested slices stay nested.
+ */
+#ifndef TPU_LAUNCH_OUTPUT_TRACE_H
+#define TPU_LAUNCH_OUTPUT_TRACE_H
+
+#include "tpu/coll.h"
+#include "tpu/status.h"
+#include "tpu/topo.h"
+
+#define TPU_TRACE_FULL_CHIPS 256
+#define TPU_TRACE_ARROWS     128
+#define TPU_TRACE_BUCKETS    100
+
+typedef struct tpu_trace tpu_trace_t;
+
+/*
+ * Open 'path' and write the header and the process names.  'title' names the
+ * run (the pod, the command).  'summary' -1 chooses by the pod's size.
+ * Error: "cannot write 'PATH': REASON", or out of memory.
+ */
+tpu_status_t tpu_trace_open(const char *path, const tpu_topo_t *topo, const char *title,
+                            int summary, int measured, tpu_trace_t **tr_p, tpu_err_t *err);
+/* 1 when the trace is summarised (then observe with every_chip 0). */
+int tpu_trace_summary(const tpu_trace_t *tr);
+/*
+ * The next collective, 'name', expected to take 'expected_us' (the summary's
+ * counter intervals; 0 when unknown): fills 'obs' with the observer that records
+ * it.  Then tpu_trace_op_end() with its modeled time.
+ */
+void tpu_trace_op_begin(tpu_trace_t *tr, const char *name, double expected_us,
+                        tpu_coll_observer_t *obs);
+/* Write the collective's events and move the timeline past it; TPU_ERR_NO_MEMORY. */
+tpu_status_t tpu_trace_op_end(tpu_trace_t *tr, double modeled_us, tpu_err_t *err);
+/* A slice of 'dur_us' on chip's compute track, 'at_us' after the timeline's position. */
+void tpu_trace_compute(tpu_trace_t *tr, int chip, const char *name, double at_us, double dur_us);
+/* Move the timeline on by 'us' (compute between collectives). */
+void tpu_trace_advance(tpu_trace_t *tr, double us);
+/* A measured slice of chip 'chip' (wall clock, microseconds since the job's start). */
+void tpu_trace_measured(tpu_trace_t *tr, int chip, const char *name, double start_us,
+                        double dur_us);
+/* The position of the modeled timeline, in microseconds. */
+double tpu_trace_now_us(const tpu_trace_t *tr);
+/*
+ * End the document, close the file (a write error is reported here: "cannot
+ * write 'PATH': REASON") and free everything.  NULL does nothing.
+ */
+tpu_status_t tpu_trace_close(tpu_trace_t *tr, tpu_err_t *err);
+
+#endif /* TPU_LAUNCH_OUTPUT_TRACE_H */

@@ -1,0 +1,189 @@
+/* Traces and heatmaps from the timing walk (see report.h). */
+#include "report.h"
+
+#include "tpu/alloc.h"
+
+#include "svg.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+void tpu_report_size(unsigned long long bytes, char *buf, size_t len)
+{
+    if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) {
+        snprintf(buf, len, "%llu GiB", bytes >> 30);
+    } else if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) {
+        snprintf(buf, len, "%llu MiB", bytes >> 20);
+    } else if (bytes >= 1024 && bytes % 1024 == 0) {
+        snprintf(buf, len, "%llu KiB", bytes >> 10);
+    } else {
+        snprintf(buf, len, "%llu B", bytes);
+    }
+}
+
+static int is_stdout(const char *p)
+{
+    return p != NULL && strcmp(p, "-") == 0;
+}
+
+tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod_t *pod,
+                             const char *title, tpu_err_t *err)
+{
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+    tpu_status_t status;
+
+    memset(r, 0, sizeof(*r));
+    r->topo = t;
+    snprintf(r->title, sizeof(r->title), "%s", title);
+    if (o->trace_measured && o->trace == NULL) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--trace-measured needs --trace FILE");
+    }
+    if ((is_stdout(o->trace) || is_stdout(o->heatmap)) &&
+        (is_stdout(o->json) || is_stdout(o->csv) ||
+         (is_stdout(o->trace) && is_stdout(o->heatmap)))) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "two documents would go to stdout (-); give all but one a file");
+    }
+    if (o->heatmap != NULL) {
+        FILE *f;
+
+        r->link_bytes = tpu__calloc((size_t)t->nlinks + 1, sizeof(double));
+        if (r->link_bytes == NULL) {
+            return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the heatmap");
+        }
+        /* Refuse a path that cannot be written now, not after the work. */
+        if (!is_stdout(o->heatmap)) {
+            f = fopen(o->heatmap, "w");
+            if (f == NULL) {
+                status = tpu_err_set(err, TPU_ERR_INVALID, "cannot write '%s': %s", o->heatmap,
+                                     strerror(errno));
+                tpu__free(r->link_bytes);
+                r->link_bytes = NULL;
+                return status;
+            }
+            fclose(f);
+        }
+        r->heatmap = o->heatmap;
+    }
+    if (o->trace != NULL) {
+        status = tpu_trace_open(o->trace, t, title, -1, o->trace_measured, &r->trace, err);
+        if (status != TPU_OK) {
+            tpu__free(r->link_bytes);
+            r->link_bytes = NULL;
+            r->heatmap = NULL;
+            return status;
+        }
+    }
+    return TPU_OK;
+}
+
+int tpu_report_active(const tpu_report_t *r)
+{
+    return r->trace != NULL || r->heatmap != NULL;
+}
+
+static void fan_flow(void *user, const tpu_coll_flow_event_t *ev)
+{
+    tpu_report_t *r = user;
+
+    if (r->trace != NULL) {
+        r->trace_obs.on_flow(r->trace_obs.user, ev);
+    }
+}
+
+static void fan_link(void *user, const tpu_coll_link_event_t *ev)
+{
+    tpu_report_t *r = user;
+
+    if (r->trace != NULL) {
+        r->trace_obs.on_link(r->trace_obs.user, ev);
+    }
+    if (r->link_bytes == NULL) {
+        return;
+    }
+    if (ev->link >= 0) {
+        r->link_bytes[ev->link] += ev->bytes;
+        return;
+    }
+    if (ev->host >= r->cap_hosts) {
+        int cap = r->cap_hosts ? 2 * r->cap_hosts : 64, h;
+        double *n;
+
+        while (cap <= ev->host) {
+            cap *= 2;
+        }
+        n = tpu__realloc(r->nic_bytes, (size_t)cap * 2 * sizeof(double));
+        if (n == NULL) {
+            r->oom = 1;
+            return;
+        }
+        for (h = r->cap_hosts; h < cap; h++) {
+            n[2 * h] = n[2 * h + 1] = 0;
+        }
+        r->nic_bytes = n;
+        r->cap_hosts = cap;
+    }
+    r->nic_bytes[2 * ev->host + (ev->egress ? 0 : 1)] += ev->bytes;
+    r->nhosts = ev->host + 1 > r->nhosts ? ev->host + 1 : r->nhosts;
+}
+
+tpu_status_t tpu_report_model(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
+                              double modeled_us, tpu_err_t *err)
+{
+    tpu_coll_observer_t obs;
+    tpu_coll_result_t res;
+    tpu_status_t status;
+
+    if (!tpu_report_active(r)) {
+        return TPU_OK;
+    }
+    memset(&obs, 0, sizeof(obs));
+    obs.on_flow = fan_flow;
+    obs.on_link = fan_link;
+    obs.user = r;
+    if (r->trace != NULL) {
+        tpu_trace_op_begin(r->trace, name, modeled_us, &r->trace_obs);
+        obs.every_chip = r->trace_obs.every_chip;
+    }
+    status = tpu_coll_plan_model_observed(plan, &obs, &res, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (r->oom) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the heatmap");
+    }
+    if (r->trace != NULL) {
+        return tpu_trace_op_end(r->trace, res.modeled_us, err);
+    }
+    return TPU_OK;
+}
+
+void tpu_report_measured(tpu_report_t *r, int chip, const char *name, double start_us,
+                         double dur_us)
+{
+    if (r->trace != NULL) {
+        tpu_trace_measured(r->trace, chip, name, start_us, dur_us);
+    }
+}
+
+tpu_status_t tpu_report_close(tpu_report_t *r, tpu_err_t *err)
+{
+    tpu_status_t status = TPU_OK, s2;
+    tpu_err_t e2 = {0};
+
+    if (r->trace != NULL) {
+        status = tpu_trace_close(r->trace, err);
+        r->trace = NULL;
+    }
+    if (r->heatmap != NULL) {
+        s2 = tpu_svg_heatmap(r->heatmap, r->topo, r->link_bytes, r->nic_bytes, r->nhosts, r->title,
+                             status == TPU_OK ? err : &e2);
+        status = status != TPU_OK ? status : s2;
+        r->heatmap = NULL;
+    }
+    tpu__free(r->link_bytes);
+    tpu__free(r->nic_bytes);
+    r->link_bytes = r->nic_bytes = NULL;
+    return status;
+}

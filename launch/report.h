@@ -1,0 +1,47 @@
+/*
+ * The reports a command can write besides its table and JSON: '--trace FILE'
+ * (output/trace.c) and '--heatmap FILE.svg' (output/svg.c), both fed by the
+ * library's timing walk through one observer.  A command calls
+ * tpu_report_model() once for every collective it runs (the modeled walk of its
+ * plan, which gives the same times as the run, bit for bit), and
+ * tpu_report_measured() for the wall-clock slices.  Private to launch/.
+ */
+#ifndef TPU_LAUNCH_REPORT_H
+#define TPU_LAUNCH_REPORT_H
+
+#include "launch.h"
+#include "trace.h"
+
+typedef struct tpu_report {
+    const tpu_topo_t *topo;
+    tpu_trace_t *trace;    /* NULL: no --trace */
+    const char *heatmap;   /* NULL: no --heatmap */
+    double *link_bytes;    /* per link, summed over the collectives */
+    double *nic_bytes;     /* per host: egress, ingress */
+    int nhosts, cap_hosts; /* hosts seen */
+    int oom;
+    char title[256];
+    tpu_coll_observer_t trace_obs; /* the trace's observer of the current collective */
+} tpu_report_t;
+
+/*
+ * Open what the options ask for ('--trace', '--trace-measured', '--heatmap');
+ * 'title' heads the trace and the picture.  A file that cannot be written is an
+ * error here, before the work.  With nothing asked, does nothing.
+ */
+tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod_t *pod,
+                             const char *title, tpu_err_t *err);
+/* 1 when a trace or a heatmap is being written. */
+int tpu_report_active(const tpu_report_t *r);
+/* Record the collective of 'plan' (named 'name', of 'modeled_us') on the timeline. */
+tpu_status_t tpu_report_model(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
+                              double modeled_us, tpu_err_t *err);
+/* A wall-clock slice of a chip (microseconds since the job's start), for --trace-measured. */
+void tpu_report_measured(tpu_report_t *r, int chip, const char *name, double start_us,
+                         double dur_us);
+/* Finish the trace and write the heatmap; the first write error. */
+tpu_status_t tpu_report_close(tpu_report_t *r, tpu_err_t *err);
+/* "1.00 MiB", "64 B": a size for names. */
+void tpu_report_size(unsigned long long bytes, char *buf, size_t len);
+
+#endif /* TPU_LAUNCH_REPORT_H */
