@@ -303,7 +303,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
         csv = &csv_w;
         tpu_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
-    tpu_progress_init(&progress, 0, 0);
+    tpu_progress_init(&progress, 0, 0, txt);
     MPI_Barrier(job.comm);
     t_job = tpu__now_s();
     for (k = 0; k < nkinds; k++) {
@@ -335,7 +335,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                 nrows_all += v != p && v <= hi;
                 p = v;
             }
-            tpu_progress_init(&progress, job.chip == 0 && !o->quiet, nrows_all * nkinds);
+            tpu_progress_init(&progress, job.chip == 0 && !o->quiet, nrows_all * nkinds, txt);
         }
         if (job.chip == 0) {
             tpu_progress_end(&progress);

@@ -4,16 +4,40 @@
 #include "clock.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define BAR 24
 
-void tpu_progress_init(tpu_progress_t *p, int want, long total)
+/*
+ * Does 'out' reach a terminal?  Under mpirun a rank's stdout and stderr go to
+ * the launcher, which copies them to its own: then look at the launcher's (the
+ * parent's) descriptor, through /proc on Linux.
+ */
+static int is_tty(FILE *out)
+{
+    char link[64], target[256];
+    ssize_t n;
+
+    if (getenv("OMPI_COMM_WORLD_RANK") == NULL && getenv("PMI_RANK") == NULL) {
+        return isatty(fileno(out));
+    }
+    /* Open MPI gives a rank's stdout a pty of its own, whatever mpirun's is. */
+    snprintf(link, sizeof(link), "/proc/%ld/fd/%d", (long)getppid(), fileno(out));
+    n = readlink(link, target, sizeof(target) - 1);
+    if (n <= 0) {
+        return 0;
+    }
+    target[n] = '\0';
+    return strncmp(target, "/dev/pts/", 9) == 0 || strncmp(target, "/dev/tty", 8) == 0;
+}
+
+void tpu_progress_init(tpu_progress_t *p, int want, long total, FILE *out)
 {
     const char *env = getenv("TPUEMU_PROGRESS_AFTER");
 
-    p->out = stderr;
-    p->enabled = want && total > 0 && isatty(fileno(stderr));
+    p->out = out;
+    p->enabled = want && total > 0 && is_tty(out);
     p->shown = 0;
     p->total = total;
     p->t0 = tpu__now_s();

@@ -1,10 +1,14 @@
 /*
- * A progress bar on stderr for long sweeps, training and replays:
- *     [##########          ] 12/36  psum 64 KiB
- * drawn only when stderr is a terminal, --quiet is not given, and the work has
- * run for more than TPU_PROGRESS_AFTER_S seconds (the environment variable
- * TPUEMU_PROGRESS_AFTER overrides it); the line is cleared when done.  Only the
- * caller's rank 0 should enable it.  Private to launch/.
+ * A progress bar for long sweeps, training and replays:
+ *     [##########              ] 12/36  psum 64 KiB
+ * on the stream that carries the command's text (stderr; stdout when the text
+ * goes there, so that under mpirun, which copies stdout and stderr through
+ * separate pipes, the bar and the table lines cannot interleave), drawn only
+ * when that stream reaches a terminal (under mpirun: the launcher's), --quiet is
+ * not given, and the work has run for more than TPU_PROGRESS_AFTER_S seconds
+ * (the environment variable TPUEMU_PROGRESS_AFTER overrides it); the line is
+ * cleared before any other text and when done.  Only rank 0 enables it.
+ * Private to launch/.
  */
 #ifndef TPU_LAUNCH_OUTPUT_PROGRESS_H
 #define TPU_LAUNCH_OUTPUT_PROGRESS_H
@@ -21,8 +25,8 @@ typedef struct tpu_progress {
     double t0, after_s;
 } tpu_progress_t;
 
-/* 'want': the caller's rank 0 and not --quiet. */
-void tpu_progress_init(tpu_progress_t *p, int want, long total);
+/* 'want': the caller's rank 0 and not --quiet; 'out' the stream of the text. */
+void tpu_progress_init(tpu_progress_t *p, int want, long total, FILE *out);
 /* 'done' of 'total' items finished; 'item' is the one running now (may be NULL). */
 void tpu_progress_update(tpu_progress_t *p, long done, const char *item);
 /* Clear the line. */

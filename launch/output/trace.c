@@ -652,7 +652,7 @@ static tpu_status_t full_op_end(tpu_trace_t *tr, int64_t dur)
     }
     /* The links of a record stay where they are: records only point into them. */
     qsort(tr->recs, (size_t)tr->nrecs, sizeof(rec_t), cmp_src_start);
-    for (i = 0; i < tr->nrecs; i = j) {
+    for (i = 0; i < tr->nrecs && tr->nrecs <= TPU_TRACE_SENDS; i = j) {
         for (j = i; j < tr->nrecs && tr->recs[j].src == tr->recs[i].src; j++) {
         }
         if (chip_lanes(tr, i, j) != TPU_OK) {

@@ -8,7 +8,8 @@
  * with a "compute" track, a "collectives" track (each collective, its steps
  * nested in it: step s on a chip runs from its first send of step s to its
  * first send of the next step), "sends k" tracks (every message as a slice, on
- * as few tracks as keep them from overlapping), a counter per directed ICI link
+ * as few tracks as keep them from overlapping; only for collectives of at most
+ * TPU_TRACE_SENDS messages, to keep sweeps small), a counter per directed ICI link
  * (bytes of the messages in flight over it, on the process of the chip it
  * leaves) and, with slices, one process per TPU host with its DCN egress and
  * ingress counters; flow arrows from each send to its receiver when a
@@ -34,6 +35,7 @@
 
 #define TPU_TRACE_FULL_CHIPS 256
 #define TPU_TRACE_ARROWS     128
+#define TPU_TRACE_SENDS      2048
 #define TPU_TRACE_BUCKETS    100
 
 typedef struct tpu_trace tpu_trace_t;
