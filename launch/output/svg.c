@@ -197,7 +197,7 @@ tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const double
     L.panel_h = L.cell * (dy + 1) + 40;
     L.per_row = (int)(1500 / L.panel_w);
     L.per_row = L.per_row < 1 ? 1 : L.per_row > npanels ? npanels : L.per_row;
-    L.top = 100;
+    L.top = 118;
     width = 40 + L.per_row * L.panel_w;
     width = width < (t->naxes > 2 ? 1100 : 640) ? (t->naxes > 2 ? 1100 : 640) : width;
     height = L.top + ((npanels + L.per_row - 1) / L.per_row) * L.panel_h + 30;
@@ -214,11 +214,11 @@ tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const double
     human(total, a, sizeof(a));
     fprintf(f,
             "<text x=\"20\" y=\"40\">Colour: bytes each directed ICI link carried (%d links, %s "
-            "in all). Arrows point the way the bytes go; stubs at the edges are wraparound "
-            "links.</text>\n",
+            "in all).</text>\n<text x=\"20\" y=\"56\">Arrows point the way the bytes go; stubs "
+            "at the edges are wraparound links.</text>\n",
             t->nlinks, a);
     if (t->naxes > 2) {
-        fputs("<text x=\"660\" y=\"62\">z links: the corner triangles of each chip, z+ top "
+        fputs("<text x=\"440\" y=\"56\">z links: the corner triangles of each chip, z+ top "
               "right, z- bottom left.</text>\n",
               f);
     }
@@ -228,16 +228,16 @@ tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const double
                "stop-color=\"#3b528b\"/><stop offset=\"0.5\" stop-color=\"#21918c\"/>"
                "<stop offset=\"0.75\" stop-color=\"#5ec962\"/><stop offset=\"1\" "
                "stop-color=\"#fde725\"/></linearGradient></defs>\n");
-    fprintf(f, "<g class=\"legend\"><rect x=\"20\" y=\"52\" width=\"14\" height=\"12\" "
-               "fill=\"#d0d0d0\"/><text x=\"38\" y=\"62\">0</text>"
-               "<rect x=\"70\" y=\"52\" width=\"240\" height=\"12\" fill=\"url(#scale)\"/>");
+    fprintf(f, "<g class=\"legend\"><rect x=\"20\" y=\"66\" width=\"14\" height=\"12\" "
+               "fill=\"#d0d0d0\"/><text x=\"38\" y=\"76\">0</text>"
+               "<rect x=\"70\" y=\"66\" width=\"240\" height=\"12\" fill=\"url(#scale)\"/>");
     human(max / 2, a, sizeof(a));
     human(max, b, sizeof(b));
     snprintf(top, sizeof(top), "%s", b);
     fprintf(f,
-            "<text x=\"70\" y=\"78\">&gt;0</text><text x=\"190\" y=\"78\" "
-            "text-anchor=\"middle\">%s</text><text x=\"310\" y=\"78\" "
-            "text-anchor=\"end\">%s</text><text x=\"320\" y=\"62\">bytes per link (linear "
+            "<text x=\"70\" y=\"92\">&gt;0</text><text x=\"190\" y=\"92\" "
+            "text-anchor=\"middle\">%s</text><text x=\"310\" y=\"92\" "
+            "text-anchor=\"end\">%s</text><text x=\"320\" y=\"76\">bytes per link (linear "
             "scale)</text></g>\n",
             a, b);
     if (busiest >= 0) {
@@ -245,7 +245,7 @@ tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const double
 
         tpu_topo_link_ends(t, busiest, &src, &axis, &dir, &dst);
         fprintf(f,
-                "<text x=\"20\" y=\"94\">Busiest link (outlined in red): %s%c link %d, chip %d "
+                "<text x=\"20\" y=\"110\">Busiest link (outlined in red): %s%c link %d, chip %d "
                 "to chip %d, %s.",
                 tpu_topo_axis_name(axis), dir > 0 ? '+' : '-', busiest, src, dst, b);
         if (nic_bytes != NULL && nhosts > 0 && t->slices > 1) {

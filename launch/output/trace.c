@@ -107,6 +107,13 @@ static void slice(tpu_trace_t *tr, int pid, int tid, const char *name, int64_t t
 {
     FILE *f = ev(tr);
 
+    /*
+     * One nanosecond short: slices that touch (a step and the next, a collective
+     * and its last step) would otherwise overlap by a rounding error in viewers
+     * that add ts and dur in floating point, and be drawn as nested.
+     */
+    dur = dur > 1 ? dur - 1 : dur;
+
     fputs("\"name\": ", f);
     tpu_json_escape(f, name);
     fprintf(f, ", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": ", pid, tid);
@@ -488,7 +495,8 @@ static void chip_steps(tpu_trace_t *tr, int64_t i, int64_t j, int64_t end_op)
     for (k = i; k < j; k++) {
         last_end = tr->recs[k].end > last_end ? tr->recs[k].end : last_end;
     }
-    last_end = last_end < end_op ? last_end : end_op;
+    /* Inside the collective's slice, which ends a nanosecond early. */
+    last_end = last_end < end_op - 1 ? last_end : end_op - 1;
     k = i;
     while (k < j) {
         int64_t m = k, next_b, n = 0;
@@ -676,7 +684,7 @@ static void summary_op_end(tpu_trace_t *tr, int64_t dur)
     for (s = 0; s < tr->nsteps; s++) {
         last = tr->step_max[s] > last ? tr->step_max[s] : last;
     }
-    last = last < dur ? last : dur;
+    last = last < dur - 1 ? last : dur - 1;
     for (s = 0; s < tr->nsteps; s++) {
         int64_t next = last;
 
