@@ -2,6 +2,7 @@
  * tpuemu: a TPU pod on an MPI cluster.  The entry point dispatches to the
  * subcommands; only launch/ prints and picks exit codes.
  */
+#include "cmd/train.h"
 #include "cmd_op.h"
 #include "launch.h"
 
@@ -31,6 +32,9 @@ int main(int argc, char **argv)
     if (is_model_op(argc, argv)) {
         return tpu__cmd_model_op(argc - 2, argv + 2);
     }
+    if (argc > 1 && strcmp(argv[1], "train") == 0) {
+        return tpu_cmd_train(argc, argv); /* its own flags, then the pod flags */
+    }
     if (tpu_opts_parse(argc, argv, &opts, &err) != TPU_OK) {
         tpu_die_msg(err.msg);
         return TPU_EXIT_USAGE;
@@ -44,10 +48,6 @@ int main(int argc, char **argv)
     }
     if (strcmp(opts.cmd, "model") == 0) {
         return tpu_cmd_model(&opts);
-    }
-    if (strcmp(opts.cmd, "train") == 0) {
-        tpu_die_msg("train: the sharded training workloads (SPMD layer) are not built yet");
-        return TPU_EXIT_FAIL;
     }
     if (strcmp(opts.cmd, "bench") == 0) {
         return tpu_cmd_bench(&opts, argc, argv);
