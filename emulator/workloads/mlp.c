@@ -158,6 +158,7 @@ void tpu_mlp_spec_init(tpu_mlp_spec_t *spec)
     spec->strategy = TPU_MLP_AUTO;
     spec->data = 1;
     spec->model = 1;
+    spec->timeout_s = 60;
 }
 
 static const char *const param_names[TPU_MLP_NPARAMS] = {"w1", "b1", "w2", "b2", "w3", "b3"};
@@ -368,13 +369,13 @@ static tpu_status_t coll(tpu_mlp_t *mlp, const char *what, tpu_coll_kind_t kind,
                          int64_t count, void **in, void **out, int unit, tpu_err_t *err)
 {
     tpu_mlp_report_t *rep = mlp->rep;
-    const char *algo = "";
+    char algo[64] = "";
     double us = 0, start;
     tpu_status_t status;
     uint64_t bytes = (uint64_t)count * sizeof(float);
 
     status = tpu__mlp_comm_run(&mlp->comm, kind, axis, bytes, mlp->spec.model_only ? NULL : in,
-                               mlp->spec.model_only ? NULL : out, &us, &algo, err);
+                               mlp->spec.model_only ? NULL : out, &us, algo, err);
     if (status != TPU_OK || mlp->comm.size[axis] == 1 || rep == NULL) {
         return status;
     }
@@ -544,8 +545,8 @@ tpu_status_t tpu_mlp_create(const tpu_mlp_spec_t *spec, const tpu_topo_t *topo,
     mlp->topo = topo;
     mlp->D = spec->data;
     mlp->M = spec->model;
-    status = tpu__mlp_comm_init(&mlp->comm, topo, link, spec->model_only ? NULL : x, spec->data,
-                                spec->model, err);
+    status = tpu__mlp_comm_init(&mlp->comm, topo, link, chip, spec->model_only ? NULL : x,
+                                spec->data, spec->model, spec->timeout_s, err);
     if (status != TPU_OK) {
         goto err_free;
     }
@@ -604,10 +605,7 @@ tpu_status_t tpu_mlp_create(const tpu_mlp_spec_t *spec, const tpu_topo_t *topo,
         c->chip = spec->model_only ? 0 : x->local_chips[i];
         c->d = tpu__mlp_comm_index(&mlp->comm, c->chip, MLP_AXIS_DATA);
         c->m = tpu__mlp_comm_index(&mlp->comm, c->chip, MLP_AXIS_MODEL);
-        status = tpu_hbm_create(chip, &c->hbm, err);
-        if (status != TPU_OK) {
-            goto err_free;
-        }
+        c->hbm = tpu__mlp_comm_hbm(&mlp->comm, i);
         for (u = 0; u < 3; u++) {
             int64_t n = mlp->fsdp ? mlp->ulen[u] / mlp->D : mlp->ulen[u];
             float **slot = mlp->fsdp ? &c->shard[u] : &c->unit[u];
@@ -637,13 +635,8 @@ err_free:
 
 void tpu_mlp_destroy(tpu_mlp_t *mlp)
 {
-    int i;
-
     if (mlp == NULL) {
         return;
-    }
-    for (i = 0; mlp->chips != NULL && i < mlp->nlocal; i++) {
-        tpu_hbm_destroy(mlp->chips[i].hbm);
     }
     tpu__mlp_comm_fini(&mlp->comm);
     tpu_vmem_destroy(mlp->vmem);

@@ -1,17 +1,9 @@
 /*
  * The MLP's collectives over the mesh axes 'data' and 'model' (see
- * mlp_comm.h).
+ * mlp_comm.h): the mesh and the collectives of the SPMD runtime.
  *
- * Layout: mesh position (d, m) is chip d * model + m (identity, as JAX's
- * create_device_mesh gives on a torus whose trailing axes make up 'model').
- * 'model' takes the fastest torus axes whose sizes multiply to its size, and
- * 'data' the rest (slices first, when there are several), so that every
- * collective runs over whole torus axes with the torus algorithms of coll.h,
- * and a chip's index inside its group (row-major over the group's axes) is its
- * coordinate on the mesh axis.
- *
- * Cost: whatever coll.h's plan says for the axes; a plan is made once per
- * (kind, axis, bytes) and reused.
+ * Cost: whatever the runtime's plan says for the groups of the axis (torus
+ * algorithms for whole torus axes, the general group algorithm otherwise).
  */
 #include "mlp_comm.h"
 
@@ -19,148 +11,90 @@
 #include <string.h>
 
 tpu_status_t tpu__mlp_comm_init(mlp_comm_t *c, const tpu_topo_t *topo, const tpu_link_model_t *link,
-                                tpu_xport_t *x, int data, int model, tpu_err_t *err)
+                                const tpu_chip_spec_t *chip, tpu_xport_t *x, int data, int model,
+                                double timeout_s, tpu_err_t *err)
 {
-    char shape[64];
-    int a, k, prod = 1;
+    tpu_spmd_opts_t opts;
+    tpu_status_t status;
+    char spec[64];
+    int a;
 
     memset(c, 0, sizeof(*c));
-    c->topo = topo;
-    c->link = link;
-    c->x = x;
     c->size[MLP_AXIS_DATA] = data;
     c->size[MLP_AXIS_MODEL] = model;
-    c->timeout_s = 60;
-    tpu_topo_shape_str(topo, shape, sizeof(shape));
-    if (data < 1 || model < 1 || (int64_t)data * model != topo->nchips) {
-        return tpu_err_set(err, TPU_ERR_INVALID,
-                           "mesh data=%d,model=%d has %lld positions, but topology %s%s has %d "
-                           "chips",
-                           data, model, (long long)data * model, shape,
-                           topo->slices > 1 ? " x slices" : "", topo->nchips);
+    snprintf(spec, sizeof(spec), "data=%d,model=%d", data, model);
+    status = tpu_mesh_create(topo, spec, NULL, 0, &c->mesh, err);
+    if (status != TPU_OK) {
+        return status;
     }
-    /* 'model': the fastest axes whose sizes multiply to its size. */
-    for (k = topo->naxes; k > 0 && prod < model; k--) {
-        prod *= topo->dims[k - 1];
-    }
-    if (prod != model) {
-        return tpu_err_set(err, TPU_ERR_INVALID,
-                           "mesh data=%d,model=%d does not fit topology %s: 'model' must be the "
-                           "size of the last torus axes (this layout keeps mesh axes on whole "
-                           "torus axes)",
-                           data, model, shape);
-    }
-    for (a = 0; a < topo->naxes; a++) {
-        if (topo->dims[a] < 2) {
-            continue;
-        }
-        if (a >= k) {
-            c->mask[MLP_AXIS_MODEL] |= 1u << a;
-        } else {
-            c->mask[MLP_AXIS_DATA] |= 1u << a;
-        }
-    }
-    if (topo->slices > 1) {
-        c->mask[MLP_AXIS_DATA] |= TPU_AXIS_MASK_DCN;
+    tpu_spmd_opts_init(&opts);
+    opts.timeout_s = timeout_s;
+    opts.check_peers = 0; /* every chip runs the same step: no need to compare calls */
+    status = tpu_spmd_create(topo, link, chip, c->mesh, x, &opts, &c->spmd, err);
+    if (status != TPU_OK) {
+        tpu_mesh_destroy(c->mesh);
+        c->mesh = NULL;
+        return status;
     }
     for (a = 0; a < 2; a++) {
-        tpu_topo_axes_str(c->mask[a], c->layout[a], sizeof(c->layout[a]));
-        if (c->layout[a][0] == '\0') {
-            snprintf(c->layout[a], sizeof(c->layout[a]), "-");
-        }
+        c->axis[a] = tpu_mesh_axis_find(c->mesh, a == MLP_AXIS_DATA ? "data" : "model");
+        tpu_mesh_axis_layout(c->mesh, c->axis[a], c->layout[a], sizeof(c->layout[a]));
     }
     return TPU_OK;
 }
 
 void tpu__mlp_comm_fini(mlp_comm_t *c)
 {
-    int i;
-
-    for (i = 0; i < c->nplans; i++) {
-        tpu_coll_plan_destroy(c->plans[i].plan);
-    }
-    c->nplans = 0;
+    tpu_spmd_destroy(c->spmd);
+    tpu_mesh_destroy(c->mesh);
+    memset(c, 0, sizeof(*c));
 }
 
 int tpu__mlp_comm_index(const mlp_comm_t *c, int chip, int axis)
 {
-    return axis == MLP_AXIS_MODEL ? chip % c->size[MLP_AXIS_MODEL] : chip / c->size[MLP_AXIS_MODEL];
+    return tpu_mesh_axis_index(c->mesh, chip, c->axis[axis]);
 }
 
-static tpu_status_t get_plan(mlp_comm_t *c, tpu_coll_kind_t kind, int axis, uint64_t bytes,
-                             tpu_coll_plan_t **plan_p, tpu_err_t *err)
+tpu_hbm_t *tpu__mlp_comm_hbm(const mlp_comm_t *c, int i)
 {
-    tpu_coll_desc_t desc;
-    tpu_status_t status;
-    int i;
-
-    for (i = 0; i < c->nplans; i++) {
-        if (c->plans[i].kind == kind && c->plans[i].axis == axis && c->plans[i].bytes == bytes) {
-            *plan_p = c->plans[i].plan;
-            return TPU_OK;
-        }
-    }
-    if (c->nplans == MLP_COMM_MAX_PLANS) {
-        return tpu_err_set(err, TPU_ERR_INTERNAL, "mlp: more than %d collective plans",
-                           MLP_COMM_MAX_PLANS);
-    }
-    tpu_coll_desc_init(&desc);
-    desc.kind = kind;
-    desc.axes = c->mask[axis];
-    desc.bytes = bytes;
-    desc.dtype = TPU_DTYPE_F32;
-    status = tpu_coll_plan_create(c->topo, c->link, &desc, plan_p, err);
-    if (status != TPU_OK) {
-        return status;
-    }
-    c->plans[c->nplans].kind = kind;
-    c->plans[c->nplans].axis = axis;
-    c->plans[c->nplans].bytes = bytes;
-    c->plans[c->nplans].plan = *plan_p;
-    c->nplans++;
-    return TPU_OK;
+    return tpu_spmd_hbm(c->spmd, i);
 }
 
 tpu_status_t tpu__mlp_comm_run(mlp_comm_t *c, tpu_coll_kind_t kind, int axis, uint64_t bytes,
-                               void *const *in, void *const *out, double *modeled_us_p,
-                               const char **algo_p, tpu_err_t *err)
+                               void *const *in, void *const *out, double *modeled_us_p, char *algo,
+                               tpu_err_t *err)
 {
-    tpu_coll_plan_t *plan;
-    tpu_coll_result_t res;
-    tpu_coll_run_opts_t opts;
+    const char *axes = axis == MLP_AXIS_DATA ? "data" : "model";
+    const tpu_spmd_call_t *call;
     tpu_status_t status;
-    int i, n = c->size[axis];
+    uint64_t count = bytes / sizeof(float);
+    int g = c->size[axis];
 
-    if (n == 1) {
-        /* A group of one chip: the collective is the identity. */
-        for (i = 0; in != NULL && c->x != NULL && i < c->x->nlocal; i++) {
-            if (in[i] != out[i]) {
-                memmove(out[i], in[i], bytes);
-            }
-        }
-        *modeled_us_p = 0;
-        if (algo_p != NULL) {
-            *algo_p = "none";
-        }
-        return TPU_OK;
+    switch (kind) {
+    case TPU_COLL_PSUM:
+        status = tpu_spmd_psum(c->spmd, axes, TPU_DTYPE_F32, TPU_OP_SUM, count, in, out, err);
+        break;
+    case TPU_COLL_ALL_GATHER:
+        status =
+            tpu_spmd_all_gather(c->spmd, axes, TPU_DTYPE_F32, count / (uint64_t)g, in, out, err);
+        break;
+    case TPU_COLL_REDUCE_SCATTER:
+        status =
+            tpu_spmd_psum_scatter(c->spmd, axes, TPU_DTYPE_F32, TPU_OP_SUM, count, in, out, err);
+        break;
+    default:
+        return tpu_err_set(err, TPU_ERR_INTERNAL, "mlp: unexpected collective %s",
+                           tpu_coll_name(kind));
     }
-    status = get_plan(c, kind, axis, bytes, &plan, err);
     if (status != TPU_OK) {
         return status;
     }
-    if (algo_p != NULL) {
-        *algo_p = tpu_coll_plan_algo(plan);
+    call = tpu_spmd_call_at(c->spmd, tpu_spmd_call_count(c->spmd) - 1);
+    *modeled_us_p = call != NULL ? call->modeled_us : 0;
+    if (algo != NULL) {
+        snprintf(algo, 64, "%s", call != NULL ? call->algorithm : "");
     }
-    if (in == NULL || c->x == NULL) {
-        status = tpu_coll_plan_model(plan, &res, err);
-        if (status == TPU_OK) {
-            *modeled_us_p = res.modeled_us;
-        }
-        return status;
-    }
-    memset(&opts, 0, sizeof(opts));
-    opts.call = c->call++;
-    opts.timeout_s = c->timeout_s;
-    opts.local_time = 0; /* the collective's time: the same on every chip */
-    return tpu_coll_run(plan, c->x, &opts, in, out, modeled_us_p, err);
+    /* The runtime keeps a log of every call; the MLP keeps its own per step. */
+    tpu_spmd_log_clear(c->spmd);
+    return TPU_OK;
 }

@@ -95,12 +95,14 @@ typedef struct tpu_mlp_spec {
     /* Initial weights (NULL: random from seed): w1 [784,H] b1 [H] w2 [H,H] b2 [H]
      * w3 [H,10] b3 [10], f32, C order.  Borrowed for the call. */
     const float *init[TPU_MLP_NPARAMS];
-    int model_only; /* 1: no data, no transport; one chip stands for all */
-    int pad_hidden; /* model only: pad H up to a multiple of 'model' (as XLA pads an
-                     * uneven sharding) instead of refusing it */
+    int model_only;   /* 1: no data, no transport; one chip stands for all */
+    double timeout_s; /* watchdog of each collective, seconds (0: none) */
+    int pad_hidden;   /* model only: pad H up to a multiple of 'model' (as XLA pads an
+                       * uneven sharding) instead of refusing it */
 } tpu_mlp_spec_t;
 
-/* Fill 'spec' with defaults: batch 256, hidden 1024, lr 0.01, seed 0, bf16, auto, 1x1. */
+/* Fill 'spec' with defaults: batch 256, hidden 1024, lr 0.01, seed 0, bf16, auto, 1x1,
+ * a 60 s watchdog. */
 TPU_API void tpu_mlp_spec_init(tpu_mlp_spec_t *spec);
 
 /* One collective of a step. */

@@ -697,6 +697,7 @@ int tpu_cmd_train(int argc, char **argv)
     r.spec.seed = a.seed;
     r.spec.model_only = a.model_only;
     r.spec.pad_hidden = a.model_only;
+    r.spec.timeout_s = a.timeout;
     status = parse_mesh(o.mesh, pod->topo.nchips, &data, &model, &err);
     if (status == TPU_OK && a.dtype != NULL) {
         if (strcmp(a.dtype, "bf16") == 0 || strcmp(a.dtype, "bfloat16") == 0) {
