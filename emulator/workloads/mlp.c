@@ -579,6 +579,41 @@ tpu_status_t tpu_mlp_create(const tpu_mlp_spec_t *spec, const tpu_topo_t *topo,
     if (status != TPU_OK) {
         goto err_free;
     }
+    /* The weights in HBM first: a model that does not fit fails here, before any
+     * host memory is spent on it. */
+    {
+        uint64_t need = 0, cap = tpu_hbm_capacity(tpu__mlp_comm_hbm(&mlp->comm, 0));
+
+        for (u = 0; u < 3; u++) {
+            need += (uint64_t)(mlp->fsdp ? mlp->ulen[u] / mlp->D : mlp->ulen[u]) * sizeof(float);
+        }
+        if (need > cap) {
+            status = tpu_err_set(err, TPU_ERR_RESOURCE_EXHAUSTED,
+                                 "RESOURCE_EXHAUSTED: the weights take %llu bytes (%.2f GiB) per "
+                                 "chip, more than the %llu bytes (%.2f GiB) of HBM of a %s chip; "
+                                 "shard them (--mesh model=N, --strategy fsdp)",
+                                 (unsigned long long)need, (double)need / (1u << 30),
+                                 (unsigned long long)cap, (double)cap / (1u << 30), chip->name);
+            goto err_free;
+        }
+    }
+    for (i = 0; i < mlp->nlocal; i++) {
+        chip_st_t *c = &mlp->chips[i];
+
+        c->chip = spec->model_only ? 0 : x->local_chips[i];
+        c->d = tpu__mlp_comm_index(&mlp->comm, c->chip, MLP_AXIS_DATA);
+        c->m = tpu__mlp_comm_index(&mlp->comm, c->chip, MLP_AXIS_MODEL);
+        c->hbm = tpu__mlp_comm_hbm(&mlp->comm, i);
+        for (u = 0; u < 3; u++) {
+            int64_t n = mlp->fsdp ? mlp->ulen[u] / mlp->D : mlp->ulen[u];
+
+            status = hbm_get(mlp, c, n, sizeof(float),
+                             (void **)(mlp->fsdp ? &c->shard[u] : &c->unit[u]), err);
+            if (status != TPU_OK) {
+                goto err_free;
+            }
+        }
+    }
     if (!spec->model_only) {
         int64_t maxlen = mlp->ulen[0] > mlp->ulen[1] ? mlp->ulen[0] : mlp->ulen[1];
 
@@ -599,29 +634,18 @@ tpu_status_t tpu_mlp_create(const tpu_mlp_spec_t *spec, const tpu_topo_t *topo,
             }
         }
     }
-    for (i = 0; i < mlp->nlocal; i++) {
+    for (i = 0; full != NULL && i < mlp->nlocal; i++) {
         chip_st_t *c = &mlp->chips[i];
 
-        c->chip = spec->model_only ? 0 : x->local_chips[i];
-        c->d = tpu__mlp_comm_index(&mlp->comm, c->chip, MLP_AXIS_DATA);
-        c->m = tpu__mlp_comm_index(&mlp->comm, c->chip, MLP_AXIS_MODEL);
-        c->hbm = tpu__mlp_comm_hbm(&mlp->comm, i);
         for (u = 0; u < 3; u++) {
             int64_t n = mlp->fsdp ? mlp->ulen[u] / mlp->D : mlp->ulen[u];
-            float **slot = mlp->fsdp ? &c->shard[u] : &c->unit[u];
 
-            status = hbm_get(mlp, c, n, sizeof(float), (void **)slot, err);
-            if (status != TPU_OK) {
-                goto err_free;
-            }
-            if (full != NULL) {
-                mlp->spec.init[2 * u] = spec->init[2 * u];
-                mlp->spec.init[2 * u + 1] = spec->init[2 * u + 1];
-                init_unit(mlp, c, u, full);
-                mlp->spec.init[2 * u] = mlp->spec.init[2 * u + 1] = NULL;
-                memcpy(*slot, full + (mlp->fsdp ? (int64_t)c->d * n : 0),
-                       (size_t)n * sizeof(float));
-            }
+            mlp->spec.init[2 * u] = spec->init[2 * u];
+            mlp->spec.init[2 * u + 1] = spec->init[2 * u + 1];
+            init_unit(mlp, c, u, full);
+            mlp->spec.init[2 * u] = mlp->spec.init[2 * u + 1] = NULL;
+            memcpy(mlp->fsdp ? c->shard[u] : c->unit[u], full + (mlp->fsdp ? (int64_t)c->d * n : 0),
+                   (size_t)n * sizeof(float));
         }
     }
     tpu__free(full);

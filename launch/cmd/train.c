@@ -420,6 +420,10 @@ static void print_colls(FILE *txt, const tpu_mlp_report_t *r)
 {
     int k;
 
+    if (r->ncoll == 0) {
+        fprintf(txt, "  no collectives (every mesh axis has size 1)\n");
+        return;
+    }
     fprintf(txt, "  %-20s %-15s %-6s %-6s %5s %11s %11s %-10s %s\n", "collective", "kind", "axis",
             "torus", "group", "bytes", "modeled_us", "overlap", "algorithm");
     for (k = 0; k < r->ncoll; k++) {
@@ -565,23 +569,25 @@ static void run_fini(run_t *r)
     }
 }
 
-/* Create the model, train, check the replicas after every step, gather if asked. */
-static tpu_status_t run_train(run_t *r, int gather, FILE *txt, int print_steps, tpu_err_t *err)
+/* Create the model (checks the spec: bad input fails here, before any output). */
+static tpu_status_t run_create(run_t *r, tpu_err_t *err)
 {
-    tpu_status_t status;
-    int s, p;
-
     r->replicas_ok = 1;
     r->losses = calloc((size_t)r->steps, sizeof(*r->losses));
     r->wall_us = calloc((size_t)r->steps, sizeof(*r->wall_us));
     if (r->losses == NULL || r->wall_us == NULL) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for %d steps", r->steps);
     }
-    status =
-        tpu_mlp_create(&r->spec, &r->pod->topo, &r->pod->link, &r->pod->chip, r->x, &r->mlp, err);
-    if (status != TPU_OK) {
-        return status;
-    }
+    return tpu_mlp_create(&r->spec, &r->pod->topo, &r->pod->link, &r->pod->chip, r->x, &r->mlp,
+                          err);
+}
+
+/* Train, check the replicas after every step, gather the weights if asked. */
+static tpu_status_t run_train(run_t *r, int gather, FILE *txt, int print_steps, tpu_err_t *err)
+{
+    tpu_status_t status;
+    int s, p;
+
     for (s = 0; s < r->steps; s++) {
         tpu_mlp_report_t rep;
         double t0 = now_s();
@@ -735,6 +741,9 @@ int tpu_cmd_train(int argc, char **argv)
         if (json == stdout) {
             txt = stderr;
         }
+    }
+    if (status == TPU_OK) {
+        status = run_create(&r, &err);
     }
     if (status != TPU_OK) {
         code = exit_code(status);
@@ -907,7 +916,10 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, FILE *json)
     r.spec.batch = 16 * r.spec.data;
     r.spec.lr = 0.01;
     tol = r.spec.precision == TPU_MLP_BF16 ? 1e-2 : 1e-5;
-    status = run_train(&r, 1, txt, 0, &err);
+    status = run_create(&r, &err);
+    if (status == TPU_OK) {
+        status = run_train(&r, 1, txt, 0, &err);
+    }
     if (status != TPU_OK) {
         tpu_job_abort(job, err.msg);
     }
@@ -925,6 +937,9 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, FILE *json)
         ref.spec.strategy = TPU_MLP_AUTO;
         if (status == TPU_OK) {
             status = tpu_xport_loopback_create(1, &ref.x, &err);
+        }
+        if (status == TPU_OK) {
+            status = run_create(&ref, &err);
         }
         if (status == TPU_OK) {
             status = run_train(&ref, 1, txt, 0, &err);
