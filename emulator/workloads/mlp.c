@@ -45,19 +45,17 @@
  *
  * Cost model.  Compute: each matmul's roofline time on the chip (ops.h:
  * max(padded FLOPs / MXU peak for the input type, HBM bytes / bandwidth)), and
- * each elementwise pass's VPU roofline (f32).  Operands that the code
- * transposes on the host (h2^T, w3^T, ...) are not charged: the MXU takes
- * either orientation (dot_general's contracting dimensions).  Communication:
- * each collective's modeled time from the link model.  Overlap: the gradient
- * collectives are asynchronous, as XLA schedules them: the one of unit 2 runs
- * while the backward of layers 2 and 1 computes, and the update of a unit
- * waits for its own collective; collectives run one at a time on the links.
- * Everything else (the forward psum and all-gathers, the loss psum) is on the
- * critical path.  So step = compute + exposed communication, where exposed =
- * the time the compute stream waits.  HBM: every array a chip holds (weights,
- * gathered units, activations, gradients, the batch) is allocated in the
- * chip's HBM model in program order and freed after its last use; the peak is
- * reported.
+ * each elementwise pass's VPU roofline (f32), counting the passes XLA would fuse
+ * as one: bias add and relu; the update p -= lr * g (reads p and g, writes p).  Operands that the
+ * code transposes on the host (h2^T, w3^T, ...) are not charged: the MXU takes either orientation
+ * (dot_general's contracting dimensions).  Communication: each collective's modeled time from the
+ * link model.  Overlap: the gradient collectives are asynchronous, as XLA schedules them: the one
+ * of unit 2 runs while the backward of layers 2 and 1 computes, and the update of a unit waits for
+ * its own collective; collectives run one at a time on the links. Everything else (the forward psum
+ * and all-gathers, the loss psum) is on the critical path.  So step = compute + exposed
+ * communication, where exposed = the time the compute stream waits.  HBM: every array a chip holds
+ * (weights, gathered units, activations, gradients, the batch) is allocated in the chip's HBM model
+ * in program order and freed after its last use; the peak is reported.
  *
  * The real arithmetic: the host computes exactly what the chip would (f32 or
  * bf16-input matmuls through the MXU model, f32 elementwise work) on every
@@ -887,8 +885,8 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
             bias_act(a->z1, c->unit[0] + NIN * Hm, b, Hm, 0);
             bias_act(a->h1, c->unit[0] + NIN * Hm, b, Hm, 1);
         }
+        /* bias add and relu: one fused elementwise pass */
         status = vpu_cost(mlp, i, TPU_VPU_ADD, b, Hm, err);
-        status = status == TPU_OK ? vpu_cost(mlp, i, TPU_VPU_RELU, b, Hm, err) : status;
         if (status != TPU_OK) {
             goto out;
         }
@@ -933,8 +931,7 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
                 a->h2[k] = a->z2[k] > 0 ? a->z2[k] : 0;
             }
         }
-        status = vpu_cost(mlp, i, TPU_VPU_ADD, b, H, err);
-        status = status == TPU_OK ? vpu_cost(mlp, i, TPU_VPU_RELU, b, H, err) : status;
+        status = vpu_cost(mlp, i, TPU_VPU_ADD, b, H, err); /* fused bias add and relu */
         if (status != TPU_OK) {
             goto out;
         }
@@ -1087,8 +1084,8 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
             for (k = 0; real && k < n; k++) {
                 p[k] -= lr * g[k];
             }
-            status = vpu_cost(mlp, i, TPU_VPU_MUL, 1, n, err);
-            status = status == TPU_OK ? vpu_cost(mlp, i, TPU_VPU_ADD, 1, n, err) : status;
+            /* One fused pass: reads p and g, writes p. */
+            status = vpu_cost(mlp, i, TPU_VPU_ADD, 1, n, err);
             if (status != TPU_OK) {
                 goto out;
             }
