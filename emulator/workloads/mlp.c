@@ -151,7 +151,7 @@ void tpu_mlp_spec_init(tpu_mlp_spec_t *spec)
     memset(spec, 0, sizeof(*spec));
     spec->batch = 256;
     spec->hidden = 1024;
-    spec->lr = 0.01;
+    spec->lr = 0.005;
     spec->precision = TPU_MLP_BF16;
     spec->strategy = TPU_MLP_AUTO;
     spec->data = 1;

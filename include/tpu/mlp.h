@@ -101,7 +101,7 @@ typedef struct tpu_mlp_spec {
                        * uneven sharding) instead of refusing it */
 } tpu_mlp_spec_t;
 
-/* Fill 'spec' with defaults: batch 256, hidden 1024, lr 0.01, seed 0, bf16, auto, 1x1,
+/* Fill 'spec' with defaults: batch 256, hidden 1024, lr 0.005, seed 0, bf16, auto, 1x1,
  * a 60 s watchdog. */
 TPU_API void tpu_mlp_spec_init(tpu_mlp_spec_t *spec);
 

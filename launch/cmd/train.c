@@ -89,7 +89,7 @@ static void usage(FILE *out)
             "  --steps N        training steps (default 10)\n"
             "  --batch B        global batch (default 256), a multiple of data\n"
             "  --hidden H       hidden width (default 1024), a multiple of model\n"
-            "  --lr LR          learning rate (default 0.01)\n"
+            "  --lr LR          learning rate (default 0.005)\n"
             "  --seed S         seed of the random weights and the synthetic data (default 0)\n"
             "  --dtype bf16|f32 bf16: bf16 matmul inputs, f32 accumulation and master weights\n"
             "                   (default); f32: f32 throughout\n"
@@ -141,7 +141,7 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
     a->steps = 10;
     a->batch = 256;
     a->hidden = 1024;
-    a->lr = 0.01;
+    a->lr = 0.005;
     a->timeout = 60;
     *nrest = 0;
     rest[(*nrest)++] = argv[0];
