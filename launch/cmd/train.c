@@ -693,6 +693,7 @@ int tpu_cmd_train(int argc, char **argv)
             return TPU_EXIT_USAGE;
         }
         pod = &pod_local;
+        r.where.root = early_root(); /* --model-only under mpirun: rank 0 prints */
     }
     r.pod = pod;
     r.steps = a.model_only ? 1 : a.steps;
@@ -704,6 +705,16 @@ int tpu_cmd_train(int argc, char **argv)
     r.spec.model_only = a.model_only;
     r.spec.pad_hidden = a.model_only;
     r.spec.timeout_s = a.timeout;
+    if (o.mesh == NULL && o.config != NULL) {
+        /* The config file's mesh, when the flags give none (the file loaded fine
+         * in the pod setup). */
+        static tpu_config_t cfg;
+
+        tpu_config_init(&cfg);
+        if (tpu_config_load(o.config, &cfg, &err) == TPU_OK && cfg.mesh[0] != '\0') {
+            o.mesh = cfg.mesh;
+        }
+    }
     status = parse_mesh(o.mesh, pod->topo.nchips, &data, &model, &err);
     if (status == TPU_OK && a.dtype != NULL) {
         if (strcmp(a.dtype, "bf16") == 0 || strcmp(a.dtype, "bfloat16") == 0) {
