@@ -25,37 +25,42 @@
  *
  * One step, per chip (mm = MXU matmul, vpu = elementwise on the VPU):
  *
- *   [fsdp: all-gather unit 0 over data]
+ *   [fsdp: all-gather unit 0 over data; start unit 1's]            unit 1: async
  *   z1 = x @ w1 + b1, h1 = relu(z1)                      mm [b,784]x[784,H'], vpu
- *   [fsdp: all-gather unit 1]
+ *   [fsdp: wait for unit 1; start unit 2's]                         unit 2: async
  *   z2 = h1 @ w2                                         mm [b,H']x[H',H]
  *   [tp: psum z2 over model]  z2 += b2, h2 = relu(z2)    vpu
- *   [fsdp: all-gather unit 2]
+ *   [fsdp: wait for unit 2]
  *   logits = h2 @ w3 + b3, loss, dl = 2 (logits - onehot) / batch
  *   psum loss over data
+ *   [fsdp: start unit 1's all-gather again, for its backward]       async
  *   dw3 = h2^T dl, db3 = sum dl, dh2 = dl w3^T            mm x2
- *   grad sync of unit 2 (psum over data; fsdp: reduce-scatter)   async
- *   dz2 = dh2 * (z2 > 0), db2 = sum dz2
- *   [fsdp: all-gather unit 1 again]
+ *   grad sync of unit 2 (psum over data; fsdp: reduce-scatter)     async
+ *   dz2 = dh2 * (z2 > 0), db2 = sum dz2                  [fsdp: wait for unit 1]
  *   dw2 = h1^T dz2, dh1 = dz2 w2^T                       mm x2
- *   grad sync of unit 1                                          async
+ *   grad sync of unit 1                                            async
  *   dz1 = dh1 * (z1 > 0), db1 = sum dz1, dw1 = x^T dz1   mm
- *   grad sync of unit 0                                          async
+ *   grad sync of unit 0                                            async
  *   p -= lr * g for each unit, once its grad sync is done
  *
  * Cost model.  Compute: each matmul's roofline time on the chip (ops.h:
  * max(padded FLOPs / MXU peak for the input type, HBM bytes / bandwidth)), and
- * each elementwise pass's VPU roofline (f32), counting the passes XLA would fuse
- * as one: bias add and relu; the update p -= lr * g (reads p and g, writes p).  Operands that the
- * code transposes on the host (h2^T, w3^T, ...) are not charged: the MXU takes either orientation
- * (dot_general's contracting dimensions).  Communication: each collective's modeled time from the
- * link model.  Overlap: the gradient collectives are asynchronous, as XLA schedules them: the one
- * of unit 2 runs while the backward of layers 2 and 1 computes, and the update of a unit waits for
- * its own collective; collectives run one at a time on the links. Everything else (the forward psum
- * and all-gathers, the loss psum) is on the critical path.  So step = compute + exposed
- * communication, where exposed = the time the compute stream waits.  HBM: every array a chip holds
- * (weights, gathered units, activations, gradients, the batch) is allocated in the chip's HBM model
- * in program order and freed after its last use; the peak is reported.
+ * each elementwise pass's VPU roofline (f32), counting the passes XLA would
+ * fuse as one: bias add and relu; the update p -= lr * g (reads p and g, writes
+ * p).  Operands that the code transposes on the host (h2^T, w3^T, ...) are not
+ * charged: the MXU takes either orientation (dot_general's contracting
+ * dimensions).  Communication: each collective's modeled time from the link
+ * model.  Overlap: the gradient collectives are asynchronous, as XLA schedules
+ * them: the one of unit 2 runs while the backward of layers 2 and 1 computes,
+ * and the update of a unit waits for its own collective; fsdp's all-gathers
+ * are prefetched one layer ahead, as FSDP does (the next layer's weights
+ * arrive while this layer computes).  Collectives run one at a time on the
+ * links, in program order.  Everything else (fsdp's first all-gather, the
+ * forward psum over model, the loss psum) is on the critical path.  So step =
+ * compute + exposed communication, where exposed = the time the compute
+ * stream waits.  HBM: every array a chip holds (weights, gathered units,
+ * activations, gradients, the batch) is allocated in the chip's HBM model in
+ * program order and freed after its last use; the peak is reported.
  *
  * The real arithmetic: the host computes exactly what the chip would (f32 or
  * bf16-input matmuls through the MXU model, f32 elementwise work) on every
@@ -119,7 +124,7 @@ struct tpu_mlp {
     act_t *act;
     float *teacher;
     /* The step's timeline (local chip 0). */
-    double t_compute, t_comm, done[3];
+    double t_compute, t_comm, done[6]; /* async collectives: grads 0-2, gathers 3-5 */
     tpu_mlp_report_t *rep;
 };
 
@@ -757,8 +762,8 @@ static void relu_grad(float *g, const float *z, int64_t n)
 }
 
 /* fsdp: all-gather unit 'u' over data into each chip's c->unit[u]. */
-static tpu_status_t gather_unit(tpu_mlp_t *mlp, int u, const char *what, void **in, void **out,
-                                tpu_err_t *err)
+static tpu_status_t gather_unit(tpu_mlp_t *mlp, int u, const char *what, int async, void **in,
+                                void **out, tpu_err_t *err)
 {
     tpu_status_t status;
     int i;
@@ -773,7 +778,16 @@ static tpu_status_t gather_unit(tpu_mlp_t *mlp, int u, const char *what, void **
         in[i] = c->shard[u];
         out[i] = c->unit[u];
     }
-    return coll(mlp, what, TPU_COLL_ALL_GATHER, MLP_AXIS_DATA, mlp->ulen[u], in, out, -1, err);
+    return coll(mlp, what, TPU_COLL_ALL_GATHER, MLP_AXIS_DATA, mlp->ulen[u], in, out,
+                async ? 3 + u : -1, err);
+}
+
+/* The compute stream waits for the asynchronous collective in 'slot'. */
+static void wait_slot(tpu_mlp_t *mlp, int slot)
+{
+    if (mlp->t_compute < mlp->done[slot]) {
+        mlp->t_compute = mlp->done[slot];
+    }
 }
 
 static void release_unit(tpu_mlp_t *mlp, int u)
@@ -860,7 +874,9 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
 
     /* The batch, and layer 1. */
     if (mlp->fsdp) {
-        status = gather_unit(mlp, 0, "gather w1,b1", in, out, err);
+        /* Layer 1's weights now; layer 2's fetched while layer 1 computes. */
+        status = gather_unit(mlp, 0, "gather w1,b1", 0, in, out, err);
+        status = status == TPU_OK ? gather_unit(mlp, 1, "gather w2,b2", 1, in, out, err) : status;
         if (status != TPU_OK) {
             goto out;
         }
@@ -893,7 +909,8 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
     }
     if (mlp->fsdp) {
         release_unit(mlp, 0);
-        status = gather_unit(mlp, 1, "gather w2,b2", in, out, err);
+        wait_slot(mlp, 3 + 1);
+        status = gather_unit(mlp, 2, "gather w3,b3", 1, in, out, err);
         if (status != TPU_OK) {
             goto out;
         }
@@ -938,10 +955,7 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
     }
     if (mlp->fsdp) {
         release_unit(mlp, 1);
-        status = gather_unit(mlp, 2, "gather w3,b3", in, out, err);
-        if (status != TPU_OK) {
-            goto out;
-        }
+        wait_slot(mlp, 3 + 2);
     }
     /* Layer 3 (replicated over model), the loss and its gradient. */
     for (i = 0; i < mlp->nlocal; i++) {
@@ -981,6 +995,10 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
         out[i] = a->loss_out;
     }
     status = coll(mlp, "loss", TPU_COLL_PSUM, MLP_AXIS_DATA, 1, in, out, -1, err);
+    if (status == TPU_OK && mlp->fsdp) {
+        /* Layer 2's weights again for its backward pass, fetched during layer 3's. */
+        status = gather_unit(mlp, 1, "gather w2,b2 (bwd)", 1, in, out, err);
+    }
     if (status != TPU_OK) {
         goto out;
     }
@@ -1014,10 +1032,7 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
     }
     /* Layer 2: dz2 = dh2 * (z2 > 0), db2 = sum dz2, dw2 = h1^T dz2, dh1 = dz2 w2^T. */
     if (mlp->fsdp) {
-        status = gather_unit(mlp, 1, "gather w2,b2 (bwd)", in, out, err);
-        if (status != TPU_OK) {
-            goto out;
-        }
+        wait_slot(mlp, 3 + 1);
     }
     for (i = 0; i < mlp->nlocal; i++) {
         act_t *a = &mlp->act[i];
@@ -1071,9 +1086,7 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
     for (u = 2; u >= 0; u--) {
         int64_t n = mlp->fsdp ? mlp->ulen[u] / mlp->D : mlp->ulen[u];
 
-        if (mlp->t_compute < mlp->done[u]) {
-            mlp->t_compute = mlp->done[u];
-        }
+        wait_slot(mlp, u);
         for (i = 0; i < mlp->nlocal; i++) {
             chip_st_t *c = &mlp->chips[i];
             float *p = mlp->fsdp ? c->shard[u] : c->unit[u];
@@ -1105,7 +1118,7 @@ tpu_status_t tpu_mlp_step(tpu_mlp_t *mlp, int64_t step, tpu_mlp_report_t *rep_p,
     memset(&rep, 0, sizeof(rep));
     mlp->rep = &rep;
     mlp->t_compute = mlp->t_comm = 0;
-    mlp->done[0] = mlp->done[1] = mlp->done[2] = 0;
+    memset(mlp->done, 0, sizeof(mlp->done));
     in = tpu__calloc((size_t)mlp->nlocal, sizeof(*in));
     out = tpu__calloc((size_t)mlp->nlocal, sizeof(*out));
     if (in == NULL || out == NULL) {

@@ -447,7 +447,7 @@ static void print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capacity)
     fprintf(txt,
             "  modeled step %.3f us = compute %.3f us + exposed communication %.3f us\n"
             "  communication %.3f us in %d collectives (%.1f%% of the step if none overlapped); "
-            "%.3f us hidden behind the backward pass\n"
+            "%.3f us hidden behind compute\n"
             "  HBM peak %s per chip of %s; MFU %.2f%% (%.4g model FLOPs per step)\n",
             r->step_us, r->compute_us, r->exposed_us, r->comm_us, r->ncoll,
             r->compute_us + r->comm_us > 0 ? 100.0 * r->comm_us / (r->compute_us + r->comm_us)
@@ -808,8 +808,8 @@ int tpu_cmd_train(int argc, char **argv)
         }
         fprintf(txt,
                 "  (compute: roofline time of each matmul on the MXU and each elementwise pass "
-                "on the VPU; communication: the link model; overlap: the gradient collectives "
-                "run during the backward pass)\n");
+                "on the VPU; communication: the link model; overlapped: the gradient collectives "
+                "with the backward pass, fsdp's all-gathers one layer ahead)\n");
     }
     if (a.save != NULL && r.where.root) {
         status = save_all(a.save, a.hidden, r.w, r.losses, r.steps, &err);
