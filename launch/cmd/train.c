@@ -508,6 +508,28 @@ static double max_all(const where_t *w, double v)
     return v;
 }
 
+/*
+ * Under MPI, make a failure that some ranks saw (an unreadable file on one node)
+ * a failure of all, before anyone enters a collective the others would never
+ * join.  Returns the lowest failing rank (it prints its message), or -1.
+ */
+static int agree(const where_t *w, tpu_status_t *status_p, int rank, int nranks)
+{
+    int first = *status_p != TPU_OK ? rank : nranks;
+
+    if (w->comm == MPI_COMM_NULL) {
+        return *status_p != TPU_OK ? rank : -1;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, w->comm);
+    if (first == nranks) {
+        return -1;
+    }
+    if (*status_p == TPU_OK) {
+        *status_p = TPU_ERR_INVALID; /* another rank's bad input */
+    }
+    return first;
+}
+
 /* Do the chips that share a model index hold the same parameter bytes? */
 static int replicas_identical(const where_t *w, const tpu_mlp_t *mlp, int nlocal, int nchips)
 {
@@ -655,6 +677,7 @@ int tpu_cmd_train(int argc, char **argv)
     FILE *json = NULL, *txt = stdout;
     tpu_status_t status;
     double wall0 = now_s(), wall_sum = 0;
+    int printer = -1; /* the rank that prints a failure all ranks agreed on */
 
     memset(&r, 0, sizeof(r));
     if (rest == NULL) {
@@ -756,6 +779,7 @@ int tpu_cmd_train(int argc, char **argv)
     if (status == TPU_OK) {
         status = run_create(&r, &err);
     }
+    printer = agree(&r.where, &status, mpi ? job.chip : 0, mpi ? job.nranks : 1);
     if (status != TPU_OK) {
         code = exit_code(status);
         goto out;
@@ -775,6 +799,7 @@ int tpu_cmd_train(int argc, char **argv)
         fflush(txt);
     }
     status = run_train(&r, a.save != NULL, txt, !o.quiet, &err);
+    printer = agree(&r.where, &status, mpi ? job.chip : 0, mpi ? job.nranks : 1);
     if (status != TPU_OK) {
         code = exit_code(status);
         goto out;
@@ -862,7 +887,7 @@ int tpu_cmd_train(int argc, char **argv)
         code = TPU_EXIT_FAIL;
     }
 out:
-    if (status != TPU_OK && r.where.root) {
+    if (status != TPU_OK && (printer < 0 ? r.where.root : printer == (mpi ? job.chip : 0))) {
         tpu_die_msg(err.msg);
     }
     if (json != NULL && close_json) {
