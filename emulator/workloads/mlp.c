@@ -397,6 +397,7 @@ static tpu_status_t coll(tpu_mlp_t *mlp, const char *what, tpu_coll_kind_t kind,
         c->kind = kind;
         snprintf(c->axis, sizeof(c->axis), "%s", axis == MLP_AXIS_DATA ? "data" : "model");
         snprintf(c->layout, sizeof(c->layout), "%s", mlp->comm.layout[axis]);
+        snprintf(c->groups, sizeof(c->groups), "%s", mlp->comm.groups[axis]);
         c->group = mlp->comm.size[axis];
         c->bytes = bytes;
         c->modeled_us = us;

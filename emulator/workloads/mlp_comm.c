@@ -37,8 +37,18 @@ tpu_status_t tpu__mlp_comm_init(mlp_comm_t *c, const tpu_topo_t *topo, const tpu
         return status;
     }
     for (a = 0; a < 2; a++) {
+        tpu_groups_t g;
+
         c->axis[a] = tpu_mesh_axis_find(c->mesh, a == MLP_AXIS_DATA ? "data" : "model");
         tpu_mesh_axis_layout(c->mesh, c->axis[a], c->layout[a], sizeof(c->layout[a]));
+        memset(&g, 0, sizeof(g));
+        status = tpu_mesh_groups(c->mesh, a == MLP_AXIS_DATA ? "data" : "model", &g, err);
+        if (status != TPU_OK) {
+            tpu__mlp_comm_fini(c);
+            return status;
+        }
+        tpu_groups_str(&g, c->groups[a], sizeof(c->groups[a]));
+        tpu_groups_fini(&g);
     }
     return TPU_OK;
 }

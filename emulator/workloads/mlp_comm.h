@@ -31,6 +31,7 @@ typedef struct mlp_comm {
     int size[2];        /* data, model */
     int axis[2];        /* their indices in the mesh (-1: not in the mesh, size 1) */
     char layout[2][32]; /* how each mesh axis lies on the torus: "x", "y*z", "z[4 of 28]" */
+    char groups[2][64]; /* the groups of each axis as chip ids, "{0,4,8,12} {1,5,9,13} ..." */
 } mlp_comm_t;
 
 /*

@@ -111,6 +111,7 @@ typedef struct tpu_mlp_coll {
     tpu_coll_kind_t kind; /* psum, all-gather, reduce-scatter */
     char axis[8];         /* "data" or "model" */
     char layout[32];      /* the torus axes of the group: "x", "y*z" */
+    char groups[64];      /* the groups as chip ids: "{0,4,8,12} {1,5,9,13} ..." */
     int group;            /* chips per group */
     uint64_t bytes;       /* coll.h's convention (psum: buffer per chip, ...) */
     double modeled_us;

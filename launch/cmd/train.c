@@ -435,6 +435,17 @@ static void print_colls(FILE *txt, const tpu_mlp_report_t *r)
                 tpu_coll_name(c->kind), c->axis, c->layout, c->group, b, c->modeled_us,
                 c->overlapped ? "async" : "exposed", c->algorithm);
     }
+    for (k = 0; k < 2; k++) {
+        const char *axis = k == 0 ? "data" : "model";
+        int j;
+
+        for (j = 0; j < r->ncoll; j++) {
+            if (strcmp(r->coll[j].axis, axis) == 0) {
+                fprintf(txt, "  groups over '%s' (chip ids): %s\n", axis, r->coll[j].groups);
+                break;
+            }
+        }
+    }
 }
 
 /* The cost split of a step, in words. */
@@ -482,6 +493,8 @@ static void json_report(FILE *f, const tpu_mlp_report_t *r)
         fprintf(f, ", \"kind\": \"%s\", \"axis\": \"%s\", \"torus_axes\": ", tpu_coll_name(c->kind),
                 c->axis);
         tpu_json_str(f, c->layout);
+        fprintf(f, ", \"groups\": ");
+        tpu_json_str(f, c->groups);
         fprintf(f, ", \"group\": %d, \"bytes\": %llu, \"modeled_us\": ", c->group,
                 (unsigned long long)c->bytes);
         json_num(f, c->modeled_us);
