@@ -65,14 +65,14 @@ static int bench_shape(tpu_vmem_t *vmem, const shape_t *s, int repeats)
     }
     for (i = 0; i < mk; i++) {
         af[i] = (float)((i * 7) % 13) * 0.125f - 0.75f;
-        ah[i] = tpu_f32_to_bf16(af[i]);
+        ah[i] = tpu_dtype_f32_to_bf16(af[i]);
     }
     for (i = 0; i < kn; i++) {
         bf[i] = (float)((i * 5) % 11) * 0.25f - 1.25f;
-        bh[i] = tpu_f32_to_bf16(bf[i]);
+        bh[i] = tpu_dtype_f32_to_bf16(bf[i]);
     }
-    tpu_matmul_desc_init(&d16, s->m, s->k, s->n, TPU_ELEM_BF16);
-    tpu_matmul_desc_init(&d32, s->m, s->k, s->n, TPU_ELEM_F32);
+    tpu_matmul_desc_init(&d16, s->m, s->k, s->n, TPU_DTYPE_BF16);
+    tpu_matmul_desc_init(&d32, s->m, s->k, s->n, TPU_DTYPE_F32);
     /* Rounds of 3 back-to-back runs of each variant: the first run of each
      * triple warms that variant's arrays into the caches and is not counted, and
      * the rounds spread each variant's samples over the same stretch of time, so

@@ -10,7 +10,8 @@ function(tpu_add_unit_test name)
   endif()
   add_executable(${name} ${name}.c ${T_SOURCES})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support
-    ${PROJECT_SOURCE_DIR}/collectives ${PROJECT_SOURCE_DIR}/emulator)
+    ${PROJECT_SOURCE_DIR}/collectives ${PROJECT_SOURCE_DIR}/emulator/chip
+    ${PROJECT_SOURCE_DIR}/common)
   target_link_libraries(${name} PRIVATE tpuemu_static tpu_warnings PkgConfig::CMOCKA ${T_LIBS})
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT ${T_TIMEOUT})
@@ -30,7 +31,8 @@ function(tpu_add_mpi_test name)
   endif()
   add_executable(${name} ${name}.c)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support
-    ${PROJECT_SOURCE_DIR}/collectives ${PROJECT_SOURCE_DIR}/emulator)
+    ${PROJECT_SOURCE_DIR}/collectives ${PROJECT_SOURCE_DIR}/emulator/chip
+    ${PROJECT_SOURCE_DIR}/common)
   target_link_libraries(${name} PRIVATE tpuemu_static tpu_warnings MPI::MPI_C)
   foreach(np IN LISTS T_NP)
     tpu_mpirun_command(cmd ${np} $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})

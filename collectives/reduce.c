@@ -27,10 +27,10 @@ void tpu__reduce(tpu_dtype_t dtype, tpu_redop_t op, void *dst, const void *src, 
 {
     if (dtype == TPU_DTYPE_I32) {
         switch (op) {
-        case TPU_OP_MAX:
+        case TPU_REDOP_MAX:
             max_i32(dst, src, n);
             return;
-        case TPU_OP_MIN:
+        case TPU_REDOP_MIN:
             min_i32(dst, src, n);
             return;
         default:
@@ -39,10 +39,10 @@ void tpu__reduce(tpu_dtype_t dtype, tpu_redop_t op, void *dst, const void *src, 
         }
     }
     switch (op) {
-    case TPU_OP_MAX:
+    case TPU_REDOP_MAX:
         max_f32(dst, src, n);
         return;
-    case TPU_OP_MIN:
+    case TPU_REDOP_MIN:
         min_f32(dst, src, n);
         return;
     default:

@@ -99,6 +99,11 @@ tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_d
     if (status != TPU_OK) {
         return status;
     }
+    status = tpu_coll_exec_create(c->plan, job->x, &c->exec, err);
+    if (status != TPU_OK) {
+        tpu_case_fini(c);
+        return status;
+    }
     c->desc = *tpu_coll_plan_desc(c->plan);
     tpu_coll_plan_sizes(c->plan, &c->in_bytes, &c->out_bytes);
     c->in = malloc(c->in_bytes);
@@ -119,6 +124,7 @@ tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_d
 
 void tpu_case_fini(tpu_case_t *c)
 {
+    tpu_coll_exec_destroy(c->exec);
     tpu_coll_plan_destroy(c->plan);
     free(c->in);
     free(c->out);
@@ -134,6 +140,7 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
     struct timespec t0, t1;
     tpu_status_t status;
 
+    (void)job; /* the transport is the case's, from tpu_case_init() */
     opts.call = call;
     opts.timeout_s = timeout;
     opts.check_peers = check_peers;
@@ -141,7 +148,7 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
     in[0] = c->in;
     out[0] = c->out;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    status = tpu_coll_run(c->plan, job->x, &opts, in, out, modeled_us_p, err);
+    status = tpu_coll_exec_run(c->exec, &opts, in, out, modeled_us_p, err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     *wall_s_p = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
     return status;

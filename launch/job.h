@@ -32,6 +32,7 @@ void tpu_job_abort(tpu_job_t *job, const char *msg);
 typedef struct tpu_case {
     tpu_coll_desc_t desc;
     tpu_coll_plan_t *plan;
+    tpu_coll_exec_t *exec; /* runs of the plan over the job's transport */
     unsigned char *in, *out, *ref;
     uint64_t in_bytes, out_bytes;
 } tpu_case_t;

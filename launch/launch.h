@@ -58,9 +58,6 @@ tpu_status_t tpu_desc_setup(const tpu_opts_t *opts, const tpu_pod_t *pod, const 
 tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *what, int *chip_p,
                             tpu_err_t *err);
 
-/* The reference time of the published formulas for a collective (fidelity.md). */
-double tpu_ideal_us(const tpu_pod_t *pod, const tpu_coll_desc_t *desc);
-
 int tpu_cmd_info(const tpu_opts_t *opts);
 int tpu_cmd_model(const tpu_opts_t *opts);
 int tpu_cmd_run(const tpu_opts_t *opts, int argc, char **argv);

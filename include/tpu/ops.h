@@ -61,27 +61,6 @@
 extern "C" {
 #endif
 
-/*
- * Element types of the chip's arrays.  The first three have the values of
- * coll.h's tpu_dtype_t (f32 0, bf16 1, i32 2), so a collective's type converts
- * with a cast.  bf16 arrays hold the 16 bits of each value (uint16_t; see
- * tpu/dtype.h for the conversions).
- */
-typedef enum {
-    TPU_ELEM_F32 = 0,
-    TPU_ELEM_BF16 = 1,
-    TPU_ELEM_INT32 = 2,
-    TPU_ELEM_INT8 = 3,
-    TPU_ELEM_COUNT
-} tpu_elem_t;
-
-/* "f32", "bf16", "int32", "int8"; "?" for anything else. */
-TPU_API const char *tpu_elem_name(tpu_elem_t elem);
-/* Bytes per element: 4, 2, 4, 1; 0 for anything else. */
-TPU_API int tpu_elem_size(tpu_elem_t elem);
-/* Parse a name ("i8" and "i32" are accepted too); TPU_ERR_INVALID lists the known ones. */
-TPU_API tpu_status_t tpu_elem_parse(const char *text, tpu_elem_t *elem_p, tpu_err_t *err);
-
 #define TPU_VPU_TRANSCENDENTAL_FLOPS 4
 
 /* The VPU ops: enum name, CLI name, inputs, FLOPs per element. */
@@ -115,15 +94,15 @@ TPU_API int tpu_vpu_op_flops(tpu_vpu_op_t op);
 /* A matmul C[m,n] = A[m,k] @ B[k,n], all row-major. */
 typedef struct tpu_matmul_desc {
     int64_t m, k, n;
-    tpu_elem_t in;      /* BF16, F32 or INT8 */
-    tpu_elem_t out;     /* BF16 or F32 for bf16 inputs, F32 for f32, INT32 for int8 */
+    tpu_dtype_t in;     /* BF16, F32 or INT8 */
+    tpu_dtype_t out;    /* BF16 or F32 for bf16 inputs, F32 for f32, INT32 for int8 */
     int64_t bm, bk, bn; /* VMEM block; 0 lets the op choose (the largest that fit) */
 } tpu_matmul_desc_t;
 
 /* Fill 'desc' for an m x k x n matmul of 'in': output bf16 for bf16 (as
  * jnp.dot), f32 for f32, int32 for int8; blocks chosen by the op. */
 TPU_API void tpu_matmul_desc_init(tpu_matmul_desc_t *desc, int64_t m, int64_t k, int64_t n,
-                                  tpu_elem_t in);
+                                  tpu_dtype_t in);
 
 /*
  * A VPU op on a rows x cols array.  Elementwise ops (add ... gelu) see the array
@@ -135,17 +114,17 @@ TPU_API void tpu_matmul_desc_init(tpu_matmul_desc_t *desc, int64_t m, int64_t k,
  */
 typedef struct tpu_vpu_desc {
     tpu_vpu_op_t op;
-    tpu_elem_t dtype;
+    tpu_dtype_t dtype;
     int64_t rows, cols;
     int64_t block; /* elements (elementwise) or rows (row ops) per block; 0: chosen */
 } tpu_vpu_desc_t;
 
 /* Fill 'desc' for 'op' on a rows x cols array of 'dtype', blocks chosen by the op. */
-TPU_API void tpu_vpu_desc_init(tpu_vpu_desc_t *desc, tpu_vpu_op_t op, tpu_elem_t dtype,
+TPU_API void tpu_vpu_desc_init(tpu_vpu_desc_t *desc, tpu_vpu_op_t op, tpu_dtype_t dtype,
                                int64_t rows, int64_t cols);
 
 /* The element type of the op's output. */
-TPU_API tpu_elem_t tpu_vpu_out_elem(const tpu_vpu_desc_t *desc);
+TPU_API tpu_dtype_t tpu_vpu_out_elem(const tpu_vpu_desc_t *desc);
 
 typedef enum {
     TPU_BOUND_MEMORY = 0,
@@ -185,7 +164,7 @@ TPU_API tpu_status_t tpu_roofline_vpu(const tpu_chip_spec_t *spec, const tpu_vpu
  * Return 0 for an unsupported type or non-positive sizes.
  */
 TPU_API double tpu_op_mxu_seconds(const tpu_chip_spec_t *spec, int64_t m, int64_t k, int64_t n,
-                                  tpu_elem_t in);
+                                  tpu_dtype_t in);
 TPU_API double tpu_op_vpu_seconds(const tpu_chip_spec_t *spec, int64_t elements,
                                   double flops_per_elem);
 

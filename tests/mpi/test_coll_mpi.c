@@ -43,6 +43,7 @@ static int loopback_time(const tpu_topo_t *topo, tpu_coll_plan_t *plan, double *
 {
     tpu_err_t err = {0};
     tpu_xport_t *x = NULL;
+    tpu_coll_exec_t *exec = NULL;
     uint64_t inb, outb;
     void **in, **out;
     int c, bad = 0;
@@ -56,7 +57,8 @@ static int loopback_time(const tpu_topo_t *topo, tpu_coll_plan_t *plan, double *
         fill(c, in[c], inb, (void *)&tpu_coll_plan_desc(plan)->dtype);
     }
     if (tpu_xport_loopback_create(topo->nchips, &x, &err) != TPU_OK ||
-        tpu_coll_run(plan, x, NULL, in, out, us_p, &err) != TPU_OK) {
+        tpu_coll_exec_create(plan, x, &exec, &err) != TPU_OK ||
+        tpu_coll_exec_run(exec, NULL, in, out, us_p, &err) != TPU_OK) {
         fprintf(stderr, "loopback: %s\n", err.msg);
         bad = 1;
     }
@@ -76,6 +78,7 @@ static int loopback_time(const tpu_topo_t *topo, tpu_coll_plan_t *plan, double *
     }
     free(in);
     free(out);
+    tpu_coll_exec_destroy(exec);
     tpu_xport_destroy(x);
     return bad;
 }
@@ -116,8 +119,9 @@ int main(int argc, char **argv)
             continue;
         }
         for (k = 0; k < TPU_COLL_COUNT; k++) {
-            for (dt = 0; dt < TPU_DTYPE_COUNT; dt++) {
-                for (op = 0; op < TPU_OP_COUNT; op++) {
+            /* The types the reductions take (i8 only moves; plan.c refuses its psum). */
+            for (dt = 0; dt <= TPU_DTYPE_I32; dt++) {
+                for (op = 0; op < TPU_REDOP_COUNT; op++) {
                     tpu_coll_desc_t d;
                     tpu_coll_plan_t *plan = NULL;
                     tpu_coll_result_t res;
@@ -159,10 +163,14 @@ int main(int argc, char **argv)
                         tpu_coll_run_opts_t o = {call++, 30, 1, 0};
                         void *ins[1] = {in}, *outs[1] = {out};
 
-                        if (tpu_coll_run(plan, x, &o, ins, outs, &us, &err) != TPU_OK) {
+                        tpu_coll_exec_t *exec = NULL;
+
+                        if (tpu_coll_exec_create(plan, x, &exec, &err) != TPU_OK ||
+                            tpu_coll_exec_run(exec, &o, ins, outs, &us, &err) != TPU_OK) {
                             fprintf(stderr, "rank %d: run: %s\n", rank, err.msg);
                             bad = 1;
                         }
+                        tpu_coll_exec_destroy(exec);
                     }
                     tpu_coll_reference(plan, rank, fill, &d.dtype, ref, &err);
                     if (!bad && memcmp(ref, out, outb) != 0 &&

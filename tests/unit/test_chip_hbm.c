@@ -209,13 +209,13 @@ static tpu_status_t scenario_matmul(tpu_err_t *err)
     if (status != TPU_OK) {
         goto out;
     }
-    tpu_matmul_desc_init(&desc, 6, 5, 7, TPU_ELEM_BF16);
+    tpu_matmul_desc_init(&desc, 6, 5, 7, TPU_DTYPE_BF16);
     status = tpu_op_matmul(vmem, &desc, a, b, c, NULL, err);
     if (status != TPU_OK) {
         goto out_destroy;
     }
-    desc.in = TPU_ELEM_INT8;
-    desc.out = TPU_ELEM_INT32;
+    desc.in = TPU_DTYPE_I8;
+    desc.out = TPU_DTYPE_I32;
     status = tpu_op_matmul(vmem, &desc, a, b, c, NULL, err);
 out_destroy:
     tpu_vmem_destroy(vmem);
@@ -236,12 +236,12 @@ static tpu_status_t scenario_vpu(tpu_err_t *err)
     if (status != TPU_OK) {
         goto out;
     }
-    tpu_vpu_desc_init(&desc, TPU_VPU_SOFTMAX, TPU_ELEM_BF16, 3, 50);
+    tpu_vpu_desc_init(&desc, TPU_VPU_SOFTMAX, TPU_DTYPE_BF16, 3, 50);
     status = tpu_op_vpu(vmem, &desc, x, NULL, y, NULL, err);
     if (status != TPU_OK) {
         goto out_destroy;
     }
-    tpu_vpu_desc_init(&desc, TPU_VPU_SUM, TPU_ELEM_BF16, 3, 50);
+    tpu_vpu_desc_init(&desc, TPU_VPU_SUM, TPU_DTYPE_BF16, 3, 50);
     status = tpu_op_vpu(vmem, &desc, x, NULL, y, NULL, err);
 out_destroy:
     tpu_vmem_destroy(vmem);

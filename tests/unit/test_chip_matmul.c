@@ -87,7 +87,7 @@ static void check_against_reference(const double *a, const double *b, const floa
     }
 }
 
-static void run_float_case(tpu_vmem_t *vmem, const shape_t *s, tpu_elem_t in, tpu_elem_t out)
+static void run_float_case(tpu_vmem_t *vmem, const shape_t *s, tpu_dtype_t in, tpu_dtype_t out)
 {
     const size_t mk = (size_t)(s->m * s->k);
     const size_t kn = (size_t)(s->k * s->n);
@@ -107,9 +107,9 @@ static void run_float_case(tpu_vmem_t *vmem, const shape_t *s, tpu_elem_t in, tp
     for (i = 0; i < mk; i++) {
         float v = rnd(&seed);
 
-        if (in == TPU_ELEM_BF16) {
-            ((uint16_t *)a)[i] = tpu_f32_to_bf16(v);
-            ad[i] = tpu_bf16_to_f32(((uint16_t *)a)[i]);
+        if (in == TPU_DTYPE_BF16) {
+            ((uint16_t *)a)[i] = tpu_dtype_f32_to_bf16(v);
+            ad[i] = tpu_dtype_bf16_to_f32(((uint16_t *)a)[i]);
         } else {
             ((float *)a)[i] = v;
             ad[i] = v;
@@ -118,9 +118,9 @@ static void run_float_case(tpu_vmem_t *vmem, const shape_t *s, tpu_elem_t in, tp
     for (i = 0; i < kn; i++) {
         float v = rnd(&seed);
 
-        if (in == TPU_ELEM_BF16) {
-            ((uint16_t *)b)[i] = tpu_f32_to_bf16(v);
-            bd[i] = tpu_bf16_to_f32(((uint16_t *)b)[i]);
+        if (in == TPU_DTYPE_BF16) {
+            ((uint16_t *)b)[i] = tpu_dtype_f32_to_bf16(v);
+            bd[i] = tpu_dtype_bf16_to_f32(((uint16_t *)b)[i]);
         } else {
             ((float *)b)[i] = v;
             bd[i] = v;
@@ -136,13 +136,13 @@ static void run_float_case(tpu_vmem_t *vmem, const shape_t *s, tpu_elem_t in, tp
         fail_msg("%s", err.msg);
     }
     for (i = 0; i < mn; i++) {
-        cf[i] = out == TPU_ELEM_BF16 ? tpu_bf16_to_f32(((uint16_t *)c)[i]) : ((float *)c)[i];
+        cf[i] = out == TPU_DTYPE_BF16 ? tpu_dtype_bf16_to_f32(((uint16_t *)c)[i]) : ((float *)c)[i];
     }
-    check_against_reference(ad, bd, cf, s, out == TPU_ELEM_BF16);
-    if (out == TPU_ELEM_BF16) {
+    check_against_reference(ad, bd, cf, s, out == TPU_DTYPE_BF16);
+    if (out == TPU_DTYPE_BF16) {
         /* bf16 output: the f32 result rounded once, to nearest even. */
         for (i = 0; i < mn; i++) {
-            assert_int_equal(((uint16_t *)c)[i], tpu_f32_to_bf16(cf[i]));
+            assert_int_equal(((uint16_t *)c)[i], tpu_dtype_f32_to_bf16(cf[i]));
         }
     }
     assert_float_equal(rep.roofline.flops, 2.0 * s->m * s->k * s->n, 0);
@@ -167,8 +167,8 @@ static void test_bf16_odd_shapes(void **state)
 
     (void)state;
     for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-        run_float_case(vmem, &shapes[i], TPU_ELEM_BF16, TPU_ELEM_BF16);
-        run_float_case(vmem, &shapes[i], TPU_ELEM_BF16, TPU_ELEM_F32);
+        run_float_case(vmem, &shapes[i], TPU_DTYPE_BF16, TPU_DTYPE_BF16);
+        run_float_case(vmem, &shapes[i], TPU_DTYPE_BF16, TPU_DTYPE_F32);
     }
     tpu_vmem_destroy(vmem);
 }
@@ -180,7 +180,7 @@ static void test_f32_odd_shapes(void **state)
 
     (void)state;
     for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-        run_float_case(vmem, &shapes[i], TPU_ELEM_F32, TPU_ELEM_F32);
+        run_float_case(vmem, &shapes[i], TPU_DTYPE_F32, TPU_DTYPE_F32);
     }
     tpu_vmem_destroy(vmem);
 }
@@ -197,18 +197,18 @@ static void test_bf16_exact_small(void **state)
     tpu_matmul_desc_t desc;
 
     (void)state;
-    tpu_matmul_desc_init(&desc, 2, 2, 2, TPU_ELEM_BF16);
-    desc.out = TPU_ELEM_F32;
+    tpu_matmul_desc_init(&desc, 2, 2, 2, TPU_DTYPE_BF16);
+    desc.out = TPU_DTYPE_F32;
     assert_int_equal(tpu_op_matmul(vmem, &desc, a, b, c, NULL, NULL), TPU_OK);
     assert_float_equal(c[0], 1.5 * 4 + 2.25, 0);
     assert_float_equal(c[1], 1.5 * 0.125 - 2.25 * 8, 0); /* -17.8125: 9 significant bits */
     assert_float_equal(c[2], 3 * 4 - 0.5, 0);
     assert_float_equal(c[3], 3 * 0.125 + 0.5 * 8, 0);
     /* With a bf16 output, -17.8125 is a tie between -17.75 and -17.875: to even. */
-    desc.out = TPU_ELEM_BF16;
+    desc.out = TPU_DTYPE_BF16;
     assert_int_equal(tpu_op_matmul(vmem, &desc, a, b, c16, NULL, NULL), TPU_OK);
-    assert_float_equal(tpu_bf16_to_f32(c16[1]), -17.75, 0);
-    assert_float_equal(tpu_bf16_to_f32(c16[0]), 8.25, 0);
+    assert_float_equal(tpu_dtype_bf16_to_f32(c16[1]), -17.75, 0);
+    assert_float_equal(tpu_dtype_bf16_to_f32(c16[0]), 8.25, 0);
     tpu_vmem_destroy(vmem);
 }
 
@@ -231,8 +231,8 @@ static void run_int8_case(tpu_vmem_t *vmem, int64_t m, int64_t k, int64_t n, int
     a[0] = -128;
     b[0] = -128;
     b[k * n - 1] = 127;
-    tpu_matmul_desc_init(&desc, m, k, n, TPU_ELEM_INT8);
-    assert_int_equal(desc.out, TPU_ELEM_INT32);
+    tpu_matmul_desc_init(&desc, m, k, n, TPU_DTYPE_I8);
+    assert_int_equal(desc.out, TPU_DTYPE_I32);
     desc.bk = bk;
     if (tpu_op_matmul(vmem, &desc, a, b, c, NULL, &err) != TPU_OK) {
         fail_msg("%s", err.msg);
@@ -287,7 +287,7 @@ static void test_int8_large_sums_wrap(void **state)
     exact = (int64_t)(K - 1) * 16384 + 1;
     wrapped = (uint32_t)exact;
     memcpy(&expect, &wrapped, sizeof(expect));
-    tpu_matmul_desc_init(&desc, 1, K, 1, TPU_ELEM_INT8);
+    tpu_matmul_desc_init(&desc, 1, K, 1, TPU_DTYPE_I8);
     assert_int_equal(tpu_op_matmul(vmem, &desc, a, b, &c, NULL, NULL), TPU_OK);
     assert_true(exact > INT32_MAX);
     assert_int_equal(c, expect);
@@ -304,7 +304,7 @@ static void test_pipeline_counts(void **state)
     tpu_op_report_t rep;
 
     (void)state;
-    tpu_matmul_desc_init(&desc, 256, 640, 384, TPU_ELEM_BF16);
+    tpu_matmul_desc_init(&desc, 256, 640, 384, TPU_DTYPE_BF16);
     desc.bm = 128;
     desc.bk = 128;
     desc.bn = 128;
@@ -339,7 +339,7 @@ static void test_block_choice(void **state)
     for (i = 0; i < sizeof(chips) / sizeof(chips[0]); i++) {
         tpu_vmem_t *vmem = make_vmem(chips[i]);
 
-        tpu_matmul_desc_init(&desc, 8192, 8192, 8192, TPU_ELEM_BF16);
+        tpu_matmul_desc_init(&desc, 8192, 8192, 8192, TPU_DTYPE_BF16);
         assert_int_equal(tpu_op_matmul_model(vmem, &desc, &rep, NULL), TPU_OK);
         assert_true(rep.pipeline.vmem_bytes <= (double)tpu_vmem_capacity(vmem));
         assert_true(rep.pipeline.modeled_us >= rep.roofline.modeled_us * (1 - 1e-12));
@@ -362,18 +362,18 @@ static void test_bad_requests(void **state)
     float x[4] = {0};
 
     (void)state;
-    tpu_matmul_desc_init(&desc, 0, 4, 4, TPU_ELEM_BF16);
+    tpu_matmul_desc_init(&desc, 0, 4, 4, TPU_DTYPE_BF16);
     assert_int_equal(tpu_op_matmul(vmem, &desc, x, x, x, NULL, &err), TPU_ERR_INVALID);
     assert_non_null(strstr(err.msg, "m 0"));
-    tpu_matmul_desc_init(&desc, 2, 2, 2, TPU_ELEM_INT8);
-    desc.out = TPU_ELEM_BF16;
+    tpu_matmul_desc_init(&desc, 2, 2, 2, TPU_DTYPE_I8);
+    desc.out = TPU_DTYPE_BF16;
     tpu_err_clear(&err);
     assert_int_equal(tpu_op_matmul(vmem, &desc, x, x, x, NULL, &err), TPU_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "int8 inputs with bf16 output"));
-    tpu_matmul_desc_init(&desc, 2, 2, 2, TPU_ELEM_F32);
+    assert_non_null(strstr(err.msg, "i8 inputs with bf16 output"));
+    tpu_matmul_desc_init(&desc, 2, 2, 2, TPU_DTYPE_F32);
     assert_int_equal(tpu_op_matmul(vmem, &desc, x, NULL, x, NULL, NULL), TPU_ERR_INVALID);
     /* Given blocks that do not fit: 2 x 3 x 4096^2 x 4 bytes = 384 MiB. */
-    tpu_matmul_desc_init(&desc, 8192, 8192, 8192, TPU_ELEM_F32);
+    tpu_matmul_desc_init(&desc, 8192, 8192, 8192, TPU_DTYPE_F32);
     desc.bm = desc.bk = desc.bn = 4096;
     tpu_err_clear(&err);
     assert_int_equal(tpu_op_matmul_model(vmem, &desc, NULL, &err), TPU_ERR_RESOURCE_EXHAUSTED);

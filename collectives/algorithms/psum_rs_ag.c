@@ -27,9 +27,3 @@ tpu_status_t tpu__algo_PSUM_rs_ag(const tpu_algo_args_t *args, tpu_sched_t *sche
 {
     return tpu__reversed(args, tpu__algo_ALL_GATHER_torus, 1, sched, err);
 }
-
-tpu_status_t tpu__algo_PSUM_rs_ag_axis_by_axis(const tpu_algo_args_t *args, tpu_sched_t *sched,
-                                               tpu_err_t *err)
-{
-    return tpu__reversed(args, tpu__algo_ALL_GATHER_axis_by_axis, 1, sched, err);
-}

@@ -36,7 +36,7 @@ int tpu_cmd_model(const tpu_opts_t *o)
     tpu_coll_plan_destroy(plan);
     desc.axes = desc.kind == TPU_COLL_P2P ? 0 : desc.axes;
     tpu_topo_axes_str(desc.axes, axes, sizeof(axes));
-    ideal = tpu_ideal_us(&pod, &desc);
+    ideal = tpu_coll_ideal_us(&pod.topo, &pod.link, &desc);
     if ((double)desc.bytes > pod.chip.hbm_bytes && !o->quiet) {
         fprintf(stderr, "tpuemu: note: %llu bytes exceed the %s's HBM (%.0f GB); modeled anyway\n",
                 (unsigned long long)desc.bytes, pod.chip.name, pod.chip.hbm_bytes / 1e9);

@@ -8,124 +8,24 @@
  * depend on, which came in the headers of earlier messages, and from the loads of
  * the step, which every chip computes from the schedule), sends them with their
  * arrival time in the header, and waits for its receives without spinning.  The
- * modeled time therefore depends only on the schedule and the constants: the sim
- * path (tpu__plan_model) runs the very same timing code with every chip local.
+ * modeled time therefore depends only on the schedule and the constants: the
+ * model path (time.c) runs the very same timing code with every chip local.
+ *
+ * A run object (tpu_coll_exec_t) holds what runs of one plan over one transport
+ * share: the schedule of every chip (built once when the model used one chip's),
+ * the chip maps, and the working and scratch buffers (fresh ones would
+ * page-fault on every call).  The plan itself is never changed.
  */
 #include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
-#include "coll_internal.h"
-#include "linkmodel.h"
+#include "clock.h"
+#include "plan.h"
 #include "reduce.h"
+#include "timing.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-typedef struct timing {
-    tpu_linkmodel_t lm;
-    double *arrival; /* per flow */
-    double *start;   /* per flow of the current step */
-} timing_t;
-
-static tpu_status_t timing_init(timing_t *t, const tpu_coll_plan_t *plan,
-                                const tpu_plan_sched_t *ps)
-{
-    int64_t maxstep = 1;
-    int s;
-
-    memset(t, 0, sizeof(*t));
-    for (s = 0; s < ps->s.nsteps; s++) {
-        int64_t n = ps->step_start[s + 1] - ps->step_start[s];
-
-        if (n > maxstep) {
-            maxstep = n;
-        }
-    }
-    if (tpu__linkmodel_init(&t->lm, &plan->topo, &plan->link, ps->rep >= 0) != TPU_OK) {
-        return TPU_ERR_NO_MEMORY;
-    }
-    t->arrival = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
-    t->start = tpu__calloc((size_t)maxstep, sizeof(double));
-    if (t->arrival == NULL || t->start == NULL) {
-        tpu__free(t->arrival);
-        tpu__free(t->start);
-        tpu__linkmodel_fini(&t->lm);
-        return TPU_ERR_NO_MEMORY;
-    }
-    return TPU_OK;
-}
-
-static void timing_fini(timing_t *t)
-{
-    tpu__free(t->arrival);
-    tpu__free(t->start);
-    tpu__linkmodel_fini(&t->lm);
-}
-
-/*
- * Load step 's' and time the flows whose source is local ('local' NULL: all).
- * This is the one place modeled time is computed, for every transport.
- */
-static void time_step(timing_t *t, const tpu_plan_sched_t *ps, int s, const uint8_t *local)
-{
-    const tpu_sched_t *sc = &ps->s;
-    int64_t first = ps->step_start[s], last = ps->step_start[s + 1], i;
-
-    tpu__linkmodel_load_step(&t->lm, sc, first, last);
-    for (i = first; i < last; i++) {
-        const tpu_flow_t *f = &sc->flows[i];
-        double ready = 0;
-        int32_t k;
-
-        if (local != NULL && !local[f->src]) {
-            continue;
-        }
-        for (k = 0; k < f->ndeps; k++) {
-            double a = t->arrival[sc->deps[f->dep_first + k]];
-
-            if (a > ready) {
-                ready = a;
-            }
-        }
-        tpu__linkmodel_time_flow(&t->lm, f, ready, &t->start[i - first], &t->arrival[i]);
-    }
-    for (i = first; i < last; i++) {
-        if (local == NULL || local[sc->flows[i].src]) {
-            tpu__linkmodel_commit_flow(&t->lm, &sc->flows[i], t->start[i - first]);
-        }
-    }
-}
-
-tpu_status_t tpu__plan_model(const tpu_coll_plan_t *plan, double *seconds_p, tpu_coll_result_t *res)
-{
-    const tpu_plan_sched_t *ps = &plan->model;
-    timing_t t;
-    double end = 0;
-    int64_t i;
-    int s;
-
-    if (timing_init(&t, plan, ps) != TPU_OK) {
-        return TPU_ERR_NO_MEMORY;
-    }
-    for (s = 0; s < ps->s.nsteps; s++) {
-        time_step(&t, ps, s, NULL);
-        tpu__linkmodel_end_step(&t.lm);
-    }
-    for (i = 0; i < ps->s.nflows; i++) {
-        if (t.arrival[i] > end) {
-            end = t.arrival[i];
-        }
-    }
-    if (res != NULL) {
-        tpu__linkmodel_stats(&t.lm, end, res);
-    }
-    timing_fini(&t);
-    *seconds_p = end;
-    return TPU_OK;
-}
-
-/* ---- execution with data ---- */
 
 typedef struct pending {
     tpu_xport_req_t *req; /* NULL once complete */
@@ -135,18 +35,20 @@ typedef struct pending {
     unsigned char *scratch; /* reduce receives land here */
 } pending_t;
 
-typedef struct run_ctx {
+struct tpu_coll_exec {
     const tpu_coll_plan_t *plan;
-    const tpu_plan_sched_t *ps; /* the schedule of every chip */
+    const tpu_plan_sched_t *ps; /* the schedule of every chip: &full or &plan->model */
+    tpu_plan_sched_t full;      /* built here when the model schedule is one chip's */
     tpu_xport_t *x;
     int *local_index; /* chip -> index among local chips, or -1 */
     uint8_t *is_local;
-    unsigned char **send; /* per local chip: the buffer flows read */
-    unsigned char **recv; /* per local chip: the buffer flows write */
-    unsigned char **work; /* per local chip: the plan's working buffer, or NULL */
-    tpu_call_sig_t sig;
+    unsigned char **send;   /* per local chip: the buffer flows read */
+    unsigned char **recv;   /* per local chip: the buffer flows write */
+    unsigned char **work;   /* per local chip: the working buffer, or NULL */
+    unsigned char *scratch; /* receive scratch of reducing flows */
+    tpu_call_sig_t sig;     /* the current run's call */
     tpu_dtype_t work_dtype;
-} run_ctx_t;
+};
 
 /* "chip 5 (1,1)" or "chip 17 (slice 1, 0,1)". */
 static void chip_str(const tpu_topo_t *topo, int chip, char *buf, size_t len)
@@ -198,7 +100,7 @@ static tpu_region_t span_region(void *base, const tpu_span_t *sp, int64_t off, i
 }
 
 /* Add the contiguous 'src' into the strided region 'r' (same byte count). */
-static void reduce_into(const run_ctx_t *ctx, const tpu_region_t *r, const unsigned char *src)
+static void reduce_into(const tpu_coll_exec_t *ctx, const tpu_region_t *r, const unsigned char *src)
 {
     int i, j, k;
     int esz = tpu_dtype_size(ctx->work_dtype);
@@ -216,14 +118,6 @@ static void reduce_into(const run_ctx_t *ctx, const tpu_region_t *r, const unsig
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /*
  * The dataflow engine.  Every receive of the local chips is posted at once; a send
  * goes out as soon as the flows it depends on have arrived, so a chip never waits
@@ -233,11 +127,11 @@ static double now_s(void)
  *   - reducing receives are added into the buffer in flow order (the schedule's
  *     step order), whatever order they arrive in: the same rounding every run;
  *   - sends are timed step by step, with the loads of their step and the port
- *     times of the steps before, exactly as tpu__plan_model() does.
+ *     times of the steps before, exactly as tpu__time_schedule() does.
  */
 typedef struct engine {
-    run_ctx_t *ctx;
-    timing_t *t;
+    tpu_coll_exec_t *ctx;
+    tpu_timing_t *t;
     const tpu_coll_run_opts_t *opts;
     pending_t *recv; /* receives of the local chips, in flow order */
     int nrecv;
@@ -304,7 +198,7 @@ static tpu_status_t fail_transport(engine_t *e, const char *what, tpu_status_t s
 /* Test the outstanding receives; check headers; reduce in order. */
 static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
 {
-    run_ctx_t *ctx = e->ctx;
+    tpu_coll_exec_t *ctx = e->ctx;
     const tpu_coll_plan_t *plan = ctx->plan;
     const tpu_sched_t *sc = &ctx->ps->s;
     int i, ndone, first = e->recv_open;
@@ -361,7 +255,7 @@ static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
 /* Time and post the sends whose data is there, step by step. */
 static tpu_status_t post_sends(engine_t *e, int *progress_p, tpu_err_t *err)
 {
-    run_ctx_t *ctx = e->ctx;
+    tpu_coll_exec_t *ctx = e->ctx;
     const tpu_plan_sched_t *ps = ctx->ps;
     const tpu_sched_t *sc = &ps->s;
     tpu_xport_t *x = ctx->x;
@@ -374,14 +268,12 @@ static tpu_status_t post_sends(engine_t *e, int *progress_p, tpu_err_t *err)
         }
         if (end > e->step_send && !e->loaded) {
             /* The step's loads, once, before its first send is timed. */
-            tpu__linkmodel_load_step(&e->t->lm, sc, ps->step_start[e->step],
-                                     ps->step_start[e->step + 1]);
+            tpu__timing_load(e->t, ps, e->step);
             e->loaded = 1;
         }
         for (i = e->step_send; i < end; i++) {
             pending_t *p = &e->send[i];
             const tpu_flow_t *f = &sc->flows[p->flow];
-            double ready = 0;
             int32_t k, ok = 1;
             tpu_region_t r;
             tpu_status_t status;
@@ -390,19 +282,14 @@ static tpu_status_t post_sends(engine_t *e, int *progress_p, tpu_err_t *err)
                 continue;
             }
             for (k = 0; k < f->ndeps && ok; k++) {
-                int32_t d = sc->deps[f->dep_first + k];
-
-                ok = e->state[d] == 2;
-                if (e->t->arrival[d] > ready) {
-                    ready = e->t->arrival[d];
-                }
+                ok = e->state[sc->deps[f->dep_first + k]] == 2;
             }
             if (!ok) {
                 waiting = 1;
                 continue;
             }
-            tpu__linkmodel_time_flow(&e->t->lm, f, ready, &e->t->start[i - e->step_send],
-                                     &e->t->arrival[p->flow]);
+            tpu__timing_flow(e->t, sc, p->flow, ps->step_start[e->step],
+                             tpu__timing_ready(e->t, sc, f));
             p->hdr.sig = ctx->sig;
             p->hdr.flow = p->flow;
             p->hdr.arrival = e->t->arrival[p->flow];
@@ -422,11 +309,10 @@ static tpu_status_t post_sends(engine_t *e, int *progress_p, tpu_err_t *err)
             return TPU_OK;
         }
         for (i = e->step_send; i < end; i++) {
-            tpu__linkmodel_commit_flow(&e->t->lm, &sc->flows[e->send[i].flow],
-                                       e->t->start[i - e->step_send]);
+            tpu__timing_commit(e->t, sc, e->send[i].flow, ps->step_start[e->step]);
         }
         if (end > e->step_send) {
-            tpu__linkmodel_end_step(&e->t->lm);
+            tpu__timing_end_step(e->t);
         }
         e->step_send = end;
         e->step++;
@@ -494,7 +380,7 @@ static tpu_status_t run_engine(engine_t *e, tpu_err_t *err)
             rounds = 0;
             continue;
         }
-        if (e->deadline > 0 && now_s() > e->deadline) {
+        if (e->deadline > 0 && tpu__now_s() > e->deadline) {
             return watchdog(e, err);
         }
         if (e->ctx->x->nlocal == e->ctx->x->nchips) {
@@ -510,27 +396,19 @@ static tpu_status_t run_engine(engine_t *e, tpu_err_t *err)
 }
 
 /* Convert 'n' elements between the user's dtype and the working dtype. */
-static void widen(const run_ctx_t *ctx, void *dst, const void *src, size_t bytes)
+static void widen(const tpu_coll_exec_t *ctx, void *dst, const void *src, size_t bytes)
 {
     if (ctx->plan->data_scale == 2) {
-        size_t i, n = bytes / 2;
-
-        for (i = 0; i < n; i++) {
-            ((float *)dst)[i] = tpu_bf16_to_f32(((const uint16_t *)src)[i]);
-        }
+        tpu_dtype_bf16_widen(src, dst, bytes / 2);
     } else {
         memcpy(dst, src, bytes);
     }
 }
 
-static void narrow(const run_ctx_t *ctx, void *dst, const void *src, size_t bytes)
+static void narrow(const tpu_coll_exec_t *ctx, void *dst, const void *src, size_t bytes)
 {
     if (ctx->plan->data_scale == 2) {
-        size_t i, n = bytes / 2;
-
-        for (i = 0; i < n; i++) {
-            ((uint16_t *)dst)[i] = tpu_f32_to_bf16(((const float *)src)[i]);
-        }
+        tpu_dtype_bf16_narrow(src, dst, bytes / 2);
     } else {
         memcpy(dst, src, bytes);
     }
@@ -541,7 +419,7 @@ static void narrow(const run_ctx_t *ctx, void *dst, const void *src, size_t byte
  * working layout (schedule.h): the input is permuted into it here, and out of
  * it in finish().  The others read the input and write the output directly.
  */
-static void prepare(run_ctx_t *ctx, void *const *in, void *const *out)
+static void prepare(tpu_coll_exec_t *ctx, void *const *in, void *const *out)
 {
     const tpu_coll_plan_t *p = ctx->plan;
     const tpu_sched_t *sc = &ctx->ps->s;
@@ -588,7 +466,7 @@ static void prepare(run_ctx_t *ctx, void *const *in, void *const *out)
     }
 }
 
-static void finish(run_ctx_t *ctx, void *const *out)
+static void finish(tpu_coll_exec_t *ctx, void *const *out)
 {
     const tpu_coll_plan_t *p = ctx->plan;
     const tpu_sched_t *sc = &ctx->ps->s;
@@ -618,41 +496,7 @@ static void finish(run_ctx_t *ctx, void *const *out)
     }
 }
 
-/* The plan's working buffers, one per local chip, kept across runs (fresh ones
- * would page-fault on every call). */
-static tpu_status_t plan_work(tpu_coll_plan_t *plan, int nlocal)
-{
-    size_t bytes = (size_t)plan->work_bytes * (size_t)plan->data_scale;
-    int i;
-
-    if (plan->nwork == nlocal) {
-        return TPU_OK;
-    }
-    for (i = 0; i < plan->nwork; i++) {
-        tpu__free(plan->work[i]);
-    }
-    tpu__free(plan->work);
-    plan->nwork = 0;
-    plan->work = tpu__calloc((size_t)nlocal, sizeof(*plan->work));
-    if (plan->work == NULL) {
-        return TPU_ERR_NO_MEMORY;
-    }
-    for (i = 0; i < nlocal; i++) {
-        plan->work[i] = tpu__malloc(bytes);
-        if (plan->work[i] == NULL) {
-            while (i-- > 0) {
-                tpu__free(plan->work[i]);
-            }
-            tpu__free(plan->work);
-            plan->work = NULL;
-            return TPU_ERR_NO_MEMORY;
-        }
-    }
-    plan->nwork = nlocal;
-    return TPU_OK;
-}
-
-static tpu_status_t check_peers(run_ctx_t *ctx, tpu_err_t *err)
+static tpu_status_t check_peers(tpu_coll_exec_t *ctx, tpu_err_t *err)
 {
     tpu_xport_t *x = ctx->x;
     tpu_call_sig_t *mine = NULL, *all = NULL;
@@ -709,16 +553,111 @@ static int64_t scratch_need(const tpu_coll_plan_t *plan, const tpu_plan_sched_t 
     return sum;
 }
 
-tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x, const tpu_coll_run_opts_t *opts,
-                          void *const *in, void *const *out, double *modeled_us_p, tpu_err_t *err)
+void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
 {
-    const tpu_plan_sched_t *ps;
-    const tpu_sched_t *sc;
+    int i;
+
+    if (exec == NULL) {
+        return;
+    }
+    for (i = 0; exec->work != NULL && i < exec->x->nlocal; i++) {
+        tpu__free(exec->work[i]);
+    }
+    tpu__free(exec->work);
+    tpu__free(exec->scratch);
+    tpu__free(exec->recv);
+    tpu__free(exec->send);
+    tpu__free(exec->is_local);
+    tpu__free(exec->local_index);
+    tpu__plan_sched_fini(&exec->full);
+    tpu__free(exec);
+}
+
+tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
+                                  tpu_coll_exec_t **exec_p, tpu_err_t *err)
+{
+    tpu_coll_exec_t *e;
+    tpu_status_t status;
+    int i;
+
+    if (x->nchips != plan->topo.nchips) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "the transport hosts a pod of %d chips, the plan is for %d", x->nchips,
+                           plan->topo.nchips);
+    }
+    e = tpu__calloc(1, sizeof(*e));
+    if (e == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory running %s", plan->name);
+    }
+    e->plan = plan;
+    e->x = x;
+    e->work_dtype = plan->data_scale == 2 ? TPU_DTYPE_F32 : plan->desc.dtype;
+    /* Runs with data need every chip's flows; the model may hold one chip's. */
+    e->ps = &plan->model;
+    if (plan->model.rep >= 0) {
+        status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, &e->full, err);
+        if (status != TPU_OK) {
+            goto fail;
+        }
+        e->ps = &e->full;
+    }
+    e->local_index = tpu__malloc((size_t)x->nchips * sizeof(int));
+    e->is_local = tpu__calloc((size_t)x->nchips, 1);
+    e->send = tpu__calloc((size_t)x->nlocal, sizeof(void *));
+    e->recv = tpu__calloc((size_t)x->nlocal, sizeof(void *));
+    e->work = tpu__calloc((size_t)x->nlocal, sizeof(void *));
+    if (e->local_index == NULL || e->is_local == NULL || e->send == NULL || e->recv == NULL ||
+        e->work == NULL) {
+        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory running %s", plan->name);
+        goto fail;
+    }
+    for (i = 0; i < x->nchips; i++) {
+        e->local_index[i] = -1;
+    }
+    for (i = 0; i < x->nlocal; i++) {
+        e->local_index[x->local_chips[i]] = i;
+        e->is_local[x->local_chips[i]] = 1;
+    }
+    if (x->moves_data) {
+        size_t work = (size_t)plan->work_bytes * (size_t)plan->data_scale;
+        int64_t need = scratch_need(plan, e->ps, e->is_local);
+
+        for (i = 0; i < x->nlocal && e->ps->s.nlayout > 0; i++) {
+            e->work[i] = tpu__malloc(work);
+            if (e->work[i] == NULL) {
+                status = tpu_err_set(err, TPU_ERR_NO_MEMORY,
+                                     "out of memory for the working buffers of %s", plan->name);
+                goto fail;
+            }
+        }
+        if (need > 0) {
+            e->scratch = tpu__malloc((size_t)need);
+            if (e->scratch == NULL) {
+                status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for receive scratch");
+                goto fail;
+            }
+        }
+    }
+    *exec_p = e;
+    return TPU_OK;
+fail:
+    tpu_coll_exec_destroy(e);
+    return status;
+}
+
+tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t *opts,
+                               void *const *in, void *const *out, double *modeled_us_p,
+                               tpu_err_t *err)
+{
+    const tpu_coll_plan_t *plan = exec->plan;
+    const tpu_plan_sched_t *ps = exec->ps;
+    const tpu_sched_t *sc = &ps->s;
     tpu_coll_run_opts_t defaults = {0, 0, 1, 0};
-    run_ctx_t ctx;
-    timing_t t;
+    tpu_coll_exec_t *ctx = exec;
+    tpu_xport_t *x = exec->x;
+    tpu_timing_t t;
     pending_t *pend = NULL;
-    unsigned char *scratch = NULL;
+    unsigned char *scratch = exec->scratch;
     double local_end = 0, end = 0;
     tpu_status_t status;
     int i;
@@ -726,94 +665,37 @@ tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x, const tpu_coll_
     if (opts == NULL) {
         opts = &defaults;
     }
-    if (x->nchips != plan->topo.nchips) {
-        return tpu_err_set(err, TPU_ERR_INVALID,
-                           "the transport hosts a pod of %d chips, the plan is for %d", x->nchips,
-                           plan->topo.nchips);
-    }
-    status = tpu__plan_full(plan, err);
-    if (status != TPU_OK) {
-        return status;
-    }
-    ps = plan->run;
-    sc = &ps->s;
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.plan = plan;
-    ctx.ps = ps;
-    ctx.x = x;
-    ctx.work_dtype = plan->data_scale == 2 ? TPU_DTYPE_F32 : plan->desc.dtype;
-    ctx.sig.call = opts->call;
-    ctx.sig.bytes = plan->desc.bytes;
-    ctx.sig.kind = (int32_t)plan->desc.kind;
-    ctx.sig.axes = (int32_t)plan->desc.axes;
-    ctx.sig.dtype = (int32_t)plan->desc.dtype;
-    ctx.sig.op = (int32_t)plan->desc.op;
-    status = timing_init(&t, plan, ps);
+    ctx->sig.call = opts->call;
+    ctx->sig.bytes = plan->desc.bytes;
+    ctx->sig.kind = (int32_t)plan->desc.kind;
+    ctx->sig.axes = (int32_t)plan->desc.axes;
+    ctx->sig.dtype = (int32_t)plan->desc.dtype;
+    ctx->sig.op = (int32_t)plan->desc.op;
+    status = tpu__timing_init(&t, &plan->topo, &plan->link, ps);
     if (status != TPU_OK) {
         return tpu_err_set(err, status, "out of memory for the timing of %s", plan->name);
     }
-    ctx.local_index = tpu__malloc((size_t)x->nchips * sizeof(int));
-    ctx.is_local = tpu__calloc((size_t)x->nchips, 1);
-    ctx.send = tpu__calloc((size_t)x->nlocal, sizeof(void *));
-    ctx.recv = tpu__calloc((size_t)x->nlocal, sizeof(void *));
-    ctx.work = tpu__calloc((size_t)x->nlocal, sizeof(void *));
-    if (ctx.local_index == NULL || ctx.is_local == NULL || ctx.send == NULL || ctx.recv == NULL ||
-        ctx.work == NULL) {
-        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory running %s", plan->name);
-        goto out;
-    }
-    for (i = 0; i < x->nchips; i++) {
-        ctx.local_index[i] = -1;
-    }
-    for (i = 0; i < x->nlocal; i++) {
-        ctx.local_index[x->local_chips[i]] = i;
-        ctx.is_local[x->local_chips[i]] = 1;
-    }
     if (opts->check_peers) {
-        status = check_peers(&ctx, err);
+        status = check_peers(ctx, err);
         if (status != TPU_OK) {
             goto out;
         }
     }
     if (x->moves_data) {
-        if (ps->s.nlayout > 0) {
-            status = plan_work(plan, x->nlocal);
-            if (status != TPU_OK) {
-                tpu_err_set(err, status, "out of memory for the working buffers of %s", plan->name);
-                goto out;
-            }
-            for (i = 0; i < x->nlocal; i++) {
-                ctx.work[i] = plan->work[i];
-            }
-        }
-        prepare(&ctx, in, out);
-        int64_t need = scratch_need(plan, ps, ctx.is_local);
-
-        /* Kept in the plan: a fresh buffer per call would page-fault on every call. */
-        if (need > plan->scratch_bytes) {
-            tpu__free(plan->scratch);
-            plan->scratch_bytes = 0;
-            plan->scratch = tpu__malloc((size_t)need);
-            if (plan->scratch == NULL) {
-                status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for receive scratch");
-                goto out;
-            }
-            plan->scratch_bytes = need;
-        }
-        scratch = plan->scratch;
+        prepare(ctx, in, out);
     }
     {
         engine_t e;
         int64_t f, sused = 0;
 
         memset(&e, 0, sizeof(e));
-        e.ctx = &ctx;
+        e.ctx = ctx;
         e.t = &t;
         e.opts = opts;
-        e.deadline = opts->timeout_s > 0 ? now_s() + opts->timeout_s : 0;
+        e.deadline = opts->timeout_s > 0 ? tpu__now_s() + opts->timeout_s : 0;
         for (f = 0; f < sc->nflows; f++) {
-            e.nrecv += ctx.is_local[sc->flows[f].dst];
-            e.nsend += ctx.is_local[sc->flows[f].src];
+            e.nrecv += ctx->is_local[sc->flows[f].dst];
+            e.nsend += ctx->is_local[sc->flows[f].src];
         }
         pend = tpu__calloc((size_t)(e.nrecv + e.nsend + 1), sizeof(*pend));
         e.state = tpu__calloc((size_t)sc->nflows + 1, 1);
@@ -830,7 +712,7 @@ tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x, const tpu_coll_
         e.send = pend + e.nrecv;
         e.nrecv = e.nsend = 0;
         for (f = 0; f < sc->nflows; f++) {
-            if (ctx.is_local[sc->flows[f].src]) {
+            if (ctx->is_local[sc->flows[f].src]) {
                 e.send[e.nsend++].flow = f;
             }
         }
@@ -842,7 +724,7 @@ tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x, const tpu_coll_
             pending_t *p;
             tpu_region_t r;
 
-            if (!ctx.is_local[fl->dst]) {
+            if (!ctx->is_local[fl->dst]) {
                 continue;
             }
             p = &e.recv[e.nrecv];
@@ -856,7 +738,7 @@ tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x, const tpu_coll_
                 r = span_region(p->scratch, &flat, 0, plan->data_scale);
                 sused += flat.len * plan->data_scale;
             } else {
-                r = span_region(x->moves_data ? ctx.recv[ctx.local_index[fl->dst]] : NULL,
+                r = span_region(x->moves_data ? ctx->recv[ctx->local_index[fl->dst]] : NULL,
                                 &fl->span, fl->span.dst_off, plan->data_scale);
             }
             status = x->ops->irecv(x, fl->dst, fl->src, (int)(f & 0x3fffff), &p->hdr, &r, &p->req);
@@ -887,15 +769,9 @@ tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x, const tpu_coll_
         tpu__free(e.state);
     }
     if (x->moves_data) {
-        finish(&ctx, out);
+        finish(ctx, out);
     }
-    for (i = 0; i < sc->nflows; i++) {
-        const tpu_flow_t *fl = &sc->flows[i];
-
-        if ((ctx.is_local[fl->dst] || ctx.is_local[fl->src]) && t.arrival[i] > local_end) {
-            local_end = t.arrival[i];
-        }
-    }
+    local_end = tpu__timing_local_end(&t, sc, ctx->is_local);
     end = local_end;
     if (!opts->local_time) {
         status = x->ops->max_time(x, local_end, &end);
@@ -909,11 +785,6 @@ tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x, const tpu_coll_
     status = TPU_OK;
 out:
     tpu__free(pend);
-    tpu__free(ctx.work);
-    tpu__free(ctx.recv);
-    tpu__free(ctx.send);
-    tpu__free(ctx.is_local);
-    tpu__free(ctx.local_index);
-    timing_fini(&t);
+    tpu__timing_fini(&t);
     return status;
 }

@@ -111,12 +111,12 @@ static void ew_bf16(tpu_vpu_op_t op, const uint16_t *x, const uint16_t *y, uint1
 
     for (i = 0; i < n; i += len) {
         len = n - i < CHUNK ? n - i : CHUNK;
-        tpu__bf16_widen(x + i, fx, len);
+        tpu_dtype_bf16_widen(x + i, fx, len);
         if (y != NULL) {
-            tpu__bf16_widen(y + i, fy, len);
+            tpu_dtype_bf16_widen(y + i, fy, len);
         }
         ew_f32(op, fx, y != NULL ? fy : NULL, fx, len);
-        tpu__bf16_narrow(fx, out + i, len);
+        tpu_dtype_bf16_narrow(fx, out + i, len);
     }
 }
 
@@ -159,10 +159,10 @@ static tpu_status_t ew_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void *a
         return TPU_OK;
     }
     switch (ctx->d.dtype) {
-    case TPU_ELEM_F32:
+    case TPU_DTYPE_F32:
         ew_f32(op, x->data, two ? y->data : NULL, out->data, n);
         break;
-    case TPU_ELEM_BF16:
+    case TPU_DTYPE_BF16:
         ew_bf16(op, x->data, two ? y->data : NULL, out->data, n);
         break;
     default:
@@ -218,35 +218,35 @@ static tpu_status_t softmax_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, vo
         return TPU_OK;
     }
     for (r = 0; r < rows; r++) {
-        if (ctx->d.dtype == TPU_ELEM_F32) {
+        if (ctx->d.dtype == TPU_DTYPE_F32) {
             float *o = (float *)out->data + (size_t)r * ld;
 
             memcpy(o, (const float *)x->data + (size_t)r * ld, cols * sizeof(float));
             softmax_row(o, cols);
         } else {
-            tpu__bf16_widen((const uint16_t *)x->data + (size_t)r * ld, ctx->row, cols);
+            tpu_dtype_bf16_widen((const uint16_t *)x->data + (size_t)r * ld, ctx->row, cols);
             softmax_row(ctx->row, cols);
-            tpu__bf16_narrow(ctx->row, (uint16_t *)out->data + (size_t)r * ld, cols);
+            tpu_dtype_bf16_narrow(ctx->row, (uint16_t *)out->data + (size_t)r * ld, cols);
         }
     }
     return TPU_OK;
 }
 
 /* Reduce one row piece of 'n' values of 'x' (of 'dtype') into a double or int. */
-static double sum_piece(tpu_elem_t dtype, const void *x, size_t n)
+static double sum_piece(tpu_dtype_t dtype, const void *x, size_t n)
 {
     double s = 0;
     size_t i;
 
     switch (dtype) {
-    case TPU_ELEM_F32:
+    case TPU_DTYPE_F32:
         for (i = 0; i < n; i++) {
             s += ((const float *)x)[i];
         }
         break;
-    case TPU_ELEM_BF16:
+    case TPU_DTYPE_BF16:
         for (i = 0; i < n; i++) {
-            s += tpu_bf16_to_f32(((const uint16_t *)x)[i]);
+            s += tpu_dtype_bf16_to_f32(((const uint16_t *)x)[i]);
         }
         break;
     default:
@@ -255,14 +255,14 @@ static double sum_piece(tpu_elem_t dtype, const void *x, size_t n)
     return s;
 }
 
-static float max_piece(tpu_elem_t dtype, const void *x, size_t n)
+static float max_piece(tpu_dtype_t dtype, const void *x, size_t n)
 {
     float m = -INFINITY;
     size_t i;
 
     for (i = 0; i < n; i++) {
-        m = maxf_nan(m, dtype == TPU_ELEM_F32 ? ((const float *)x)[i]
-                                              : tpu_bf16_to_f32(((const uint16_t *)x)[i]));
+        m = maxf_nan(m, dtype == TPU_DTYPE_F32 ? ((const float *)x)[i]
+                                               : tpu_dtype_bf16_to_f32(((const uint16_t *)x)[i]));
     }
     return m;
 }
@@ -271,7 +271,7 @@ static tpu_status_t reduce_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, voi
                                 tpu_err_t *err)
 {
     const vpu_ctx_t *ctx = arg;
-    const tpu_elem_t dt = ctx->d.dtype;
+    const tpu_dtype_t dt = ctx->d.dtype;
     const int is_sum = ctx->d.op == TPU_VPU_SUM;
     const tpu_vmem_ref_t *x = &refs[0];
     tpu_vmem_ref_t *out = &refs[1];
@@ -294,7 +294,7 @@ static tpu_status_t reduce_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, voi
     }
     for (r = 0; r < rows; r++) {
         xr = (const unsigned char *)x->data + (size_t)r * ld * es;
-        if (dt == TPU_ELEM_INT8) {
+        if (dt == TPU_DTYPE_I8) {
             const int8_t *xi = (const int8_t *)xr;
 
             if (is_sum) {
@@ -320,10 +320,10 @@ static tpu_status_t reduce_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, voi
             acc[r] = out->first ? v : maxf_nan(acc[r], v);
         }
         if (out->last) {
-            if (dt == TPU_ELEM_F32) {
+            if (dt == TPU_DTYPE_F32) {
                 ((float *)out->data)[r] = acc[r];
             } else {
-                ((uint16_t *)out->data)[r] = tpu_f32_to_bf16(acc[r]);
+                ((uint16_t *)out->data)[r] = tpu_dtype_f32_to_bf16(acc[r]);
             }
         }
     }
@@ -367,8 +367,8 @@ static tpu_status_t vpu(tpu_vmem_t *vmem, const tpu_vpu_desc_t *desc, const void
     tpu_vmem_kernel_t kernel;
     vpu_ctx_t ctx;
     const char *name;
-    const size_t es = (size_t)(desc != NULL ? tpu_elem_size(desc->dtype) : 0);
-    const size_t oes = (size_t)(desc != NULL ? tpu_elem_size(tpu_vpu_out_elem(desc)) : 0);
+    const size_t es = (size_t)(desc != NULL ? tpu_dtype_size(desc->dtype) : 0);
+    const size_t oes = (size_t)(desc != NULL ? tpu_dtype_size(tpu_vpu_out_elem(desc)) : 0);
     int64_t n;
     int64_t b;
     int64_t bc;
@@ -455,7 +455,7 @@ static tpu_status_t vpu(tpu_vmem_t *vmem, const tpu_vpu_desc_t *desc, const void
         status = tpu_vmem_model(vmem, &kernel, &rep.pipeline, err);
         goto out;
     }
-    if (desc->op == TPU_VPU_SOFTMAX && desc->dtype == TPU_ELEM_BF16) {
+    if (desc->op == TPU_VPU_SOFTMAX && desc->dtype == TPU_DTYPE_BF16) {
         ctx.row = tpu__vmem_host_scratch(vmem, (size_t)desc->cols * sizeof(float));
         if (ctx.row == NULL) {
             status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "softmax: no host memory for a row");

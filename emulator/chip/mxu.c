@@ -97,8 +97,8 @@ static void widen_block(const tpu_matmul_desc_t *d, const tpu_vmem_ref_t *ref, f
 {
     size_t n = (size_t)(ref->block[0] * ref->block[1]);
 
-    if (d->in == TPU_ELEM_BF16) {
-        tpu__bf16_widen(ref->data, dst, n);
+    if (d->in == TPU_DTYPE_BF16) {
+        tpu_dtype_bf16_widen(ref->data, dst, n);
     } else {
         widen_int8(ref->data, dst, n);
     }
@@ -154,11 +154,11 @@ static tpu_status_t mm_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void *a
         return TPU_OK;
     }
     switch (d->in) {
-    case TPU_ELEM_F32:
+    case TPU_DTYPE_F32:
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mv, (int)nv, (int)kv, 1.0f,
                     a->data, lda, b->data, ldb, c->first ? 0.0f : 1.0f, c->data, ldc);
         break;
-    case TPU_ELEM_BF16:
+    case TPU_DTYPE_BF16:
         if (ctx->wa_ver != a->version) {
             widen_block(d, a, ctx->wa);
             ctx->wa_ver = a->version;
@@ -167,16 +167,16 @@ static tpu_status_t mm_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void *a
             widen_block(d, b, ctx->wb);
             ctx->wb_ver = b->version;
         }
-        acc = d->out == TPU_ELEM_F32 ? c->data : step->scratch;
+        acc = d->out == TPU_DTYPE_F32 ? c->data : step->scratch;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mv, (int)nv, (int)kv, 1.0f,
                     ctx->wa, lda, ctx->wb, ldb, c->first ? 0.0f : 1.0f, acc, ldc);
-        if (c->last && d->out == TPU_ELEM_BF16) {
+        if (c->last && d->out == TPU_DTYPE_BF16) {
             for (r = 0; r < mv; r++) {
-                tpu__bf16_narrow(acc + r * ldc, (uint16_t *)c->data + r * ldc, (size_t)nv);
+                tpu_dtype_bf16_narrow(acc + r * ldc, (uint16_t *)c->data + r * ldc, (size_t)nv);
             }
         }
         break;
-    case TPU_ELEM_INT8:
+    case TPU_DTYPE_I8:
         if (ctx->wa_ver != a->version) {
             widen_block(d, a, ctx->wa);
             ctx->wa_ver = a->version;
@@ -207,9 +207,9 @@ static double slot(double bytes)
 /* The executor's plan for these blocks: 2 x (A + B + C) + the accumulator. */
 static double plan_bytes(const tpu_matmul_desc_t *d, int64_t bm, int64_t bk, int64_t bn)
 {
-    double in = tpu_elem_size(d->in);
-    double out = tpu_elem_size(d->out);
-    double acc = (d->in == TPU_ELEM_BF16 && d->out == TPU_ELEM_BF16) ? 4.0 * bm * bn : 0;
+    double in = tpu_dtype_size(d->in);
+    double out = tpu_dtype_size(d->out);
+    double acc = (d->in == TPU_DTYPE_BF16 && d->out == TPU_DTYPE_BF16) ? 4.0 * bm * bn : 0;
 
     return 2.0 * (slot((double)bm * bk * in) + slot((double)bk * bn * in) +
                   slot((double)bm * bn * out)) +
@@ -300,7 +300,7 @@ static tpu_status_t matmul(tpu_vmem_t *vmem, const tpu_matmul_desc_t *desc, cons
     ctx.d = *desc;
     choose_blocks(&ctx.d, (double)tpu_vmem_capacity(vmem));
 
-    in_size = (size_t)tpu_elem_size(desc->in);
+    in_size = (size_t)tpu_dtype_size(desc->in);
     memset(ops, 0, sizeof(ops));
     ops[0] = (tpu_vmem_operand_t){.data = (void *)(uintptr_t)a,
                                   .elem_size = in_size,
@@ -315,7 +315,7 @@ static tpu_status_t matmul(tpu_vmem_t *vmem, const tpu_matmul_desc_t *desc, cons
                                   .block = {ctx.d.bk, ctx.d.bn},
                                   .index_map = map_b};
     ops[2] = (tpu_vmem_operand_t){.data = c,
-                                  .elem_size = (size_t)tpu_elem_size(desc->out),
+                                  .elem_size = (size_t)tpu_dtype_size(desc->out),
                                   .rank = 2,
                                   .shape = {desc->m, desc->n},
                                   .block = {ctx.d.bm, ctx.d.bn},
@@ -330,7 +330,7 @@ static tpu_status_t matmul(tpu_vmem_t *vmem, const tpu_matmul_desc_t *desc, cons
     kernel.in = &ops[0];
     kernel.n_out = 1;
     kernel.out = &ops[2];
-    if (desc->in == TPU_ELEM_BF16 && desc->out == TPU_ELEM_BF16) {
+    if (desc->in == TPU_DTYPE_BF16 && desc->out == TPU_DTYPE_BF16) {
         kernel.scratch_bytes = (size_t)(ctx.d.bm * ctx.d.bn) * sizeof(float);
     }
     kernel.body = mm_body;
@@ -340,10 +340,10 @@ static tpu_status_t matmul(tpu_vmem_t *vmem, const tpu_matmul_desc_t *desc, cons
         status = tpu_vmem_model(vmem, &kernel, &rep.pipeline, err);
         goto out;
     }
-    if (desc->in != TPU_ELEM_F32) {
+    if (desc->in != TPU_DTYPE_F32) {
         size_t na = (size_t)(ctx.d.bm * ctx.d.bk);
         size_t nb = (size_t)(ctx.d.bk * ctx.d.bn);
-        size_t nt = desc->in == TPU_ELEM_INT8 ? (size_t)(ctx.d.bm * ctx.d.bn) : 0;
+        size_t nt = desc->in == TPU_DTYPE_I8 ? (size_t)(ctx.d.bm * ctx.d.bn) : 0;
 
         ctx.wa = tpu__vmem_host_scratch(vmem, (na + nb + nt) * sizeof(float));
         if (ctx.wa == NULL) {

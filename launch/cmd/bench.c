@@ -49,7 +49,7 @@ static MPI_Datatype mpi_type(tpu_dtype_t d)
 
 static MPI_Op mpi_op(tpu_redop_t op)
 {
-    return op == TPU_OP_MAX ? MPI_MAX : op == TPU_OP_MIN ? MPI_MIN : MPI_SUM;
+    return op == TPU_REDOP_MAX ? MPI_MAX : op == TPU_REDOP_MIN ? MPI_MIN : MPI_SUM;
 }
 
 /* A group communicator per collective group, for the host MPI baseline. */
@@ -299,7 +299,8 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             row.max_us = vals[2] * 1e6;
             row.bytes = desc.bytes;
             row.count = desc.bytes / (uint64_t)tpu_dtype_size(desc.dtype);
-            row.ideal_us = tpu_ideal_us(&job.pod, tpu_coll_plan_desc(c.plan));
+            row.ideal_us =
+                tpu_coll_ideal_us(&job.pod.topo, &job.pod.link, tpu_coll_plan_desc(c.plan));
             snprintf(row.algo, sizeof(row.algo), "%s", tpu_coll_plan_algo(c.plan));
             failed |= row.wrong != 0;
             if (job.chip == 0) {

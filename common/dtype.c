@@ -1,24 +1,19 @@
 /*
- * Small pieces of the chip model: element types, byte formatting, bulk bf16
- * conversions, the wall clock.
+ * Element types: names, sizes, parsing, and the bulk bf16 conversions.
  *
- * The bulk conversions run on every block the MXU and the VPU touch, so they
- * are written for the compiler's vectorizer at -O2: fixed-length inner loops of
- * 16 elements with no branches (GCC 12's "very cheap" cost model vectorizes
- * those, and not a loop with a variable trip count and an epilogue).  The
- * conversions have SSE2 paths (x86-64's baseline): the rounding because SSE2
- * lacks the unsigned 32 -> 16 bit pack the compiler would need, the widening
- * because one unpack instruction does it.  All give the same bits
- * as tpu_f32_to_bf16() and tpu_bf16_to_f32() of tpu/dtype.h.
+ * The bulk conversions run on every block the MXU and the VPU touch and on every
+ * bf16 reduction of the collectives, so they are written for the compiler's
+ * vectorizer at -O2: fixed-length inner loops of 16 elements with no branches
+ * (GCC 12's "very cheap" cost model vectorizes those, and not a loop with a
+ * variable trip count and an epilogue).  The conversions have SSE2 paths
+ * (x86-64's baseline): the rounding because SSE2 lacks the unsigned 32 -> 16 bit
+ * pack the compiler would need, the widening because one unpack instruction does
+ * it.  All give the same bits as tpu_dtype_f32_to_bf16() and
+ * tpu_dtype_bf16_to_f32() of tpu/dtype.h.
  */
 #include "tpu/dtype.h"
-#include "tpu/ops.h"
 
-#include "chip_internal.h"
-
-#include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -28,65 +23,52 @@
 
 static const struct {
     const char *name;
+    const char *alias; /* the long spelling */
     int size;
-} elems[TPU_ELEM_COUNT] = {
-    [TPU_ELEM_F32] = {"f32", 4},
-    [TPU_ELEM_BF16] = {"bf16", 2},
-    [TPU_ELEM_INT32] = {"int32", 4},
-    [TPU_ELEM_INT8] = {"int8", 1},
+} dtypes[] = {
+    [TPU_DTYPE_F32] = {"f32", "float32", 4},
+    [TPU_DTYPE_BF16] = {"bf16", "bfloat16", 2},
+    [TPU_DTYPE_I32] = {"i32", "int32", 4},
+    [TPU_DTYPE_I8] = {"i8", "int8", 1},
 };
+_Static_assert(sizeof(dtypes) / sizeof(dtypes[0]) == TPU_DTYPE_COUNT,
+               "the dtype table lists every tpu_dtype_t");
 
-const char *tpu_elem_name(tpu_elem_t elem)
+const char *tpu_dtype_name(tpu_dtype_t dtype)
 {
-    return ((unsigned)elem < TPU_ELEM_COUNT) ? elems[elem].name : "?";
+    return (unsigned)dtype < TPU_DTYPE_COUNT ? dtypes[dtype].name : "?";
 }
 
-int tpu_elem_size(tpu_elem_t elem)
+int tpu_dtype_size(tpu_dtype_t dtype)
 {
-    return ((unsigned)elem < TPU_ELEM_COUNT) ? elems[elem].size : 0;
+    return (unsigned)dtype < TPU_DTYPE_COUNT ? dtypes[dtype].size : 0;
 }
 
-tpu_status_t tpu_elem_parse(const char *text, tpu_elem_t *elem_p, tpu_err_t *err)
+tpu_status_t tpu_dtype_parse(const char *text, tpu_dtype_t *dtype_p, tpu_err_t *err)
 {
     int i;
 
-    if (text != NULL && elem_p != NULL) {
-        for (i = 0; i < TPU_ELEM_COUNT; i++) {
-            if (strcmp(text, elems[i].name) == 0) {
-                *elem_p = (tpu_elem_t)i;
-                return TPU_OK;
-            }
-        }
-        if (strcmp(text, "i8") == 0) {
-            *elem_p = TPU_ELEM_INT8;
-            return TPU_OK;
-        }
-        if (strcmp(text, "i32") == 0) {
-            *elem_p = TPU_ELEM_INT32;
+    if (text == NULL) {
+        text = "";
+    }
+    for (i = 0; i < TPU_DTYPE_COUNT; i++) {
+        if (strcmp(text, dtypes[i].name) == 0 || strcmp(text, dtypes[i].alias) == 0) {
+            *dtype_p = (tpu_dtype_t)i;
             return TPU_OK;
         }
     }
-    return tpu_err_set(err, TPU_ERR_INVALID, "unknown dtype '%s' (known: bf16, f32, int8, int32)",
-                       text != NULL ? text : "");
-}
-
-void tpu__fmt_bytes(double bytes, int decimals, char *buf, size_t len)
-{
-    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-    double v = bytes;
-    int u = -1;
-
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u < 0) {
-        snprintf(buf, len, "%.0f B", bytes);
+    if (strcmp(text, "float") == 0) {
+        *dtype_p = TPU_DTYPE_F32;
+    } else if (strcmp(text, "int") == 0) {
+        *dtype_p = TPU_DTYPE_I32;
     } else {
-        snprintf(buf, len, "%.*f %s", decimals, v, units[u]);
+        return tpu_err_set(err, TPU_ERR_INVALID, "unknown dtype '%s' (known: f32, bf16, i32, i8)",
+                           text);
     }
+    return TPU_OK;
 }
 
+/* The scalar rounding without a branch, for the vectorizer (same bits as tpu_dtype_f32_to_bf16). */
 static inline uint16_t narrow_one(float f)
 {
     uint32_t u;
@@ -99,7 +81,7 @@ static inline uint16_t narrow_one(float f)
     return (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? quiet : rounded);
 }
 
-void tpu__bf16_widen(const uint16_t *restrict src, float *restrict dst, size_t n)
+void tpu_dtype_bf16_widen(const uint16_t *restrict src, float *restrict dst, size_t n)
 {
     size_t i = 0;
     size_t j;
@@ -124,7 +106,7 @@ void tpu__bf16_widen(const uint16_t *restrict src, float *restrict dst, size_t n
         memcpy(dst + i, w, sizeof(w));
     }
     for (; i < n; i++) {
-        dst[i] = tpu_bf16_to_f32(src[i]);
+        dst[i] = tpu_dtype_bf16_to_f32(src[i]);
     }
 }
 
@@ -147,7 +129,7 @@ static inline __m128i narrow4(__m128i u)
 }
 #endif
 
-void tpu__bf16_narrow(const float *restrict src, uint16_t *restrict dst, size_t n)
+void tpu_dtype_bf16_narrow(const float *restrict src, uint16_t *restrict dst, size_t n)
 {
     size_t i = 0;
     size_t j;
@@ -174,12 +156,4 @@ void tpu__bf16_narrow(const float *restrict src, uint16_t *restrict dst, size_t 
     for (; i < n; i++) {
         dst[i] = narrow_one(src[i]);
     }
-}
-
-double tpu__now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -14,12 +14,12 @@
  * N).  Sizes are plain positive integers.  Bad input: one line "tpuemu: ..." on
  * stderr and 2.  Uses libc and libtpuemu only.
  */
-#include "cmd_op.h"
-
 #include "tpu/chip.h"
 #include "tpu/ops.h"
 #include "tpu/status.h"
 #include "tpu/vmem.h"
+
+#include "cmd_op.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -69,10 +69,10 @@ static const struct {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tpuemu model --op matmul --m M --k K --n N [--dtype bf16|f32|int8]\n"
+            "usage: tpuemu model --op matmul --m M --k K --n N [--dtype bf16|f32|i8]\n"
             "                    [--out-dtype bf16|f32] [--chip CHIP] [--json FILE|-]\n"
             "       tpuemu model --op add|mul|max|relu|exp|tanh|gelu|softmax|sum|reduce_max\n"
-            "                    --elements N [--cols C] [--dtype bf16|f32|int8] [--chip CHIP]\n"
+            "                    --elements N [--cols C] [--dtype bf16|f32|i8] [--chip CHIP]\n"
             "                    [--json FILE|-]\n\n"
             "Model one op on one chip, without data: FLOPs, HBM bytes, arithmetic intensity,\n"
             "the roofline time max(FLOPs / peak, bytes / HBM bandwidth) and its bound, and the\n"
@@ -81,7 +81,7 @@ static void usage(FILE *out)
             "  --m --k --n      matmul dimensions: [m,k] @ [k,n]\n"
             "  --elements N     elements of a VPU op's input\n"
             "  --cols C         softmax, sum, reduce_max: row length (default N: one row)\n"
-            "  --dtype D        input type (default bf16); int8 matmuls accumulate in int32\n"
+            "  --dtype D        input type (default bf16); i8 matmuls accumulate in i32\n"
             "  --out-dtype D    bf16 matmul output: bf16 (default) or f32\n"
             "  --chip CHIP      v4, v5e, v5p, v6e, v7 (default v5e)\n"
             "  --json FILE|-    one JSON object instead of the table (- for stdout)\n");
@@ -193,8 +193,8 @@ typedef struct op_result {
 static tpu_status_t setup(const op_args_t *a, op_result_t *r, tpu_err_t *err)
 {
     tpu_status_t status;
-    tpu_elem_t in = TPU_ELEM_BF16;
-    tpu_elem_t out;
+    tpu_dtype_t in = TPU_DTYPE_BF16;
+    tpu_dtype_t out;
     tpu_vpu_op_t vop;
     int64_t m, k, n, elements, cols;
 
@@ -208,7 +208,7 @@ static tpu_status_t setup(const op_args_t *a, op_result_t *r, tpu_err_t *err)
         return status;
     }
     if (a->dtype != NULL) {
-        status = tpu_elem_parse(a->dtype, &in, err);
+        status = tpu_dtype_parse(a->dtype, &in, err);
         if (status != TPU_OK) {
             return status;
         }
@@ -225,14 +225,14 @@ static tpu_status_t setup(const op_args_t *a, op_result_t *r, tpu_err_t *err)
             (status = parse_size("n", a->n, &n, err)) != TPU_OK) {
             return status;
         }
-        if (in != TPU_ELEM_BF16 && in != TPU_ELEM_F32 && in != TPU_ELEM_INT8) {
+        if (in != TPU_DTYPE_BF16 && in != TPU_DTYPE_F32 && in != TPU_DTYPE_I8) {
             return tpu_err_set(err, TPU_ERR_INVALID,
-                               "matmul does not take %s inputs (bf16, f32, int8)",
-                               tpu_elem_name(in));
+                               "matmul does not take %s inputs (bf16, f32, i8)",
+                               tpu_dtype_name(in));
         }
         tpu_matmul_desc_init(&r->mm, m, k, n, in);
         if (a->out_dtype != NULL) {
-            status = tpu_elem_parse(a->out_dtype, &out, err);
+            status = tpu_dtype_parse(a->out_dtype, &out, err);
             if (status != TPU_OK) {
                 return status;
             }
@@ -345,14 +345,14 @@ static void print_json(FILE *out, const op_result_t *r)
         fprintf(out,
                 ",\"op\":\"matmul\",\"dtype\":\"%s\",\"out_dtype\":\"%s\",\"m\":%lld,\"k\":%lld,"
                 "\"n\":%lld",
-                tpu_elem_name(r->mm.in), tpu_elem_name(r->mm.out), (long long)r->mm.m,
+                tpu_dtype_name(r->mm.in), tpu_dtype_name(r->mm.out), (long long)r->mm.m,
                 (long long)r->mm.k, (long long)r->mm.n);
     } else {
         fprintf(out,
                 ",\"op\":\"%s\",\"dtype\":\"%s\",\"out_dtype\":\"%s\",\"elements\":%lld,"
                 "\"rows\":%lld,\"cols\":%lld",
-                tpu_vpu_op_name(r->vpu.op), tpu_elem_name(r->vpu.dtype),
-                tpu_elem_name(tpu_vpu_out_elem(&r->vpu)), (long long)(r->vpu.rows * r->vpu.cols),
+                tpu_vpu_op_name(r->vpu.op), tpu_dtype_name(r->vpu.dtype),
+                tpu_dtype_name(tpu_vpu_out_elem(&r->vpu)), (long long)(r->vpu.rows * r->vpu.cols),
                 (long long)r->vpu.rows, (long long)r->vpu.cols);
     }
     fprintf(out,
@@ -406,13 +406,13 @@ static void print_table(FILE *out, const op_result_t *r)
 
     fprintf(out, "%-12s %s\n", "chip", r->spec.name);
     if (r->is_matmul) {
-        fprintf(out, "%-12s matmul on the MXU, %s x %s -> %s\n", "op", tpu_elem_name(r->mm.in),
-                tpu_elem_name(r->mm.in), tpu_elem_name(r->mm.out));
+        fprintf(out, "%-12s matmul on the MXU, %s x %s -> %s\n", "op", tpu_dtype_name(r->mm.in),
+                tpu_dtype_name(r->mm.in), tpu_dtype_name(r->mm.out));
         fprintf(out, "%-12s m %lld, k %lld, n %lld\n", "shape", (long long)r->mm.m,
                 (long long)r->mm.k, (long long)r->mm.n);
     } else {
         fprintf(out, "%-12s %s on the VPU, %s -> %s\n", "op", tpu_vpu_op_name(r->vpu.op),
-                tpu_elem_name(r->vpu.dtype), tpu_elem_name(tpu_vpu_out_elem(&r->vpu)));
+                tpu_dtype_name(r->vpu.dtype), tpu_dtype_name(tpu_vpu_out_elem(&r->vpu)));
         fprintf(out, "%-12s %lld elements (%lld row%s of %lld)\n", "shape",
                 (long long)(r->vpu.rows * r->vpu.cols), (long long)r->vpu.rows,
                 r->vpu.rows == 1 ? "" : "s", (long long)r->vpu.cols);

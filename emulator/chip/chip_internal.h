@@ -9,6 +9,8 @@
 #include "tpu/ops.h"
 #include "tpu/vmem.h"
 
+#include "clock.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,16 +34,9 @@ static inline int64_t tpu__round_up(int64_t a, int64_t b)
  */
 void tpu__fmt_bytes(double bytes, int decimals, char *buf, size_t len);
 
-/* Widen 'n' bf16 values to f32 (exact), and round 'n' f32 values to bf16 (to
- * nearest, ties to even, as tpu_f32_to_bf16()). */
-void tpu__bf16_widen(const uint16_t *restrict src, float *restrict dst, size_t n);
-void tpu__bf16_narrow(const float *restrict src, uint16_t *restrict dst, size_t n);
-
-/* Monotonic wall clock, seconds. */
-double tpu__now_s(void);
 
 /* The peak FLOP/s of the MXU for input type 'in' on 'spec' (0 if unsupported). */
-double tpu__mxu_peak(const tpu_chip_spec_t *spec, tpu_elem_t in);
+double tpu__mxu_peak(const tpu_chip_spec_t *spec, tpu_dtype_t in);
 
 /*
  * Host work space of the built-in ops (widened bf16 blocks and the like: host

@@ -82,17 +82,17 @@ const char *tpu_bound_name(tpu_bound_t bound)
     return bound == TPU_BOUND_COMPUTE ? "compute" : "memory";
 }
 
-void tpu_matmul_desc_init(tpu_matmul_desc_t *desc, int64_t m, int64_t k, int64_t n, tpu_elem_t in)
+void tpu_matmul_desc_init(tpu_matmul_desc_t *desc, int64_t m, int64_t k, int64_t n, tpu_dtype_t in)
 {
     memset(desc, 0, sizeof(*desc));
     desc->m = m;
     desc->k = k;
     desc->n = n;
     desc->in = in;
-    desc->out = in == TPU_ELEM_INT8 ? TPU_ELEM_INT32 : in;
+    desc->out = in == TPU_DTYPE_I8 ? TPU_DTYPE_I32 : in;
 }
 
-void tpu_vpu_desc_init(tpu_vpu_desc_t *desc, tpu_vpu_op_t op, tpu_elem_t dtype, int64_t rows,
+void tpu_vpu_desc_init(tpu_vpu_desc_t *desc, tpu_vpu_op_t op, tpu_dtype_t dtype, int64_t rows,
                        int64_t cols)
 {
     memset(desc, 0, sizeof(*desc));
@@ -102,22 +102,22 @@ void tpu_vpu_desc_init(tpu_vpu_desc_t *desc, tpu_vpu_op_t op, tpu_elem_t dtype, 
     desc->cols = cols;
 }
 
-tpu_elem_t tpu_vpu_out_elem(const tpu_vpu_desc_t *desc)
+tpu_dtype_t tpu_vpu_out_elem(const tpu_vpu_desc_t *desc)
 {
-    if (desc->op == TPU_VPU_SUM && desc->dtype == TPU_ELEM_INT8) {
-        return TPU_ELEM_INT32;
+    if (desc->op == TPU_VPU_SUM && desc->dtype == TPU_DTYPE_I8) {
+        return TPU_DTYPE_I32;
     }
     return desc->dtype;
 }
 
-double tpu__mxu_peak(const tpu_chip_spec_t *spec, tpu_elem_t in)
+double tpu__mxu_peak(const tpu_chip_spec_t *spec, tpu_dtype_t in)
 {
     switch (in) {
-    case TPU_ELEM_BF16:
+    case TPU_DTYPE_BF16:
         return spec->bf16_flops;
-    case TPU_ELEM_INT8:
+    case TPU_DTYPE_I8:
         return spec->int8_ops;
-    case TPU_ELEM_F32:
+    case TPU_DTYPE_F32:
         return spec->f32_flops;
     default:
         return 0;
@@ -133,7 +133,7 @@ static double mxu_hw_flops(const tpu_chip_spec_t *spec, int64_t m, int64_t k, in
 }
 
 double tpu_op_mxu_seconds(const tpu_chip_spec_t *spec, int64_t m, int64_t k, int64_t n,
-                          tpu_elem_t in)
+                          tpu_dtype_t in)
 {
     double peak = tpu__mxu_peak(spec, in);
 
@@ -167,15 +167,15 @@ static void finish(const tpu_chip_spec_t *spec, tpu_roofline_t *rl)
     rl->modeled_us = rl->bound == TPU_BOUND_COMPUTE ? rl->compute_us : rl->memory_us;
 }
 
-static int matmul_types_ok(tpu_elem_t in, tpu_elem_t out)
+static int matmul_types_ok(tpu_dtype_t in, tpu_dtype_t out)
 {
     switch (in) {
-    case TPU_ELEM_BF16:
-        return out == TPU_ELEM_BF16 || out == TPU_ELEM_F32;
-    case TPU_ELEM_F32:
-        return out == TPU_ELEM_F32;
-    case TPU_ELEM_INT8:
-        return out == TPU_ELEM_INT32;
+    case TPU_DTYPE_BF16:
+        return out == TPU_DTYPE_BF16 || out == TPU_DTYPE_F32;
+    case TPU_DTYPE_F32:
+        return out == TPU_DTYPE_F32;
+    case TPU_DTYPE_I8:
+        return out == TPU_DTYPE_I32;
     default:
         return 0;
     }
@@ -198,13 +198,13 @@ tpu_status_t tpu_roofline_matmul(const tpu_chip_spec_t *spec, const tpu_matmul_d
     if (!matmul_types_ok(desc->in, desc->out)) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "matmul: %s inputs with %s output is not supported (bf16 -> bf16 or "
-                           "f32, f32 -> f32, int8 -> int32)",
-                           tpu_elem_name(desc->in), tpu_elem_name(desc->out));
+                           "f32, f32 -> f32, i8 -> i32)",
+                           tpu_dtype_name(desc->in), tpu_dtype_name(desc->out));
     }
     if (!(tpu__mxu_peak(spec, desc->in) > 0) || !(spec->hbm_bw > 0) || spec->mxu_dim <= 0) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "chip %s: the %s matmul rate, hbm_bw and mxu_dim must be positive",
-                           spec->name, tpu_elem_name(desc->in));
+                           spec->name, tpu_dtype_name(desc->in));
     }
     m = (double)desc->m;
     k = (double)desc->k;
@@ -212,7 +212,7 @@ tpu_status_t tpu_roofline_matmul(const tpu_chip_spec_t *spec, const tpu_matmul_d
     memset(&rl, 0, sizeof(rl));
     rl.flops = 2.0 * m * k * n;
     rl.hw_flops = mxu_hw_flops(spec, desc->m, desc->k, desc->n);
-    rl.hbm_bytes = (m * k + k * n) * tpu_elem_size(desc->in) + m * n * tpu_elem_size(desc->out);
+    rl.hbm_bytes = (m * k + k * n) * tpu_dtype_size(desc->in) + m * n * tpu_dtype_size(desc->out);
     rl.peak = tpu__mxu_peak(spec, desc->in);
     finish(spec, &rl);
     *rl_p = rl;
@@ -236,10 +236,10 @@ tpu_status_t tpu__vpu_check(const tpu_vpu_desc_t *desc, tpu_err_t *err)
                            (long long)desc->rows, (long long)desc->cols);
     }
     switch (desc->dtype) {
-    case TPU_ELEM_BF16:
-    case TPU_ELEM_F32:
+    case TPU_DTYPE_BF16:
+    case TPU_DTYPE_F32:
         return TPU_OK;
-    case TPU_ELEM_INT8:
+    case TPU_DTYPE_I8:
         switch (desc->op) {
         case TPU_VPU_ADD:
         case TPU_VPU_MUL:
@@ -252,11 +252,10 @@ tpu_status_t tpu__vpu_check(const tpu_vpu_desc_t *desc, tpu_err_t *err)
             break;
         }
         return tpu_err_set(err, TPU_ERR_INVALID,
-                           "%s does not take int8 (int8: add, mul, max, relu, sum, reduce_max)",
-                           name);
+                           "%s does not take i8 (i8: add, mul, max, relu, sum, reduce_max)", name);
     default:
-        return tpu_err_set(err, TPU_ERR_INVALID, "%s does not take %s (bf16, f32, int8)", name,
-                           tpu_elem_name(desc->dtype));
+        return tpu_err_set(err, TPU_ERR_INVALID, "%s does not take %s (bf16, f32, i8)", name,
+                           tpu_dtype_name(desc->dtype));
     }
 }
 
@@ -296,8 +295,8 @@ tpu_status_t tpu_roofline_vpu(const tpu_chip_spec_t *spec, const tpu_vpu_desc_t 
     memset(&rl, 0, sizeof(rl));
     rl.flops = elems * fpe;
     rl.hw_flops = padded * fpe;
-    rl.hbm_bytes = elems * tpu_vpu_op_inputs(desc->op) * tpu_elem_size(desc->dtype) +
-                   out_elems * tpu_elem_size(tpu_vpu_out_elem(desc));
+    rl.hbm_bytes = elems * tpu_vpu_op_inputs(desc->op) * tpu_dtype_size(desc->dtype) +
+                   out_elems * tpu_dtype_size(tpu_vpu_out_elem(desc));
     rl.peak = spec->vpu_flops;
     finish(spec, &rl);
     *rl_p = rl;
