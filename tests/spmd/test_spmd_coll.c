@@ -116,7 +116,7 @@ static void run_psum_f1(const char *shape, int wrap, const char *spec, const cha
 
     env_open(&e, shape, wrap, spec, NULL, 0);
     a = arr_f32(&e, 1, shp, axes, f16);
-    check(tpu_array_psum(a, axes, TPU_OP_SUM, &r, &err), &err);
+    check(tpu_array_psum(a, axes, TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
         expect_f32(shard_at(&e, r, p), want, 4);
     }
@@ -158,7 +158,7 @@ static void test_psum_f2_f3(void **state)
     }
     env_open(&e, "2x2", 0, "i=2,j=2", NULL, 0);
     a = arr_f32(&e, 2, shp, "i,j", x);
-    check(tpu_array_psum(a, "i", TPU_OP_SUM, &r, &err), &err);
+    check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
         expect_f32(shard_at(&e, r, p), want_i[p % 2], 4);
     }
@@ -170,7 +170,7 @@ static void test_psum_f2_f3(void **state)
     check(tpu_array_gather(r, host, &err), &err);
     expect_f32(host, want_glob, 8);
     tpu_array_destroy(r);
-    check(tpu_array_psum(a, "i,j", TPU_OP_SUM, &r, &err), &err);
+    check(tpu_array_psum(a, "i,j", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
         expect_f32(shard_at(&e, r, p), want_ij, 4);
     }
@@ -193,7 +193,7 @@ static void test_psum_pmean_pmap(void **state)
     (void)state;
     env_open(&e, "4", 1, "i=4", NULL, 0);
     a = arr_f32(&e, 1, shp, "i", x);
-    check(tpu_array_psum(a, "i", TPU_OP_SUM, &r, &err), &err);
+    check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
         expect_f32(shard_at(&e, r, p), six, 1);
     }
@@ -440,7 +440,7 @@ static void test_sim_equals_loopback(void **state)
         env_open(&e, "4x4", 1, "i=4,j=4", NULL, sim);
         a = arr_f32(&e, 2, shp, "i,j", x);
         for (k = 0; k < 3; k++) {
-            check(tpu_array_psum(a, axes[k], TPU_OP_SUM, &r, &err), &err);
+            check(tpu_array_psum(a, axes[k], TPU_REDOP_SUM, &r, &err), &err);
             tpu_array_destroy(r);
             check(tpu_array_all_gather(a, axes[k], 0, 1, &r, &err), &err);
             tpu_array_destroy(r);
