@@ -26,7 +26,30 @@ struct tpu_coll_plan {
     int64_t work_bytes; /* the buffer the schedule works on (padded psum) */
     int data_scale;     /* 2 when a bf16 reduction runs on f32 working buffers */
     char name[64];      /* "torus chunks=4" */
+    /* Groups that are not whole torus axes (desc.groups points here), or none. */
+    tpu_groups_t groups;
+    int32_t *member;   /* chip -> member index in its group (groups only) */
+    int32_t *group_of; /* chip -> its group (groups only) */
+    int32_t *pairs;    /* ppermute pairs (desc.pairs points here), or NULL */
 };
+
+/* The member index of 'chip' in its group (its position in the collective's order). */
+static inline int tpu__plan_member_index(const tpu_coll_plan_t *p, int chip)
+{
+    if (p->member != NULL) {
+        return p->member[chip];
+    }
+    return tpu_topo_group_index(&p->topo, p->desc.axes, chip);
+}
+
+/* Member 'j' of the group of 'chip'. */
+static inline int tpu__plan_member(const tpu_coll_plan_t *p, int chip, int j)
+{
+    if (p->member != NULL) {
+        return p->groups.chips[(int64_t)p->group_of[chip] * p->groups.size + j];
+    }
+    return tpu_topo_group_member(&p->topo, p->desc.axes, chip, j);
+}
 
 /*
  * Is the collective the same from every chip?  Then the model times one chip's
@@ -37,7 +60,8 @@ static inline int tpu__plan_translation_invariant(const tpu_coll_plan_t *p)
 {
     int a;
 
-    if (p->desc.kind == TPU_COLL_P2P || (p->desc.axes & TPU_AXIS_MASK_DCN)) {
+    if (p->desc.kind == TPU_COLL_P2P || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+        p->desc.groups != NULL || p->desc.pairs != NULL) {
         return 0;
     }
     for (a = 0; a < p->topo.naxes; a++) {

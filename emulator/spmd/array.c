@@ -941,8 +941,8 @@ tpu_status_t tpu_array_ppermute(const tpu_array_t *a, const char *axes, const in
         status = array_new(a->spmd, a->ndims, a->local_shape, a->dtype, &a->spec, &o, err);
     }
     if (status == TPU_OK) {
-        status = tpu__spmd_coll(a->spmd, "ppermute", TPU_COLL_PPERMUTE, axes, a->dtype, TPU_REDOP_SUM,
-                                a->local_bytes, perm, npairs, a->data, o->data, err);
+        status = tpu__spmd_coll(a->spmd, "ppermute", TPU_COLL_PPERMUTE, axes, a->dtype,
+                                TPU_REDOP_SUM, a->local_bytes, perm, npairs, a->data, o->data, err);
     }
     if (status != TPU_OK) {
         tpu_array_destroy(o);

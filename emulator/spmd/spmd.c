@@ -292,8 +292,7 @@ static tpu_status_t max_over_chips(tpu_spmd_t *s, double v, double *max_p, tpu_e
 /* Find or build the plan of a collective. */
 static tpu_status_t get_plan(tpu_spmd_t *s, tpu_coll_kind_t kind, const spmd_axes_t *ax,
                              tpu_dtype_t dtype, tpu_redop_t op, uint64_t bytes,
-                             const int32_t *pairs, int npairs, spmd_plan_t **plan_p,
-                             tpu_err_t *err)
+                             const int32_t *pairs, int npairs, spmd_plan_t **plan_p, tpu_err_t *err)
 {
     tpu_coll_desc_t desc;
     spmd_plan_t *sp;
@@ -314,13 +313,13 @@ static tpu_status_t get_plan(tpu_spmd_t *s, tpu_coll_kind_t kind, const spmd_axe
     desc.bytes = bytes;
     desc.dtype = dtype;
     desc.op = op;
-    if (ax->whole && kind != TPU_COLL_PPERMUTE) {
+    if (kind == TPU_COLL_PPERMUTE) {
+        desc.pairs = pairs;
+        desc.npairs = npairs;
+    } else if (ax->whole) {
         desc.axes = ax->mask;
     } else {
-        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
-                           "%s over mesh axes '%s' (groups that are not whole torus axes) needs "
-                           "the group algorithm, not in this build yet",
-                           tpu_coll_name(kind), ax->text);
+        desc.groups = &ax->groups;
     }
     if (s->nplans == s->cap_plans) {
         int cap = s->cap_plans ? 2 * s->cap_plans : 16;
@@ -550,9 +549,9 @@ tpu_status_t tpu_spmd_psum(tpu_spmd_t *s, const char *axes, tpu_dtype_t dtype, t
     if (check_dtype(dtype, err) != TPU_OK) {
         return TPU_ERR_INVALID;
     }
-    return tpu__spmd_coll(s, (int)op >= 0 && op < TPU_REDOP_COUNT ? names[op] : "psum", TPU_COLL_PSUM,
-                          axes, dtype, op, count * (uint64_t)tpu_dtype_size(dtype), NULL, 0, in,
-                          out, err);
+    return tpu__spmd_coll(s, (int)op >= 0 && op < TPU_REDOP_COUNT ? names[op] : "psum",
+                          TPU_COLL_PSUM, axes, dtype, op, count * (uint64_t)tpu_dtype_size(dtype),
+                          NULL, 0, in, out, err);
 }
 
 tpu_status_t tpu_spmd_pmean(tpu_spmd_t *s, const char *axes, tpu_dtype_t dtype, uint64_t count,
