@@ -22,6 +22,8 @@ typedef struct tpu_algo_args {
                                    representative of a translation-invariant pod, see linkmodel.c) */
     const tpu_groups_t *groups; /* groups that are not whole axes (group algorithms), or NULL */
     const int32_t *member;      /* with groups: chip -> member index */
+    const int *period; /* group algorithms: non-NULL to build only the flows of the chips whose
+                          coordinates are below period[] (orbit timing, linkmodel.h) */
 } tpu_algo_args_t;
 
 typedef tpu_status_t (*tpu_algo_fn_t)(const tpu_algo_args_t *args, tpu_sched_t *sched,
@@ -69,6 +71,11 @@ tpu_status_t tpu__reversed(const tpu_algo_args_t *args, tpu_algo_fn_t ag_fn, int
  * is filled in the second case; nchips entries, caller storage or NULL to
  * allocate: then free it with tpu__free()).
  */
+/* Is 'chip' in the domain of args->period (always, without a period)? */
+int tpu__algo_in_domain(const tpu_algo_args_t *args, int chip);
+/* The chip of the domain that stands for 'chip' (itself without a period). */
+int tpu__algo_canon(const tpu_algo_args_t *args, int chip);
+
 tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_groups_t *own,
                               const tpu_groups_t **groups_p, const int32_t **member_p,
                               int32_t **own_member_p);

@@ -595,8 +595,8 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     e->work_dtype = plan->data_scale == 2 ? TPU_DTYPE_F32 : plan->desc.dtype;
     /* Runs with data need every chip's flows; the model may hold one chip's. */
     e->ps = &plan->model;
-    if (plan->model.rep >= 0) {
-        status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, &e->full, err);
+    if (plan->model.rep >= 0 || plan->model.orbit) {
+        status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &e->full, err);
         if (status != TPU_OK) {
             goto fail;
         }

@@ -7,6 +7,36 @@
 
 #include "algo.h"
 
+int tpu__algo_in_domain(const tpu_algo_args_t *args, int chip)
+{
+    int c[TPU_MAX_AXES], a;
+
+    if (args->period == NULL) {
+        return 1;
+    }
+    tpu_topo_coords(args->topo, chip, c);
+    for (a = 0; a < TPU_MAX_AXES; a++) {
+        if (c[a] >= args->period[a]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int tpu__algo_canon(const tpu_algo_args_t *args, int chip)
+{
+    int c[TPU_MAX_AXES], a;
+
+    if (args->period == NULL) {
+        return chip;
+    }
+    tpu_topo_coords(args->topo, chip, c);
+    for (a = 0; a < TPU_MAX_AXES; a++) {
+        c[a] %= args->period[a];
+    }
+    return tpu_topo_chip(args->topo, tpu_topo_slice_of(args->topo, chip), c);
+}
+
 tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_groups_t *own,
                               const tpu_groups_t **groups_p, const int32_t **member_p,
                               int32_t **own_member_p)

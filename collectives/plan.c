@@ -76,6 +76,8 @@ static tpu_status_t resolve_groups(tpu_coll_plan_t *p, tpu_err_t *err)
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the groups of a plan");
     }
     tpu_groups_index(&p->groups, p->topo.nchips, p->group_of, p->member);
+    /* Symmetric groups are timed from the chips of one domain (linkmodel.h). */
+    p->orbit = tpu_groups_period(&p->topo, &p->groups, p->period) > 1;
     d->groups = &p->groups;
     d->axes = 0;
     return TPU_OK;

@@ -31,6 +31,8 @@ struct tpu_coll_plan {
     int32_t *member;   /* chip -> member index in its group (groups only) */
     int32_t *group_of; /* chip -> its group (groups only) */
     int32_t *pairs;    /* ppermute pairs (desc.pairs points here), or NULL */
+    int orbit;         /* 1: the groups are symmetric under translations by 'period' */
+    int period[TPU_MAX_AXES];
 };
 
 /* The member index of 'chip' in its group (its position in the collective's order). */
@@ -77,11 +79,13 @@ void tpu__plan_label(const tpu_algo_t *algo, int chunks, char *buf, size_t len);
 
 /*
  * Build algorithm 'algo' with 'chunks' for the plan's request into 'ps' (build.c):
- * the flows of chip 'rep' only (representative mode), or of every chip (rep -1).
+ * the flows of chip 'rep' only (representative mode), or of every chip (rep -1);
+ * with 'orbit' (a group algorithm on a plan with p->orbit) only the flows of the
+ * chips of the domain of p->period (orbit timing, linkmodel.h).
  * @return TPU_OK, TPU_ERR_NO_MEMORY (with a message), or the algorithm's error.
  */
 tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, int rep,
-                             tpu_plan_sched_t *ps, tpu_err_t *err);
+                             int orbit, tpu_plan_sched_t *ps, tpu_err_t *err);
 
 /*
  * Choose the algorithm and pipeline depth by the cost model (select.c): fills

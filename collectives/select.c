@@ -96,7 +96,7 @@ static tpu_status_t choose(tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunk
     p->args.chunks = chunks;
     p->args.rep = rep;
     tpu__plan_label(algo, chunks, p->name, sizeof(p->name));
-    return tpu__plan_build(p, algo, chunks, rep, &p->model, err);
+    return tpu__plan_build(p, algo, chunks, rep, 1, &p->model, err);
 }
 
 tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)

@@ -63,7 +63,7 @@ tpu_status_t tpu__algo_ALL_GATHER_group_direct(const tpu_algo_args_t *args, tpu_
             for (j = 0; j < G; j++) {
                 tpu_flow_t f;
 
-                if (j == i) {
+                if (j == i || !tpu__algo_in_domain(args, m[i])) {
                     continue;
                 }
                 memset(&f, 0, sizeof(f));

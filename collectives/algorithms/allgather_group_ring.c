@@ -95,10 +95,14 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
                 for (di = 0; di < 2; di++) {
                     int dir = di == 0 ? 1 : -1;
                     int src = m[i], dst = m[((i + dir) % G + G) % G];
+                    int pred = m[((i - dir) % G + G) % G];
                     int origin = (((i - dir * (t - 1)) % G) + G) % G;
                     tpu_flow_t f;
                     int64_t idx;
 
+                    if (!tpu__algo_in_domain(args, src)) {
+                        continue;
+                    }
                     memset(&f, 0, sizeof(f));
                     f.src = src;
                     f.dst = dst;
@@ -119,7 +123,7 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
                         }
                     }
                     f.span.dst_off = f.span.off;
-                    cur[dst * 2 + di] = -1;
+                    cur[src * 2 + di] = -1;
                     if (f.span.len == 0) {
                         continue;
                     }
@@ -128,13 +132,16 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
                         status = TPU_ERR_NO_MEMORY;
                         break;
                     }
-                    if (t > 1 && prev[src * 2 + di] >= 0) {
-                        status = tpu__sched_add_deps(sched, idx, &prev[src * 2 + di], 1);
+                    /* The block came from the predecessor at the step before (from the
+                     * chip of the domain that stands for it, in orbit mode). */
+                    pred = tpu__algo_canon(args, pred);
+                    if (t > 1 && prev[pred * 2 + di] >= 0) {
+                        status = tpu__sched_add_deps(sched, idx, &prev[pred * 2 + di], 1);
                         if (status != TPU_OK) {
                             break;
                         }
                     }
-                    cur[dst * 2 + di] = (int32_t)idx;
+                    cur[src * 2 + di] = (int32_t)idx;
                 }
             }
         }

@@ -78,7 +78,7 @@ tpu_status_t tpu__algo_ALL_TO_ALL_group_direct(const tpu_algo_args_t *args, tpu_
                 int c = m[i], dst = m[j], from = c, split;
                 int dcn = tpu_topo_slice_of(topo, dst) != tpu_topo_slice_of(topo, c);
 
-                if (j == i) {
+                if (j == i || !tpu__algo_in_domain(args, c)) {
                     continue;
                 }
                 if (dcn) {
