@@ -345,6 +345,7 @@ static tpu_status_t get_plan(tpu_spmd_t *s, tpu_coll_kind_t kind, const spmd_axe
         tpu__free(sp->pairs);
         return status;
     }
+    sp->model_us = -1;
     sp->kind = kind;
     sp->axes = ax;
     sp->bytes = bytes;
@@ -460,11 +461,14 @@ tpu_status_t tpu__spmd_coll(tpu_spmd_t *s, const char *name, tpu_coll_kind_t kin
     if (!s->moves_data) {
         tpu_coll_result_t res;
 
-        status = tpu_coll_plan_model(sp->plan, &res, err);
-        if (status != TPU_OK) {
-            goto out;
+        if (sp->model_us < 0) {
+            status = tpu_coll_plan_model(sp->plan, &res, err);
+            if (status != TPU_OK) {
+                goto out;
+            }
+            sp->model_us = res.modeled_us;
         }
-        modeled_us = res.modeled_us;
+        modeled_us = sp->model_us;
     } else {
         tpu_coll_run_opts_t ro;
         uint64_t ib = in_bytes_of(kind, bytes, g);

@@ -25,6 +25,7 @@ typedef struct spmd_plan {
     int npairs;
     tpu_coll_plan_t *plan;
     tpu_coll_exec_t *exec; /* runs with data over the transport, made on first use */
+    double model_us;       /* the modeled time, once modeled (model-only runs), else -1 */
 } spmd_plan_t;
 
 struct tpu_spmd {
