@@ -34,15 +34,15 @@ typedef struct env {
 
 /* A runtime on 'shape' (all axes wrapped when 'wrap'), mesh 'spec' (explicit
  * 'devices' when not NULL), loopback ('sim' 0) or sim transport. */
-static void env_open(env_t *e, const char *shape, int wrap, const char *spec,
-                     const int32_t *devices, int sim)
+static void env_open_slices(env_t *e, const char *shape, int wrap, int slices, const char *spec,
+                            const int32_t *devices, int sim)
 {
     tpu_err_t err = {0};
     int dims[TPU_MAX_AXES], w[TPU_MAX_AXES] = {wrap, wrap, wrap}, naxes;
 
     memset(e, 0, sizeof(*e));
     assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
-    assert_int_equal(tpu_topo_init(&e->topo, naxes, dims, w, 1, &err), TPU_OK);
+    assert_int_equal(tpu_topo_init(&e->topo, naxes, dims, w, slices, &err), TPU_OK);
     assert_int_equal(tpu_chip_preset("v5e", &e->chip, &err), TPU_OK);
     tpu_chip_link_model(&e->chip, &e->link);
     if (tpu_mesh_create(&e->topo, spec, devices, devices ? e->topo.nchips : 0, &e->mesh, &err) !=
@@ -57,6 +57,12 @@ static void env_open(env_t *e, const char *shape, int wrap, const char *spec,
     if (tpu_spmd_create(&e->topo, &e->link, &e->chip, e->mesh, e->x, NULL, &e->s, &err) != TPU_OK) {
         fail_msg("spmd: %s", err.msg);
     }
+}
+
+static void env_open(env_t *e, const char *shape, int wrap, const char *spec,
+                     const int32_t *devices, int sim)
+{
+    env_open_slices(e, shape, wrap, 1, spec, devices, sim);
 }
 
 static void env_close(env_t *e)
@@ -637,6 +643,141 @@ static void test_orbit_equals_full(void **state)
     env_close(&e);
 }
 
+/*
+ * Groups across slices: on two slices of 2x2, psum and all_gather over every
+ * axis and pair of axes of "dcn=2,data=2,model=2" and of "data=4,model=2" (data
+ * spans the slices without a dcn axis), checked against the blocks of the group
+ * members (tpu_mesh_groups), and the same modeled time on sim and loopback.
+ */
+static void run_slices_mesh(const char *spec)
+{
+    float x[8 * 4];
+    int64_t shp[1] = {8 * 4};
+    tpu_err_t err = {0};
+    env_t e[2];
+    int a, b, p, t, k, j, naxes;
+
+    for (p = 0; p < 32; p++) {
+        x[p] = (float)(p * 5 % 11);
+    }
+    env_open_slices(&e[0], "2x2", 0, 2, spec, NULL, 0);
+    env_open_slices(&e[1], "2x2", 0, 2, spec, NULL, 1);
+    naxes = tpu_mesh_naxes(e[0].mesh);
+    for (a = 0; a < naxes; a++) {
+        for (b = -1; b < naxes; b++) {
+            char axes[64], all[64];
+            tpu_groups_t g;
+            double us[2][2];
+
+            if (a == b) {
+                continue;
+            }
+            snprintf(axes, sizeof(axes), "%s%s%s", tpu_mesh_axis_name(e[0].mesh, a),
+                     b >= 0 ? "," : "", b >= 0 ? tpu_mesh_axis_name(e[0].mesh, b) : "");
+            tpu_mesh_str(e[0].mesh, all, sizeof(all));
+            check(tpu_mesh_groups(e[0].mesh, axes, &g, &err), &err);
+            for (t = 0; t < 2; t++) {
+                tpu_array_t *arr, *r1, *r2;
+                char full[64];
+                int n = 0, i;
+
+                full[0] = '\0';
+                for (i = 0; i < naxes; i++) {
+                    n += snprintf(full + n, sizeof(full) - (size_t)n, "%s%s", i ? "," : "(",
+                                  tpu_mesh_axis_name(e[t].mesh, i));
+                }
+                snprintf(full + n, sizeof(full) - (size_t)n, ")");
+                arr = arr_f32(&e[t], 1, shp, full, x); /* position p holds x[4p, 4p+4) */
+                check(tpu_array_psum(arr, axes, TPU_REDOP_SUM, &r1, &err), &err);
+                check(tpu_array_all_gather(arr, axes, 0, 1, &r2, &err), &err);
+                us[t][0] = tpu_spmd_call_at(e[t].s, tpu_spmd_call_count(e[t].s) - 2)->modeled_us;
+                us[t][1] = tpu_spmd_call_at(e[t].s, tpu_spmd_call_count(e[t].s) - 1)->modeled_us;
+                for (k = 0; t == 0 && k < g.ngroups * g.size; k++) {
+                    int chip = g.chips[k];
+                    const int32_t *m = g.chips + (k / g.size) * g.size;
+                    const float *s1 = tpu_array_local(r1, chip), *s2 = tpu_array_local(r2, chip);
+
+                    for (j = 0; j < 4; j++) {
+                        float want = 0;
+
+                        for (i = 0; i < g.size; i++) {
+                            want += x[tpu_mesh_position(e[t].mesh, m[i]) * 4 + j];
+                        }
+                        expect_f32(s1 + j, &want, 1);
+                    }
+                    for (i = 0; i < g.size; i++) {
+                        expect_f32(s2 + 4 * i, x + tpu_mesh_position(e[t].mesh, m[i]) * 4, 4);
+                    }
+                }
+                tpu_array_destroy(r1);
+                tpu_array_destroy(r2);
+                tpu_array_destroy(arr);
+            }
+            if (us[0][0] != us[1][0] || us[0][1] != us[1][1]) {
+                fail_msg("%s over %s: loopback %.17g %.17g, sim %.17g %.17g", all, axes, us[0][0],
+                         us[0][1], us[1][0], us[1][1]);
+            }
+            tpu_groups_fini(&g);
+        }
+    }
+    env_close(&e[0]);
+    env_close(&e[1]);
+}
+
+static void test_slices(void **state)
+{
+    (void)state;
+    run_slices_mesh("dcn=2,data=2,model=2");
+    run_slices_mesh("data=4,model=2");
+    run_slices_mesh("model=2,dcn=2,data=2");
+}
+
+/* Groups handed to the collectives directly: bad sets are one clear error. */
+static void test_bad_groups(void **state)
+{
+    static const int32_t overlap[4] = {0, 1, 1, 2};
+    static const int32_t ids[6] = {0, 1, 2, 3, 0, 1};
+    static const int sizes[2] = {4, 2};
+    static const int32_t pairs_dup[4] = {0, 1, 2, 1};
+    tpu_groups_t g = {2, 2, (int32_t *)(uintptr_t)overlap}, g2;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_err_t err = {0};
+    env_t e;
+
+    (void)state;
+    env_open(&e, "4", 1, "i=4", NULL, 1);
+    tpu_coll_desc_init(&d);
+    d.kind = TPU_COLL_ALL_GATHER;
+    d.bytes = 64;
+    d.groups = &g;
+    assert_int_equal(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), TPU_ERR_INVALID);
+    assert_string_equal(err.msg, "chip 1 is in group 0 and group 1");
+    tpu_err_clear(&err);
+    assert_int_equal(tpu_groups_from_lists(ids, sizes, 2, &g2, &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "group 0 has 4 chips, group 1 has 2"));
+    tpu_err_clear(&err);
+    d.kind = TPU_COLL_PPERMUTE;
+    d.groups = NULL;
+    d.pairs = pairs_dup;
+    d.npairs = 2;
+    assert_int_equal(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "chip 1 is the target of two pairs"));
+    tpu_err_clear(&err);
+    /* A group set that is a whole axis runs on the torus algorithms. */
+    check(tpu_mesh_groups(e.mesh, "i", &g2, &err), &err);
+    d.kind = TPU_COLL_PSUM;
+    d.pairs = NULL;
+    d.npairs = 0;
+    d.groups = &g2;
+    check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
+    assert_null(strstr(tpu_coll_plan_algo(plan), "group"));
+    assert_int_equal(tpu_coll_plan_desc(plan)->axes, 1u);
+    tpu_coll_plan_destroy(plan);
+    tpu_groups_fini(&g2);
+    env_close(&e);
+}
+
 /* s5 docstring: pmap, x = arange(16).reshape(4,4), row k on device k. */
 static void test_psum_scatter_pmap(void **state)
 {
@@ -898,6 +1039,8 @@ int main(void)
         cmocka_unit_test(test_data2_model8),
         cmocka_unit_test(test_group_ring_cost),
         cmocka_unit_test(test_orbit_equals_full),
+        cmocka_unit_test(test_slices),
+        cmocka_unit_test(test_bad_groups),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
