@@ -35,8 +35,12 @@
  * hops at 3 alpha + 4B/W; step 2, half blocks: 3 alpha + 4B/W + alpha + 2B/W).
  *
  * Restrictions: V divides into G blocks of whole elements (checked by the plan).
- * Not pipelined.  Source: Patarasuk and Yuan (bandwidth optimal all-reduce, JPDC
- * 2009) for the ring; the route and the sharing are tpuemu's link model.
+ * Not pipelined.  Across slices a ring hop between members of different slices
+ * crosses DCN; there is no hierarchical split (the torus algorithms do that for
+ * the whole 'dcn' axis).  Symmetric groups (tpu_groups_period) are built and timed
+ * from the chips of one domain of their translations (orbit mode, linkmodel.h).  Source: Patarasuk
+ * and Yuan (bandwidth optimal all-reduce, JPDC 2009) for the ring; the route and the sharing are
+ * tpuemu's link model.
  *
  * Steps for a group {0, 2, 5, 7} (member order), B = one block ([m] = block of
  * member m), ring 0 -> 2 -> 5 -> 7 -> 0:

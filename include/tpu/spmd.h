@@ -122,7 +122,8 @@ TPU_API tpu_status_t tpu_spmd_axis_index(const tpu_spmd_t *spmd, const char *axe
 /* ---- the cost log ---- */
 
 typedef struct tpu_spmd_call {
-    tpu_coll_kind_t kind; /* TPU_COLL_PSUM, ...; psum also for pmean, pmax, pmin */
+    tpu_coll_kind_t kind; /* TPU_COLL_PSUM, ...; psum also for pmean, pmax, pmin;
+                             TPU_COLL_COUNT for a kernel (tpu_spmd_run, algorithm "compute") */
     char name[24];        /* "psum", "pmean", "all_gather", "psum_scatter", ... */
     char axes[64];        /* the mesh axes as given, "data" or "data,model" */
     int group_size;
