@@ -45,6 +45,7 @@ struct tpu_coll_exec {
     unsigned char **send;   /* per local chip: the buffer flows read */
     unsigned char **recv;   /* per local chip: the buffer flows write */
     unsigned char **work;   /* per local chip: the working buffer, or NULL */
+    int nwork;              /* entries of 'work' (the transport's local chips) */
     unsigned char *scratch; /* receive scratch of reducing flows */
     tpu_call_sig_t sig;     /* the current run's call */
     tpu_dtype_t work_dtype;
@@ -102,19 +103,12 @@ static tpu_region_t span_region(void *base, const tpu_span_t *sp, int64_t off, i
 /* Add the contiguous 'src' into the strided region 'r' (same byte count). */
 static void reduce_into(const tpu_coll_exec_t *ctx, const tpu_region_t *r, const unsigned char *src)
 {
-    int i, j, k;
+    int64_t b, nblocks = tpu_xport_region_blocks(r);
     int esz = tpu_dtype_size(ctx->work_dtype);
 
-    for (i = 0; i < r->count[0]; i++) {
-        for (j = 0; j < r->count[1]; j++) {
-            for (k = 0; k < r->count[2]; k++) {
-                unsigned char *d = (unsigned char *)r->base + r->off + i * r->stride[0] +
-                                   j * r->stride[1] + k * r->stride[2];
-
-                tpu__reduce(ctx->work_dtype, ctx->plan->desc.op, d, src, (size_t)(r->len / esz));
-                src += r->len;
-            }
-        }
+    for (b = 0; b < nblocks; b++, src += r->len) {
+        tpu__reduce(ctx->work_dtype, ctx->plan->desc.op, tpu_xport_region_block(r, b), src,
+                    (size_t)(r->len / esz));
     }
 }
 
@@ -561,7 +555,7 @@ void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
     if (exec == NULL) {
         return;
     }
-    for (i = 0; exec->work != NULL && i < exec->x->nlocal; i++) {
+    for (i = 0; i < exec->nwork; i++) {
         tpu__free(exec->work[i]);
     }
     tpu__free(exec->work);
@@ -612,6 +606,7 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
         status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory running %s", plan->name);
         goto fail;
     }
+    e->nwork = x->nlocal;
     for (i = 0; i < x->nchips; i++) {
         e->local_index[i] = -1;
     }

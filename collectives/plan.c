@@ -147,10 +147,9 @@ static tpu_status_t validate(tpu_coll_plan_t *p, tpu_err_t *err)
         return tpu_err_set(err, TPU_ERR_INVALID, "bad request: collective %d, dtype %d, op %d",
                            (int)d->kind, (int)d->dtype, (int)d->op);
     }
-    if (is_reduction(d->kind) && d->dtype == TPU_DTYPE_I8) {
+    if (d->dtype == TPU_DTYPE_I8) {
         return tpu_err_set(err, TPU_ERR_INVALID,
-                           "%s of i8: the reductions take f32, bf16 or i32 (i8 only moves, as in "
-                           "all-gather)",
+                           "%s of i8: the collectives take f32, bf16 or i32 (i8 is a chip type)",
                            tpu_coll_name(d->kind));
     }
     if (d->bytes == 0) {

@@ -227,13 +227,13 @@ tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs)
         status = tpu__sched_sort(rs);
     }
 out:
-    if (status != TPU_OK) {
-        tpu__sched_fini(rs);
-    }
     tpu__free(list);
     tpu__free(fill);
     tpu__free(first);
     tpu__free(ndependents);
+    if (status != TPU_OK) {
+        tpu__sched_fini(rs);
+    }
     return status;
 }
 

@@ -1,4 +1,4 @@
-/* The wall clock: CLOCK_MONOTONIC in seconds. */
+/* The wall clock (see clock.h): CLOCK_MONOTONIC in seconds. */
 #include "clock.h"
 
 #include <time.h>

@@ -1,8 +1,8 @@
-/* The wall clock of the library (internal): one definition for every layer. */
-#ifndef TPU_CLOCK_H
-#define TPU_CLOCK_H
+/* The wall clock of the measured times.  Private to the library and launch/. */
+#ifndef TPU_COMMON_CLOCK_H
+#define TPU_COMMON_CLOCK_H
 
-/* Seconds on the monotonic clock, from an arbitrary origin. */
+/* Seconds on CLOCK_MONOTONIC (an arbitrary origin: only differences mean anything). */
 double tpu__now_s(void);
 
-#endif /* TPU_CLOCK_H */
+#endif /* TPU_COMMON_CLOCK_H */

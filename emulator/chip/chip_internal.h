@@ -6,10 +6,12 @@
 #define TPU_CHIP_INTERNAL_H
 
 #include "tpu/chip.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
 
-#include "clock.h"
+#include "clock.h" /* common/: tpu__now_s() */
 
 #include <stddef.h>
 #include <stdint.h>

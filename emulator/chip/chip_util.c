@@ -3,7 +3,9 @@
  * bf16 conversions are in common/dtype.c, the wall clock in common/clock.c.)
  */
 #include "tpu/dtype.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
+#include "tpu/vpu.h"
 
 #include "chip_internal.h"
 

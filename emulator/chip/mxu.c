@@ -38,11 +38,14 @@
  * host; on v5e an 8192^3 bf16 matmul gets 2048^3 blocks, 64 MiB of VMEM and a
  * pipelined time within 1% of the roofline.
  *
- * Modeled compute per step: tpu_op_mxu_seconds() of the block's valid
+ * Modeled compute per step: tpu_mxu_seconds() of the block's valid
  * dimensions, each padded to the MXU edge.
  */
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+
+#include "tpu/roofline.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
 
 #include "chip_internal.h"
 
@@ -55,7 +58,7 @@
 #define INT8_CHUNK  1024
 
 typedef struct mm_ctx {
-    tpu_matmul_desc_t d;
+    tpu_mxu_desc_t d;
     float *wa;  /* A block widened to f32 (bf16, int8) */
     float *wb;  /* B block widened to f32 */
     float *tmp; /* int8: one chunk's f32 result */
@@ -93,7 +96,7 @@ static void widen_int8(const int8_t *src, float *dst, size_t n)
     }
 }
 
-static void widen_block(const tpu_matmul_desc_t *d, const tpu_vmem_ref_t *ref, float *dst)
+static void widen_block(const tpu_mxu_desc_t *d, const tpu_vmem_ref_t *ref, float *dst)
 {
     size_t n = (size_t)(ref->block[0] * ref->block[1]);
 
@@ -101,6 +104,19 @@ static void widen_block(const tpu_matmul_desc_t *d, const tpu_vmem_ref_t *ref, f
         tpu_dtype_bf16_widen(ref->data, dst, n);
     } else {
         widen_int8(ref->data, dst, n);
+    }
+}
+
+/* Widen the A and B blocks to f32 in the context, unless they are already there. */
+static void widen_inputs(mm_ctx_t *ctx, const tpu_vmem_ref_t *a, const tpu_vmem_ref_t *b)
+{
+    if (ctx->wa_ver != a->version) {
+        widen_block(&ctx->d, a, ctx->wa);
+        ctx->wa_ver = a->version;
+    }
+    if (ctx->wb_ver != b->version) {
+        widen_block(&ctx->d, b, ctx->wb);
+        ctx->wb_ver = b->version;
     }
 }
 
@@ -132,7 +148,7 @@ static void add_int32(int32_t *c, const float *tmp, int64_t rows, int64_t cols, 
 static tpu_status_t mm_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void *arg, tpu_err_t *err)
 {
     mm_ctx_t *ctx = arg;
-    const tpu_matmul_desc_t *d = &ctx->d;
+    const tpu_mxu_desc_t *d = &ctx->d;
     tpu_vmem_ref_t *a = &refs[0];
     tpu_vmem_ref_t *b = &refs[1];
     tpu_vmem_ref_t *c = &refs[2];
@@ -149,7 +165,7 @@ static tpu_status_t mm_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void *a
 
     (void)err;
     step->flops = 2.0 * (double)mv * (double)kv * (double)nv;
-    step->compute_s = tpu_op_mxu_seconds(step->spec, mv, kv, nv, d->in);
+    step->compute_s = tpu_mxu_seconds(step->spec, mv, kv, nv, d->in);
     if (step->model_only) {
         return TPU_OK;
     }
@@ -159,14 +175,7 @@ static tpu_status_t mm_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void *a
                     a->data, lda, b->data, ldb, c->first ? 0.0f : 1.0f, c->data, ldc);
         break;
     case TPU_DTYPE_BF16:
-        if (ctx->wa_ver != a->version) {
-            widen_block(d, a, ctx->wa);
-            ctx->wa_ver = a->version;
-        }
-        if (ctx->wb_ver != b->version) {
-            widen_block(d, b, ctx->wb);
-            ctx->wb_ver = b->version;
-        }
+        widen_inputs(ctx, a, b);
         acc = d->out == TPU_DTYPE_F32 ? c->data : step->scratch;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mv, (int)nv, (int)kv, 1.0f,
                     ctx->wa, lda, ctx->wb, ldb, c->first ? 0.0f : 1.0f, acc, ldc);
@@ -177,14 +186,7 @@ static tpu_status_t mm_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void *a
         }
         break;
     case TPU_DTYPE_I8:
-        if (ctx->wa_ver != a->version) {
-            widen_block(d, a, ctx->wa);
-            ctx->wa_ver = a->version;
-        }
-        if (ctx->wb_ver != b->version) {
-            widen_block(d, b, ctx->wb);
-            ctx->wb_ver = b->version;
-        }
+        widen_inputs(ctx, a, b);
         for (kc = 0; kc < kv; kc += INT8_CHUNK) {
             klen = kv - kc < INT8_CHUNK ? kv - kc : INT8_CHUNK;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mv, (int)nv, (int)klen,
@@ -205,7 +207,7 @@ static double slot(double bytes)
 }
 
 /* The executor's plan for these blocks: 2 x (A + B + C) + the accumulator. */
-static double plan_bytes(const tpu_matmul_desc_t *d, int64_t bm, int64_t bk, int64_t bn)
+static double plan_bytes(const tpu_mxu_desc_t *d, int64_t bm, int64_t bk, int64_t bn)
 {
     double in = tpu_dtype_size(d->in);
     double out = tpu_dtype_size(d->out);
@@ -222,7 +224,7 @@ static int64_t halve(int64_t b)
 }
 
 /* Choose the blocks of 'd' that are not given, to fit 'capacity' bytes. */
-static void choose_blocks(tpu_matmul_desc_t *d, double capacity)
+static void choose_blocks(tpu_mxu_desc_t *d, double capacity)
 {
     int fix_m = d->bm > 0;
     int fix_k = d->bk > 0;
@@ -256,7 +258,7 @@ static void choose_blocks(tpu_matmul_desc_t *d, double capacity)
     }
 }
 
-static tpu_status_t check_blocks(const tpu_matmul_desc_t *d, tpu_err_t *err)
+static tpu_status_t check_blocks(const tpu_mxu_desc_t *d, tpu_err_t *err)
 {
     if (d->bm < 0 || d->bk < 0 || d->bn < 0 || d->bm > INT32_MAX || d->bk > INT32_MAX ||
         d->bn > INT32_MAX) {
@@ -268,12 +270,12 @@ static tpu_status_t check_blocks(const tpu_matmul_desc_t *d, tpu_err_t *err)
     return TPU_OK;
 }
 
-static tpu_status_t matmul(tpu_vmem_t *vmem, const tpu_matmul_desc_t *desc, const void *a,
-                           const void *b, void *c, int model_only, tpu_op_report_t *report_p,
+static tpu_status_t matmul(tpu_vmem_t *vmem, const tpu_mxu_desc_t *desc, const void *a,
+                           const void *b, void *c, int model_only, tpu_roofline_report_t *report_p,
                            tpu_err_t *err)
 {
     tpu_status_t status;
-    tpu_op_report_t rep;
+    tpu_roofline_report_t rep;
     tpu_vmem_operand_t ops[3];
     tpu_vmem_kernel_t kernel;
     mm_ctx_t ctx;
@@ -285,7 +287,7 @@ static tpu_status_t matmul(tpu_vmem_t *vmem, const tpu_matmul_desc_t *desc, cons
     }
     spec = tpu_vmem_spec(vmem);
     memset(&rep, 0, sizeof(rep));
-    status = tpu_roofline_matmul(spec, desc, &rep.roofline, err);
+    status = tpu_mxu_roofline(spec, desc, &rep.roofline, err);
     if (status != TPU_OK) {
         return status;
     }
@@ -366,14 +368,14 @@ out:
     return status;
 }
 
-tpu_status_t tpu_op_matmul(tpu_vmem_t *vmem, const tpu_matmul_desc_t *desc, const void *a,
-                           const void *b, void *c, tpu_op_report_t *report_p, tpu_err_t *err)
+tpu_status_t tpu_mxu_matmul(tpu_vmem_t *vmem, const tpu_mxu_desc_t *desc, const void *a,
+                            const void *b, void *c, tpu_roofline_report_t *report_p, tpu_err_t *err)
 {
     return matmul(vmem, desc, a, b, c, 0, report_p, err);
 }
 
-tpu_status_t tpu_op_matmul_model(tpu_vmem_t *vmem, const tpu_matmul_desc_t *desc,
-                                 tpu_op_report_t *report_p, tpu_err_t *err)
+tpu_status_t tpu_mxu_matmul_model(tpu_vmem_t *vmem, const tpu_mxu_desc_t *desc,
+                                  tpu_roofline_report_t *report_p, tpu_err_t *err)
 {
     return matmul(vmem, desc, NULL, NULL, NULL, 1, report_p, err);
 }

@@ -1,6 +1,6 @@
 /*
  * The roofline cost model of the chip's ops (conventions at the top of
- * include/tpu/ops.h and at the bottom of shared/reference/fidelity.md).
+ * include/tpu/roofline.h and at the bottom of shared/reference/fidelity.md).
  *
  *   modeled = max(hw_flops / peak, hbm_bytes / hbm_bw)
  *
@@ -24,7 +24,10 @@
  *   R14 v5e add of 67108864 bf16: 3 x 2 B x 2^26 / 8.1e11 = 497.103 us, memory
  *       (compute: 2^26 / 6.14e12 = 10.9 us).
  */
-#include "tpu/ops.h"
+#include "tpu/roofline.h"
+
+#include "tpu/mxu.h"
+#include "tpu/vpu.h"
 
 #include "chip_internal.h"
 
@@ -77,12 +80,12 @@ tpu_status_t tpu_vpu_op_parse(const char *text, tpu_vpu_op_t *op_p, tpu_err_t *e
                        text != NULL ? text : "");
 }
 
-const char *tpu_bound_name(tpu_bound_t bound)
+const char *tpu_roofline_bound_name(tpu_roofline_bound_t bound)
 {
-    return bound == TPU_BOUND_COMPUTE ? "compute" : "memory";
+    return bound == TPU_ROOFLINE_COMPUTE ? "compute" : "memory";
 }
 
-void tpu_matmul_desc_init(tpu_matmul_desc_t *desc, int64_t m, int64_t k, int64_t n, tpu_dtype_t in)
+void tpu_mxu_desc_init(tpu_mxu_desc_t *desc, int64_t m, int64_t k, int64_t n, tpu_dtype_t in)
 {
     memset(desc, 0, sizeof(*desc));
     desc->m = m;
@@ -102,7 +105,7 @@ void tpu_vpu_desc_init(tpu_vpu_desc_t *desc, tpu_vpu_op_t op, tpu_dtype_t dtype,
     desc->cols = cols;
 }
 
-tpu_dtype_t tpu_vpu_out_elem(const tpu_vpu_desc_t *desc)
+tpu_dtype_t tpu_vpu_out_dtype(const tpu_vpu_desc_t *desc)
 {
     if (desc->op == TPU_VPU_SUM && desc->dtype == TPU_DTYPE_I8) {
         return TPU_DTYPE_I32;
@@ -132,8 +135,7 @@ static double mxu_hw_flops(const tpu_chip_spec_t *spec, int64_t m, int64_t k, in
            (double)tpu__round_up(n, d);
 }
 
-double tpu_op_mxu_seconds(const tpu_chip_spec_t *spec, int64_t m, int64_t k, int64_t n,
-                          tpu_dtype_t in)
+double tpu_mxu_seconds(const tpu_chip_spec_t *spec, int64_t m, int64_t k, int64_t n, tpu_dtype_t in)
 {
     double peak = tpu__mxu_peak(spec, in);
 
@@ -148,7 +150,7 @@ int64_t tpu__vpu_padded(int64_t rows, int64_t cols)
     return tpu__round_up(rows * cols, TPU__SUBLANES * TPU__LANES);
 }
 
-double tpu_op_vpu_seconds(const tpu_chip_spec_t *spec, int64_t elements, double flops_per_elem)
+double tpu_vpu_seconds(const tpu_chip_spec_t *spec, int64_t elements, double flops_per_elem)
 {
     const int64_t tile = TPU__SUBLANES * TPU__LANES;
 
@@ -163,8 +165,8 @@ static void finish(const tpu_chip_spec_t *spec, tpu_roofline_t *rl)
     rl->intensity = rl->hbm_bytes > 0 ? rl->flops / rl->hbm_bytes : 0;
     rl->compute_us = rl->hw_flops / rl->peak * 1e6;
     rl->memory_us = rl->hbm_bytes / spec->hbm_bw * 1e6;
-    rl->bound = rl->compute_us > rl->memory_us ? TPU_BOUND_COMPUTE : TPU_BOUND_MEMORY;
-    rl->modeled_us = rl->bound == TPU_BOUND_COMPUTE ? rl->compute_us : rl->memory_us;
+    rl->bound = rl->compute_us > rl->memory_us ? TPU_ROOFLINE_COMPUTE : TPU_ROOFLINE_MEMORY;
+    rl->modeled_us = rl->bound == TPU_ROOFLINE_COMPUTE ? rl->compute_us : rl->memory_us;
 }
 
 static int matmul_types_ok(tpu_dtype_t in, tpu_dtype_t out)
@@ -181,14 +183,14 @@ static int matmul_types_ok(tpu_dtype_t in, tpu_dtype_t out)
     }
 }
 
-tpu_status_t tpu_roofline_matmul(const tpu_chip_spec_t *spec, const tpu_matmul_desc_t *desc,
-                                 tpu_roofline_t *rl_p, tpu_err_t *err)
+tpu_status_t tpu_mxu_roofline(const tpu_chip_spec_t *spec, const tpu_mxu_desc_t *desc,
+                              tpu_roofline_t *rl_p, tpu_err_t *err)
 {
     tpu_roofline_t rl;
     double m, k, n;
 
     if (spec == NULL || desc == NULL || rl_p == NULL) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "tpu_roofline_matmul: NULL argument");
+        return tpu_err_set(err, TPU_ERR_INVALID, "tpu_mxu_roofline: NULL argument");
     }
     if (desc->m <= 0 || desc->k <= 0 || desc->n <= 0) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -264,7 +266,7 @@ int tpu__vpu_is_row_op(tpu_vpu_op_t op)
     return op == TPU_VPU_SOFTMAX || op == TPU_VPU_SUM || op == TPU_VPU_REDUCE_MAX;
 }
 
-tpu_status_t tpu_roofline_vpu(const tpu_chip_spec_t *spec, const tpu_vpu_desc_t *desc,
+tpu_status_t tpu_vpu_roofline(const tpu_chip_spec_t *spec, const tpu_vpu_desc_t *desc,
                               tpu_roofline_t *rl_p, tpu_err_t *err)
 {
     tpu_status_t status;
@@ -275,7 +277,7 @@ tpu_status_t tpu_roofline_vpu(const tpu_chip_spec_t *spec, const tpu_vpu_desc_t 
     int fpe;
 
     if (spec == NULL || desc == NULL || rl_p == NULL) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "tpu_roofline_vpu: NULL argument");
+        return tpu_err_set(err, TPU_ERR_INVALID, "tpu_vpu_roofline: NULL argument");
     }
     status = tpu__vpu_check(desc, err);
     if (status != TPU_OK) {
@@ -296,7 +298,7 @@ tpu_status_t tpu_roofline_vpu(const tpu_chip_spec_t *spec, const tpu_vpu_desc_t 
     rl.flops = elems * fpe;
     rl.hw_flops = padded * fpe;
     rl.hbm_bytes = elems * tpu_vpu_op_inputs(desc->op) * tpu_dtype_size(desc->dtype) +
-                   out_elems * tpu_dtype_size(tpu_vpu_out_elem(desc));
+                   out_elems * tpu_dtype_size(tpu_vpu_out_dtype(desc));
     rl.peak = spec->vpu_flops;
     finish(spec, &rl);
     *rl_p = rl;

@@ -29,10 +29,13 @@
  *
  * Modeled compute per step: the block's valid elements (rows padded to whole
  * 128-lane vectors for the row ops), rounded up to whole (8,128) tiles, times
- * the op's FLOPs per element (ops.h), at vpu_flops.
+ * the op's FLOPs per element (tpu/vpu.h), at vpu_flops.
  */
+#include "tpu/vpu.h"
+
 #include "tpu/dtype.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/vmem.h"
 
 #include "chip_internal.h"
@@ -154,7 +157,7 @@ static tpu_status_t ew_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void *a
 
     (void)err;
     step->flops = (double)n * tpu_vpu_op_flops(op);
-    step->compute_s = tpu_op_vpu_seconds(step->spec, (int64_t)n, tpu_vpu_op_flops(op));
+    step->compute_s = tpu_vpu_seconds(step->spec, (int64_t)n, tpu_vpu_op_flops(op));
     if (step->model_only) {
         return TPU_OK;
     }
@@ -178,7 +181,7 @@ static void row_cost(tpu_vmem_step_t *step, tpu_vpu_op_t op, int64_t rows, int64
     int64_t padded = tpu__vpu_padded(rows, tpu__round_up(cols, TPU__LANES));
 
     step->flops = (double)rows * (double)cols * tpu_vpu_op_flops(op);
-    step->compute_s = tpu_op_vpu_seconds(step->spec, padded, tpu_vpu_op_flops(op));
+    step->compute_s = tpu_vpu_seconds(step->spec, padded, tpu_vpu_op_flops(op));
 }
 
 static void softmax_row(float *row, size_t n)
@@ -359,16 +362,16 @@ static int64_t rows_per_block(int64_t rows, int64_t cols, size_t es)
 }
 
 static tpu_status_t vpu(tpu_vmem_t *vmem, const tpu_vpu_desc_t *desc, const void *x, const void *y,
-                        void *out, int model_only, tpu_op_report_t *report_p, tpu_err_t *err)
+                        void *out, int model_only, tpu_roofline_report_t *report_p, tpu_err_t *err)
 {
     tpu_status_t status;
-    tpu_op_report_t rep;
+    tpu_roofline_report_t rep;
     tpu_vmem_operand_t ops[3];
     tpu_vmem_kernel_t kernel;
     vpu_ctx_t ctx;
     const char *name;
     const size_t es = (size_t)(desc != NULL ? tpu_dtype_size(desc->dtype) : 0);
-    const size_t oes = (size_t)(desc != NULL ? tpu_dtype_size(tpu_vpu_out_elem(desc)) : 0);
+    const size_t oes = (size_t)(desc != NULL ? tpu_dtype_size(tpu_vpu_out_dtype(desc)) : 0);
     int64_t n;
     int64_t b;
     int64_t bc;
@@ -378,7 +381,7 @@ static tpu_status_t vpu(tpu_vmem_t *vmem, const tpu_vpu_desc_t *desc, const void
         return tpu_err_set(err, TPU_ERR_INVALID, "VPU op: NULL argument");
     }
     memset(&rep, 0, sizeof(rep));
-    status = tpu_roofline_vpu(tpu_vmem_spec(vmem), desc, &rep.roofline, err);
+    status = tpu_vpu_roofline(tpu_vmem_spec(vmem), desc, &rep.roofline, err);
     if (status != TPU_OK) {
         return status;
     }
@@ -472,14 +475,14 @@ out:
     return status;
 }
 
-tpu_status_t tpu_op_vpu(tpu_vmem_t *vmem, const tpu_vpu_desc_t *desc, const void *x, const void *y,
-                        void *out, tpu_op_report_t *report_p, tpu_err_t *err)
+tpu_status_t tpu_vpu_run(tpu_vmem_t *vmem, const tpu_vpu_desc_t *desc, const void *x, const void *y,
+                         void *out, tpu_roofline_report_t *report_p, tpu_err_t *err)
 {
     return vpu(vmem, desc, x, y, out, 0, report_p, err);
 }
 
-tpu_status_t tpu_op_vpu_model(tpu_vmem_t *vmem, const tpu_vpu_desc_t *desc,
-                              tpu_op_report_t *report_p, tpu_err_t *err)
+tpu_status_t tpu_vpu_model(tpu_vmem_t *vmem, const tpu_vpu_desc_t *desc,
+                           tpu_roofline_report_t *report_p, tpu_err_t *err)
 {
     return vpu(vmem, desc, NULL, NULL, NULL, 1, report_p, err);
 }

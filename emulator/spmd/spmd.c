@@ -722,12 +722,12 @@ void tpu_spmd_local_add_seconds(tpu_spmd_local_t *loc, double seconds)
     loc->compute_us += seconds * 1e6;
 }
 
-tpu_status_t tpu_spmd_matmul(tpu_spmd_local_t *loc, const tpu_matmul_desc_t *desc, const void *a,
+tpu_status_t tpu_spmd_matmul(tpu_spmd_local_t *loc, const tpu_mxu_desc_t *desc, const void *a,
                              const void *b, void *c, tpu_err_t *err)
 {
     tpu_spmd_t *s = loc->spmd;
     tpu_roofline_t rl;
-    tpu_status_t status = tpu_roofline_matmul(&s->chip, desc, &rl, err);
+    tpu_status_t status = tpu_mxu_roofline(&s->chip, desc, &rl, err);
 
     if (status != TPU_OK) {
         return status;
@@ -739,7 +739,7 @@ tpu_status_t tpu_spmd_matmul(tpu_spmd_local_t *loc, const tpu_matmul_desc_t *des
                 return status;
             }
         }
-        status = tpu_op_matmul(s->vmem[loc->local], desc, a, b, c, NULL, err);
+        status = tpu_mxu_matmul(s->vmem[loc->local], desc, a, b, c, NULL, err);
         if (status != TPU_OK) {
             return status;
         }

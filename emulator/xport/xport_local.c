@@ -41,26 +41,18 @@ static unsigned bucket_of(int src, int dst, int tag)
 /* Address of byte 'pos' of a region, and how many bytes follow it in its block. */
 static unsigned char *region_at(const tpu_region_t *r, int64_t pos, int64_t *run_p)
 {
-    int64_t block = pos / r->len, in = pos % r->len;
-    int64_t k = block % r->count[2], j = (block / r->count[2]) % r->count[1];
-    int64_t i = block / ((int64_t)r->count[2] * r->count[1]);
+    int64_t in = pos % r->len;
 
     *run_p = r->len - in;
-    return (unsigned char *)r->base + r->off + i * r->stride[0] + j * r->stride[1] +
-           k * r->stride[2] + in;
-}
-
-static int64_t region_bytes(const tpu_region_t *r)
-{
-    return r->len * r->count[0] * r->count[1] * r->count[2];
+    return tpu_xport_region_block(r, pos / r->len) + in;
 }
 
 static void region_copy(const tpu_region_t *dst, const tpu_region_t *src)
 {
-    int64_t total = region_bytes(src), pos = 0;
+    int64_t total = tpu_xport_region_bytes(src), pos = 0;
 
-    if (region_bytes(dst) < total) {
-        total = region_bytes(dst);
+    if (tpu_xport_region_bytes(dst) < total) {
+        total = tpu_xport_region_bytes(dst);
     }
     while (pos < total) {
         int64_t rs, rd, n;

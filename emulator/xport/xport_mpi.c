@@ -77,21 +77,15 @@ static void stage_put(mpi_xport_t *mx, unsigned char *p, size_t cap)
 /* Copy between a strided region and a contiguous buffer ('pack' sets the direction). */
 static void region_copy(const tpu_region_t *r, unsigned char *flat, int pack)
 {
-    int i, j, k;
+    int64_t b, nblocks = tpu_xport_region_blocks(r);
 
-    for (i = 0; i < r->count[0]; i++) {
-        for (j = 0; j < r->count[1]; j++) {
-            for (k = 0; k < r->count[2]; k++) {
-                unsigned char *p = (unsigned char *)r->base + r->off + i * r->stride[0] +
-                                   j * r->stride[1] + k * r->stride[2];
+    for (b = 0; b < nblocks; b++, flat += r->len) {
+        unsigned char *p = tpu_xport_region_block(r, b);
 
-                if (pack) {
-                    memcpy(flat, p, (size_t)r->len);
-                } else {
-                    memcpy(p, flat, (size_t)r->len);
-                }
-                flat += r->len;
-            }
+        if (pack) {
+            memcpy(flat, p, (size_t)r->len);
+        } else {
+            memcpy(p, flat, (size_t)r->len);
         }
     }
 }
@@ -164,7 +158,7 @@ static tpu_status_t start(tpu_xport_t *x, int is_recv, int peer, int tag, void *
     rc = is_recv ? MPI_Irecv(hdr, n, MPI_BYTE, peer, tag, mx->comm, &req->req[0])
                  : MPI_Isend(hdr, n, MPI_BYTE, peer, tag, mx->comm, &req->req[0]);
     if (rc == MPI_SUCCESS && buf != NULL && data->len > 0) {
-        int64_t bytes = data->len * data->count[0] * data->count[1] * data->count[2];
+        int64_t bytes = tpu_xport_region_bytes(data);
         MPI_Datatype type = MPI_BYTE;
         int count = (int)bytes;
 

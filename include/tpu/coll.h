@@ -180,6 +180,17 @@ TPU_API tpu_status_t tpu_coll_reference(const tpu_coll_plan_t *plan, int chip,
                                         tpu_err_t *err);
 
 /*
+ * Verification data (a tpu_coll_fill_fn_t; 'dtype_arg' points to a tpu_dtype_t):
+ * small integers that vary with the chip and the index, whose sums are exact in
+ * every dtype whatever the reduction order (bf16: up to 16 chips), so results
+ * compare bit for bit with tpu_coll_reference().
+ */
+TPU_API void tpu_coll_fill_exact(int chip, void *buf, uint64_t bytes, void *dtype_arg);
+/* Elements of 'bytes' of 'dtype' that differ between 'got' and 'want'. */
+TPU_API uint64_t tpu_coll_count_wrong(const void *got, const void *want, uint64_t bytes,
+                                      tpu_dtype_t dtype);
+
+/*
  * The published-formula ("ideal") time of the collective in microseconds: the
  * reference of shared/reference/fidelity.md, what the torus could do at best by
  * the book (for the "vs ideal" columns), computed from the formulas, not from a

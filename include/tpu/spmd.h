@@ -33,7 +33,7 @@
 #include "tpu/coll.h"
 #include "tpu/hbm.h"
 #include "tpu/mesh.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
 #include "tpu/xport.h"
@@ -168,11 +168,11 @@ TPU_API tpu_status_t tpu_spmd_run(tpu_spmd_t *spmd, const char *name, tpu_spmd_k
                                   void *arg, tpu_err_t *err);
 
 /*
- * In a kernel: C = A @ B on the chip's MXU (tpu_op_matmul; bf16 or f32 inputs,
- * row-major), adding the roofline time (tpu_roofline_matmul) to loc->compute_us.
+ * In a kernel: C = A @ B on the chip's MXU (tpu_mxu_matmul; bf16 or f32 inputs,
+ * row-major), adding the roofline time (tpu_mxu_roofline) to loc->compute_us.
  * Without data (model-only) only the time is added; a, b, c may be NULL.
  */
-TPU_API tpu_status_t tpu_spmd_matmul(tpu_spmd_local_t *loc, const tpu_matmul_desc_t *desc,
+TPU_API tpu_status_t tpu_spmd_matmul(tpu_spmd_local_t *loc, const tpu_mxu_desc_t *desc,
                                      const void *a, const void *b, void *c, tpu_err_t *err);
 /* In a kernel: add modeled seconds of work done on the host side (VPU ops etc.). */
 TPU_API void tpu_spmd_local_add_seconds(tpu_spmd_local_t *loc, double seconds);

@@ -3,12 +3,15 @@
  * modeled and the measured time side by side, and optionally the host MPI
  * library's own collective on the same bytes, measured in the same run.
  */
+#include "clock.h"
+#include "csv.h"
 #include "job.h"
+#include "json.h"
+#include "table.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct bench_row {
     uint64_t bytes, count;
@@ -18,14 +21,6 @@ typedef struct bench_row {
     long wrong;
     char algo[64];
 } bench_row_t;
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* nccl-tests' bus bandwidth factor. */
 static double bus_factor(tpu_coll_kind_t kind, int n)
@@ -55,7 +50,7 @@ static MPI_Op mpi_op(tpu_redop_t op)
 /* A group communicator per collective group, for the host MPI baseline. */
 static MPI_Comm group_comm(tpu_job_t *job, const tpu_coll_desc_t *d)
 {
-    const tpu_topo_t *t = &job->pod.topo;
+    const tpu_topo_t *t = tpu_pod_topo(job->pod);
     MPI_Comm group;
 
     MPI_Comm_split(job->comm, tpu_topo_group_member(t, d->axes, job->chip, 0),
@@ -79,7 +74,7 @@ static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
 {
     const tpu_coll_desc_t *d = &c->desc;
     int n, es = tpu_dtype_size(d->dtype);
-    double t0 = now_s();
+    double t0 = tpu__now_s();
 
     MPI_Comm_size(group, &n);
     switch (d->kind) {
@@ -106,7 +101,7 @@ static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
         break;
     }
     }
-    return now_s() - t0;
+    return tpu__now_s() - t0;
 }
 
 /* Bytes at or above 'want' that the collective accepts (whole blocks of elements). */
@@ -116,26 +111,120 @@ static uint64_t valid_bytes(const tpu_pod_t *pod, const tpu_coll_desc_t *d, uint
 
     if (d->kind == TPU_COLL_ALL_GATHER || d->kind == TPU_COLL_REDUCE_SCATTER ||
         d->kind == TPU_COLL_ALL_TO_ALL) {
-        unit *= (uint64_t)tpu_topo_group_size(&pod->topo, d->axes);
+        unit *= (uint64_t)tpu_topo_group_size(tpu_pod_topo(pod), d->axes);
     }
     return (want + unit - 1) / unit * unit;
 }
 
-static void print_header(int compare)
+/* The nccl-tests style table: 15 columns, and 2 more with --compare-mpi. */
+static const tpu_col_t bench_cols[] = {
+    {"size", "(B)", 10, 0, 0},    {"count", "(elems)", 10, 0, 1},
+    {"type", "", 5, 0, 1},        {"redop", "", 6, 0, 1},
+    {"algorithm", "", 18, 1, 2},  {"model_us", "(TPU)", 10, 0, 1},
+    {"algbw", "(GB/s)", 8, 0, 1}, {"busbw", "(GB/s)", 8, 0, 1},
+    {"formula", "(%)", 7, 0, 1},  {"meas_us", "(host)", 10, 0, 2},
+    {"min_us", "", 10, 0, 1},     {"max_us", "", 10, 0, 1},
+    {"algbw", "(GB/s)", 8, 0, 1}, {"busbw", "(GB/s)", 8, 0, 1},
+    {"#wrong", "", 7, 0, 1},      {"mpi_us", "(host)", 10, 0, 2},
+    {"ratio", "(x)", 7, 0, 1}};
+
+static const char *const csv_cols[] = {
+    "collective", "axes",       "bytes",      "count",       "dtype",           "redop",
+    "algorithm",  "modeled_us", "formula_us", "measured_us", "measured_min_us", "measured_max_us",
+    "algbw_GBps", "busbw_GBps", "wrong",      "mpi_us"};
+
+/* The reduction of a row: only psum and reduce-scatter reduce. */
+static const char *row_redop(const tpu_coll_desc_t *d)
 {
-    printf("#\n# %10s %10s %5s %6s  %-18s %10s %8s %8s %7s  %10s %10s %10s %8s %8s %7s", "size",
-           "count", "type", "redop", "algorithm", "model_us", "algbw", "busbw", "formula",
-           "meas_us", "min_us", "max_us", "algbw", "busbw", "#wrong");
-    if (compare) {
-        printf("  %10s %7s", "mpi_us", "ratio");
+    return d->kind == TPU_COLL_PSUM || d->kind == TPU_COLL_REDUCE_SCATTER ? tpu_redop_name(d->op)
+                                                                          : "none";
+}
+
+/* One finished row, on rank 0: the table line, the JSON object, the CSV line. */
+static void emit_row(const tpu_opts_t *o, FILE *txt, tpu_json_t *j, tpu_csv_t *csv,
+                     const tpu_coll_desc_t *desc, const char *axes, const bench_row_t *row,
+                     int group)
+{
+    double bf = bus_factor(desc->kind, group);
+    double malg = row->bytes / (row->modeled_us * 1e3), halg = row->bytes / (row->avg_us * 1e3);
+    char cell[17][64];
+    const char *cells[17];
+    int i, ncols = o->compare_mpi ? 17 : 15;
+
+    snprintf(cell[0], 64, "%llu", (unsigned long long)row->bytes);
+    snprintf(cell[1], 64, "%llu", (unsigned long long)row->count);
+    snprintf(cell[2], 64, "%s", tpu_dtype_name(desc->dtype));
+    snprintf(cell[3], 64, "%s", row_redop(desc));
+    snprintf(cell[4], 64, "%s", row->algo);
+    snprintf(cell[5], 64, "%.3f", row->modeled_us);
+    snprintf(cell[6], 64, "%.2f", malg);
+    snprintf(cell[7], 64, "%.2f", malg * bf);
+    snprintf(cell[8], 64, "%.1f", 100 * row->ideal_us / row->modeled_us);
+    snprintf(cell[9], 64, "%.1f", row->avg_us);
+    snprintf(cell[10], 64, "%.1f", row->min_us);
+    snprintf(cell[11], 64, "%.1f", row->max_us);
+    snprintf(cell[12], 64, "%.3f", halg);
+    snprintf(cell[13], 64, "%.3f", halg * bf);
+    snprintf(cell[14], 64, "%ld", row->wrong);
+    if (row->mpi_us > 0) {
+        snprintf(cell[15], 64, "%.1f", row->mpi_us);
+        snprintf(cell[16], 64, "%.2f", row->avg_us / row->mpi_us);
+    } else {
+        snprintf(cell[15], 64, "-");
+        snprintf(cell[16], 64, "-");
     }
-    printf("\n# %10s %10s %5s %6s  %-18s %10s %8s %8s %7s  %10s %10s %10s %8s %8s %7s", "(B)",
-           "(elems)", "", "", "", "(TPU)", "(GB/s)", "(GB/s)", "(%)", "(host)", "", "", "(GB/s)",
-           "(GB/s)", "");
-    if (compare) {
-        printf("  %10s %7s", "(host)", "(x)");
+    for (i = 0; i < 17; i++) {
+        cells[i] = cell[i];
     }
-    printf("\n");
+    tpu_table_row(txt, "  ", bench_cols, ncols, cells);
+    if (j != NULL) {
+        tpu_json_object(j);
+        tpu_json_kstr(j, "collective", tpu_coll_name(desc->kind));
+        tpu_json_kstr(j, "axes", axes);
+        tpu_json_kuint(j, "bytes", (unsigned long long)row->bytes);
+        tpu_json_kuint(j, "count", (unsigned long long)row->count);
+        tpu_json_kstr(j, "dtype", tpu_dtype_name(desc->dtype));
+        tpu_json_kstr(j, "redop", row_redop(desc));
+        tpu_json_kstr(j, "algorithm", row->algo);
+        tpu_json_kfixed(j, "modeled_us", row->modeled_us, 6);
+        tpu_json_kfixed(j, "formula_us", row->ideal_us, 6);
+        tpu_json_kfixed(j, "measured_us", row->avg_us, 3);
+        tpu_json_kfixed(j, "measured_min_us", row->min_us, 3);
+        tpu_json_kfixed(j, "measured_max_us", row->max_us, 3);
+        tpu_json_kfixed(j, "algbw_GBps", halg, 4);
+        tpu_json_kfixed(j, "busbw_GBps", halg * bf, 4);
+        tpu_json_kfixed(j, "modeled_algbw_GBps", malg, 4);
+        tpu_json_kfixed(j, "modeled_busbw_GBps", malg * bf, 4);
+        tpu_json_kint(j, "wrong", row->wrong);
+        if (o->compare_mpi && row->mpi_us > 0) {
+            tpu_json_kfixed(j, "mpi_us", row->mpi_us, 3);
+            tpu_json_kfixed(j, "mpi_ratio", row->avg_us / row->mpi_us, 4);
+        }
+        tpu_json_object_end(j);
+    }
+    if (csv != NULL) {
+        tpu_csv_str(csv, tpu_coll_name(desc->kind));
+        tpu_csv_str(csv, axes);
+        tpu_csv_uint(csv, (unsigned long long)row->bytes);
+        tpu_csv_uint(csv, (unsigned long long)row->count);
+        tpu_csv_str(csv, tpu_dtype_name(desc->dtype));
+        tpu_csv_str(csv, row_redop(desc));
+        tpu_csv_str(csv, row->algo);
+        tpu_csv_fixed(csv, row->modeled_us, 6);
+        tpu_csv_fixed(csv, row->ideal_us, 6);
+        tpu_csv_fixed(csv, row->avg_us, 3);
+        tpu_csv_fixed(csv, row->min_us, 3);
+        tpu_csv_fixed(csv, row->max_us, 3);
+        tpu_csv_fixed(csv, halg, 4);
+        tpu_csv_fixed(csv, halg * bf, 4);
+        tpu_csv_int(csv, row->wrong);
+        if (row->mpi_us > 0) {
+            tpu_csv_fixed(csv, row->mpi_us, 3);
+        } else {
+            tpu_csv_empty(csv);
+        }
+        tpu_csv_end_row(csv);
+    }
 }
 
 int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
@@ -148,9 +237,11 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
     int code = tpu_job_start(o, &argc, &argv, &job), failed = 0, rows_total = 0;
     unsigned long long lo = 1024, hi = 1u << 20;
     double timeout = o->timeout > 0 ? o->timeout : 60;
-    FILE *json = NULL, *csv = NULL;
-    int close_json = 0, close_csv = 0;
     uint64_t call = 0;
+    tpu_sink_t json_sink = {NULL, NULL}, csv_sink = {NULL, NULL};
+    tpu_json_t json, *j = NULL;
+    tpu_csv_t csv_w, *csv = NULL;
+    FILE *txt = tpu_sink_text(o->json, o->csv);
 
     if (code >= 0) {
         return code;
@@ -177,32 +268,27 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             kinds[nkinds++] = (tpu_coll_kind_t)k;
         }
     }
-    if (job.chip == 0) {
-        if (o->json) {
-            json = tpu_open_output(o->json, &close_json, &err);
-        }
-        if (o->csv && err.status == TPU_OK) {
-            csv = tpu_open_output(o->csv, &close_csv, &err);
-        }
+    code = tpu_job_open(&job, o->json, &json_sink, o->csv, &csv_sink);
+    if (code >= 0) {
+        return code;
     }
-    MPI_Bcast(&err.status, 1, MPI_INT, 0, job.comm);
-    if (err.status != TPU_OK) {
-        if (job.chip == 0) {
-            tpu_die_msg(err.msg);
-        }
-        return tpu_job_end(&job, TPU_EXIT_USAGE);
+    if (json_sink.f != NULL) {
+        tpu_json_init(&json, json_sink.f);
+        j = &json;
+        tpu_json_object(j);
+        tpu_json_kstr(j, "chip", tpu_pod_chip(job.pod)->name);
+        tpu_json_kstr(j, "topology", tpu_pod_shape(job.pod));
+        tpu_json_kstr(j, "wrap", tpu_pod_wrap(job.pod));
+        tpu_json_kint(j, "slices", tpu_pod_topo(job.pod)->slices);
+        tpu_json_kint(j, "ranks", job.nranks);
+        tpu_json_kint(j, "iters", iters);
+        tpu_json_kint(j, "warmup", warmup);
+        tpu_json_karray(j, "rows");
     }
-    if (json) {
-        fprintf(json,
-                "{\"chip\": \"%s\", \"topology\": \"%s\", \"wrap\": \"%s\", \"slices\": %d, "
-                "\"ranks\": %d, \"iters\": %d, \"results\": [",
-                job.pod.chip.name, job.pod.shape, job.pod.wrap, job.pod.topo.slices, job.nranks,
-                iters);
-    }
-    if (csv) {
-        fprintf(csv, "collective,axes,bytes,count,dtype,redop,algorithm,modeled_us,formula_us,"
-                     "measured_us,measured_min_us,measured_max_us,algbw_GBps,busbw_GBps,wrong,"
-                     "mpi_us\n");
+    if (csv_sink.f != NULL) {
+        tpu_csv_init(&csv_w, csv_sink.f);
+        csv = &csv_w;
+        tpu_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
     for (k = 0; k < nkinds; k++) {
         tpu_coll_desc_t desc;
@@ -215,7 +301,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             tpu_opts_t ko = *o;
 
             ko.collective = tpu_coll_name(kinds[k]);
-            if (tpu_desc_setup(&ko, &job.pod, NULL, &desc, &err) != TPU_OK) {
+            if (tpu_desc_setup(&ko, job.pod, NULL, &desc, &err) != TPU_OK) {
                 if (job.chip == 0) {
                     tpu_die_msg(err.msg);
                 }
@@ -224,10 +310,12 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
         }
         tpu_topo_axes_str(desc.kind == TPU_COLL_P2P ? 0 : desc.axes, axes, sizeof(axes));
         if (job.chip == 0) {
-            printf("# %s over %s on %s %s (wrap %s), %d ranks, %d iterations after %d warm-up\n",
-                   tpu_coll_name(desc.kind), axes[0] ? axes : "-", job.pod.chip.name, job.pod.shape,
-                   job.pod.wrap, job.nranks, iters, warmup);
-            print_header(o->compare_mpi);
+            fprintf(txt,
+                    "# %s over %s on %s %s (wrap %s), %d ranks, %d iterations after %d warm-up\n",
+                    tpu_coll_name(desc.kind), axes[0] ? axes : "-", tpu_pod_chip(job.pod)->name,
+                    tpu_pod_shape(job.pod), tpu_pod_wrap(job.pod), job.nranks, iters, warmup);
+            fprintf(txt, "#\n");
+            tpu_table_header(txt, "# ", bench_cols, o->compare_mpi ? 17 : 15);
         }
         for (b = (double)lo; b <= (double)hi * 1.0000001; b *= o->factor) {
             bench_row_t row;
@@ -237,7 +325,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             MPI_Comm gcomm = MPI_COMM_NULL;
 
             memset(&row, 0, sizeof(row));
-            desc.bytes = valid_bytes(&job.pod, &desc, (uint64_t)llround(b));
+            desc.bytes = valid_bytes(job.pod, &desc, (uint64_t)llround(b));
             if (desc.bytes == prev || desc.bytes > hi) {
                 continue;
             }
@@ -273,8 +361,9 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                     double m;
 
                     MPI_Barrier(job.comm);
-                    m = mpi_once(&c, gcomm,
-                                 tpu_topo_group_index(&job.pod.topo, c.desc.axes, job.chip));
+                    m = mpi_once(
+                        &c, gcomm,
+                        tpu_topo_group_index(tpu_pod_topo(job.pod), c.desc.axes, job.chip));
                     if (it >= warmup) {
                         mpi_sum += m;
                     }
@@ -299,65 +388,13 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             row.max_us = vals[2] * 1e6;
             row.bytes = desc.bytes;
             row.count = desc.bytes / (uint64_t)tpu_dtype_size(desc.dtype);
-            row.ideal_us =
-                tpu_coll_ideal_us(&job.pod.topo, &job.pod.link, tpu_coll_plan_desc(c.plan));
+            row.ideal_us = tpu_coll_ideal_us(tpu_pod_topo(job.pod), tpu_pod_link(job.pod),
+                                             tpu_coll_plan_desc(c.plan));
             snprintf(row.algo, sizeof(row.algo), "%s", tpu_coll_plan_algo(c.plan));
             failed |= row.wrong != 0;
             if (job.chip == 0) {
-                double bf = bus_factor(desc.kind, group);
-                double malg = row.bytes / (row.modeled_us * 1e3),
-                       halg = row.bytes / (row.avg_us * 1e3);
-
-                printf("  %10llu %10llu %5s %6s  %-18s %10.3f %8.2f %8.2f %7.1f  %10.1f %10.1f "
-                       "%10.1f %8.3f %8.3f %7ld",
-                       (unsigned long long)row.bytes, (unsigned long long)row.count,
-                       tpu_dtype_name(desc.dtype),
-                       desc.kind == TPU_COLL_PSUM || desc.kind == TPU_COLL_REDUCE_SCATTER
-                           ? tpu_redop_name(desc.op)
-                           : "none",
-                       row.algo, row.modeled_us, malg, malg * bf,
-                       100 * row.ideal_us / row.modeled_us, row.avg_us, row.min_us, row.max_us,
-                       halg, halg * bf, row.wrong);
-                if (o->compare_mpi) {
-                    if (row.mpi_us > 0) {
-                        printf("  %10.1f %7.2f", row.mpi_us, row.avg_us / row.mpi_us);
-                    } else {
-                        printf("  %10s %7s", "-", "-");
-                    }
-                }
-                printf("\n");
-                if (json) {
-                    fprintf(json,
-                            "%s\n  {\"collective\": \"%s\", \"axes\": \"%s\", \"bytes\": %llu, "
-                            "\"count\": %llu, \"dtype\": \"%s\", \"redop\": \"%s\", "
-                            "\"algorithm\": \"%s\", \"modeled_us\": %.6f, \"formula_us\": %.6f, "
-                            "\"measured_us\": %.3f, \"measured_min_us\": %.3f, "
-                            "\"measured_max_us\": %.3f, \"algbw_GBps\": %.4f, \"busbw_GBps\": "
-                            "%.4f, \"modeled_algbw_GBps\": %.4f, \"modeled_busbw_GBps\": %.4f, "
-                            "\"wrong\": %ld",
-                            rows_total ? "," : "", tpu_coll_name(desc.kind), axes,
-                            (unsigned long long)row.bytes, (unsigned long long)row.count,
-                            tpu_dtype_name(desc.dtype), tpu_redop_name(desc.op), row.algo,
-                            row.modeled_us, row.ideal_us, row.avg_us, row.min_us, row.max_us, halg,
-                            halg * bf, malg, malg * bf, row.wrong);
-                    if (o->compare_mpi && row.mpi_us > 0) {
-                        fprintf(json, ", \"mpi_us\": %.3f, \"mpi_ratio\": %.4f", row.mpi_us,
-                                row.avg_us / row.mpi_us);
-                    }
-                    fprintf(json, "}");
-                }
-                if (csv) {
-                    fprintf(csv, "%s,%s,%llu,%llu,%s,%s,%s,%.6f,%.6f,%.3f,%.3f,%.3f,%.4f,%.4f,%ld,",
-                            tpu_coll_name(desc.kind), axes, (unsigned long long)row.bytes,
-                            (unsigned long long)row.count, tpu_dtype_name(desc.dtype),
-                            tpu_redop_name(desc.op), row.algo, row.modeled_us, row.ideal_us,
-                            row.avg_us, row.min_us, row.max_us, halg, halg * bf, row.wrong);
-                    if (row.mpi_us > 0) {
-                        fprintf(csv, "%.3f", row.mpi_us);
-                    }
-                    fprintf(csv, "\n");
-                }
-                fflush(stdout);
+                emit_row(o, txt, j, csv, &desc, axes, &row, group);
+                fflush(txt);
             }
             rows_total++;
             first_row = 0;
@@ -365,20 +402,18 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
         }
         (void)first_row;
     }
-    if (json) {
-        fprintf(json, "\n]}\n");
-        if (close_json) {
-            fclose(json);
+    if (job.chip == 0) {
+        fprintf(txt,
+                "# %s: modeled = TPU pod time from the link model; formula = published-formula "
+                "time / modeled; meas = this host's wall time per call (avg, min, max over "
+                "ranks)\n",
+                failed ? "FAILED (#wrong > 0)" : "all results verified");
+        if (j != NULL) {
+            tpu_json_array_end(j);
+            tpu_json_kbool(j, "passed", !failed);
+            tpu_json_object_end(j);
         }
     }
-    if (csv && close_csv) {
-        fclose(csv);
-    }
-    if (job.chip == 0) {
-        printf("# %s: modeled = TPU pod time from the link model; formula = published-formula "
-               "time / modeled; meas = this host's wall time per call (avg, min, max over "
-               "ranks)\n",
-               failed ? "FAILED (#wrong > 0)" : "all results verified");
-    }
-    return tpu_job_end(&job, failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
+    code = tpu_job_close(&job, j, &json_sink, &csv_sink);
+    return tpu_job_end(&job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
 }

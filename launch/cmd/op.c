@@ -1,25 +1,29 @@
 /*
  * "tpuemu model --op ...": model one chip op without data.
  *
- *   tpuemu model --op matmul --m 8192 --k 8192 --n 8192 [--dtype bf16|f32|int8]
+ *   tpuemu model --op matmul --m 8192 --k 8192 --n 8192 [--dtype bf16|f32|i8]
  *                [--out-dtype bf16|f32] [--chip v5e] [--json FILE|-]
  *   tpuemu model --op add|mul|max|relu|exp|tanh|gelu|softmax|sum|reduce_max
- *                --elements N [--cols C] [--dtype bf16|f32|int8] [--chip v5e] [--json FILE|-]
+ *                --elements N [--cols C] [--dtype bf16|f32|i8] [--chip v5e] [--json FILE|-]
  *
  * Prints the roofline of the op (FLOPs, HBM bytes, arithmetic intensity,
  * compute and memory time, the modeled time and which bound it hits; see
- * include/tpu/ops.h) and the pipelined time of the VMEM executor for the block
+ * include/tpu/roofline.h) and the pipelined time of the VMEM executor for the block
  * plan the op would run, modelled without data.  --cols C makes softmax, sum
  * and reduce_max work on rows of C elements (N / C rows; default: one row of
- * N).  Sizes are plain positive integers.  Bad input: one line "tpuemu: ..." on
- * stderr and 2.  Uses libc and libtpuemu only.
+ * N).  Sizes are plain positive integers.  The flags are parsed by the shared
+ * parser (cli.c); bad input: one line "tpuemu: ..." on stderr and exit 2.
  */
 #include "tpu/chip.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/status.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
 
-#include "cmd_op.h"
+#include "json.h"
+#include "launch.h"
+#include "sink.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -28,43 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXIT_USAGE 2
-#define EXIT_FAIL  1
-
 /* The pipelined time is only modelled up to this many grid steps (it walks them). */
 #define MAX_MODEL_STEPS 4e6
-
-typedef struct op_args {
-    const char *op;
-    const char *chip;
-    const char *dtype;
-    const char *out_dtype;
-    const char *json;
-    const char *m;
-    const char *k;
-    const char *n;
-    const char *elements;
-    const char *cols;
-    int help;
-} op_args_t;
-
-static const struct {
-    const char *name;
-    size_t off;
-} flags[] = {
-    {"op", offsetof(op_args_t, op)},
-    {"chip", offsetof(op_args_t, chip)},
-    {"dtype", offsetof(op_args_t, dtype)},
-    {"out-dtype", offsetof(op_args_t, out_dtype)},
-    {"json", offsetof(op_args_t, json)},
-    {"m", offsetof(op_args_t, m)},
-    {"k", offsetof(op_args_t, k)},
-    {"n", offsetof(op_args_t, n)},
-    {"elements", offsetof(op_args_t, elements)},
-    {"cols", offsetof(op_args_t, cols)},
-};
-
-#define NFLAGS (sizeof(flags) / sizeof(flags[0]))
 
 static void usage(FILE *out)
 {
@@ -85,64 +54,6 @@ static void usage(FILE *out)
             "  --out-dtype D    bf16 matmul output: bf16 (default) or f32\n"
             "  --chip CHIP      v4, v5e, v5p, v6e, v7 (default v5e)\n"
             "  --json FILE|-    one JSON object instead of the table (- for stdout)\n");
-}
-
-/* Print "tpuemu: msg" and return the usage exit code. */
-static int bad(const char *msg)
-{
-    fprintf(stderr, "tpuemu: %s\n", msg);
-    return EXIT_USAGE;
-}
-
-static tpu_status_t parse_args(int argc, char **argv, op_args_t *a, tpu_err_t *err)
-{
-    const char *arg;
-    const char *name;
-    const char *eq;
-    const char *val;
-    size_t len;
-    size_t f;
-    int i = 0;
-
-    memset(a, 0, sizeof(*a));
-    if (argc > 0 && strcmp(argv[0], "model") == 0) {
-        i = 1;
-    }
-    for (; i < argc; i++) {
-        arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            a->help = 1;
-            continue;
-        }
-        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
-            return tpu_err_set(err, TPU_ERR_INVALID, "unexpected argument '%s' (flags are --name)",
-                               arg);
-        }
-        name = arg + 2;
-        eq = strchr(name, '=');
-        len = eq != NULL ? (size_t)(eq - name) : strlen(name);
-        for (f = 0; f < NFLAGS; f++) {
-            if (strlen(flags[f].name) == len && strncmp(flags[f].name, name, len) == 0) {
-                break;
-            }
-        }
-        if (f == NFLAGS) {
-            return tpu_err_set(err, TPU_ERR_INVALID,
-                               "unknown flag '--%.*s' for 'tpuemu model --op' (known: --op, --m, "
-                               "--k, --n, --elements, --cols, --dtype, --out-dtype, --chip, "
-                               "--json)",
-                               (int)len, name);
-        }
-        if (eq != NULL) {
-            val = eq + 1;
-        } else if (i + 1 < argc) {
-            val = argv[++i];
-        } else {
-            return tpu_err_set(err, TPU_ERR_INVALID, "--%s needs a value", flags[f].name);
-        }
-        *(const char **)(void *)((char *)a + flags[f].off) = val;
-    }
-    return TPU_OK;
 }
 
 /* Parse a plain positive integer (digits only, at most 2^50). */
@@ -183,14 +94,14 @@ static tpu_status_t not_for(const char *flag, const char *value, const char *op,
 typedef struct op_result {
     tpu_chip_spec_t spec;
     int is_matmul;
-    tpu_matmul_desc_t mm;
+    tpu_mxu_desc_t mm;
     tpu_vpu_desc_t vpu;
-    tpu_op_report_t rep;
+    tpu_roofline_report_t rep;
     int has_pipeline;
     char pipeline_note[TPU_ERR_MSG_LEN + 64];
 } op_result_t;
 
-static tpu_status_t setup(const op_args_t *a, op_result_t *r, tpu_err_t *err)
+static tpu_status_t setup(const tpu_opts_t *a, op_result_t *r, tpu_err_t *err)
 {
     tpu_status_t status;
     tpu_dtype_t in = TPU_DTYPE_BF16;
@@ -198,7 +109,7 @@ static tpu_status_t setup(const op_args_t *a, op_result_t *r, tpu_err_t *err)
     tpu_vpu_op_t vop;
     int64_t m, k, n, elements, cols;
 
-    if (a->op == NULL) {
+    if (a->chip_op == NULL) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "--op is required: matmul, add, mul, max, relu, exp, tanh, gelu, "
                            "softmax, sum, reduce_max");
@@ -213,13 +124,13 @@ static tpu_status_t setup(const op_args_t *a, op_result_t *r, tpu_err_t *err)
             return status;
         }
     }
-    r->is_matmul = strcmp(a->op, "matmul") == 0;
+    r->is_matmul = strcmp(a->chip_op, "matmul") == 0;
     if (r->is_matmul) {
         if (a->m == NULL || a->k == NULL || a->n == NULL) {
             return tpu_err_set(err, TPU_ERR_INVALID, "--op matmul needs --m, --k and --n");
         }
-        if ((status = not_for("elements", a->elements, a->op, err)) != TPU_OK ||
-            (status = not_for("cols", a->cols, a->op, err)) != TPU_OK ||
+        if ((status = not_for("elements", a->elements, a->chip_op, err)) != TPU_OK ||
+            (status = not_for("cols", a->cols, a->chip_op, err)) != TPU_OK ||
             (status = parse_size("m", a->m, &m, err)) != TPU_OK ||
             (status = parse_size("k", a->k, &k, err)) != TPU_OK ||
             (status = parse_size("n", a->n, &n, err)) != TPU_OK) {
@@ -230,7 +141,7 @@ static tpu_status_t setup(const op_args_t *a, op_result_t *r, tpu_err_t *err)
                                "matmul does not take %s inputs (bf16, f32, i8)",
                                tpu_dtype_name(in));
         }
-        tpu_matmul_desc_init(&r->mm, m, k, n, in);
+        tpu_mxu_desc_init(&r->mm, m, k, n, in);
         if (a->out_dtype != NULL) {
             status = tpu_dtype_parse(a->out_dtype, &out, err);
             if (status != TPU_OK) {
@@ -238,21 +149,21 @@ static tpu_status_t setup(const op_args_t *a, op_result_t *r, tpu_err_t *err)
             }
             r->mm.out = out;
         }
-        return tpu_roofline_matmul(&r->spec, &r->mm, &r->rep.roofline, err);
+        return tpu_mxu_roofline(&r->spec, &r->mm, &r->rep.roofline, err);
     }
-    if (tpu_vpu_op_parse(a->op, &vop, NULL) != TPU_OK) {
+    if (tpu_vpu_op_parse(a->chip_op, &vop, NULL) != TPU_OK) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "unknown op '%s' (known: matmul, add, mul, max, relu, exp, tanh, gelu, "
                            "softmax, sum, reduce_max)",
-                           a->op);
+                           a->chip_op);
     }
     if (a->elements == NULL) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--op %s needs --elements", a->op);
+        return tpu_err_set(err, TPU_ERR_INVALID, "--op %s needs --elements", a->chip_op);
     }
-    if ((status = not_for("m", a->m, a->op, err)) != TPU_OK ||
-        (status = not_for("k", a->k, a->op, err)) != TPU_OK ||
-        (status = not_for("n", a->n, a->op, err)) != TPU_OK ||
-        (status = not_for("out-dtype", a->out_dtype, a->op, err)) != TPU_OK ||
+    if ((status = not_for("m", a->m, a->chip_op, err)) != TPU_OK ||
+        (status = not_for("k", a->k, a->chip_op, err)) != TPU_OK ||
+        (status = not_for("n", a->n, a->chip_op, err)) != TPU_OK ||
+        (status = not_for("out-dtype", a->out_dtype, a->chip_op, err)) != TPU_OK ||
         (status = parse_size("elements", a->elements, &elements, err)) != TPU_OK) {
         return status;
     }
@@ -260,7 +171,8 @@ static tpu_status_t setup(const op_args_t *a, op_result_t *r, tpu_err_t *err)
     if (a->cols != NULL) {
         if (vop != TPU_VPU_SOFTMAX && vop != TPU_VPU_SUM && vop != TPU_VPU_REDUCE_MAX) {
             return tpu_err_set(err, TPU_ERR_INVALID,
-                               "--cols applies to softmax, sum and reduce_max, not to %s", a->op);
+                               "--cols applies to softmax, sum and reduce_max, not to %s",
+                               a->chip_op);
         }
         status = parse_size("cols", a->cols, &cols, err);
         if (status != TPU_OK) {
@@ -273,7 +185,7 @@ static tpu_status_t setup(const op_args_t *a, op_result_t *r, tpu_err_t *err)
         }
     }
     tpu_vpu_desc_init(&r->vpu, vop, in, elements / cols, cols);
-    return tpu_roofline_vpu(&r->spec, &r->vpu, &r->rep.roofline, err);
+    return tpu_vpu_roofline(&r->spec, &r->vpu, &r->rep.roofline, err);
 }
 
 /* The executor's pipelined time, when the plan fits and the grid is not huge. */
@@ -301,9 +213,9 @@ static tpu_status_t pipeline(op_result_t *r, tpu_err_t *err)
         return status;
     }
     if (r->is_matmul) {
-        status = tpu_op_matmul_model(vmem, &r->mm, &r->rep, &perr);
+        status = tpu_mxu_matmul_model(vmem, &r->mm, &r->rep, &perr);
     } else {
-        status = tpu_op_vpu_model(vmem, &r->vpu, &r->rep, &perr);
+        status = tpu_vpu_model(vmem, &r->vpu, &r->rep, &perr);
     }
     tpu_vmem_destroy(vmem);
     r->rep.roofline = rl;
@@ -318,64 +230,56 @@ static tpu_status_t pipeline(op_result_t *r, tpu_err_t *err)
     return tpu_err_set(err, status, "%s", perr.msg);
 }
 
-static void json_str(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s != '\0'; s++) {
-        if (*s == '"' || *s == '\\') {
-            fputc('\\', out);
-            fputc(*s, out);
-        } else if ((unsigned char)*s < 0x20) {
-            fprintf(out, "\\u%04x", (unsigned)(unsigned char)*s);
-        } else {
-            fputc(*s, out);
-        }
-    }
-    fputc('"', out);
-}
-
-static void print_json(FILE *out, const op_result_t *r)
+static void print_json(tpu_json_t *j, const op_result_t *r)
 {
     const tpu_roofline_t *rl = &r->rep.roofline;
     const tpu_vmem_stats_t *p = &r->rep.pipeline;
 
-    fputs("{\"chip\":", out);
-    json_str(out, r->spec.name);
+    tpu_json_object(j);
+    tpu_json_kstr(j, "chip", r->spec.name);
     if (r->is_matmul) {
-        fprintf(out,
-                ",\"op\":\"matmul\",\"dtype\":\"%s\",\"out_dtype\":\"%s\",\"m\":%lld,\"k\":%lld,"
-                "\"n\":%lld",
-                tpu_dtype_name(r->mm.in), tpu_dtype_name(r->mm.out), (long long)r->mm.m,
-                (long long)r->mm.k, (long long)r->mm.n);
+        tpu_json_kstr(j, "op", "matmul");
+        tpu_json_kstr(j, "dtype", tpu_dtype_name(r->mm.in));
+        tpu_json_kstr(j, "out_dtype", tpu_dtype_name(r->mm.out));
+        tpu_json_kint(j, "m", (long long)r->mm.m);
+        tpu_json_kint(j, "k", (long long)r->mm.k);
+        tpu_json_kint(j, "n", (long long)r->mm.n);
     } else {
-        fprintf(out,
-                ",\"op\":\"%s\",\"dtype\":\"%s\",\"out_dtype\":\"%s\",\"elements\":%lld,"
-                "\"rows\":%lld,\"cols\":%lld",
-                tpu_vpu_op_name(r->vpu.op), tpu_dtype_name(r->vpu.dtype),
-                tpu_dtype_name(tpu_vpu_out_elem(&r->vpu)), (long long)(r->vpu.rows * r->vpu.cols),
-                (long long)r->vpu.rows, (long long)r->vpu.cols);
+        tpu_json_kstr(j, "op", tpu_vpu_op_name(r->vpu.op));
+        tpu_json_kstr(j, "dtype", tpu_dtype_name(r->vpu.dtype));
+        tpu_json_kstr(j, "out_dtype", tpu_dtype_name(tpu_vpu_out_dtype(&r->vpu)));
+        tpu_json_kint(j, "elements", (long long)(r->vpu.rows * r->vpu.cols));
+        tpu_json_kint(j, "rows", (long long)r->vpu.rows);
+        tpu_json_kint(j, "cols", (long long)r->vpu.cols);
     }
-    fprintf(out,
-            ",\"unit\":\"%s\",\"flops\":%.0f,\"hw_flops\":%.0f,\"hbm_bytes\":%.0f,"
-            "\"intensity\":%.6g,\"peak_flops\":%.6g,\"hbm_bw\":%.6g,\"compute_us\":%.6f,"
-            "\"memory_us\":%.6f,\"modeled_us\":%.6f,\"bound\":\"%s\"",
-            r->is_matmul ? "mxu" : "vpu", rl->flops, rl->hw_flops, rl->hbm_bytes, rl->intensity,
-            rl->peak, r->spec.hbm_bw, rl->compute_us, rl->memory_us, rl->modeled_us,
-            tpu_bound_name(rl->bound));
+    tpu_json_kstr(j, "unit", r->is_matmul ? "mxu" : "vpu");
+    tpu_json_kfixed(j, "flops", rl->flops, 0);
+    tpu_json_kfixed(j, "hw_flops", rl->hw_flops, 0);
+    tpu_json_kfixed(j, "hbm_bytes", rl->hbm_bytes, 0);
+    tpu_json_ksig(j, "intensity", rl->intensity, 6);
+    tpu_json_ksig(j, "peak_flops", rl->peak, 6);
+    tpu_json_ksig(j, "hbm_bw", r->spec.hbm_bw, 6);
+    tpu_json_kfixed(j, "compute_us", rl->compute_us, 6);
+    tpu_json_kfixed(j, "memory_us", rl->memory_us, 6);
+    tpu_json_kfixed(j, "modeled_us", rl->modeled_us, 6);
+    tpu_json_kstr(j, "bound", tpu_roofline_bound_name(rl->bound));
     if (r->has_pipeline) {
-        fprintf(out, ",\"pipelined_us\":%.6f,\"grid_steps\":%lld,\"vmem_bytes\":%.0f",
-                p->modeled_us, (long long)p->steps, p->vmem_bytes);
+        tpu_json_kfixed(j, "pipelined_us", p->modeled_us, 6);
+        tpu_json_kint(j, "grid_steps", (long long)p->steps);
+        tpu_json_kfixed(j, "vmem_bytes", p->vmem_bytes, 0);
+        tpu_json_karray(j, "block");
+        tpu_json_int(j, (long long)r->rep.block[0]);
         if (r->is_matmul) {
-            fprintf(out, ",\"block\":[%lld,%lld,%lld]", (long long)r->rep.block[0],
-                    (long long)r->rep.block[1], (long long)r->rep.block[2]);
-        } else {
-            fprintf(out, ",\"block\":%lld", (long long)r->rep.block[0]);
+            tpu_json_int(j, (long long)r->rep.block[1]);
+            tpu_json_int(j, (long long)r->rep.block[2]);
         }
+        tpu_json_array_end(j);
     } else {
-        fputs(",\"pipelined_us\":null,\"pipeline_note\":", out);
-        json_str(out, r->pipeline_note);
+        tpu_json_key(j, "pipelined_us");
+        tpu_json_null(j);
+        tpu_json_kstr(j, "pipeline_note", r->pipeline_note);
     }
-    fputs("}\n", out);
+    tpu_json_object_end(j);
 }
 
 static void fmt_mib(double bytes, char *buf, size_t len)
@@ -412,7 +316,7 @@ static void print_table(FILE *out, const op_result_t *r)
                 (long long)r->mm.k, (long long)r->mm.n);
     } else {
         fprintf(out, "%-12s %s on the VPU, %s -> %s\n", "op", tpu_vpu_op_name(r->vpu.op),
-                tpu_dtype_name(r->vpu.dtype), tpu_dtype_name(tpu_vpu_out_elem(&r->vpu)));
+                tpu_dtype_name(r->vpu.dtype), tpu_dtype_name(tpu_vpu_out_dtype(&r->vpu)));
         fprintf(out, "%-12s %lld elements (%lld row%s of %lld)\n", "shape",
                 (long long)(r->vpu.rows * r->vpu.cols), (long long)r->vpu.rows,
                 r->vpu.rows == 1 ? "" : "s", (long long)r->vpu.cols);
@@ -428,7 +332,7 @@ static void print_table(FILE *out, const op_result_t *r)
     fprintf(out, "%-12s %s us at %.3g B/s\n", "memory", fmt_us(rl->memory_us, us, sizeof(us)),
             r->spec.hbm_bw);
     fprintf(out, "%-12s %s us, %s-bound\n", "modeled", fmt_us(rl->modeled_us, us, sizeof(us)),
-            tpu_bound_name(rl->bound));
+            tpu_roofline_bound_name(rl->bound));
     if (r->has_pipeline) {
         fmt_mib(p->vmem_bytes, b2, sizeof(b2));
         if (r->is_matmul) {
@@ -445,52 +349,40 @@ static void print_table(FILE *out, const op_result_t *r)
     }
 }
 
-int tpu__cmd_model_op(int argc, char **argv)
+int tpu_cmd_op(const tpu_opts_t *o)
 {
-    tpu_status_t status;
     tpu_err_t err = {0};
-    op_args_t args;
     op_result_t res;
-    FILE *out = stdout;
-    int rc = 0;
+    tpu_sink_t sink;
+    tpu_json_t j;
 
-    status = parse_args(argc, argv, &args, &err);
-    if (status != TPU_OK) {
-        return bad(err.msg);
-    }
-    if (args.help) {
+    if (o->help) {
         usage(stdout);
-        return 0;
+        return TPU_EXIT_OK;
     }
     memset(&res, 0, sizeof(res));
-    status = setup(&args, &res, &err);
-    if (status != TPU_OK) {
-        return bad(err.msg);
+    if (setup(o, &res, &err) != TPU_OK) {
+        tpu_die_msg(err.msg);
+        return TPU_EXIT_USAGE;
     }
-    status = pipeline(&res, &err);
-    if (status != TPU_OK) {
-        fprintf(stderr, "tpuemu: %s\n", err.msg);
-        return EXIT_FAIL;
+    if (pipeline(&res, &err) != TPU_OK) {
+        tpu_die_msg(err.msg);
+        return TPU_EXIT_FAIL;
     }
-    if (args.json != NULL && strcmp(args.json, "-") != 0) {
-        out = fopen(args.json, "w");
-        if (out == NULL) {
-            fprintf(stderr, "tpuemu: cannot write '%s': %s\n", args.json, strerror(errno));
-            return EXIT_USAGE;
-        }
+    if (o->json == NULL) {
+        print_table(stdout, &res);
+        return TPU_EXIT_OK;
     }
-    if (args.json != NULL) {
-        print_json(out, &res);
-    } else {
-        print_table(out, &res);
+    if (tpu_sink_open(&sink, o->json, &err) != TPU_OK) {
+        tpu_die_msg(err.msg);
+        return TPU_EXIT_USAGE;
     }
-    if (out != stdout) {
-        if (fclose(out) != 0) {
-            fprintf(stderr, "tpuemu: cannot write '%s': %s\n", args.json, strerror(errno));
-            rc = EXIT_FAIL;
-        }
-    } else {
-        fflush(stdout);
+    tpu_json_init(&j, sink.f);
+    print_json(&j, &res);
+    if (tpu_json_end(&j, &err) != TPU_OK || tpu_sink_close(&sink, &err) != TPU_OK) {
+        tpu_sink_close(&sink, NULL);
+        tpu_die_msg(err.msg);
+        return TPU_EXIT_FAIL;
     }
-    return rc;
+    return TPU_EXIT_OK;
 }

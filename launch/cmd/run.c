@@ -3,25 +3,28 @@
  * a token over every link, and run every collective at a small and a large size
  * with real data, verified, modeled and measured side by side.
  */
+#include "clock.h"
 #include "job.h"
+#include "json.h"
+#include "sink.h"
+#include "table.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TOKEN_BYTES 64
 
 /* Send a token over every link of this chip and check what arrives on each. */
 static int wiring_check(tpu_job_t *job, double *wall_us_p, int *links_p)
 {
-    const tpu_topo_t *t = &job->pod.topo;
+    const tpu_topo_t *t = tpu_pod_topo(job->pod);
     MPI_Request reqs[4 * TPU_MAX_AXES];
     int send[2 * TPU_MAX_AXES][TOKEN_BYTES / 4], recv[2 * TPU_MAX_AXES][TOKEN_BYTES / 4];
     int nreq = 0, bad = 0, a, d, links = 0;
-    struct timespec t0, t1;
+    double t0;
 
     MPI_Barrier(job->comm);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = tpu__now_s();
     for (a = 0; a < t->naxes; a++) {
         for (d = 0; d < 2; d++) {
             int dir = d ? -1 : 1, k = 2 * a + d;
@@ -44,7 +47,7 @@ static int wiring_check(tpu_job_t *job, double *wall_us_p, int *links_p)
         }
     }
     MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *wall_us_p = (tpu__now_s() - t0) * 1e6;
     for (a = 0; a < t->naxes; a++) {
         for (d = 0; d < 2; d++) {
             int dir = d ? -1 : 1, k = 2 * a + d;
@@ -66,7 +69,6 @@ static int wiring_check(tpu_job_t *job, double *wall_us_p, int *links_p)
             }
         }
     }
-    *wall_us_p = ((double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9) * 1e6;
     *links_p = links;
     return bad;
 }
@@ -77,6 +79,71 @@ typedef struct row {
     unsigned axes;
     int shift;
 } row_t;
+
+/* The table of verified collectives. */
+static const tpu_col_t run_cols[] = {
+    {"collective", NULL, 15, 1, 0}, {"axes", NULL, 7, 1, 1},        {"bytes", NULL, 10, 0, 1},
+    {"algorithm", NULL, 18, 1, 1},  {"modeled_us", NULL, 12, 0, 1}, {"measured_us", NULL, 12, 0, 1},
+    {"check", NULL, 8, 0, 1}};
+
+/* Rank 0: the pod, the placement and its warnings as text, and the start of the JSON. */
+static void print_pod(const tpu_opts_t *o, tpu_job_t *job, FILE *txt, tpu_json_t *j,
+                      const tpu_place_t *all)
+{
+    const tpu_topo_t *t = tpu_pod_topo(job->pod);
+    const tpu_chip_spec_t *chip = tpu_pod_chip(job->pod);
+    int a, i, example = 0, split, over = 0, cores = 0;
+
+    fprintf(txt, "tpuemu: %d chips of %s as %s%s, wrap %s (", t->nchips, chip->name,
+            tpu_pod_shape(job->pod), t->slices > 1 ? " slices" : "", tpu_pod_wrap(job->pod));
+    for (a = 0; a < t->naxes; a++) {
+        fprintf(txt, "%s%s %s", a ? ", " : "", tpu_topo_axis_name(a),
+                t->wrap[a] ? "wraps" : "open");
+    }
+    fprintf(txt, ")");
+    if (t->slices > 1) {
+        fprintf(txt, ", %d slices over DCN", t->slices);
+    }
+    fprintf(txt,
+            "\nICI %.3g B/s per link, %.2f us per hop; DCN %.4g B/s per chip; %d chips per "
+            "host\n",
+            chip->ici_bw, chip->ici_latency * 1e6, chip->dcn_bw, tpu_chip_per_host(chip));
+    if (!o->quiet) {
+        fprintf(txt, "\n");
+        tpu_place_print(txt, job->pod, all);
+    }
+    for (i = 0; i < t->nchips; i++) {
+        if (all[i].node_cores > 0 && all[i].node_ranks > all[i].node_cores) {
+            over = all[i].node_ranks;
+            cores = all[i].node_cores;
+        }
+    }
+    if (over) {
+        fprintf(txt,
+                "warning: %d ranks share %d cores on a node: measured times are dominated by "
+                "the host\n",
+                over, cores);
+    }
+    split = tpu_place_split_hosts(job->pod, all, &example);
+    if (split) {
+        fprintf(txt,
+                "warning: %d emulated TPU hosts span several MPI nodes (host %d first); fill "
+                "nodes with whole hosts of %d ranks\n",
+                split, example, tpu_chip_per_host(chip));
+    }
+    if (j != NULL) {
+        tpu_json_object(j);
+        tpu_json_kstr(j, "chip", chip->name);
+        tpu_json_kstr(j, "topology", tpu_pod_shape(job->pod));
+        tpu_json_kstr(j, "wrap", tpu_pod_wrap(job->pod));
+        tpu_json_kint(j, "slices", t->slices);
+        tpu_json_kint(j, "chips", t->nchips);
+        tpu_json_kint(j, "chips_per_host", tpu_chip_per_host(chip));
+        tpu_json_key(j, "placement");
+        tpu_place_json(j, job->pod, all);
+        tpu_json_kint(j, "hosts_split_across_nodes", split);
+    }
+}
 
 int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
 {
@@ -90,23 +157,22 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     uint64_t call = 0;
     row_t rows[8];
     int nrows = 0;
-
-    FILE *json = NULL, *txt = stdout;
-    int close_json = 0, nrows_out = 0;
+    tpu_sink_t sink = {NULL, NULL};
+    tpu_json_t json, *j = NULL;
+    FILE *txt = tpu_sink_text(o->json, NULL);
 
     if (code >= 0) {
         return code;
     }
-    t = &job.pod.topo;
-    if (o->json != NULL && job.chip == 0) {
-        json = tpu_open_output(o->json, &close_json, &err);
-        if (json == NULL) {
-            tpu_job_abort(&job, err.msg);
-        }
-        if (json == stdout) {
-            txt = stderr; /* the JSON alone on stdout */
-        }
+    code = tpu_job_open(&job, o->json, &sink, NULL, NULL);
+    if (code >= 0) {
+        return code;
     }
+    if (sink.f != NULL) {
+        tpu_json_init(&json, sink.f);
+        j = &json;
+    }
+    t = tpu_pod_topo(job.pod);
     all_axes = (1u << t->naxes) - 1;
     if (t->slices > 1) {
         all_axes |= TPU_AXIS_MASK_DCN;
@@ -114,59 +180,14 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     /* The pod and the placement. */
     if (job.chip == 0) {
         all = malloc((size_t)t->nchips * sizeof(*all));
+        if (all == NULL) {
+            tpu_job_abort(&job, "out of host memory for the placement table");
+        }
     }
     MPI_Gather(&job.place, (int)sizeof(job.place), MPI_BYTE, all, (int)sizeof(job.place), MPI_BYTE,
                0, job.comm);
     if (job.chip == 0) {
-        int a, example = 0, split, over = 0;
-
-        fprintf(txt, "tpuemu: %d chips of %s as %s%s, wrap %s (", t->nchips, job.pod.chip.name,
-                job.pod.shape, t->slices > 1 ? " slices" : "", job.pod.wrap);
-        for (a = 0; a < t->naxes; a++) {
-            fprintf(txt, "%s%s %s", a ? ", " : "", tpu_topo_axis_name(a),
-                    t->wrap[a] ? "wraps" : "open");
-        }
-        fprintf(txt, ")");
-        if (t->slices > 1) {
-            fprintf(txt, ", %d slices over DCN", t->slices);
-        }
-        fprintf(txt,
-                "\nICI %.3g B/s per link, %.2f us per hop; DCN %.4g B/s per chip; %d chips per "
-                "host\n",
-                job.pod.chip.ici_bw, job.pod.chip.ici_latency * 1e6, job.pod.chip.dcn_bw,
-                tpu_chip_per_host(&job.pod.chip));
-        if (!o->quiet) {
-            fprintf(txt, "\n");
-            tpu_place_print(txt, &job.pod, all);
-        }
-        for (i = 0; i < t->nchips; i++) {
-            if (all[i].node_cores > 0 && all[i].node_ranks > all[i].node_cores) {
-                over = all[i].node_ranks;
-                s = all[i].node_cores;
-            }
-        }
-        if (over) {
-            fprintf(txt,
-                    "warning: %d ranks share %d cores on a node: measured times are dominated by "
-                    "the host\n",
-                    over, s);
-        }
-        split = tpu_place_split_hosts(&job.pod, all, &example);
-        if (split) {
-            fprintf(txt,
-                    "warning: %d emulated TPU hosts span several MPI nodes (host %d first); fill "
-                    "nodes with whole hosts of %d ranks\n",
-                    split, example, tpu_chip_per_host(&job.pod.chip));
-        }
-        if (json != NULL) {
-            fprintf(json,
-                    "{\"chip\": \"%s\", \"topology\": \"%s\", \"wrap\": \"%s\", \"slices\": %d, "
-                    "\"chips\": %d, \"chips_per_host\": %d, \"placement\": ",
-                    job.pod.chip.name, job.pod.shape, job.pod.wrap, t->slices, t->nchips,
-                    tpu_chip_per_host(&job.pod.chip));
-            tpu_place_json(json, &job.pod, all);
-            fprintf(json, ",\n  \"hosts_split_across_nodes\": %d", split);
-        }
+        print_pod(o, &job, txt, j, all);
         free(all);
     }
     /* The wiring. */
@@ -179,15 +200,19 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
                 "\nwiring: %d directed links, a %d-byte token over each: %s; modeled %.3f us per "
                 "neighbour transfer, measured %.1f us for all of them\n",
                 total_links, TOKEN_BYTES, bad ? "WRONG" : "all correct",
-                (job.pod.chip.ici_latency + TOKEN_BYTES / (job.pod.chip.ici_bw / 2)) * 1e6,
+                (tpu_pod_chip(job.pod)->ici_latency +
+                 TOKEN_BYTES / (tpu_pod_chip(job.pod)->ici_bw / 2)) *
+                    1e6,
                 max_wall);
     }
     failed |= bad != 0;
-    if (json != NULL) {
-        fprintf(json,
-                ",\n  \"wiring\": {\"links\": %d, \"wrong\": %d, \"measured_us\": %.1f}, "
-                "\"collectives\": [",
-                total_links, bad, max_wall);
+    if (j != NULL) {
+        tpu_json_kobject(j, "wiring");
+        tpu_json_kint(j, "links", total_links);
+        tpu_json_kint(j, "wrong", bad);
+        tpu_json_kfixed(j, "measured_us", max_wall, 1);
+        tpu_json_object_end(j);
+        tpu_json_karray(j, "collectives");
     }
     /* Every collective at a small and a large size. */
     rows[nrows++] = (row_t){"psum", TPU_COLL_PSUM, all_axes, 0};
@@ -199,8 +224,8 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
         rows[nrows++] = (row_t){"p2p", TPU_COLL_P2P, 0, 0};
     }
     if (job.chip == 0) {
-        fprintf(txt, "\n%-15s %-7s %10s %-18s %12s %12s %8s\n", "collective", "axes", "bytes",
-                "algorithm", "modeled_us", "measured_us", "check");
+        fprintf(txt, "\n");
+        tpu_table_header(txt, "", run_cols, 7);
     }
     for (i = 0; i < nrows; i++) {
         for (s = 0; s < 2; s++) {
@@ -238,21 +263,33 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
             failed |= wrong != 0;
             tpu_topo_axes_str(rows[i].kind == TPU_COLL_P2P ? 0 : rows[i].axes, axes, sizeof(axes));
             if (job.chip == 0) {
-                fprintf(txt, "%-15s %-7s %10llu %-18s %12.3f %12.1f %8s\n", rows[i].name,
-                        axes[0] ? axes : "-", (unsigned long long)desc.bytes,
-                        tpu_coll_plan_algo(c.plan), max_modeled, wall * 1e6,
-                        wrong ? "WRONG" : "ok");
+                char bytes[24], mod[24], meas[24];
+                const char *cells[7];
+
+                snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)desc.bytes);
+                snprintf(mod, sizeof(mod), "%.3f", max_modeled);
+                snprintf(meas, sizeof(meas), "%.1f", wall * 1e6);
+                cells[0] = rows[i].name;
+                cells[1] = axes[0] ? axes : "-";
+                cells[2] = bytes;
+                cells[3] = tpu_coll_plan_algo(c.plan);
+                cells[4] = mod;
+                cells[5] = meas;
+                cells[6] = wrong ? "WRONG" : "ok";
+                tpu_table_row(txt, "", run_cols, 7, cells);
                 if (wrong) {
                     fprintf(txt, "  %ld elements differ from the reference\n", wrong);
                 }
-                if (json != NULL) {
-                    fprintf(json,
-                            "%s\n    {\"collective\": \"%s\", \"axes\": \"%s\", \"bytes\": %llu, "
-                            "\"algorithm\": \"%s\", \"modeled_us\": %.6f, \"measured_us\": %.1f, "
-                            "\"wrong\": %ld}",
-                            nrows_out++ ? "," : "", rows[i].name, axes,
-                            (unsigned long long)desc.bytes, tpu_coll_plan_algo(c.plan), max_modeled,
-                            wall * 1e6, wrong);
+                if (j != NULL) {
+                    tpu_json_object(j);
+                    tpu_json_kstr(j, "collective", rows[i].name);
+                    tpu_json_kstr(j, "axes", axes);
+                    tpu_json_kuint(j, "bytes", (unsigned long long)desc.bytes);
+                    tpu_json_kstr(j, "algorithm", tpu_coll_plan_algo(c.plan));
+                    tpu_json_kfixed(j, "modeled_us", max_modeled, 6);
+                    tpu_json_kfixed(j, "measured_us", wall * 1e6, 1);
+                    tpu_json_kint(j, "wrong", wrong);
+                    tpu_json_object_end(j);
                 }
             }
             tpu_case_fini(&c);
@@ -264,13 +301,13 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
                 "emulation's wall time (max over ranks)\n",
                 failed ? "FAILED" : "all checks passed");
         fprintf(txt, "train: the sharded training step is not built yet; skipped\n");
-        if (json != NULL) {
-            fprintf(json, "],\n  \"passed\": %s}\n", failed ? "false" : "true");
-            if (close_json) {
-                fclose(json);
-            }
+        if (j != NULL) {
+            tpu_json_array_end(j);
+            tpu_json_kbool(j, "passed", !failed);
+            tpu_json_object_end(j);
         }
-        fflush(stdout);
+        fflush(txt);
     }
-    return tpu_job_end(&job, failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
+    code = tpu_job_close(&job, j, &sink, NULL);
+    return tpu_job_end(&job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
 }

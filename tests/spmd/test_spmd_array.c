@@ -8,7 +8,7 @@
 #include "tpu/chip.h"
 #include "tpu/coll.h"
 #include "tpu/mesh.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
 #include "tpu/spmd.h"
 #include "tpu/xport.h"
 
@@ -224,9 +224,9 @@ typedef struct mm_arg {
 static tpu_status_t mm_kernel(tpu_spmd_local_t *loc, void *arg, tpu_err_t *err)
 {
     mm_arg_t *a = arg;
-    tpu_matmul_desc_t d;
+    tpu_mxu_desc_t d;
 
-    tpu_matmul_desc_init(&d, a->m, a->k, a->n, TPU_DTYPE_F32);
+    tpu_mxu_desc_init(&d, a->m, a->k, a->n, TPU_DTYPE_F32);
     return tpu_spmd_matmul(loc, &d, tpu_array_local(a->x, loc->local),
                            tpu_array_local(a->w, loc->local), tpu_array_local(a->y, loc->local),
                            err);
@@ -237,7 +237,7 @@ static void test_kernel_matmul(void **state)
 {
     int64_t xs[2] = {64, 32}, ws[2] = {32, 16}, ys[2] = {64, 16};
     float x[64 * 32], w[32 * 16], y[64 * 16];
-    tpu_matmul_desc_t d;
+    tpu_mxu_desc_t d;
     tpu_roofline_t rl;
     tpu_err_t err = {0};
     double us[2];
@@ -298,8 +298,8 @@ static void test_kernel_matmul(void **state)
         tpu_chip_spec_t chip;
 
         check(tpu_chip_preset("v5e", &chip, &err), &err);
-        tpu_matmul_desc_init(&d, 16, 32, 16, TPU_DTYPE_F32);
-        check(tpu_roofline_matmul(&chip, &d, &rl, &err), &err);
+        tpu_mxu_desc_init(&d, 16, 32, 16, TPU_DTYPE_F32);
+        check(tpu_mxu_roofline(&chip, &d, &rl, &err), &err);
     }
     assert_true(us[0] == rl.modeled_us);
     assert_true(us[1] == rl.modeled_us);

@@ -5,8 +5,10 @@
  */
 #include "tpu/chip.h"
 #include "tpu/dtype.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
 
 #include "test_support.h"
 
@@ -67,7 +69,7 @@ static void elementwise_case(tpu_vmem_t *vmem, tpu_vpu_op_t op, tpu_dtype_t dt, 
     void *o = malloc((size_t)n * es);
     double rel = dt == TPU_DTYPE_BF16 ? 0x1p-8 : 4e-7;
     tpu_vpu_desc_t desc;
-    tpu_op_report_t rep;
+    tpu_roofline_report_t rep;
     tpu_err_t err = {0};
     int64_t i;
 
@@ -85,7 +87,7 @@ static void elementwise_case(tpu_vmem_t *vmem, tpu_vpu_op_t op, tpu_dtype_t dt, 
     }
     tpu_vpu_desc_init(&desc, op, dt, 1, n);
     desc.block = block;
-    if (tpu_op_vpu(vmem, &desc, x, tpu_vpu_op_inputs(op) == 2 ? y : NULL, o, &rep, &err) !=
+    if (tpu_vpu_run(vmem, &desc, x, tpu_vpu_op_inputs(op) == 2 ? y : NULL, o, &rep, &err) !=
         TPU_OK) {
         fail_msg("%s", err.msg);
     }
@@ -139,7 +141,7 @@ static void test_bf16_rounding_of_results(void **state)
 
     (void)state;
     tpu_vpu_desc_init(&desc, TPU_VPU_ADD, TPU_DTYPE_BF16, 1, 3);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, x, y, o, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, x, y, o, NULL, NULL), TPU_OK);
     assert_int_equal(o[0], 0x3f80); /* 1 + 2^-8: a tie, to even (1) */
     assert_int_equal(o[1], 0x3f81); /* above the tie: up */
     assert_int_equal(o[2], 0x4000); /* 2 + 2^-7: a tie, to even (2) */
@@ -156,13 +158,13 @@ static void test_nan_propagation(void **state)
 
     (void)state;
     tpu_vpu_desc_init(&desc, TPU_VPU_MAX, TPU_DTYPE_F32, 1, 4);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, x, y, o, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, x, y, o, NULL, NULL), TPU_OK);
     assert_true(isnan(o[0]));
     assert_true(isnan(o[1]));
     assert_float_equal(o[2], -2.0f, 0);
     assert_true(isnan(o[3]));
     tpu_vpu_desc_init(&desc, TPU_VPU_RELU, TPU_DTYPE_F32, 1, 4);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, x, NULL, o, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, x, NULL, o, NULL, NULL), TPU_OK);
     assert_true(isnan(o[0]));
     assert_float_equal(o[1], 1.0f, 0);
     assert_float_equal(o[2], 0.0f, 0);
@@ -180,26 +182,26 @@ static void test_int8_elementwise(void **state)
 
     (void)state;
     tpu_vpu_desc_init(&desc, TPU_VPU_ADD, TPU_DTYPE_I8, 1, 5);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, x, y, o, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, x, y, o, NULL, NULL), TPU_OK);
     assert_int_equal(o[0], -56); /* 200 wraps */
     assert_int_equal(o[1], 127); /* -129 wraps */
     assert_int_equal(o[2], -127);
     assert_int_equal(o[3], 2);
     tpu_vpu_desc_init(&desc, TPU_VPU_MUL, TPU_DTYPE_I8, 1, 5);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, x, y, o, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, x, y, o, NULL, NULL), TPU_OK);
     assert_int_equal(o[0], 16); /* 10000 mod 256 */
     assert_int_equal(o[1], -128);
     assert_int_equal(o[3], -35);
     tpu_vpu_desc_init(&desc, TPU_VPU_MAX, TPU_DTYPE_I8, 1, 5);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, x, y, o, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, x, y, o, NULL, NULL), TPU_OK);
     assert_int_equal(o[1], -1);
     assert_int_equal(o[4], 0);
     tpu_vpu_desc_init(&desc, TPU_VPU_RELU, TPU_DTYPE_I8, 1, 5);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, x, NULL, o, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, x, NULL, o, NULL, NULL), TPU_OK);
     assert_int_equal(o[1], 0);
     assert_int_equal(o[2], 127);
     tpu_vpu_desc_init(&desc, TPU_VPU_EXP, TPU_DTYPE_I8, 1, 5);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, x, NULL, o, NULL, &err), TPU_ERR_INVALID);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, x, NULL, o, NULL, &err), TPU_ERR_INVALID);
     assert_string_equal(err.msg, "exp does not take i8 (i8: add, mul, max, relu, sum, reduce_max)");
     tpu_vmem_destroy(vmem);
 }
@@ -217,7 +219,7 @@ static void test_softmax(void **state)
     uint16_t *xh = malloc(2 * R * C);
     uint16_t *oh = malloc(2 * R * C);
     tpu_vpu_desc_t desc;
-    tpu_op_report_t rep;
+    tpu_roofline_report_t rep;
     size_t t;
     int r, c;
 
@@ -229,8 +231,8 @@ static void test_softmax(void **state)
     for (t = 0; t < 2; t++) {
         tpu_vpu_desc_init(&desc, TPU_VPU_SOFTMAX, types[t], R, C);
         desc.block = 4; /* 4 blocks of rows, the last partial */
-        assert_int_equal(tpu_op_vpu(vmem, &desc, t ? (void *)xh : (void *)xf, NULL,
-                                    t ? (void *)oh : (void *)of, &rep, NULL),
+        assert_int_equal(tpu_vpu_run(vmem, &desc, t ? (void *)xh : (void *)xf, NULL,
+                                     t ? (void *)oh : (void *)of, &rep, NULL),
                          TPU_OK);
         assert_int_equal(rep.pipeline.steps, 4);
         for (r = 0; r < R; r++) {
@@ -283,7 +285,7 @@ static void test_reductions(void **state)
     int32_t si[R];
     int8_t mi[R];
     tpu_vpu_desc_t desc;
-    tpu_op_report_t rep;
+    tpu_roofline_report_t rep;
     int64_t i;
     int r;
 
@@ -296,18 +298,18 @@ static void test_reductions(void **state)
     x[C + 12345] = 9.5f;
     xi[2 * C + 7] = 127;
     tpu_vpu_desc_init(&desc, TPU_VPU_SUM, TPU_DTYPE_F32, R, C);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, x, NULL, sf, &rep, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, x, NULL, sf, &rep, NULL), TPU_OK);
     assert_int_equal(rep.pipeline.steps, 3 * 2); /* 1 MiB blocks: 1 row of 2 column blocks */
     tpu_vpu_desc_init(&desc, TPU_VPU_REDUCE_MAX, TPU_DTYPE_F32, R, C);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, x, NULL, mf, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, x, NULL, mf, NULL, NULL), TPU_OK);
     tpu_vpu_desc_init(&desc, TPU_VPU_SUM, TPU_DTYPE_BF16, R, C);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, xh, NULL, sh, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, xh, NULL, sh, NULL, NULL), TPU_OK);
     tpu_vpu_desc_init(&desc, TPU_VPU_SUM, TPU_DTYPE_I8, R, C);
-    assert_int_equal(tpu_vpu_out_elem(&desc), TPU_DTYPE_I32);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, xi, NULL, si, &rep, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_out_dtype(&desc), TPU_DTYPE_I32);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, xi, NULL, si, &rep, NULL), TPU_OK);
     assert_float_equal(rep.roofline.hbm_bytes, (double)R * C + 4.0 * R, 0);
     tpu_vpu_desc_init(&desc, TPU_VPU_REDUCE_MAX, TPU_DTYPE_I8, R, C);
-    assert_int_equal(tpu_op_vpu(vmem, &desc, xi, NULL, mi, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_vpu_run(vmem, &desc, xi, NULL, mi, NULL, NULL), TPU_OK);
     for (r = 0; r < R; r++) {
         double s = 0;
         double sb = 0;
@@ -341,12 +343,12 @@ static void test_softmax_row_too_long(void **state)
 {
     tpu_vmem_t *vmem = make_vmem("v5e");
     tpu_vpu_desc_t desc;
-    tpu_op_report_t rep;
+    tpu_roofline_report_t rep;
     tpu_err_t err = {0};
 
     (void)state;
     tpu_vpu_desc_init(&desc, TPU_VPU_SOFTMAX, TPU_DTYPE_F32, 1, 64 << 20);
-    assert_int_equal(tpu_op_vpu_model(vmem, &desc, &rep, &err), TPU_ERR_RESOURCE_EXHAUSTED);
+    assert_int_equal(tpu_vpu_model(vmem, &desc, &rep, &err), TPU_ERR_RESOURCE_EXHAUSTED);
     assert_string_equal(err.msg, "softmax on chip v5e: VMEM plan needs 1024.0 MiB (2 x 2 blocks), "
                                  "capacity 128.0 MiB");
     tpu_vmem_destroy(vmem);
