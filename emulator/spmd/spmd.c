@@ -84,6 +84,16 @@ err_free:
     return status;
 }
 
+tpu_status_t tpu_spmd_create_pod(const tpu_pod_t *pod, const tpu_mesh_t *mesh, tpu_xport_t *x,
+                                 const tpu_spmd_opts_t *opts, tpu_spmd_t **spmd_p, tpu_err_t *err)
+{
+    if (pod == NULL) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "spmd runtime needs a pod");
+    }
+    return tpu_spmd_create(tpu_pod_topo(pod), tpu_pod_link(pod), tpu_pod_chip(pod), mesh, x, opts,
+                           spmd_p, err);
+}
+
 void tpu_spmd_destroy(tpu_spmd_t *s)
 {
     int i;

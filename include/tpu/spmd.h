@@ -34,6 +34,7 @@
 #include "tpu/hbm.h"
 #include "tpu/mesh.h"
 #include "tpu/mxu.h"
+#include "tpu/pod.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
 #include "tpu/xport.h"
@@ -65,6 +66,10 @@ TPU_API tpu_status_t tpu_spmd_create(const tpu_topo_t *topo, const tpu_link_mode
                                      const tpu_chip_spec_t *chip, const tpu_mesh_t *mesh,
                                      tpu_xport_t *x, const tpu_spmd_opts_t *opts,
                                      tpu_spmd_t **spmd_p, tpu_err_t *err);
+/* The same from a pod (tpu/pod.h): its topology, link model and chip (copied). */
+TPU_API tpu_status_t tpu_spmd_create_pod(const tpu_pod_t *pod, const tpu_mesh_t *mesh,
+                                         tpu_xport_t *x, const tpu_spmd_opts_t *opts,
+                                         tpu_spmd_t **spmd_p, tpu_err_t *err);
 /* Free the runtime (its plans, logs, HBM and VMEM); NULL is a no-op. */
 TPU_API void tpu_spmd_destroy(tpu_spmd_t *spmd);
 

@@ -9,6 +9,7 @@
 #include "tpu/coll.h"
 #include "tpu/mesh.h"
 #include "tpu/mxu.h"
+#include "tpu/pod.h"
 #include "tpu/spmd.h"
 #include "tpu/xport.h"
 
@@ -348,6 +349,38 @@ static void test_pod_scale_model_only(void **state)
     env_close(&e);
 }
 
+/* A runtime from a pod (tpu/pod.h): v5p 2x2x4, data=4,model=4. */
+static void test_from_pod(void **state)
+{
+    tpu_pod_spec_t spec;
+    tpu_pod_t *pod = NULL;
+    tpu_mesh_t *mesh = NULL;
+    tpu_spmd_t *s = NULL;
+    tpu_err_t err = {0};
+    float v[16], w[16];
+    void *in[16], *out[16];
+    int c;
+
+    (void)state;
+    tpu_pod_spec_init(&spec);
+    spec.chip = "v5p";
+    spec.shape = "2x2x4";
+    check(tpu_pod_create(&spec, &pod, &err), &err);
+    check(tpu_mesh_create(tpu_pod_topo(pod), "data=4,model=4", NULL, 0, &mesh, &err), &err);
+    check(tpu_spmd_create_pod(pod, mesh, NULL, NULL, &s, &err), &err);
+    assert_string_equal(tpu_spmd_chip(s)->name, "v5p");
+    for (c = 0; c < 16; c++) {
+        v[c] = (float)c;
+        in[c] = &v[c];
+        out[c] = &w[c];
+    }
+    check(tpu_spmd_psum(s, "data", TPU_DTYPE_F32, TPU_REDOP_SUM, 1, in, out, &err), &err);
+    assert_true(tpu_spmd_call_at(s, 0)->modeled_us > 0);
+    tpu_spmd_destroy(s);
+    tpu_mesh_destroy(mesh);
+    tpu_pod_destroy(pod);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_flat),
         cmocka_unit_test(test_kernel_matmul),
         cmocka_unit_test(test_pod_scale_model_only),
+        cmocka_unit_test(test_from_pod),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
