@@ -64,7 +64,14 @@ static double model_flows(const tpu_coll_plan_t *p)
     double chips = tpu__plan_translation_invariant(p) ? 1 : p->topo.nchips;
 
     if (p->desc.groups != NULL) {
-        return 2.0 * p->topo.nchips * p->group; /* a ring psum: two flows per member and step */
+        /* A ring psum: two flows per member and step, of the chips of one domain. */
+        double domain = p->topo.nchips;
+        int a;
+
+        for (a = 0; p->orbit && a < TPU_MAX_AXES; a++) {
+            domain = domain * p->period[a] / p->topo.dims[a];
+        }
+        return 2.0 * domain * p->group;
     }
     switch (flow_growth[p->desc.kind]) {
     case FLOWS_GROUP:
