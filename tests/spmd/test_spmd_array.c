@@ -13,6 +13,8 @@
 #include "tpu/spmd.h"
 #include "tpu/xport.h"
 
+#include "test_support.h"
+
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -381,6 +383,80 @@ static void test_from_pod(void **state)
     tpu_pod_destroy(pod);
 }
 
+/* Every allocation failure of a whole SPMD session is a clean TPU_ERR_NO_MEMORY. */
+static void test_oom_loop(void **state)
+{
+    static const float x[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    long budget;
+    int done = 0;
+
+    (void)state;
+    for (budget = 0; !done && budget < 100000; budget++) {
+        tpu_err_t err = {0};
+        tpu_topo_t topo;
+        tpu_chip_spec_t chip;
+        tpu_link_model_t link;
+        tpu_mesh_t *mesh = NULL;
+        tpu_xport_t *xp = NULL;
+        tpu_spmd_t *s = NULL;
+        tpu_array_t *a = NULL, *r1 = NULL, *r2 = NULL;
+        int dims[TPU_MAX_AXES] = {4, 1, 1}, w[TPU_MAX_AXES] = {0, 0, 0};
+        int64_t shp[1] = {16};
+        float y[16];
+        tpu_status_t status;
+
+        tpu_chip_preset("v5e", &chip, NULL);
+        tpu_chip_link_model(&chip, &link);
+        tpu_topo_init(&topo, 1, dims, w, 1, NULL);
+        tpu_test_alloc_fail_after(budget);
+        status = tpu_mesh_create(&topo, "g=2,i=2", NULL, 0, &mesh, &err);
+        if (status == TPU_OK) {
+            status = tpu_xport_loopback_create(4, &xp, &err);
+        }
+        if (status == TPU_OK) {
+            status = tpu_spmd_create(&topo, &link, &chip, mesh, xp, NULL, &s, &err);
+        }
+        if (status == TPU_OK) {
+            status = tpu_array_create(s, 1, shp, TPU_DTYPE_F32, "(g,i)", &a, &err);
+        }
+        if (status == TPU_OK) {
+            status = tpu_array_place(a, x, &err);
+        }
+        if (status == TPU_OK) {
+            status = tpu_array_psum(a, "i", TPU_REDOP_SUM, &r1, &err);
+        }
+        if (status == TPU_OK) {
+            status = tpu_array_all_gather(a, "g", 0, 1, &r2, &err);
+        }
+        if (status == TPU_OK) {
+            status = tpu_array_gather(r2, y, &err);
+        }
+        tpu_array_destroy(r2);
+        tpu_array_destroy(r1);
+        tpu_array_destroy(a);
+        tpu_spmd_destroy(s);
+        tpu_xport_destroy(xp);
+        tpu_mesh_destroy(mesh);
+        if (status == TPU_OK) {
+            done = !tpu_test_alloc_failed();
+        } else {
+            if (status != TPU_ERR_NO_MEMORY || strlen(err.msg) == 0) {
+                tpu_test_alloc_restore();
+                fail_msg("budget %ld: status %d, message '%s'", budget, (int)status, err.msg);
+            }
+        }
+        if (tpu_test_alloc_live() != 0) {
+            long live = tpu_test_alloc_live();
+
+            tpu_test_alloc_restore();
+            fail_msg("budget %ld: %ld allocations leaked", budget, live);
+        }
+        tpu_test_alloc_restore();
+    }
+    assert_true(done);
+    printf("oom loop: success after %ld allocations, every failure clean\n", budget - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_kernel_matmul),
         cmocka_unit_test(test_pod_scale_model_only),
         cmocka_unit_test(test_from_pod),
+        cmocka_unit_test(test_oom_loop),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
