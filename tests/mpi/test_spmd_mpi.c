@@ -7,7 +7,7 @@
  * bit, over the three.  The outcomes are OR-reduced; every rank exits non-zero
  * on failure.
  *
- * usage: mpirun -n N test_spmd_mpi SHAPE WRAP MESH
+ * usage: mpirun -n N test_spmd_mpi SHAPE WRAP MESH [SLICES]
  */
 #include "tpu/chip.h"
 #include "tpu/mesh.h"
@@ -91,12 +91,12 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc != 4 || tpu_topo_parse_shape(argv[1], dims, &naxes, &err) != TPU_OK ||
+    if (argc < 4 || argc > 5 || tpu_topo_parse_shape(argv[1], dims, &naxes, &err) != TPU_OK ||
         tpu_topo_parse_wrap(argv[2], naxes, wrap, &is_auto, &err) != TPU_OK ||
-        tpu_topo_init(&topo, naxes, dims, wrap, 1, &err) != TPU_OK ||
+        tpu_topo_init(&topo, naxes, dims, wrap, argc == 5 ? atoi(argv[4]) : 1, &err) != TPU_OK ||
         tpu_chip_preset("v5e", &chip, &err) != TPU_OK ||
         tpu_mesh_create(&topo, argv[3], NULL, 0, &mesh, &err) != TPU_OK) {
-        fprintf(stderr, "usage: test_spmd_mpi SHAPE WRAP MESH: %s\n", err.msg);
+        fprintf(stderr, "usage: test_spmd_mpi SHAPE WRAP MESH [SLICES]: %s\n", err.msg);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     tpu_chip_link_model(&chip, &link);
