@@ -404,6 +404,21 @@ static void test_ppermute_f7(void **state)
         expect_f32(shard_at(&e, r, p), want + 2 * p, 2);
     }
     tpu_array_destroy(r);
+    {
+        /* A pair of a member with itself, and members that are no target: zeros. */
+        static const int self[4] = {0, 0, 1, 2};
+        static const float want2[8] = {0, 1, 0, 0, 2, 3, 0, 0};
+        double us;
+
+        check(tpu_array_ppermute(a, "i", self, 2, &r, &err), &err);
+        for (p = 0; p < 4; p++) {
+            expect_f32(shard_at(&e, r, p), want2 + 2 * p, 2);
+        }
+        tpu_array_destroy(r);
+        us = tpu_spmd_call_at(e.s, 1)->modeled_us;
+        /* 8 bytes over one hop on v5e: alpha + 8 / (W/2) */
+        assert_true(fabs(us - (e.link.ici_latency + 8 / (e.link.ici_bw / 2)) * 1e6) <= 1e-9);
+    }
     tpu_array_destroy(a);
     env_close(&e);
 }
