@@ -17,57 +17,63 @@ report() {
     echo "layering violation: $*"
     bad=1
 }
-for layer in common topology collectives emulator launch include; do
-    while IFS= read -r f; do
-        while IFS= read -r line; do
-            hdr=$(printf '%s\n' "$line" | sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/')
-            case "$line" in
-            *'<'*)
-                case "$hdr" in
-                mpi.h | mpi/*)
-                    case "$f" in
-                    emulator/xport/xport_mpi.c | include/tpu/mpi.h | launch/*) ;;
-                    *) report "$f includes <$hdr> (MPI only in the MPI transport and launch/)" ;;
-                    esac
-                    ;;
-                yaml.h | yaml/*)
-                    case "$f" in
-                    launch/config/*) ;;
-                    *) report "$f includes <$hdr> (YAML only in launch/config/)" ;;
-                    esac
-                    ;;
-                hwloc.h | hwloc/*)
-                    case "$f" in
-                    launch/placement.c) ;;
-                    *) report "$f includes <$hdr> (hwloc only in launch/placement.c)" ;;
-                    esac
-                    ;;
-                esac
-                ;;
-            *)
-                case "$hdr" in
-                tpu/*)
-                    [ -f "include/$hdr" ] || report "$f includes \"$hdr\", not a public header"
-                    ;;
-                *)
-                    if [ "$layer" = include ]; then
-                        report "$f (public) includes private \"$hdr\""
-                    elif [ -n "$(find "$layer" -name "$(basename "$hdr")" -print -quit)" ]; then
-                        :
-                    elif [ -n "$(find common -name "$(basename "$hdr")" -print -quit)" ]; then
-                        :
-                    else
-                        where=$(find common topology collectives emulator launch -name \
-                            "$(basename "$hdr")" -print -quit)
-                        report "$f includes \"$hdr\"${where:+ (a private header of $where)}"
-                    fi
-                    ;;
-                esac
-                ;;
-            esac
-        done < <(grep -E '^[[:space:]]*#[[:space:]]*include' "$f")
-    done < <(find "$layer" -name '*.[ch]' | sort)
+# The headers of each layer's folder tree, by name: " a.h b.h ".
+declare -A headers
+for layer in common topology collectives emulator launch; do
+    headers[$layer]=" $(find "$layer" \( -name '*.h' -o -name '*.def' \) -printf '%f ' | sort) "
 done
+while IFS= read -r hit; do
+    f=${hit%%:*}
+    line=${hit#*:}
+    layer=${f%%/*}
+    hdr=$(printf '%s\n' "$line" | sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/')
+    case "$line" in
+    *'<'*)
+        case "$hdr" in
+        mpi.h | mpi/*)
+            case "$f" in
+            emulator/xport/xport_mpi.c | include/tpu/mpi.h | launch/*) ;;
+            *) report "$f includes <$hdr> (MPI only in the MPI transport and launch/)" ;;
+            esac
+            ;;
+        yaml.h | yaml/*)
+            case "$f" in
+            launch/config/*) ;;
+            *) report "$f includes <$hdr> (YAML only in launch/config/)" ;;
+            esac
+            ;;
+        hwloc.h | hwloc/*)
+            case "$f" in
+            launch/placement.c) ;;
+            *) report "$f includes <$hdr> (hwloc only in launch/placement.c)" ;;
+            esac
+            ;;
+        esac
+        ;;
+    *)
+        base=${hdr##*/}
+        case "$hdr" in
+        tpu/*)
+            [ -f "include/$hdr" ] || report "$f includes \"$hdr\", not a public header"
+            ;;
+        *)
+            if [ "$layer" = include ]; then
+                report "$f (public) includes private \"$hdr\""
+            elif [[ ${headers[$layer]} == *" $base "* || ${headers[common]} == *" $base "* ]]; then
+                :
+            else
+                where=""
+                for l in common topology collectives emulator launch; do
+                    [[ ${headers[$l]} == *" $base "* ]] && where="$where $l/"
+                done
+                report "$f includes \"$hdr\"${where:+ (a private header of$where)}"
+            fi
+            ;;
+        esac
+        ;;
+    esac
+done < <(find common topology collectives emulator launch include -name '*.[ch]' -print0 |
+    sort -z | xargs -0 grep -HE '^[[:space:]]*#[[:space:]]*include')
 if [ "$bad" -ne 0 ]; then
     exit 1
 fi
