@@ -219,6 +219,71 @@ void tpu_groups_index(const tpu_groups_t *groups, int nchips, int32_t *group_of,
     }
 }
 
+/* Does the shift by 'p' along 'axis' map every group onto a group, rotated? */
+static int shift_maps(const tpu_topo_t *topo, const tpu_groups_t *groups, const int32_t *group_of,
+                      const int32_t *index_of, int axis, int p)
+{
+    int G = groups->size, g, i;
+
+    for (g = 0; g < groups->ngroups; g++) {
+        const int32_t *m = groups->chips + (int64_t)g * G;
+        int32_t g2 = -1, s = 0;
+
+        for (i = 0; i < G; i++) {
+            int c[TPU_MAX_AXES], t;
+
+            tpu_topo_coords(topo, m[i], c);
+            c[axis] = (c[axis] + p) % topo->dims[axis];
+            t = tpu_topo_chip(topo, tpu_topo_slice_of(topo, m[i]), c);
+            if (i == 0) {
+                g2 = group_of[t];
+                s = index_of[t];
+            } else if (group_of[t] != g2 || index_of[t] != (i + s) % G) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+int tpu_groups_period(const tpu_topo_t *topo, const tpu_groups_t *groups, int period[TPU_MAX_AXES])
+{
+    int32_t *group_of, *index_of;
+    int a, p, count = 1;
+
+    for (a = 0; a < TPU_MAX_AXES; a++) {
+        period[a] = topo->dims[a];
+    }
+    if (topo->slices > 1) {
+        return 1;
+    }
+    group_of = tpu__malloc((size_t)topo->nchips * sizeof(int32_t));
+    index_of = tpu__malloc((size_t)topo->nchips * sizeof(int32_t));
+    if (group_of == NULL || index_of == NULL) {
+        tpu__free(group_of);
+        tpu__free(index_of);
+        return 1;
+    }
+    tpu_groups_index(groups, topo->nchips, group_of, index_of);
+    for (a = 0; a < topo->naxes; a++) {
+        int n = topo->dims[a];
+
+        if (n < 2 || !topo->wrap[a]) {
+            continue;
+        }
+        for (p = 1; p < n; p++) {
+            if (n % p == 0 && shift_maps(topo, groups, group_of, index_of, a, p)) {
+                period[a] = p;
+                break;
+            }
+        }
+        count *= n / period[a];
+    }
+    tpu__free(group_of);
+    tpu__free(index_of);
+    return count;
+}
+
 void tpu_groups_str(const tpu_groups_t *groups, char *buf, int len)
 {
     int used = 0, g, i;

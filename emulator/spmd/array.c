@@ -518,7 +518,7 @@ tpu_status_t tpu_array_gather(const tpu_array_t *a, void *host, tpu_err_t *err)
         }
         in[0] = a->data[0];
         out[0] = all;
-        status = tpu__spmd_coll(s, NULL, TPU_COLL_ALL_GATHER, axes, a->dtype, TPU_OP_SUM,
+        status = tpu__spmd_coll(s, NULL, TPU_COLL_ALL_GATHER, axes, a->dtype, TPU_REDOP_SUM,
                                 a->local_bytes * (uint64_t)s->topo.nchips, NULL, 0, in, out, err);
     }
     if (status == TPU_OK) {
@@ -652,7 +652,7 @@ tpu_status_t tpu_array_psum(const tpu_array_t *a, const char *axes, tpu_redop_t 
     spec_remove(&sp, a->ndims, idx, n);
     status = array_new(a->spmd, a->ndims, a->local_shape, a->dtype, &sp, &o, err);
     if (status == TPU_OK) {
-        status = tpu__spmd_coll(a->spmd, (int)op >= 0 && op < TPU_OP_COUNT ? names[op] : "psum",
+        status = tpu__spmd_coll(a->spmd, (int)op >= 0 && op < TPU_REDOP_COUNT ? names[op] : "psum",
                                 TPU_COLL_PSUM, axes, a->dtype, op, a->local_bytes, NULL, 0, a->data,
                                 o->data, err);
     }
@@ -678,7 +678,7 @@ tpu_status_t tpu_array_pmean(const tpu_array_t *a, const char *axes, tpu_array_t
     }
     status = resolve(a, axes, idx, &n, &G, err);
     if (status == TPU_OK) {
-        status = tpu_array_psum(a, axes, TPU_OP_SUM, &o, err);
+        status = tpu_array_psum(a, axes, TPU_REDOP_SUM, &o, err);
     }
     if (status != TPU_OK) {
         return status;
@@ -691,7 +691,7 @@ tpu_status_t tpu_array_pmean(const tpu_array_t *a, const char *axes, tpu_array_t
             } else {
                 uint16_t *p = (uint16_t *)o->data[i] + j;
 
-                *p = tpu_f32_to_bf16(tpu_bf16_to_f32(*p) / (float)G);
+                *p = tpu_dtype_f32_to_bf16(tpu_dtype_bf16_to_f32(*p) / (float)G);
             }
         }
     }
@@ -744,7 +744,7 @@ tpu_status_t tpu_array_all_gather(const tpu_array_t *a, const char *axes, int ax
         }
     }
     if (status == TPU_OK) {
-        status = tpu__spmd_coll(s, "all_gather", TPU_COLL_ALL_GATHER, axes, a->dtype, TPU_OP_SUM,
+        status = tpu__spmd_coll(s, "all_gather", TPU_COLL_ALL_GATHER, axes, a->dtype, TPU_REDOP_SUM,
                                 a->local_bytes * (uint64_t)G, NULL, 0, a->data, recv, err);
     }
     for (i = 0; status == TPU_OK && s->moves_data && i < s->nlocal; i++) {
@@ -821,7 +821,7 @@ tpu_status_t tpu_array_psum_scatter(const tpu_array_t *a, const char *axes, int 
     }
     if (status == TPU_OK) {
         status = tpu__spmd_coll(s, "psum_scatter", TPU_COLL_REDUCE_SCATTER, axes, a->dtype,
-                                TPU_OP_SUM, a->local_bytes, NULL, 0, packed, o->data, err);
+                                TPU_REDOP_SUM, a->local_bytes, NULL, 0, packed, o->data, err);
     }
     scratch_free(s, packed);
     if (status != TPU_OK) {
@@ -914,7 +914,7 @@ tpu_status_t tpu_array_all_to_all(const tpu_array_t *a, const char *axes, int sp
         }
         if (status == TPU_OK) {
             status = tpu__spmd_coll(s, "all_to_all", TPU_COLL_ALL_TO_ALL, axes, a->dtype,
-                                    TPU_OP_SUM, a->local_bytes, NULL, 0, packed, recv, err);
+                                    TPU_REDOP_SUM, a->local_bytes, NULL, 0, packed, recv, err);
         }
         for (i = 0; status == TPU_OK && s->moves_data && i < s->nlocal; i++) {
             interleave(o->data[i], recv[i], outer_c, G, r_c);
@@ -941,8 +941,8 @@ tpu_status_t tpu_array_ppermute(const tpu_array_t *a, const char *axes, const in
         status = array_new(a->spmd, a->ndims, a->local_shape, a->dtype, &a->spec, &o, err);
     }
     if (status == TPU_OK) {
-        status = tpu__spmd_coll(a->spmd, "ppermute", TPU_COLL_PPERMUTE, axes, a->dtype, TPU_OP_SUM,
-                                a->local_bytes, perm, npairs, a->data, o->data, err);
+        status = tpu__spmd_coll(a->spmd, "ppermute", TPU_COLL_PPERMUTE, axes, a->dtype,
+                                TPU_REDOP_SUM, a->local_bytes, perm, npairs, a->data, o->data, err);
     }
     if (status != TPU_OK) {
         tpu_array_destroy(o);

@@ -13,19 +13,11 @@
 #include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
+#include "clock.h"
 #include "spmd_internal.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-double tpu__spmd_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void tpu_spmd_opts_init(tpu_spmd_opts_t *opts)
 {
@@ -92,6 +84,16 @@ err_free:
     return status;
 }
 
+tpu_status_t tpu_spmd_create_pod(const tpu_pod_t *pod, const tpu_mesh_t *mesh, tpu_xport_t *x,
+                                 const tpu_spmd_opts_t *opts, tpu_spmd_t **spmd_p, tpu_err_t *err)
+{
+    if (pod == NULL) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "spmd runtime needs a pod");
+    }
+    return tpu_spmd_create(tpu_pod_topo(pod), tpu_pod_link(pod), tpu_pod_chip(pod), mesh, x, opts,
+                           spmd_p, err);
+}
+
 void tpu_spmd_destroy(tpu_spmd_t *s)
 {
     int i;
@@ -100,6 +102,7 @@ void tpu_spmd_destroy(tpu_spmd_t *s)
         return;
     }
     for (i = 0; i < s->nplans; i++) {
+        tpu_coll_exec_destroy(s->plans[i].exec);
         tpu_coll_plan_destroy(s->plans[i].plan);
         tpu__free(s->plans[i].pairs);
     }
@@ -299,8 +302,7 @@ static tpu_status_t max_over_chips(tpu_spmd_t *s, double v, double *max_p, tpu_e
 /* Find or build the plan of a collective. */
 static tpu_status_t get_plan(tpu_spmd_t *s, tpu_coll_kind_t kind, const spmd_axes_t *ax,
                              tpu_dtype_t dtype, tpu_redop_t op, uint64_t bytes,
-                             const int32_t *pairs, int npairs, tpu_coll_plan_t **plan_p,
-                             tpu_err_t *err)
+                             const int32_t *pairs, int npairs, spmd_plan_t **plan_p, tpu_err_t *err)
 {
     tpu_coll_desc_t desc;
     spmd_plan_t *sp;
@@ -312,7 +314,7 @@ static tpu_status_t get_plan(tpu_spmd_t *s, tpu_coll_kind_t kind, const spmd_axe
         if (sp->kind == kind && sp->axes == ax && sp->bytes == bytes && sp->dtype == dtype &&
             sp->op == op && sp->npairs == npairs &&
             (npairs == 0 || memcmp(sp->pairs, pairs, (size_t)npairs * 2 * sizeof(int32_t)) == 0)) {
-            *plan_p = sp->plan;
+            *plan_p = sp;
             return TPU_OK;
         }
     }
@@ -321,13 +323,13 @@ static tpu_status_t get_plan(tpu_spmd_t *s, tpu_coll_kind_t kind, const spmd_axe
     desc.bytes = bytes;
     desc.dtype = dtype;
     desc.op = op;
-    if (ax->whole && kind != TPU_COLL_PPERMUTE) {
+    if (kind == TPU_COLL_PPERMUTE) {
+        desc.pairs = pairs;
+        desc.npairs = npairs;
+    } else if (ax->whole) {
         desc.axes = ax->mask;
     } else {
-        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
-                           "%s over mesh axes '%s' (groups that are not whole torus axes) needs "
-                           "the group algorithm, not in this build yet",
-                           tpu_coll_name(kind), ax->text);
+        desc.groups = &ax->groups;
     }
     if (s->nplans == s->cap_plans) {
         int cap = s->cap_plans ? 2 * s->cap_plans : 16;
@@ -353,6 +355,7 @@ static tpu_status_t get_plan(tpu_spmd_t *s, tpu_coll_kind_t kind, const spmd_axe
         tpu__free(sp->pairs);
         return status;
     }
+    sp->model_us = -1;
     sp->kind = kind;
     sp->axes = ax;
     sp->bytes = bytes;
@@ -360,7 +363,7 @@ static tpu_status_t get_plan(tpu_spmd_t *s, tpu_coll_kind_t kind, const spmd_axe
     sp->op = op;
     sp->npairs = npairs;
     s->nplans++;
-    *plan_p = sp->plan;
+    *plan_p = sp;
     return TPU_OK;
 }
 
@@ -380,10 +383,10 @@ tpu_status_t tpu__spmd_coll(tpu_spmd_t *s, const char *name, tpu_coll_kind_t kin
 {
     const spmd_axes_t *ax;
     tpu_spmd_call_t call;
-    tpu_coll_plan_t *plan = NULL;
+    spmd_plan_t *sp = NULL;
     int32_t *pairs = NULL;
     void **tmp = NULL;
-    double t0 = tpu__spmd_now(), modeled_us = 0;
+    double t0 = tpu__now_s(), modeled_us = 0;
     tpu_status_t status;
     int g, i, k;
 
@@ -460,19 +463,22 @@ tpu_status_t tpu__spmd_coll(tpu_spmd_t *s, const char *name, tpu_coll_kind_t kin
         goto log;
     }
     status = get_plan(s, kind, ax, dtype, op, bytes, pairs,
-                      kind == TPU_COLL_PPERMUTE ? npairs * ax->groups.ngroups : 0, &plan, err);
+                      kind == TPU_COLL_PPERMUTE ? npairs * ax->groups.ngroups : 0, &sp, err);
     if (status != TPU_OK) {
         goto out;
     }
-    snprintf(call.algorithm, sizeof(call.algorithm), "%s", tpu_coll_plan_algo(plan));
+    snprintf(call.algorithm, sizeof(call.algorithm), "%s", tpu_coll_plan_algo(sp->plan));
     if (!s->moves_data) {
         tpu_coll_result_t res;
 
-        status = tpu_coll_plan_model(plan, &res, err);
-        if (status != TPU_OK) {
-            goto out;
+        if (sp->model_us < 0) {
+            status = tpu_coll_plan_model(sp->plan, &res, err);
+            if (status != TPU_OK) {
+                goto out;
+            }
+            sp->model_us = res.modeled_us;
         }
-        modeled_us = res.modeled_us;
+        modeled_us = sp->model_us;
     } else {
         tpu_coll_run_opts_t ro;
         uint64_t ib = in_bytes_of(kind, bytes, g);
@@ -500,7 +506,13 @@ tpu_status_t tpu__spmd_coll(tpu_spmd_t *s, const char *name, tpu_coll_kind_t kin
         ro.call = s->ncoll;
         ro.timeout_s = s->opts.timeout_s;
         ro.check_peers = s->opts.check_peers;
-        status = tpu_coll_run(plan, s->x, &ro, tmp != NULL ? tmp : in, out, &modeled_us, err);
+        if (sp->exec == NULL) {
+            status = tpu_coll_exec_create(sp->plan, s->x, &sp->exec, err);
+            if (status != TPU_OK) {
+                goto out;
+            }
+        }
+        status = tpu_coll_exec_run(sp->exec, &ro, tmp != NULL ? tmp : in, out, &modeled_us, err);
         if (status != TPU_OK) {
             goto out;
         }
@@ -521,7 +533,7 @@ log:
     }
     s->ncoll++;
     call.modeled_us = modeled_us;
-    call.measured_us = (tpu__spmd_now() - t0) * 1e6;
+    call.measured_us = (tpu__now_s() - t0) * 1e6;
     if (name != NULL) {
         s->comm_us += modeled_us;
         status = log_call(s, &call, err);
@@ -551,9 +563,9 @@ tpu_status_t tpu_spmd_psum(tpu_spmd_t *s, const char *axes, tpu_dtype_t dtype, t
     if (check_dtype(dtype, err) != TPU_OK) {
         return TPU_ERR_INVALID;
     }
-    return tpu__spmd_coll(s, (int)op >= 0 && op < TPU_OP_COUNT ? names[op] : "psum", TPU_COLL_PSUM,
-                          axes, dtype, op, count * (uint64_t)tpu_dtype_size(dtype), NULL, 0, in,
-                          out, err);
+    return tpu__spmd_coll(s, (int)op >= 0 && op < TPU_REDOP_COUNT ? names[op] : "psum",
+                          TPU_COLL_PSUM, axes, dtype, op, count * (uint64_t)tpu_dtype_size(dtype),
+                          NULL, 0, in, out, err);
 }
 
 tpu_status_t tpu_spmd_pmean(tpu_spmd_t *s, const char *axes, tpu_dtype_t dtype, uint64_t count,
@@ -570,7 +582,7 @@ tpu_status_t tpu_spmd_pmean(tpu_spmd_t *s, const char *axes, tpu_dtype_t dtype, 
     }
     status = tpu__spmd_axes(s, axes, &ax, err);
     if (status == TPU_OK) {
-        status = tpu__spmd_coll(s, "pmean", TPU_COLL_PSUM, axes, dtype, TPU_OP_SUM,
+        status = tpu__spmd_coll(s, "pmean", TPU_COLL_PSUM, axes, dtype, TPU_REDOP_SUM,
                                 count * (uint64_t)tpu_dtype_size(dtype), NULL, 0, in, out, err);
     }
     if (status != TPU_OK || !s->moves_data) {
@@ -584,7 +596,7 @@ tpu_status_t tpu_spmd_pmean(tpu_spmd_t *s, const char *axes, tpu_dtype_t dtype, 
             } else {
                 uint16_t *p = (uint16_t *)out[i] + j;
 
-                *p = tpu_f32_to_bf16(tpu_bf16_to_f32(*p) / (float)ax->groups.size);
+                *p = tpu_dtype_f32_to_bf16(tpu_dtype_bf16_to_f32(*p) / (float)ax->groups.size);
             }
         }
     }
@@ -603,7 +615,7 @@ tpu_status_t tpu_spmd_all_gather(tpu_spmd_t *s, const char *axes, tpu_dtype_t dt
     if (status != TPU_OK) {
         return status;
     }
-    return tpu__spmd_coll(s, "all_gather", TPU_COLL_ALL_GATHER, axes, dtype, TPU_OP_SUM,
+    return tpu__spmd_coll(s, "all_gather", TPU_COLL_ALL_GATHER, axes, dtype, TPU_REDOP_SUM,
                           count * (uint64_t)tpu_dtype_size(dtype) * (uint64_t)ax->groups.size, NULL,
                           0, in, out, err);
 }
@@ -651,7 +663,7 @@ tpu_status_t tpu_spmd_all_to_all(tpu_spmd_t *s, const char *axes, tpu_dtype_t dt
     if (status != TPU_OK) {
         return status;
     }
-    return tpu__spmd_coll(s, "all_to_all", TPU_COLL_ALL_TO_ALL, axes, dtype, TPU_OP_SUM,
+    return tpu__spmd_coll(s, "all_to_all", TPU_COLL_ALL_TO_ALL, axes, dtype, TPU_REDOP_SUM,
                           count * (uint64_t)tpu_dtype_size(dtype), NULL, 0, in, out, err);
 }
 
@@ -667,7 +679,7 @@ tpu_status_t tpu_spmd_ppermute(tpu_spmd_t *s, const char *axes, tpu_dtype_t dtyp
     if (npairs < 0 || (npairs > 0 && perm == NULL)) {
         return tpu_err_set(err, TPU_ERR_INVALID, "ppermute needs its pairs");
     }
-    return tpu__spmd_coll(s, "ppermute", TPU_COLL_PPERMUTE, axes, dtype, TPU_OP_SUM,
+    return tpu__spmd_coll(s, "ppermute", TPU_COLL_PPERMUTE, axes, dtype, TPU_REDOP_SUM,
                           count * (uint64_t)tpu_dtype_size(dtype), perm, npairs, in, out, err);
 }
 
@@ -676,7 +688,7 @@ tpu_status_t tpu_spmd_ppermute(tpu_spmd_t *s, const char *axes, tpu_dtype_t dtyp
 tpu_status_t tpu_spmd_run(tpu_spmd_t *s, const char *name, tpu_spmd_kernel_fn_t fn, void *arg,
                           tpu_err_t *err)
 {
-    double t0 = tpu__spmd_now(), us = 0, flops = 0, max_us, max_flops;
+    double t0 = tpu__now_s(), us = 0, flops = 0, max_us, max_flops;
     tpu_spmd_call_t call;
     tpu_status_t status;
     int i;
@@ -711,7 +723,7 @@ tpu_status_t tpu_spmd_run(tpu_spmd_t *s, const char *name, tpu_spmd_kernel_fn_t 
     snprintf(call.algorithm, sizeof(call.algorithm), "compute");
     call.group_size = 1;
     call.modeled_us = max_us;
-    call.measured_us = (tpu__spmd_now() - t0) * 1e6;
+    call.measured_us = (tpu__now_s() - t0) * 1e6;
     return log_call(s, &call, err);
 }
 
@@ -720,12 +732,12 @@ void tpu_spmd_local_add_seconds(tpu_spmd_local_t *loc, double seconds)
     loc->compute_us += seconds * 1e6;
 }
 
-tpu_status_t tpu_spmd_matmul(tpu_spmd_local_t *loc, const tpu_matmul_desc_t *desc, const void *a,
+tpu_status_t tpu_spmd_matmul(tpu_spmd_local_t *loc, const tpu_mxu_desc_t *desc, const void *a,
                              const void *b, void *c, tpu_err_t *err)
 {
     tpu_spmd_t *s = loc->spmd;
     tpu_roofline_t rl;
-    tpu_status_t status = tpu_roofline_matmul(&s->chip, desc, &rl, err);
+    tpu_status_t status = tpu_mxu_roofline(&s->chip, desc, &rl, err);
 
     if (status != TPU_OK) {
         return status;
@@ -737,7 +749,7 @@ tpu_status_t tpu_spmd_matmul(tpu_spmd_local_t *loc, const tpu_matmul_desc_t *des
                 return status;
             }
         }
-        status = tpu_op_matmul(s->vmem[loc->local], desc, a, b, c, NULL, err);
+        status = tpu_mxu_matmul(s->vmem[loc->local], desc, a, b, c, NULL, err);
         if (status != TPU_OK) {
             return status;
         }

@@ -24,6 +24,8 @@ typedef struct spmd_plan {
     int32_t *pairs; /* ppermute: chip pairs */
     int npairs;
     tpu_coll_plan_t *plan;
+    tpu_coll_exec_t *exec; /* runs with data over the transport, made on first use */
+    double model_us;       /* the modeled time, once modeled (model-only runs), else -1 */
 } spmd_plan_t;
 
 struct tpu_spmd {
@@ -58,7 +60,5 @@ tpu_status_t tpu__spmd_axes(tpu_spmd_t *s, const char *axes, const spmd_axes_t *
 tpu_status_t tpu__spmd_coll(tpu_spmd_t *s, const char *name, tpu_coll_kind_t kind, const char *axes,
                             tpu_dtype_t dtype, tpu_redop_t op, uint64_t bytes, const int *perm,
                             int npairs, void *const *in, void *const *out, tpu_err_t *err);
-/* Wall clock, seconds. */
-double tpu__spmd_now(void);
 
 #endif

@@ -72,8 +72,10 @@
 #include "tpu/alloc.h"
 #include "tpu/dtype.h"
 #include "tpu/hbm.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
 
 #include "chip_internal.h"
 #include "mlp_comm.h"
@@ -265,8 +267,8 @@ static tpu_status_t vpu_cost(tpu_mlp_t *mlp, int i, tpu_vpu_op_t op, int64_t row
     if (i != 0 || rows * cols == 0) {
         return TPU_OK;
     }
-    tpu_vpu_desc_init(&d, op, TPU_ELEM_F32, rows, cols);
-    status = tpu_roofline_vpu(&mlp->chip, &d, &rl, err);
+    tpu_vpu_desc_init(&d, op, TPU_DTYPE_F32, rows, cols);
+    status = tpu_vpu_roofline(&mlp->chip, &d, &rl, err);
     if (status == TPU_OK) {
         charge(mlp, i, rl.modeled_us);
     }
@@ -296,8 +298,8 @@ static void transpose(const float *src, int64_t rows, int64_t cols, float *dst)
 static tpu_status_t mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n, const float *A,
                        int ta, const float *B, int tb, float *C, tpu_err_t *err)
 {
-    tpu_matmul_desc_t d;
-    tpu_op_report_t rep;
+    tpu_mxu_desc_t d;
+    tpu_roofline_report_t rep;
     tpu_roofline_t rl;
     tpu_status_t status;
     int bf16 = mlp->spec.precision == TPU_MLP_BF16;
@@ -309,10 +311,10 @@ static tpu_status_t mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n, c
     if (m == 0 || n == 0 || k == 0) {
         return TPU_OK;
     }
-    tpu_matmul_desc_init(&d, m, k, n, bf16 ? TPU_ELEM_BF16 : TPU_ELEM_F32);
-    d.out = TPU_ELEM_F32;
+    tpu_mxu_desc_init(&d, m, k, n, bf16 ? TPU_DTYPE_BF16 : TPU_DTYPE_F32);
+    d.out = TPU_DTYPE_F32;
     if (mlp->spec.model_only) {
-        status = tpu_roofline_matmul(&mlp->chip, &d, &rl, err);
+        status = tpu_mxu_roofline(&mlp->chip, &d, &rl, err);
         if (status == TPU_OK) {
             charge(mlp, i, rl.modeled_us);
         }
@@ -343,12 +345,12 @@ static tpu_status_t mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n, c
             status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "mlp: no host memory for bf16 operands");
             goto out;
         }
-        tpu__bf16_narrow(a, a16, (size_t)(m * k));
-        tpu__bf16_narrow(b, b16, (size_t)(k * n));
+        tpu_dtype_bf16_narrow(a, a16, (size_t)(m * k));
+        tpu_dtype_bf16_narrow(b, b16, (size_t)(k * n));
         a = a16;
         b = b16;
     }
-    status = tpu_op_matmul(mlp->vmem, &d, a, b, C, &rep, err);
+    status = tpu_mxu_matmul(mlp->vmem, &d, a, b, C, &rep, err);
     if (status == TPU_OK) {
         charge(mlp, i, rep.roofline.modeled_us);
     }

@@ -82,7 +82,7 @@ tpu_status_t tpu__mlp_comm_run(mlp_comm_t *c, tpu_coll_kind_t kind, int axis, ui
 
     switch (kind) {
     case TPU_COLL_PSUM:
-        status = tpu_spmd_psum(c->spmd, axes, TPU_DTYPE_F32, TPU_OP_SUM, count, in, out, err);
+        status = tpu_spmd_psum(c->spmd, axes, TPU_DTYPE_F32, TPU_REDOP_SUM, count, in, out, err);
         break;
     case TPU_COLL_ALL_GATHER:
         status =
@@ -90,7 +90,7 @@ tpu_status_t tpu__mlp_comm_run(mlp_comm_t *c, tpu_coll_kind_t kind, int axis, ui
         break;
     case TPU_COLL_REDUCE_SCATTER:
         status =
-            tpu_spmd_psum_scatter(c->spmd, axes, TPU_DTYPE_F32, TPU_OP_SUM, count, in, out, err);
+            tpu_spmd_psum_scatter(c->spmd, axes, TPU_DTYPE_F32, TPU_REDOP_SUM, count, in, out, err);
         break;
     default:
         return tpu_err_set(err, TPU_ERR_INTERNAL, "mlp: unexpected collective %s",

@@ -87,6 +87,21 @@ TPU_API int tpu_groups_axes_mask(const tpu_topo_t *topo, const tpu_groups_t *gro
 TPU_API void tpu_groups_index(const tpu_groups_t *groups, int nchips, int32_t *group_of,
                               int32_t *index_of);
 
+/*
+ * The translations of the torus that map 'groups' onto itself, each group onto a
+ * group with its member order rotated (member i of g -> member (i + s) mod G of
+ * g', s fixed per group): per axis the smallest 'period[a]' (a divisor of the
+ * axis size; the axis size when no shorter one works, always on an open axis)
+ * such that the shift by period[a] along axis a is such a map.  Ring, direct and
+ * all-to-all schedules over the groups are then invariant under the lattice of
+ * those shifts, and the link model times them from the chips whose coordinates
+ * are below 'period' (collectives/linkmodel.h, orbit mode).  Returns the number
+ * of translations, prod(dims / period) (1: no symmetry; always 1 across slices).
+ * 'groups' must pass tpu_groups_check().
+ */
+TPU_API int tpu_groups_period(const tpu_topo_t *topo, const tpu_groups_t *groups,
+                              int period[TPU_MAX_AXES]);
+
 /* Format as "{0,1,2,3} {4,5,6,7}" into 'buf' (cut with "..." when too long). */
 TPU_API void tpu_groups_str(const tpu_groups_t *groups, char *buf, int len);
 

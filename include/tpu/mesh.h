@@ -6,11 +6,13 @@
  * what JAX calls the partition id and what HLO replica groups refer to.  The chip
  * at each position is the mesh's device assignment, kept separate:
  *
- * - Default assignment (the rule of JAX's mesh_utils.create_device_mesh, made
- *   deterministic): the physical axes (the slices, then x, y, z; axes of size 1
- *   left out) are handed to the logical axes from the fastest logical axis to the
- *   slowest, each taking as few physical axes as it can, fastest physical axes
- *   first:
+ * - Default assignment.  As JAX's mesh_utils.create_device_mesh does, the
+ *   physical axes (the slices, then x, y, z; axes of size 1 left out) are handed
+ *   to the logical axes from the fastest logical axis (the last, the most
+ *   communication-heavy by JAX's convention) to the slowest.  Unlike JAX, which
+ *   gives that axis as many physical axes as fit (3, then 2, then 1, for
+ *   bandwidth), each logical axis here takes as few physical axes as it can, so
+ *   that a mesh axis stays one ring when it can; fastest physical axes first:
  *     1. one physical axis whose remaining size equals the logical size;
  *     2. else one physical axis whose remaining size the logical size divides
  *        (the logical axis takes its inner, fastest part);

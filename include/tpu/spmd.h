@@ -33,7 +33,8 @@
 #include "tpu/coll.h"
 #include "tpu/hbm.h"
 #include "tpu/mesh.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/pod.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
 #include "tpu/xport.h"
@@ -65,6 +66,10 @@ TPU_API tpu_status_t tpu_spmd_create(const tpu_topo_t *topo, const tpu_link_mode
                                      const tpu_chip_spec_t *chip, const tpu_mesh_t *mesh,
                                      tpu_xport_t *x, const tpu_spmd_opts_t *opts,
                                      tpu_spmd_t **spmd_p, tpu_err_t *err);
+/* The same from a pod (tpu/pod.h): its topology, link model and chip (copied). */
+TPU_API tpu_status_t tpu_spmd_create_pod(const tpu_pod_t *pod, const tpu_mesh_t *mesh,
+                                         tpu_xport_t *x, const tpu_spmd_opts_t *opts,
+                                         tpu_spmd_t **spmd_p, tpu_err_t *err);
 /* Free the runtime (its plans, logs, HBM and VMEM); NULL is a no-op. */
 TPU_API void tpu_spmd_destroy(tpu_spmd_t *spmd);
 
@@ -122,7 +127,8 @@ TPU_API tpu_status_t tpu_spmd_axis_index(const tpu_spmd_t *spmd, const char *axe
 /* ---- the cost log ---- */
 
 typedef struct tpu_spmd_call {
-    tpu_coll_kind_t kind; /* TPU_COLL_PSUM, ...; psum also for pmean, pmax, pmin */
+    tpu_coll_kind_t kind; /* TPU_COLL_PSUM, ...; psum also for pmean, pmax, pmin;
+                             TPU_COLL_COUNT for a kernel (tpu_spmd_run, algorithm "compute") */
     char name[24];        /* "psum", "pmean", "all_gather", "psum_scatter", ... */
     char axes[64];        /* the mesh axes as given, "data" or "data,model" */
     int group_size;
@@ -167,11 +173,11 @@ TPU_API tpu_status_t tpu_spmd_run(tpu_spmd_t *spmd, const char *name, tpu_spmd_k
                                   void *arg, tpu_err_t *err);
 
 /*
- * In a kernel: C = A @ B on the chip's MXU (tpu_op_matmul; bf16 or f32 inputs,
- * row-major), adding the roofline time (tpu_roofline_matmul) to loc->compute_us.
+ * In a kernel: C = A @ B on the chip's MXU (tpu_mxu_matmul; bf16 or f32 inputs,
+ * row-major), adding the roofline time (tpu_mxu_roofline) to loc->compute_us.
  * Without data (model-only) only the time is added; a, b, c may be NULL.
  */
-TPU_API tpu_status_t tpu_spmd_matmul(tpu_spmd_local_t *loc, const tpu_matmul_desc_t *desc,
+TPU_API tpu_status_t tpu_spmd_matmul(tpu_spmd_local_t *loc, const tpu_mxu_desc_t *desc,
                                      const void *a, const void *b, void *c, tpu_err_t *err);
 /* In a kernel: add modeled seconds of work done on the host side (VPU ops etc.). */
 TPU_API void tpu_spmd_local_add_seconds(tpu_spmd_local_t *loc, double seconds);

@@ -25,6 +25,10 @@
 #include "tpu/hbm.h"
 #include "tpu/mlp.h"
 #include "tpu/npy.h"
+#include "tpu/pod.h"
+
+#include "json.h"
+#include "sink.h"
 
 #include <errno.h>
 #include <math.h>
@@ -391,14 +395,18 @@ static tpu_status_t save_all(const char *dir, int64_t H, float *const w[TPU_MLP_
     return tpu_npy_write(path, TPU_NPY_F32, 1, &n, losses, err);
 }
 
-/* ---- output (a local JSON helper until launch/output/json.c) ---- */
+/* ---- output ---- */
 
-static void json_num(FILE *f, double v)
+/* A number, or null when it is not finite (a diverged loss). */
+static void json_num(tpu_json_t *j, const char *key, double v)
 {
+    if (key != NULL) {
+        tpu_json_key(j, key);
+    }
     if (isfinite(v)) {
-        fprintf(f, "%.9g", v);
+        tpu_json_sig(j, v, 9);
     } else {
-        fprintf(f, "null");
+        tpu_json_null(j);
     }
 }
 
@@ -466,43 +474,37 @@ static void print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capacity)
             r->comm_us - r->exposed_us, peak, cap, 100.0 * r->mfu, r->model_flops);
 }
 
-static void json_report(FILE *f, const tpu_mlp_report_t *r)
+/* The cost members of a step report, into the object being written. */
+static void json_report(tpu_json_t *j, const tpu_mlp_report_t *r)
 {
     int k;
 
-    fprintf(f, "\"step_time_us\": ");
-    json_num(f, r->step_us);
-    fprintf(f, ", \"compute_us\": ");
-    json_num(f, r->compute_us);
-    fprintf(f, ", \"comm_us\": ");
-    json_num(f, r->comm_us);
-    fprintf(f, ", \"exposed_comm_us\": ");
-    json_num(f, r->exposed_us);
-    fprintf(f, ", \"overlapped_comm_us\": ");
-    json_num(f, r->comm_us - r->exposed_us);
-    fprintf(f, ", \"hbm_peak_bytes\": %llu, \"mfu\": ", (unsigned long long)r->hbm_peak);
-    json_num(f, r->mfu);
-    fprintf(f, ", \"model_flops\": ");
-    json_num(f, r->model_flops);
-    fprintf(f, ",\n  \"collectives\": [");
+    json_num(j, "step_time_us", r->step_us);
+    json_num(j, "compute_us", r->compute_us);
+    json_num(j, "comm_us", r->comm_us);
+    json_num(j, "exposed_comm_us", r->exposed_us);
+    json_num(j, "overlapped_comm_us", r->comm_us - r->exposed_us);
+    tpu_json_kuint(j, "hbm_peak_bytes", (unsigned long long)r->hbm_peak);
+    json_num(j, "mfu", r->mfu);
+    json_num(j, "model_flops", r->model_flops);
+    tpu_json_karray(j, "collectives");
     for (k = 0; k < r->ncoll; k++) {
         const tpu_mlp_coll_t *c = &r->coll[k];
 
-        fprintf(f, "%s\n    {\"what\": ", k ? "," : "");
-        tpu_json_str(f, c->what);
-        fprintf(f, ", \"kind\": \"%s\", \"axis\": \"%s\", \"torus_axes\": ", tpu_coll_name(c->kind),
-                c->axis);
-        tpu_json_str(f, c->layout);
-        fprintf(f, ", \"groups\": ");
-        tpu_json_str(f, c->groups);
-        fprintf(f, ", \"group\": %d, \"bytes\": %llu, \"modeled_us\": ", c->group,
-                (unsigned long long)c->bytes);
-        json_num(f, c->modeled_us);
-        fprintf(f, ", \"overlapped\": %s, \"algorithm\": ", c->overlapped ? "true" : "false");
-        tpu_json_str(f, c->algorithm);
-        fprintf(f, "}");
+        tpu_json_object(j);
+        tpu_json_kstr(j, "what", c->what);
+        tpu_json_kstr(j, "kind", tpu_coll_name(c->kind));
+        tpu_json_kstr(j, "axis", c->axis);
+        tpu_json_kstr(j, "torus_axes", c->layout);
+        tpu_json_kstr(j, "groups", c->groups);
+        tpu_json_kint(j, "group", c->group);
+        tpu_json_kuint(j, "bytes", (unsigned long long)c->bytes);
+        json_num(j, "modeled_us", c->modeled_us);
+        tpu_json_kbool(j, "overlapped", c->overlapped);
+        tpu_json_kstr(j, "algorithm", c->algorithm);
+        tpu_json_object_end(j);
     }
-    fprintf(f, "]");
+    tpu_json_array_end(j);
 }
 
 /* ---- the run ---- */
@@ -613,8 +615,8 @@ static tpu_status_t run_create(run_t *r, tpu_err_t *err)
     if (r->losses == NULL || r->wall_us == NULL) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for %d steps", r->steps);
     }
-    return tpu_mlp_create(&r->spec, &r->pod->topo, &r->pod->link, &r->pod->chip, r->x, &r->mlp,
-                          err);
+    return tpu_mlp_create(&r->spec, tpu_pod_topo(r->pod), tpu_pod_link(r->pod),
+                          tpu_pod_chip(r->pod), r->x, &r->mlp, err);
 }
 
 /* Train, check the replicas after every step, gather the weights if asked. */
@@ -638,7 +640,7 @@ static tpu_status_t run_train(run_t *r, int gather, FILE *txt, int print_steps, 
         }
         r->last = rep;
         if (!r->spec.model_only && tpu_mlp_strategy(r->mlp) != TPU_MLP_FSDP &&
-            !replicas_identical(&r->where, r->mlp, r->x->nlocal, r->pod->topo.nchips)) {
+            !replicas_identical(&r->where, r->mlp, r->x->nlocal, tpu_pod_topo(r->pod)->nchips)) {
             r->replicas_ok = 0;
         }
         if (print_steps && r->where.root) {
@@ -679,15 +681,19 @@ int tpu_cmd_train(int argc, char **argv)
     tpu_opts_t o;
     tpu_err_t err = {0};
     tpu_job_t job;
-    tpu_pod_t pod_local;
+    tpu_pod_t *pod_local = NULL;
     const tpu_pod_t *pod;
+    const tpu_topo_t *topo;
+    const tpu_chip_spec_t *chip;
+    tpu_sink_t sink = {NULL, NULL};
+    tpu_json_t json_w, *json = NULL;
     run_t r;
     char **rest = calloc((size_t)argc + 1, sizeof(char *));
     float *x = NULL, *init[TPU_MLP_NPARAMS] = {0};
     int32_t *y = NULL;
     int64_t nrows = 0;
-    int nrest, mpi = 0, code = TPU_EXIT_OK, p, close_json = 0, data = 1, model = 1;
-    FILE *json = NULL, *txt = stdout;
+    int nrest, mpi = 0, code = TPU_EXIT_OK, p, data = 1, model = 1;
+    FILE *txt;
     tpu_status_t status;
     double wall0 = now_s(), wall_sum = 0;
     int printer = -1; /* the rank that prints a failure all ranks agreed on */
@@ -719,7 +725,7 @@ int tpu_cmd_train(int argc, char **argv)
         }
         code = TPU_EXIT_OK;
         mpi = 1;
-        pod = &job.pod;
+        pod = job.pod;
         r.x = job.x;
         r.where.comm = job.comm;
         r.where.root = job.chip == 0;
@@ -728,10 +734,13 @@ int tpu_cmd_train(int argc, char **argv)
             tpu_die_msg(err.msg);
             return TPU_EXIT_USAGE;
         }
-        pod = &pod_local;
+        pod = pod_local;
         r.where.root = early_root(); /* --model-only under mpirun: rank 0 prints */
     }
     r.pod = pod;
+    topo = tpu_pod_topo(pod);
+    chip = tpu_pod_chip(pod);
+    txt = tpu_sink_text(o.json, NULL);
     r.steps = a.model_only ? 1 : a.steps;
     tpu_mlp_spec_init(&r.spec);
     r.spec.batch = a.batch;
@@ -751,7 +760,7 @@ int tpu_cmd_train(int argc, char **argv)
             o.mesh = cfg.mesh;
         }
     }
-    status = parse_mesh(o.mesh, pod->topo.nchips, &data, &model, &err);
+    status = parse_mesh(o.mesh, topo->nchips, &data, &model, &err);
     if (status == TPU_OK && a.dtype != NULL) {
         if (strcmp(a.dtype, "bf16") == 0 || strcmp(a.dtype, "bfloat16") == 0) {
             r.spec.precision = TPU_MLP_BF16;
@@ -780,13 +789,13 @@ int tpu_cmd_train(int argc, char **argv)
         }
     }
     if (status == TPU_OK && !mpi && !a.model_only) {
-        status = tpu_xport_loopback_create(pod->topo.nchips, &r.x, &err);
+        status = tpu_xport_loopback_create(topo->nchips, &r.x, &err);
     }
     if (status == TPU_OK && o.json != NULL && r.where.root) {
-        json = tpu_open_output(o.json, &close_json, &err);
-        status = json == NULL ? TPU_ERR_INVALID : TPU_OK;
-        if (json == stdout) {
-            txt = stderr;
+        status = tpu_sink_open(&sink, o.json, &err);
+        if (status == TPU_OK) {
+            tpu_json_init(&json_w, sink.f);
+            json = &json_w;
         }
     }
     if (status == TPU_OK) {
@@ -801,8 +810,8 @@ int tpu_cmd_train(int argc, char **argv)
         fprintf(txt,
                 "train: MLP 784-%lld-%lld-10 on %d chips of %s as %s, mesh data=%d,model=%d, "
                 "global batch %lld, %s, lr %g, %s%s\n",
-                (long long)a.hidden, (long long)a.hidden, pod->topo.nchips, pod->chip.name,
-                pod->shape, data, model, (long long)a.batch,
+                (long long)a.hidden, (long long)a.hidden, topo->nchips, chip->name,
+                tpu_pod_shape(pod), data, model, (long long)a.batch,
                 r.spec.precision == TPU_MLP_BF16 ? "bf16 matmuls (f32 accumulation)" : "f32", a.lr,
                 a.data ? "data " : "synthetic data", a.data ? a.data : "");
         fprintf(txt, "transport: %s\n",
@@ -833,7 +842,7 @@ int tpu_cmd_train(int argc, char **argv)
         fprintf(txt, "\nstrategy %s; every step costs the same on the model; step %d:\n",
                 tpu_mlp_strategy_name(tpu_mlp_strategy(r.mlp)), r.steps - 1);
         print_colls(txt, L);
-        print_split(txt, L, (uint64_t)pod->chip.hbm_bytes);
+        print_split(txt, L, (uint64_t)chip->hbm_bytes);
         if (!a.model_only) {
             fprintf(txt,
                     "  loss %.6g -> %.6g over %d steps; measured %.1f us per step on this host "
@@ -860,41 +869,47 @@ int tpu_cmd_train(int argc, char **argv)
     if (json != NULL) {
         int s;
 
-        fprintf(json, "{\"command\": \"train\", \"chip\": ");
-        tpu_json_str(json, pod->chip.name);
-        fprintf(json, ", \"topology\": ");
-        tpu_json_str(json, pod->shape);
-        fprintf(json,
-                ", \"chips\": %d, \"mesh\": {\"data\": %d, \"model\": %d}, \"strategy\": \"%s\", "
-                "\"dtype\": \"%s\", \"batch\": %lld, \"hidden\": %lld, \"hidden_used\": %lld, "
-                "\"lr\": ",
-                pod->topo.nchips, data, model, tpu_mlp_strategy_name(tpu_mlp_strategy(r.mlp)),
-                r.spec.precision == TPU_MLP_BF16 ? "bf16" : "f32", (long long)a.batch,
-                (long long)a.hidden, (long long)tpu_mlp_hidden(r.mlp));
-        json_num(json, a.lr);
-        fprintf(json,
-                ", \"steps\": %d, \"model_only\": %s, \"transport\": \"%s\",\n  \"losses\": [",
-                r.steps, a.model_only ? "true" : "false",
-                a.model_only ? "none"
-                : mpi        ? "mpi"
-                             : "loopback");
+        tpu_json_object(json);
+        tpu_json_kstr(json, "command", "train");
+        tpu_json_kstr(json, "chip", chip->name);
+        tpu_json_kstr(json, "topology", tpu_pod_shape(pod));
+        tpu_json_kint(json, "chips", topo->nchips);
+        tpu_json_kobject(json, "mesh");
+        tpu_json_kint(json, "data", data);
+        tpu_json_kint(json, "model", model);
+        tpu_json_object_end(json);
+        tpu_json_kstr(json, "strategy", tpu_mlp_strategy_name(tpu_mlp_strategy(r.mlp)));
+        tpu_json_kstr(json, "dtype", r.spec.precision == TPU_MLP_BF16 ? "bf16" : "f32");
+        tpu_json_kint(json, "batch", (long long)a.batch);
+        tpu_json_kint(json, "hidden", (long long)a.hidden);
+        tpu_json_kint(json, "hidden_used", (long long)tpu_mlp_hidden(r.mlp));
+        json_num(json, "lr", a.lr);
+        tpu_json_kint(json, "steps", r.steps);
+        tpu_json_kbool(json, "model_only", a.model_only);
+        tpu_json_kstr(json, "transport", a.model_only ? "none" : mpi ? "mpi" : "loopback");
+        tpu_json_karray(json, "losses");
         for (s = 0; !a.model_only && s < r.steps; s++) {
-            fprintf(json, "%s", s ? ", " : "");
-            json_num(json, r.losses[s]);
+            json_num(json, NULL, r.losses[s]);
         }
-        fprintf(json, "],\n  \"measured_us\": [");
+        tpu_json_array_end(json);
+        tpu_json_karray(json, "measured_us");
         for (s = 0; s < r.steps; s++) {
-            fprintf(json, "%s%.1f", s ? ", " : "", r.wall_us[s]);
+            tpu_json_fixed(json, r.wall_us[s], 1);
         }
-        fprintf(json,
-                "], \"hbm_capacity_bytes\": %.0f, \"peak_bf16_flops\": ", pod->chip.hbm_bytes);
-        json_num(json, pod->chip.bf16_flops);
+        tpu_json_array_end(json);
+        tpu_json_kuint(json, "hbm_capacity_bytes", (unsigned long long)chip->hbm_bytes);
+        json_num(json, "peak_bf16_flops", chip->bf16_flops);
         if (!a.model_only && tpu_mlp_strategy(r.mlp) != TPU_MLP_FSDP) {
-            fprintf(json, ", \"replicas_identical\": %s", r.replicas_ok ? "true" : "false");
+            tpu_json_kbool(json, "replicas_identical", r.replicas_ok);
         }
-        fprintf(json, ",\n  ");
         json_report(json, &r.last);
-        fprintf(json, ",\n  \"wall_s\": %.3f}\n", now_s() - wall0);
+        tpu_json_kfixed(json, "wall_s", now_s() - wall0, 3);
+        tpu_json_object_end(json);
+        if (tpu_json_end(json, &err) != TPU_OK) {
+            code = TPU_EXIT_FAIL;
+            tpu_die_msg(err.msg);
+        }
+        json = NULL;
     }
     if (!r.replicas_ok) {
         code = TPU_EXIT_FAIL;
@@ -903,8 +918,9 @@ out:
     if (status != TPU_OK && (printer < 0 ? r.where.root : printer == (mpi ? job.chip : 0))) {
         tpu_die_msg(err.msg);
     }
-    if (json != NULL && close_json) {
-        fclose(json);
+    if (sink.f != NULL && tpu_sink_close(&sink, &err) != TPU_OK && code == TPU_EXIT_OK) {
+        code = TPU_EXIT_FAIL;
+        tpu_die_msg(err.msg);
     }
     fflush(stdout);
     run_fini(&r);
@@ -921,6 +937,7 @@ out:
         return tpu_job_end(&job, worst);
     }
     tpu_xport_destroy(r.x);
+    tpu_pod_destroy(pod_local);
     return code;
 }
 
@@ -941,19 +958,19 @@ static double rel_diff(const float *a, const float *b, int64_t n)
     return den > 0 ? num / den : num;
 }
 
-int tpu__train_default_step(tpu_job_t *job, FILE *txt, FILE *json)
+int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
 {
-    const tpu_topo_t *t = &job->pod.topo;
+    const tpu_topo_t *t = tpu_pod_topo(job->pod);
     tpu_err_t err = {0};
     run_t r, ref;
-    tpu_pod_t one;
+    tpu_pod_t *one = NULL;
     int model = t->naxes > 0 ? t->dims[t->naxes - 1] : 1, ok = 1, p;
     double loss_diff = 0, w_diff = 0, tol;
     tpu_status_t status;
 
     memset(&r, 0, sizeof(r));
     memset(&ref, 0, sizeof(ref));
-    r.pod = &job->pod;
+    r.pod = job->pod;
     r.steps = 1;
     r.x = job->x;
     r.where.comm = job->comm;
@@ -974,10 +991,14 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, FILE *json)
     }
     if (job->chip == 0) {
         /* The same step on one chip, in this process. */
-        one = job->pod;
-        one.topo.naxes = 1;
-        status = tpu_topo_init(&one.topo, 1, (int[3]){1, 1, 1}, (int[3]){0, 0, 0}, 1, &err);
-        ref.pod = &one;
+        tpu_pod_spec_t spec;
+
+        tpu_pod_spec_init(&spec);
+        spec.chip_spec = tpu_pod_chip(job->pod);
+        spec.shape = "1";
+        spec.wrap = "none";
+        status = tpu_pod_create(&spec, &one, &err);
+        ref.pod = one;
         ref.steps = 1;
         ref.where.comm = MPI_COMM_NULL;
         ref.where.root = 1;
@@ -1013,25 +1034,28 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, FILE *json)
                 (long long)r.spec.batch, r.losses[0], ref.losses[0], loss_diff, w_diff, tol,
                 ok ? "ok" : "WRONG");
         print_colls(txt, &r.last);
-        print_split(txt, &r.last, (uint64_t)job->pod.chip.hbm_bytes);
+        print_split(txt, &r.last, (uint64_t)tpu_pod_chip(job->pod)->hbm_bytes);
         fprintf(txt, "  measured %.1f us for the step on this host\n", r.wall_us[0]);
         if (json != NULL) {
-            fprintf(json,
-                    ",\n  \"train\": {\"mesh\": {\"data\": %d, \"model\": %d}, \"strategy\": "
-                    "\"%s\", \"hidden\": %lld, \"batch\": %lld, \"loss\": ",
-                    r.spec.data, r.spec.model, tpu_mlp_strategy_name(tpu_mlp_strategy(r.mlp)),
-                    (long long)r.spec.hidden, (long long)r.spec.batch);
-            json_num(json, r.losses[0]);
-            fprintf(json, ", \"loss_one_chip\": ");
-            json_num(json, ref.losses[0]);
-            fprintf(json, ", \"rel_diff\": ");
-            json_num(json, loss_diff > w_diff ? loss_diff : w_diff);
-            fprintf(json, ", \"ok\": %s, ", ok ? "true" : "false");
+            tpu_json_kobject(json, "train");
+            tpu_json_kobject(json, "mesh");
+            tpu_json_kint(json, "data", r.spec.data);
+            tpu_json_kint(json, "model", r.spec.model);
+            tpu_json_object_end(json);
+            tpu_json_kstr(json, "strategy", tpu_mlp_strategy_name(tpu_mlp_strategy(r.mlp)));
+            tpu_json_kint(json, "hidden", (long long)r.spec.hidden);
+            tpu_json_kint(json, "batch", (long long)r.spec.batch);
+            json_num(json, "loss", r.losses[0]);
+            json_num(json, "loss_one_chip", ref.losses[0]);
+            json_num(json, "rel_diff", loss_diff > w_diff ? loss_diff : w_diff);
+            tpu_json_kbool(json, "ok", ok);
             json_report(json, &r.last);
-            fprintf(json, ", \"measured_us\": %.1f}", r.wall_us[0]);
+            tpu_json_kfixed(json, "measured_us", r.wall_us[0], 1);
+            tpu_json_object_end(json);
         }
         tpu_xport_destroy(ref.x);
         run_fini(&ref);
+        tpu_pod_destroy(one);
     }
     run_fini(&r);
     MPI_Bcast(&ok, 1, MPI_INT, 0, job->comm);
