@@ -432,14 +432,14 @@ static void print_colls(FILE *txt, const tpu_mlp_report_t *r)
         fprintf(txt, "  no collectives (every mesh axis has size 1)\n");
         return;
     }
-    fprintf(txt, "  %-20s %-15s %-6s %-6s %5s %11s %11s %-10s %s\n", "collective", "kind", "axis",
+    fprintf(txt, "  %-20s %-15s %-6s %-13s %5s %11s %11s %-8s %s\n", "collective", "kind", "axis",
             "torus", "group", "bytes", "modeled_us", "overlap", "algorithm");
     for (k = 0; k < r->ncoll; k++) {
         const tpu_mlp_coll_t *c = &r->coll[k];
         char b[32];
 
         fmt_bytes((double)c->bytes, b, sizeof(b));
-        fprintf(txt, "  %-20s %-15s %-6s %-6s %5d %11s %11.3f %-10s %s\n", c->what,
+        fprintf(txt, "  %-20s %-15s %-6s %-13s %5d %11s %11.3f %-8s %s\n", c->what,
                 tpu_coll_name(c->kind), c->axis, c->layout, c->group, b, c->modeled_us,
                 c->overlapped ? "async" : "exposed", c->algorithm);
     }

@@ -31,6 +31,10 @@ tpu_train_test(labels_int32 ${EXPECT} 0 "loss" ${TPUEMU} train --topology 1x1 --
 tpu_train_test(model_only_pod ${EXPECT} 0 "modeled step [0-9.]+ us = compute" ${TPUEMU} train
   --model-only --chip v5p --topology 16x20x28 --mesh data=320,model=28 --hidden 16384
   --batch 81920)
+# The issue's example: groups that are not whole torus axes (model = 5 of y times z).
+tpu_train_test(model_only_pod_groups ${EXPECT} 0 "psum +model +y\\[5 of 20\\]\\*z +140 .*group" ${TPUEMU}
+  train --model-only --chip v5p --topology 16x20x28 --mesh data=64,model=140 --hidden 16384
+  --batch 65536)
 
 # Bad input: exit 2 and one line naming the problem.
 function(tpu_train_bad name regex)
