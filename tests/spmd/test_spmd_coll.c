@@ -995,6 +995,46 @@ static void test_all_to_all_split2_concat1(void **state)
     env_close(&e);
 }
 
+/*
+ * s6, tiled=False: shards (4, 3) over i=4, split_axis=0, concat_axis=1 give shards
+ * of shape insert(delete((4,3), 0), 1, 4) = (3, 4): out_me[j][k] = in_k[me][j].
+ */
+static void test_all_to_all_untiled(void **state)
+{
+    int64_t shp[2] = {16, 3}, ls[2];
+    float x[48];
+    tpu_err_t err = {0};
+    tpu_array_t *a, *r = NULL;
+    env_t e;
+    int p, j, k;
+
+    (void)state;
+    for (p = 0; p < 48; p++) {
+        x[p] = (float)p;
+    }
+    env_open(&e, "4", 1, "i=4", NULL, 0);
+    a = arr_f32(&e, 2, shp, "i", x); /* chip k holds rows 4k..4k+3 */
+    check(tpu_array_all_to_all(a, "i", 0, 1, 0, &r, &err), &err);
+    assert_int_equal(tpu_array_ndims(r), 2);
+    tpu_array_local_shape(r, ls);
+    assert_int_equal(ls[0], 3);
+    assert_int_equal(ls[1], 4);
+    for (p = 0; p < 4; p++) {
+        const float *o = shard_at(&e, r, p);
+
+        for (j = 0; j < 3; j++) {
+            for (k = 0; k < 4; k++) {
+                assert_true(o[j * 4 + k] == x[(4 * k + p) * 3 + j]);
+            }
+        }
+    }
+    tpu_array_destroy(r);
+    assert_int_equal(tpu_array_all_to_all(a, "i", 1, 0, 0, &r, &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "size 3, it must equal the group size 4"));
+    tpu_array_destroy(a);
+    env_close(&e);
+}
+
 /* s8: axis_index on mesh (i=4, j=2). */
 static void test_axis_index(void **state)
 {
@@ -1108,6 +1148,7 @@ int main(void)
         cmocka_unit_test(test_psum_scatter_f6),
         cmocka_unit_test(test_all_to_all_f9),
         cmocka_unit_test(test_all_to_all_split2_concat1),
+        cmocka_unit_test(test_all_to_all_untiled),
         cmocka_unit_test(test_axis_index),
         cmocka_unit_test(test_sim_equals_loopback),
         cmocka_unit_test(test_bad_input),
