@@ -43,7 +43,7 @@
  *   grad sync of unit 0                                            async
  *   p -= lr * g for each unit, once its grad sync is done
  *
- * Cost model.  Compute: each matmul's roofline time on the chip (ops.h:
+ * Cost model.  Compute: each matmul's roofline time on the chip (mxu.h:
  * max(padded FLOPs / MXU peak for the input type, HBM bytes / bandwidth)), and
  * each elementwise pass's VPU roofline (f32), counting the passes XLA would
  * fuse as one: bias add and relu; the update p -= lr * g (reads p and g, writes

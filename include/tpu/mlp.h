@@ -26,7 +26,7 @@
  *
  * Precision: f32 master weights and gradients.  TPU_MLP_BF16 rounds the
  * matmul inputs to bf16 (nearest, ties to even) and accumulates in f32 on the
- * chip model's MXU (ops.h); TPU_MLP_F32 keeps f32 throughout (the MXU's f32
+ * chip model's MXU (mxu.h); TPU_MLP_F32 keeps f32 throughout (the MXU's f32
  * rate).  Elementwise work and the update are f32.
  *
  * Random numbers (weights, synthetic data) are counter based, so that any
