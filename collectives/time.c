@@ -37,6 +37,10 @@ tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu
     if (tpu__linkmodel_init(&t->lm, topo, link, ps->rep >= 0) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }
+    if (ps->orbit && tpu__linkmodel_set_orbits(&t->lm, ps->period) != TPU_OK) {
+        tpu__linkmodel_fini(&t->lm);
+        return TPU_ERR_NO_MEMORY;
+    }
     t->arrival = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
     t->start = tpu__calloc((size_t)maxstep, sizeof(double));
     if (t->arrival == NULL || t->start == NULL) {
@@ -103,7 +107,7 @@ static void observe_flow(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int6
     ev.nlinks =
         tpu__linkmodel_flow_links(&t->lm, f, t->obs_links, t->obs_cap, &ev.src_host, &ev.dst_host);
     ev.links = t->obs_links;
-    ev.representative = t->lm.classes;
+    ev.representative = t->lm.classes || t->lm.orbit != NULL;
     t->obs->on_flow(t->obs->user, &ev);
 }
 
@@ -118,7 +122,8 @@ void tpu__timing_report(const tpu_timing_t *t)
     for (l = 0; l < nl; l++) {
         tpu_coll_link_event_t ev;
 
-        r = l;
+        /* Orbit mode: a link's load is counted on the link standing for its orbit. */
+        r = lm->orbit != NULL ? lm->orbit[l] : l;
         if (lm->classes) {
             int src, axis, dir, dst;
 

@@ -18,6 +18,7 @@
 #define TPU_COLL_H
 
 #include "tpu/dtype.h"
+#include "tpu/groups.h"
 #include "tpu/redop.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
@@ -67,6 +68,20 @@ typedef struct tpu_coll_desc {
     int dst;       /* p2p: destination chip; -1 for the farthest chip from src */
     char algo[32]; /* "" to let the cost model choose, or a registry name */
     int chunks;    /* pipeline chunks, 1 to TPU_MAX_CHUNKS; 0 to let the cost model choose */
+    /*
+     * Any groups of chips (tpu/groups.h), for every collective but p2p and ppermute;
+     * NULL: the groups of 'axes'.  A set equal to the groups of whole torus axes
+     * (same members, same member order) runs on the torus algorithms, any other on
+     * the general group algorithms.  The plan copies it.
+     */
+    const tpu_groups_t *groups; /* NULL: the groups of 'axes' */
+    /*
+     * ppermute over explicit pairs (source, target chip ids, 2*npairs entries;
+     * sources unique, targets unique; a chip that is no target gets nothing):
+     * XLA's collective-permute.  NULL: the shift along 'axes'.  The plan copies them.
+     */
+    const int32_t *pairs;
+    int npairs;
 } tpu_coll_desc_t;
 
 /* Per-axis link use of a modeled collective. */
@@ -144,8 +159,9 @@ typedef struct tpu_coll_flow_event {
     int dst_host;         /* DCN: the host whose ingress NIC it used, else -1 */
     int nlinks;           /* directed ICI links crossed */
     const int32_t *links; /* their ids, in the order crossed */
-    int representative;   /* 1: the walk timed one chip's flows (every chip does the
-                             same, translated; see 'every_chip') */
+    int representative;   /* 1: the walk timed one chip's flows, or one period's of a
+                             periodic group set (the others do the same, translated;
+                             see 'every_chip') */
 } tpu_coll_flow_event_t;
 
 typedef struct tpu_coll_link_event {
@@ -162,8 +178,10 @@ typedef struct tpu_coll_observer {
     void *user;
     /*
      * tpu_coll_plan_model_observed() on a translation-invariant collective walks
-     * one chip's flows (and reports them with 'representative' set, link totals
-     * for every link all the same).  1: build and walk every chip's flows instead
+     * one chip's flows (or one period's, for periodic groups) and reports them
+     * with 'representative' set, with every link's totals all the same (each
+     * link gets the load of its class or orbit).  1: build and walk every chip's
+     * flows instead
      * (the same modeled time; costs the whole schedule, fine up to a few thousand
      * flows per step).
      */
