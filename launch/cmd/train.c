@@ -28,6 +28,7 @@
 #include "tpu/pod.h"
 
 #include "json.h"
+#include "progress.h"
 #include "sink.h"
 
 #include <errno.h>
@@ -623,14 +624,22 @@ static tpu_status_t run_create(run_t *r, tpu_err_t *err)
 static tpu_status_t run_train(run_t *r, int gather, FILE *txt, int print_steps, tpu_err_t *err)
 {
     tpu_status_t status;
+    tpu_progress_t progress;
     int s, p;
 
+    /* A bar with the step running, on a terminal, once training takes over 2 s. */
+    tpu_progress_init(&progress, r->where.root && print_steps, r->steps, txt);
     for (s = 0; s < r->steps; s++) {
         tpu_mlp_report_t rep;
         double t0 = now_s();
+        char item[32];
+
+        snprintf(item, sizeof(item), "step %d", s);
+        tpu_progress_update(&progress, s, item);
 
         status = tpu_mlp_step(r->mlp, s, &rep, err);
         if (status != TPU_OK) {
+            tpu_progress_end(&progress);
             return status;
         }
         r->wall_us[s] = max_all(&r->where, (now_s() - t0) * 1e6);
@@ -644,6 +653,7 @@ static tpu_status_t run_train(run_t *r, int gather, FILE *txt, int print_steps, 
             r->replicas_ok = 0;
         }
         if (print_steps && r->where.root) {
+            tpu_progress_end(&progress);
             if (r->spec.model_only) {
                 fprintf(txt, "step %4d  modeled %12.3f us (compute %.3f, exposed comm %.3f)\n", s,
                         rep.step_us, rep.compute_us, rep.exposed_us);
@@ -656,6 +666,7 @@ static tpu_status_t run_train(run_t *r, int gather, FILE *txt, int print_steps, 
             fflush(txt);
         }
     }
+    tpu_progress_end(&progress);
     if (!gather) {
         return TPU_OK;
     }

@@ -16,6 +16,10 @@ else
     echo "$out" | grep -Eq '\] 1/4  psum 2 KiB' || { echo "FAIL: no progress bar on a pty:"; echo "$out"; exit 1; }
     out=$(script -qec "$q --quiet" /dev/null)
     echo "$out" | grep -q '\] 1/4' && { echo "FAIL: a progress bar with --quiet:"; echo "$out"; exit 1; }
+    # train (one chip, in this process): the bar names the step running.
+    tpuemu=${*: -1}
+    out=$(script -qec "$(printf '%q' "$tpuemu") train --topology 1x1 --steps 2 --hidden 64" /dev/null)
+    echo "$out" | grep -Eq '\] 1/2  step 1' || { echo "FAIL: no progress bar in train:"; echo "$out"; exit 1; }
 fi
 out=$("${cmd[@]}" 2>&1)
 echo "$out" | grep -q '\] 1/4' && { echo "FAIL: a progress bar without a terminal:"; echo "$out"; exit 1; }
