@@ -65,6 +65,8 @@ int tpu_cmd_info(const tpu_opts_t *opts);
 int tpu_cmd_model(const tpu_opts_t *opts);
 int tpu_cmd_run(const tpu_opts_t *opts, int argc, char **argv);
 int tpu_cmd_bench(const tpu_opts_t *opts, int argc, char **argv);
+/* tpuemu replay MODULE.hlo (launch/cmd/replay.c): its own flags, after "replay". */
+int tpu_cmd_replay(int argc, char **argv);
 
 /* Minimal JSON writing. */
 void tpu_json_str(FILE *out, const char *s);

@@ -28,6 +28,9 @@ int main(int argc, char **argv)
     tpu_opts_t opts;
     tpu_err_t err = {0};
 
+    if (argc >= 2 && strcmp(argv[1], "replay") == 0) {
+        return tpu_cmd_replay(argc - 2, argv + 2);
+    }
     if (is_model_op(argc, argv)) {
         return tpu__cmd_model_op(argc - 2, argv + 2);
     }
