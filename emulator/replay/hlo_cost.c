@@ -61,7 +61,7 @@ typedef struct walker {
     tpu_replay_report_t *rep;
     int32_t *dev2chip; /* device -> chip */
     int ndev, R, P;
-    int **rowmap;  /* [comp][instr] -> row (colls: >= 0; ops: -(row + 2)); -1 none */
+    int **rowmap; /* [comp][instr] -> row (colls: >= 0; ops: -(row + 2)); -1 none */
     int collcap, opcap, warncap;
     int record; /* record rows (0 while sizing conditional branches) */
     int depth;
@@ -160,8 +160,14 @@ tpu_status_t tpu_replay_groups(const tpu_hlo_module_t *mod, const tpu_hlo_instr_
     int flat = R == 1 || P == 1;
     int ng = g->ngroups, gi, k, n = 0, size, outer, o;
     /* The id space of the groups: devices (flat), replicas, partitions. */
-    enum { FLAT, CROSS_REPLICA, CROSS_PARTITION, REPLICA_AND_PARTITION } mode = FLAT;
+    enum {
+        FLAT,
+        CROSS_REPLICA,
+        CROSS_PARTITION,
+        REPLICA_AND_PARTITION
+    } mode = FLAT;
     int ids_space;
+    static const char *const space_name[] = {"device", "replica", "partition", "replica"};
 
     if (in->use_global_device_ids == 1 && in->channel_id < 0) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -180,27 +186,21 @@ tpu_status_t tpu_replay_groups(const tpu_hlo_module_t *mod, const tpu_hlo_instr_
         }
     }
     ids_space = mode == FLAT ? ndev : mode == CROSS_PARTITION ? P : R;
-    /* Check the ids and the sizes. */
+    /* Check the ids, then the sizes. */
+    for (k = 0; ng > 0 && k < g->start[ng]; k++) {
+        if (g->ids[k] < 0 || g->ids[k] >= ids_space) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "%s:%d:%d: replica group of '%s' names %s %d, outside the module's "
+                               "%d %ss (0 to %d)",
+                               mod->file, in->line, in->col, in->name, space_name[mode], g->ids[k],
+                               ids_space, space_name[mode], ids_space - 1);
+        }
+    }
     size = ng > 0 ? g->start[1] - g->start[0] : ids_space;
     for (gi = 0; gi < ng; gi++) {
         if (g->start[gi + 1] - g->start[gi] != size) {
-            return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
-                               "uneven groups (%d and %d devices)", size,
+            return tpu_err_set(err, TPU_ERR_UNSUPPORTED, "uneven groups (%d and %d devices)", size,
                                g->start[gi + 1] - g->start[gi]);
-        }
-        for (k = g->start[gi]; k < g->start[gi + 1]; k++) {
-            if (g->ids[k] < 0 || g->ids[k] >= ids_space) {
-                return tpu_err_set(err, TPU_ERR_INVALID,
-                                   "%s:%d:%d: replica group of '%s' names %s %d, and the module "
-                                   "has %d (%s)",
-                                   mod->file, in->line, in->col, in->name,
-                                   mode == CROSS_PARTITION ? "partition" : mode == FLAT ? "device"
-                                                                                        : "replica",
-                                   g->ids[k], ids_space,
-                                   mode == CROSS_PARTITION ? "num_partitions"
-                                   : mode == FLAT          ? "devices"
-                                                           : "replica_count");
-            }
         }
     }
     if (size < 1) {
@@ -407,7 +407,9 @@ static tpu_redop_t redop_of(const tpu_hlo_module_t *mod, const tpu_hlo_instr_t *
     }
     c = &mod->comps[in->to_apply_c];
     op = c->instrs[c->root].op;
-    return op == TPU_HLO_OP_MAXIMUM ? TPU_OP_MAX : op == TPU_HLO_OP_MINIMUM ? TPU_OP_MIN : TPU_OP_SUM;
+    return op == TPU_HLO_OP_MAXIMUM   ? TPU_OP_MAX
+           : op == TPU_HLO_OP_MINIMUM ? TPU_OP_MIN
+                                      : TPU_OP_SUM;
 }
 
 /* The output shape of a collective (element 1 of a -start's tuple). */
@@ -559,8 +561,8 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
     } else {
         status = tpu_replay_groups(w->mod, in, w->dev2chip, chips, &ng, &size, &e);
         if (status == TPU_ERR_UNSUPPORTED) {
-            snprintf(row->note, sizeof(row->note), "unsupported group (needs group collectives): %.70s",
-                     e.msg);
+            snprintf(row->note, sizeof(row->note),
+                     "unsupported group (needs group collectives): %.70s", e.msg);
             status = TPU_OK;
             goto out;
         }
@@ -673,8 +675,8 @@ static tpu_status_t coll_at(walker_t *w, const tpu_hlo_comp_t *c, int i,
         *slot = w->rep->ncolls - 1;
         if (!row->supported) {
             w->rep->unsupported++;
-            status = warn(w, "%s:%d: %s '%s': %s", w->mod->file, row->line, row->opcode,
-                          row->name, row->note);
+            status = warn(w, "%s:%d: %s '%s': %s", w->mod->file, row->line, row->opcode, row->name,
+                          row->note);
             if (status != TPU_OK) {
                 return status;
             }
@@ -918,8 +920,7 @@ static double custom_us(const walker_t *w, const tpu_hlo_instr_t *in, int *given
 }
 
 /* The row and time of compute instruction 'i' of 'c'. */
-static tpu_status_t op_at(walker_t *w, const tpu_hlo_comp_t *c, int i, int64_t mult,
-                          double *us_p)
+static tpu_status_t op_at(walker_t *w, const tpu_hlo_comp_t *c, int i, int64_t mult, double *us_p)
 {
     const tpu_hlo_instr_t *in = &c->instrs[i];
     int *slot = rowslot(w, c, i);
@@ -950,8 +951,9 @@ static tpu_status_t op_at(walker_t *w, const tpu_hlo_comp_t *c, int i, int64_t m
             w->rep->custom_calls++;
             status = warn(w, "%s:%d: custom-call '%s' (%s) costs %s", w->mod->file, in->line,
                           in->name, in->custom_call_target ? in->custom_call_target : "?",
-                          given ? "the time given by --custom-call-us" : "0 (unknown; set it with "
-                                                                        "--custom-call-us NAME=US)");
+                          given ? "the time given by --custom-call-us"
+                                : "0 (unknown; set it with "
+                                  "--custom-call-us NAME=US)");
             if (status != TPU_OK) {
                 return status;
             }
@@ -1120,7 +1122,8 @@ static int64_t infer_trip(const walker_t *w, const tpu_hlo_comp_t *caller,
         n = start > limit ? (start - limit + (-step) - 1) / (-step) : 0;
     } else if (strcmp(dir, "GE") == 0 && step < 0) {
         n = start >= limit ? (start - limit) / (-step) + 1 : 0;
-    } else if (strcmp(dir, "NE") == 0 && (limit - start) % step == 0 && (limit - start) / step >= 0) {
+    } else if (strcmp(dir, "NE") == 0 && (limit - start) % step == 0 &&
+               (limit - start) / step >= 0) {
         n = (limit - start) / step;
     } else {
         return -1;

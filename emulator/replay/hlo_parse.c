@@ -14,7 +14,8 @@
  *
  *   text --> [skip ws / comments] --> header | stack frames | computation ...
  *                                       computation { instr ; instr ; ... }
- *                                       instr: [ROOT] name = [shape] opcode(operands), attr=value ...
+ *                                       instr: [ROOT] name = [shape] opcode(operands), attr=value
+ * ...
  *
  * Restrictions: inline computations given as attribute values (calls={...})
  * are skipped (counted); constants keep only a scalar integer value.
@@ -349,8 +350,8 @@ static tpu_status_t skip_string(parser_t *p)
         adv(p);
     }
     if (at_end(p)) {
-        return tpu_err_set(p->err, TPU_ERR_INVALID, "%s:%d:%d: unterminated string", p->file,
-                           line, col);
+        return tpu_err_set(p->err, TPU_ERR_INVALID, "%s:%d:%d: unterminated string", p->file, line,
+                           col);
     }
     adv(p);
     return TPU_OK;
@@ -545,10 +546,9 @@ static tpu_status_t read_int_list(parser_t *p, const char *role, tpu_hlo_ints_t 
 static const struct {
     const char *name;
     int bits;
-} types[TPU_HLO_TYPE_COUNT] = {
-    {"tuple", 0},
+} types[TPU_HLO_TYPE_COUNT] = {{"tuple", 0},
 #define X(name, str, bits) {str, bits},
-    TPU_HLO_TYPE_MAP(X)
+                               TPU_HLO_TYPE_MAP(X)
 #undef X
 };
 
@@ -787,8 +787,8 @@ tpu_status_t tpu_hlo_iota_groups(int64_t ngroups, int64_t size, int ndims, const
         }
         total *= dims[d];
         if (total > TPU_HLO_MAX_IDS) {
-            return tpu_err_set(err, TPU_ERR_INVALID, "iota replica groups name more than %d devices",
-                               TPU_HLO_MAX_IDS);
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "iota replica groups name more than %d devices", TPU_HLO_MAX_IDS);
         }
         if (perm != NULL) {
             if (perm[d] < 0 || perm[d] >= ndims || used[perm[d]]) {
@@ -946,8 +946,7 @@ static tpu_status_t parse_group_iota(parser_t *p, tpu_hlo_groups_t *g)
 
         if (tpu_hlo_iota_groups(gs[0], gs[1], ndims, dims, nperm ? perm : NULL, g->ids, &e) !=
             TPU_OK) {
-            return tpu_err_set(p->err, TPU_ERR_INVALID, "%s:%d:%d: %s", p->file, line, col,
-                               e.msg);
+            return tpu_err_set(p->err, TPU_ERR_INVALID, "%s:%d:%d: %s", p->file, line, col, e.msg);
         }
     }
     note_id(p, total - 1);
@@ -1144,10 +1143,9 @@ static tpu_status_t parse_group_mesh(parser_t *p, tpu_hlo_groups_t *g)
             if (status == TPU_OK) {
                 status = read_int(p, "a sub-axis size", &refs[nrefs].size);
             }
-            if (status == TPU_OK &&
-                (refs[nrefs].pre < 1 || refs[nrefs].size < 1 ||
-                 refs[nrefs].pre * refs[nrefs].size > sizes[i] ||
-                 sizes[i] % (refs[nrefs].pre * refs[nrefs].size) != 0)) {
+            if (status == TPU_OK && (refs[nrefs].pre < 1 || refs[nrefs].size < 1 ||
+                                     refs[nrefs].pre * refs[nrefs].size > sizes[i] ||
+                                     sizes[i] % (refs[nrefs].pre * refs[nrefs].size) != 0)) {
                 return fail(p, "sub-axis '%s':(%lld)%lld does not divide the axis of %lld", name,
                             (long long)refs[nrefs].pre, (long long)refs[nrefs].size,
                             (long long)sizes[i]);
@@ -1309,10 +1307,9 @@ static tpu_status_t parse_pairs(parser_t *p, tpu_hlo_ints_t *out)
 static const struct {
     const char *name;
     tpu_hlo_class_t cls;
-} ops[TPU_HLO_OP_COUNT] = {
-    {NULL, TPU_HLO_CLASS_UNKNOWN},
+} ops[TPU_HLO_OP_COUNT] = {{NULL, TPU_HLO_CLASS_UNKNOWN},
 #define X(name, str, cls) {str, TPU_HLO_CLASS_##cls},
-    TPU_HLO_OP_MAP(X)
+                           TPU_HLO_OP_MAP(X)
 #undef X
 };
 
@@ -1528,22 +1525,68 @@ static tpu_status_t parse_operands(parser_t *p, tpu_hlo_instr_t *in)
 /* Attributes whose values are skipped without counting them as unknown. */
 static int known_skipped(const char *key)
 {
-    static const char *const names[] = {
-        "metadata",          "sharding",          "frontend_attributes", "statistics",
-        "control-predecessors", "parameter_replication", "origin", "window", "padding",
-        "slice", "dynamic_slice_sizes", "slice_sizes", "fft_type", "operand_precision",
-        "algorithm", "constrain_layout", "mode", "async_execution_thread", "is_stable",
-        "called_computations", "api_version", "output_to_operand_aliasing", "schedule",
-        "custom_call_has_side_effect", "operand_layout_constraints", "exponent_bits",
-        "mantissa_bits", "distribution", "rng_algorithm", "indices_are_sorted",
-        "unique_indices", "offset_dims", "collapsed_slice_dims", "start_index_map",
-        "index_vector_dim", "slice_sizes", "update_window_dims", "inserted_window_dims",
-        "scatter_dims_to_operand_dims", "has_dynamic_root", "iota_dimension",
-        "lhs_ragged_dims", "rhs_group_dims", "sparsity", "result_accuracy",
-        "custom_call_schedule", "literal", "comparison_type", "is_host_transfer",
-        "infeed_config", "outfeed_config", "outfeed_shape", "largest", "to_apply_c",
-        "execution_thread", "select", "scatter", "split_dimension", "split_count",
-        "concat_dimension", "channel_handle", "precision_config"};
+    static const char *const names[] = {"metadata",
+                                        "sharding",
+                                        "frontend_attributes",
+                                        "statistics",
+                                        "control-predecessors",
+                                        "parameter_replication",
+                                        "origin",
+                                        "window",
+                                        "padding",
+                                        "slice",
+                                        "dynamic_slice_sizes",
+                                        "slice_sizes",
+                                        "fft_type",
+                                        "operand_precision",
+                                        "algorithm",
+                                        "constrain_layout",
+                                        "mode",
+                                        "async_execution_thread",
+                                        "is_stable",
+                                        "called_computations",
+                                        "api_version",
+                                        "output_to_operand_aliasing",
+                                        "schedule",
+                                        "custom_call_has_side_effect",
+                                        "operand_layout_constraints",
+                                        "exponent_bits",
+                                        "mantissa_bits",
+                                        "distribution",
+                                        "rng_algorithm",
+                                        "indices_are_sorted",
+                                        "unique_indices",
+                                        "offset_dims",
+                                        "collapsed_slice_dims",
+                                        "start_index_map",
+                                        "index_vector_dim",
+                                        "slice_sizes",
+                                        "update_window_dims",
+                                        "inserted_window_dims",
+                                        "scatter_dims_to_operand_dims",
+                                        "has_dynamic_root",
+                                        "iota_dimension",
+                                        "lhs_ragged_dims",
+                                        "rhs_group_dims",
+                                        "sparsity",
+                                        "result_accuracy",
+                                        "custom_call_schedule",
+                                        "literal",
+                                        "comparison_type",
+                                        "is_host_transfer",
+                                        "infeed_config",
+                                        "outfeed_config",
+                                        "outfeed_shape",
+                                        "largest",
+                                        "to_apply_c",
+                                        "execution_thread",
+                                        "select",
+                                        "scatter",
+                                        "split_dimension",
+                                        "split_count",
+                                        "concat_dimension",
+                                        "channel_handle",
+                                        "precision_config"};
     size_t i;
 
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -1823,8 +1866,8 @@ typedef struct name_table {
     uint32_t mask;
 } name_table_t;
 
-static tpu_status_t table_build(parser_t *p, name_table_t *t, int n, const char *(*name_at)(void *, int),
-                                void *arg)
+static tpu_status_t table_build(parser_t *p, name_table_t *t, int n,
+                                const char *(*name_at)(void *, int), void *arg)
 {
     uint32_t size = 16;
     int i;
@@ -1959,7 +2002,7 @@ static tpu_status_t parse_computation(parser_t *p, tpu_hlo_comp_t *c)
             status = parse_instruction(p, &c->instrs[c->ninstrs]);
         }
         if (status == TPU_OK) {
-            if (c->instrs[c->ninstrs].root) {
+            if (c->instrs[c->ninstrs].root && c->root < 0) {
                 c->root = c->ninstrs;
             }
             c->ninstrs++;
@@ -2127,10 +2170,10 @@ static tpu_status_t finish_module(parser_t *p, tpu_hlo_module_t *m)
     for (c = 0; c < m->ncomps; c++) {
         for (i = 0; i < m->comps[c].ninstrs; i++) {
             tpu_hlo_instr_t *in = &m->comps[c].instrs[i];
-            const char *const names[] = {in->to_apply, in->calls, in->condition,
-                                         in->body, in->true_comp, in->false_comp};
+            const char *const names[] = {in->to_apply, in->calls,     in->condition,
+                                         in->body,     in->true_comp, in->false_comp};
             int *const outs[] = {&in->to_apply_c, &in->calls_c, &in->condition_c,
-                                 &in->body_c, &in->true_c, &in->false_c};
+                                 &in->body_c,     &in->true_c,  &in->false_c};
 
             for (k = 0; k < 6; k++) {
                 if (names[k] != NULL) {

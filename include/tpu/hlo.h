@@ -46,38 +46,38 @@ extern "C" {
 #define TPU_HLO_MAX_IDS (1 << 22)
 
 /* Element types: name, bits per element. */
-#define TPU_HLO_TYPE_MAP(X)                                                                        \
-    X(PRED, "pred", 8)                                                                             \
-    X(S2, "s2", 2)                                                                                 \
-    X(S4, "s4", 4)                                                                                 \
-    X(S8, "s8", 8)                                                                                 \
-    X(S16, "s16", 16)                                                                              \
-    X(S32, "s32", 32)                                                                              \
-    X(S64, "s64", 64)                                                                              \
-    X(U2, "u2", 2)                                                                                 \
-    X(U4, "u4", 4)                                                                                 \
-    X(U8, "u8", 8)                                                                                 \
-    X(U16, "u16", 16)                                                                              \
-    X(U32, "u32", 32)                                                                              \
-    X(U64, "u64", 64)                                                                              \
-    X(F16, "f16", 16)                                                                              \
-    X(BF16, "bf16", 16)                                                                            \
-    X(F32, "f32", 32)                                                                              \
-    X(F64, "f64", 64)                                                                              \
-    X(C64, "c64", 64)                                                                              \
-    X(C128, "c128", 128)                                                                           \
-    X(F8E5M2, "f8e5m2", 8)                                                                         \
-    X(F8E4M3FN, "f8e4m3fn", 8)                                                                     \
-    X(F8E4M3B11FNUZ, "f8e4m3b11fnuz", 8)                                                           \
-    X(F8E4M3FNUZ, "f8e4m3fnuz", 8)                                                                 \
-    X(F8E5M2FNUZ, "f8e5m2fnuz", 8)                                                                 \
-    X(F8E4M3, "f8e4m3", 8)                                                                         \
-    X(F8E3M4, "f8e3m4", 8)                                                                         \
-    X(F8E8M0FNU, "f8e8m0fnu", 8)                                                                   \
-    X(F6E2M3FN, "f6e2m3fn", 6)                                                                     \
-    X(F6E3M2FN, "f6e3m2fn", 6)                                                                     \
-    X(F4E2M1FN, "f4e2m1fn", 4)                                                                     \
-    X(TOKEN, "token", 0)                                                                           \
+#define TPU_HLO_TYPE_MAP(X)              \
+    X(PRED, "pred", 8)                   \
+    X(S2, "s2", 2)                       \
+    X(S4, "s4", 4)                       \
+    X(S8, "s8", 8)                       \
+    X(S16, "s16", 16)                    \
+    X(S32, "s32", 32)                    \
+    X(S64, "s64", 64)                    \
+    X(U2, "u2", 2)                       \
+    X(U4, "u4", 4)                       \
+    X(U8, "u8", 8)                       \
+    X(U16, "u16", 16)                    \
+    X(U32, "u32", 32)                    \
+    X(U64, "u64", 64)                    \
+    X(F16, "f16", 16)                    \
+    X(BF16, "bf16", 16)                  \
+    X(F32, "f32", 32)                    \
+    X(F64, "f64", 64)                    \
+    X(C64, "c64", 64)                    \
+    X(C128, "c128", 128)                 \
+    X(F8E5M2, "f8e5m2", 8)               \
+    X(F8E4M3FN, "f8e4m3fn", 8)           \
+    X(F8E4M3B11FNUZ, "f8e4m3b11fnuz", 8) \
+    X(F8E4M3FNUZ, "f8e4m3fnuz", 8)       \
+    X(F8E5M2FNUZ, "f8e5m2fnuz", 8)       \
+    X(F8E4M3, "f8e4m3", 8)               \
+    X(F8E3M4, "f8e3m4", 8)               \
+    X(F8E8M0FNU, "f8e8m0fnu", 8)         \
+    X(F6E2M3FN, "f6e2m3fn", 6)           \
+    X(F6E3M2FN, "f6e3m2fn", 6)           \
+    X(F4E2M1FN, "f4e2m1fn", 4)           \
+    X(TOKEN, "token", 0)                 \
     X(OPAQUE, "opaque", 0)
 
 typedef enum {
@@ -85,114 +85,114 @@ typedef enum {
 #define X(name, str, bits) TPU_HLO_TYPE_##name,
     TPU_HLO_TYPE_MAP(X)
 #undef X
-        TPU_HLO_TYPE_COUNT
+    TPU_HLO_TYPE_COUNT
 } tpu_hlo_type_t;
 
 /* The opcodes the replay understands: name, class. */
-#define TPU_HLO_OP_MAP(X)                                                                          \
-    X(ALL_REDUCE, "all-reduce", COLL)                                                              \
-    X(ALL_GATHER, "all-gather", COLL)                                                              \
-    X(REDUCE_SCATTER, "reduce-scatter", COLL)                                                      \
-    X(ALL_TO_ALL, "all-to-all", COLL)                                                              \
-    X(RAGGED_ALL_TO_ALL, "ragged-all-to-all", COLL)                                                \
-    X(COLLECTIVE_PERMUTE, "collective-permute", COLL)                                              \
-    X(COLLECTIVE_BROADCAST, "collective-broadcast", COLL)                                          \
-    X(COLLECTIVE_REDUCE, "collective-reduce", COLL)                                                \
-    X(DOT, "dot", DOT)                                                                             \
-    X(CONVOLUTION, "convolution", CONV)                                                            \
-    X(FUSION, "fusion", FUSION)                                                                    \
-    X(CUSTOM_CALL, "custom-call", CUSTOM)                                                          \
-    X(WHILE, "while", WHILE)                                                                       \
-    X(CALL, "call", CALL)                                                                          \
-    X(CONDITIONAL, "conditional", COND)                                                            \
-    X(ASYNC, "async", ASYNC)                                                                       \
-    X(PARAMETER, "parameter", FREE)                                                                \
-    X(CONSTANT, "constant", FREE)                                                                  \
-    X(GET_TUPLE_ELEMENT, "get-tuple-element", FREE)                                                \
-    X(TUPLE, "tuple", FREE)                                                                        \
-    X(BITCAST, "bitcast", FREE)                                                                    \
-    X(AFTER_ALL, "after-all", FREE)                                                                \
-    X(PARTITION_ID, "partition-id", FREE)                                                          \
-    X(REPLICA_ID, "replica-id", FREE)                                                              \
-    X(OPT_BARRIER, "opt-barrier", FREE)                                                            \
-    X(ADD_DEPENDENCY, "add-dependency", FREE)                                                      \
-    X(DOMAIN, "domain", FREE)                                                                      \
-    X(ADD, "add", ELEMWISE)                                                                        \
-    X(SUBTRACT, "subtract", ELEMWISE)                                                              \
-    X(MULTIPLY, "multiply", ELEMWISE)                                                              \
-    X(DIVIDE, "divide", ELEMWISE)                                                                  \
-    X(REMAINDER, "remainder", ELEMWISE)                                                            \
-    X(MAXIMUM, "maximum", ELEMWISE)                                                                \
-    X(MINIMUM, "minimum", ELEMWISE)                                                                \
-    X(AND, "and", ELEMWISE)                                                                        \
-    X(OR, "or", ELEMWISE)                                                                          \
-    X(XOR, "xor", ELEMWISE)                                                                        \
-    X(NOT, "not", ELEMWISE)                                                                        \
-    X(NEGATE, "negate", ELEMWISE)                                                                  \
-    X(ABS, "abs", ELEMWISE)                                                                        \
-    X(SIGN, "sign", ELEMWISE)                                                                      \
-    X(FLOOR, "floor", ELEMWISE)                                                                    \
-    X(CEIL, "ceil", ELEMWISE)                                                                      \
-    X(ROUND, "round-nearest-even", ELEMWISE)                                                       \
-    X(ROUND_AFZ, "round-nearest-afz", ELEMWISE)                                                    \
-    X(COMPARE, "compare", ELEMWISE)                                                                \
-    X(SELECT, "select", ELEMWISE)                                                                  \
-    X(CLAMP, "clamp", ELEMWISE)                                                                    \
-    X(SHIFT_LEFT, "shift-left", ELEMWISE)                                                          \
-    X(SHIFT_RA, "shift-right-arithmetic", ELEMWISE)                                                \
-    X(SHIFT_RL, "shift-right-logical", ELEMWISE)                                                   \
-    X(POPCNT, "popcnt", ELEMWISE)                                                                  \
-    X(CLZ, "count-leading-zeros", ELEMWISE)                                                        \
-    X(IS_FINITE, "is-finite", ELEMWISE)                                                            \
-    X(REAL, "real", ELEMWISE)                                                                      \
-    X(IMAG, "imag", ELEMWISE)                                                                      \
-    X(COMPLEX, "complex", ELEMWISE)                                                                \
-    X(MAP, "map", ELEMWISE)                                                                        \
-    X(EXP, "exponential", TRANSC)                                                                  \
-    X(EXPM1, "exponential-minus-one", TRANSC)                                                      \
-    X(LOG, "log", TRANSC)                                                                          \
-    X(LOG1P, "log-plus-one", TRANSC)                                                               \
-    X(LOGISTIC, "logistic", TRANSC)                                                                \
-    X(TANH, "tanh", TRANSC)                                                                        \
-    X(SQRT, "sqrt", TRANSC)                                                                        \
-    X(RSQRT, "rsqrt", TRANSC)                                                                      \
-    X(CBRT, "cbrt", TRANSC)                                                                        \
-    X(POWER, "power", TRANSC)                                                                      \
-    X(SIN, "sine", TRANSC)                                                                         \
-    X(COS, "cosine", TRANSC)                                                                       \
-    X(TAN, "tan", TRANSC)                                                                          \
-    X(ATAN2, "atan2", TRANSC)                                                                      \
-    X(ERF, "erf", TRANSC)                                                                          \
-    X(REDUCE, "reduce", REDUCE)                                                                    \
-    X(REDUCE_WINDOW, "reduce-window", REDUCE)                                                      \
-    X(SELECT_AND_SCATTER, "select-and-scatter", REDUCE)                                            \
-    X(REDUCE_PRECISION, "reduce-precision", ELEMWISE)                                              \
-    X(FFT, "fft", FFT)                                                                             \
-    X(COPY, "copy", MOVE)                                                                          \
-    X(TRANSPOSE, "transpose", MOVE)                                                                \
-    X(BROADCAST, "broadcast", MOVE)                                                                \
-    X(RESHAPE, "reshape", MOVE)                                                                    \
-    X(DYNAMIC_RESHAPE, "dynamic-reshape", MOVE)                                                    \
-    X(SLICE, "slice", MOVE)                                                                        \
-    X(DYNAMIC_SLICE, "dynamic-slice", MOVE)                                                        \
-    X(DYNAMIC_UPDATE_SLICE, "dynamic-update-slice", MOVE)                                          \
-    X(CONCATENATE, "concatenate", MOVE)                                                            \
-    X(PAD, "pad", MOVE)                                                                            \
-    X(GATHER, "gather", MOVE)                                                                      \
-    X(SCATTER, "scatter", MOVE)                                                                    \
-    X(CONVERT, "convert", MOVE)                                                                    \
-    X(BITCAST_CONVERT, "bitcast-convert", MOVE)                                                    \
-    X(REVERSE, "reverse", MOVE)                                                                    \
-    X(IOTA, "iota", MOVE)                                                                          \
-    X(SORT, "sort", MOVE)                                                                          \
-    X(RNG, "rng", MOVE)                                                                            \
-    X(RNG_BIT_GENERATOR, "rng-bit-generator", MOVE)                                                \
-    X(GET_DIMENSION_SIZE, "get-dimension-size", FREE)                                              \
-    X(SEND, "send", FREE)                                                                          \
-    X(SEND_DONE, "send-done", FREE)                                                                \
-    X(RECV, "recv", FREE)                                                                          \
-    X(RECV_DONE, "recv-done", FREE)                                                                \
-    X(INFEED, "infeed", FREE)                                                                      \
+#define TPU_HLO_OP_MAP(X)                                 \
+    X(ALL_REDUCE, "all-reduce", COLL)                     \
+    X(ALL_GATHER, "all-gather", COLL)                     \
+    X(REDUCE_SCATTER, "reduce-scatter", COLL)             \
+    X(ALL_TO_ALL, "all-to-all", COLL)                     \
+    X(RAGGED_ALL_TO_ALL, "ragged-all-to-all", COLL)       \
+    X(COLLECTIVE_PERMUTE, "collective-permute", COLL)     \
+    X(COLLECTIVE_BROADCAST, "collective-broadcast", COLL) \
+    X(COLLECTIVE_REDUCE, "collective-reduce", COLL)       \
+    X(DOT, "dot", DOT)                                    \
+    X(CONVOLUTION, "convolution", CONV)                   \
+    X(FUSION, "fusion", FUSION)                           \
+    X(CUSTOM_CALL, "custom-call", CUSTOM)                 \
+    X(WHILE, "while", WHILE)                              \
+    X(CALL, "call", CALL)                                 \
+    X(CONDITIONAL, "conditional", COND)                   \
+    X(ASYNC, "async", ASYNC)                              \
+    X(PARAMETER, "parameter", FREE)                       \
+    X(CONSTANT, "constant", FREE)                         \
+    X(GET_TUPLE_ELEMENT, "get-tuple-element", FREE)       \
+    X(TUPLE, "tuple", FREE)                               \
+    X(BITCAST, "bitcast", FREE)                           \
+    X(AFTER_ALL, "after-all", FREE)                       \
+    X(PARTITION_ID, "partition-id", FREE)                 \
+    X(REPLICA_ID, "replica-id", FREE)                     \
+    X(OPT_BARRIER, "opt-barrier", FREE)                   \
+    X(ADD_DEPENDENCY, "add-dependency", FREE)             \
+    X(DOMAIN, "domain", FREE)                             \
+    X(ADD, "add", ELEMWISE)                               \
+    X(SUBTRACT, "subtract", ELEMWISE)                     \
+    X(MULTIPLY, "multiply", ELEMWISE)                     \
+    X(DIVIDE, "divide", ELEMWISE)                         \
+    X(REMAINDER, "remainder", ELEMWISE)                   \
+    X(MAXIMUM, "maximum", ELEMWISE)                       \
+    X(MINIMUM, "minimum", ELEMWISE)                       \
+    X(AND, "and", ELEMWISE)                               \
+    X(OR, "or", ELEMWISE)                                 \
+    X(XOR, "xor", ELEMWISE)                               \
+    X(NOT, "not", ELEMWISE)                               \
+    X(NEGATE, "negate", ELEMWISE)                         \
+    X(ABS, "abs", ELEMWISE)                               \
+    X(SIGN, "sign", ELEMWISE)                             \
+    X(FLOOR, "floor", ELEMWISE)                           \
+    X(CEIL, "ceil", ELEMWISE)                             \
+    X(ROUND, "round-nearest-even", ELEMWISE)              \
+    X(ROUND_AFZ, "round-nearest-afz", ELEMWISE)           \
+    X(COMPARE, "compare", ELEMWISE)                       \
+    X(SELECT, "select", ELEMWISE)                         \
+    X(CLAMP, "clamp", ELEMWISE)                           \
+    X(SHIFT_LEFT, "shift-left", ELEMWISE)                 \
+    X(SHIFT_RA, "shift-right-arithmetic", ELEMWISE)       \
+    X(SHIFT_RL, "shift-right-logical", ELEMWISE)          \
+    X(POPCNT, "popcnt", ELEMWISE)                         \
+    X(CLZ, "count-leading-zeros", ELEMWISE)               \
+    X(IS_FINITE, "is-finite", ELEMWISE)                   \
+    X(REAL, "real", ELEMWISE)                             \
+    X(IMAG, "imag", ELEMWISE)                             \
+    X(COMPLEX, "complex", ELEMWISE)                       \
+    X(MAP, "map", ELEMWISE)                               \
+    X(EXP, "exponential", TRANSC)                         \
+    X(EXPM1, "exponential-minus-one", TRANSC)             \
+    X(LOG, "log", TRANSC)                                 \
+    X(LOG1P, "log-plus-one", TRANSC)                      \
+    X(LOGISTIC, "logistic", TRANSC)                       \
+    X(TANH, "tanh", TRANSC)                               \
+    X(SQRT, "sqrt", TRANSC)                               \
+    X(RSQRT, "rsqrt", TRANSC)                             \
+    X(CBRT, "cbrt", TRANSC)                               \
+    X(POWER, "power", TRANSC)                             \
+    X(SIN, "sine", TRANSC)                                \
+    X(COS, "cosine", TRANSC)                              \
+    X(TAN, "tan", TRANSC)                                 \
+    X(ATAN2, "atan2", TRANSC)                             \
+    X(ERF, "erf", TRANSC)                                 \
+    X(REDUCE, "reduce", REDUCE)                           \
+    X(REDUCE_WINDOW, "reduce-window", REDUCE)             \
+    X(SELECT_AND_SCATTER, "select-and-scatter", REDUCE)   \
+    X(REDUCE_PRECISION, "reduce-precision", ELEMWISE)     \
+    X(FFT, "fft", FFT)                                    \
+    X(COPY, "copy", MOVE)                                 \
+    X(TRANSPOSE, "transpose", MOVE)                       \
+    X(BROADCAST, "broadcast", MOVE)                       \
+    X(RESHAPE, "reshape", MOVE)                           \
+    X(DYNAMIC_RESHAPE, "dynamic-reshape", MOVE)           \
+    X(SLICE, "slice", MOVE)                               \
+    X(DYNAMIC_SLICE, "dynamic-slice", MOVE)               \
+    X(DYNAMIC_UPDATE_SLICE, "dynamic-update-slice", MOVE) \
+    X(CONCATENATE, "concatenate", MOVE)                   \
+    X(PAD, "pad", MOVE)                                   \
+    X(GATHER, "gather", MOVE)                             \
+    X(SCATTER, "scatter", MOVE)                           \
+    X(CONVERT, "convert", MOVE)                           \
+    X(BITCAST_CONVERT, "bitcast-convert", MOVE)           \
+    X(REVERSE, "reverse", MOVE)                           \
+    X(IOTA, "iota", MOVE)                                 \
+    X(SORT, "sort", MOVE)                                 \
+    X(RNG, "rng", MOVE)                                   \
+    X(RNG_BIT_GENERATOR, "rng-bit-generator", MOVE)       \
+    X(GET_DIMENSION_SIZE, "get-dimension-size", FREE)     \
+    X(SEND, "send", FREE)                                 \
+    X(SEND_DONE, "send-done", FREE)                       \
+    X(RECV, "recv", FREE)                                 \
+    X(RECV_DONE, "recv-done", FREE)                       \
+    X(INFEED, "infeed", FREE)                             \
     X(OUTFEED, "outfeed", FREE)
 
 /* Cost classes of the opcodes. */
@@ -220,7 +220,7 @@ typedef enum {
 #define X(name, str, cls) TPU_HLO_OP_##name,
     TPU_HLO_OP_MAP(X)
 #undef X
-        TPU_HLO_OP_COUNT
+    TPU_HLO_OP_COUNT
 } tpu_hlo_op_t;
 
 /* How an opcode was written: plain, or the -start / -update / -done of an async pair. */
@@ -279,7 +279,7 @@ typedef struct tpu_hlo_instr {
     tpu_hlo_groups_t groups;
     tpu_hlo_ints_t pairs; /* source_target_pairs as s0,t0,s1,t1,... */
     tpu_hlo_ints_t dimensions;
-    int64_t channel_id; /* -1 when absent */
+    int64_t channel_id;        /* -1 when absent */
     int use_global_device_ids; /* -1 absent, 0 false, 1 true */
     const char *to_apply, *calls, *condition, *body, *true_comp, *false_comp;
     int to_apply_c, calls_c, condition_c, body_c, true_c, false_c; /* resolved, -1 */
@@ -314,18 +314,18 @@ typedef struct tpu_hlo_module {
     const char *file;
     const char *name; /* "" for a module without a header */
     int has_header;
-    int line;                 /* of the header, or of the first computation */
-    int64_t replica_count;    /* 0 when absent */
-    int64_t num_partitions;   /* 0 when absent */
+    int line;               /* of the header, or of the first computation */
+    int64_t replica_count;  /* 0 when absent */
+    int64_t num_partitions; /* 0 when absent */
     int is_scheduled;
     int ncomps;
     tpu_hlo_comp_t *comps;
-    int entry;                /* index of the entry computation */
-    int max_device_id;        /* largest id named by a group or a pair; -1 for none */
-    int unknown_opcodes;      /* instructions whose opcode is not in the table */
-    int skipped_attributes;   /* attributes not read (metadata, sharding, unknown ...) */
-    int stack_frame_entries;  /* entries of the FileNames ... StackFrames blocks */
-    int nested_operands;      /* operands written as nested instructions */
+    int entry;               /* index of the entry computation */
+    int max_device_id;       /* largest id named by a group or a pair; -1 for none */
+    int unknown_opcodes;     /* instructions whose opcode is not in the table */
+    int skipped_attributes;  /* attributes not read (metadata, sharding, unknown ...) */
+    int stack_frame_entries; /* entries of the FileNames ... StackFrames blocks */
+    int nested_operands;     /* operands written as nested instructions */
 } tpu_hlo_module_t;
 
 typedef struct tpu_hlo_file {

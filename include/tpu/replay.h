@@ -51,10 +51,10 @@ typedef struct tpu_replay_coll {
     const char *opcode; /* as written: "all-to-all-start" */
     const char *groups; /* replica groups as written ("" when none), or "pairs" */
     int line;
-    int async;         /* 1 for a start/done pair */
-    int ngroups;       /* groups of chips */
-    int group_size;    /* chips per group */
-    uint64_t bytes;    /* engine convention (coll.h), padded to whole blocks */
+    int async;          /* 1 for a start/done pair */
+    int ngroups;        /* groups of chips */
+    int group_size;     /* chips per group */
+    uint64_t bytes;     /* engine convention (coll.h), padded to whole blocks */
     uint64_t hlo_bytes; /* bytes of the HLO shape the convention reads */
     int64_t executions;
     double modeled_us; /* one execution */
@@ -83,13 +83,13 @@ typedef struct tpu_replay_op {
 #define TPU_REPLAY_WARNING_LEN 200
 
 typedef struct tpu_replay_report {
-    int devices;         /* partitions x replicas of the module (= chips) */
-    double step_us;      /* critical path of one step */
-    double compute_us;   /* sum of compute time */
-    double comm_us;      /* sum of collective time */
+    int devices;            /* partitions x replicas of the module (= chips) */
+    double step_us;         /* critical path of one step */
+    double compute_us;      /* sum of compute time */
+    double comm_us;         /* sum of collective time */
     double exposed_comm_us; /* collective time not hidden behind compute */
-    double hbm_bytes;    /* HBM traffic of one step */
-    double flops;        /* useful FLOPs of one step */
+    double hbm_bytes;       /* HBM traffic of one step */
+    double flops;           /* useful FLOPs of one step */
     int ncolls;
     tpu_replay_coll_t *colls;
     int nops;
@@ -128,8 +128,8 @@ TPU_API void tpu_replay_report_destroy(tpu_replay_report_t *report);
  * groups give TPU_ERR_UNSUPPORTED.  Used by the replay and its tests.
  */
 TPU_API tpu_status_t tpu_replay_groups(const tpu_hlo_module_t *mod, const tpu_hlo_instr_t *in,
-                                       const int32_t *device_order, int32_t *chips,
-                                       int *ngroups_p, int *size_p, tpu_err_t *err);
+                                       const int32_t *device_order, int32_t *chips, int *ngroups_p,
+                                       int *size_p, tpu_err_t *err);
 
 #ifdef __cplusplus
 }

@@ -11,10 +11,11 @@
  * the compute / communication split, the exposed communication, every
  * collective and the top ops.  Bad input: one line "tpuemu: ..." and exit 2.
  */
-#include "launch.h"
+#include "tpu/replay.h"
 
 #include "tpu/hlo.h"
-#include "tpu/replay.h"
+
+#include "launch.h"
 
 #include <errno.h>
 #include <math.h>
@@ -446,7 +447,9 @@ static void print_json(FILE *out, const tpu_pod_t *pod, const char *path, int in
         fprintf(out, ", \"total_us\": ");
         json_num(out, op->modeled_us * (double)op->executions);
         fprintf(out, ", \"bound\": \"%s\", \"custom_call\": %s, \"line\": %d}",
-                op->custom ? "given" : op->compute_bound ? "compute" : "memory",
+                op->custom          ? "given"
+                : op->compute_bound ? "compute"
+                                    : "memory",
                 op->custom ? "true" : "false", op->line);
     }
     fprintf(out, "], \"warnings\": [");
@@ -478,6 +481,8 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
     int i, shown = 0;
     double hidden = r->comm_us > 0 ? 100 * (1 - r->exposed_comm_us / r->comm_us) : 0;
 
+    hidden = hidden < 0.05 ? 0 : hidden;
+
     fprintf(out, "module     %s (%s, module %d of %d): %d devices, %d computations%s\n",
             mod->name[0] ? mod->name : "(no header)", path, index + 1, nmodules, r->devices,
             mod->ncomps, mod->is_scheduled ? ", scheduled" : "");
@@ -497,13 +502,13 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
         for (i = 0; i < r->ncolls; i++) {
             const tpu_replay_coll_t *c = &r->colls[ci[i]];
 
-            fprintf(out, "  %-24.24s %-14s %-6s %5d %10s %6lld %12.3f %12.3f %12.3f  %s%s%s  %.60s\n",
+            fprintf(out,
+                    "  %-24.24s %-14s %-6s %5d %10s %6lld %12.3f %12.3f %12.3f  %s%s%s  %.60s\n",
                     c->name, tpu_coll_name(c->desc.kind), c->supported ? c->axes : "-",
                     c->group_size, human_bytes((double)c->bytes, b1, sizeof(b1)),
-                    (long long)c->executions, c->modeled_us,
-                    c->modeled_us * (double)c->executions, c->exposed_us,
-                    c->supported ? c->algorithm : "NOT TIMED", c->note[0] ? ": " : "", c->note,
-                    c->groups);
+                    (long long)c->executions, c->modeled_us, c->modeled_us * (double)c->executions,
+                    c->exposed_us, c->supported ? c->algorithm : "NOT TIMED",
+                    c->note[0] ? ": " : "", c->note, c->groups);
         }
     }
     if (r->nops > 0 && top > 0) {
@@ -521,7 +526,9 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
                     op->opcode, op->flops, human_bytes(op->bytes, b1, sizeof(b1)),
                     (long long)op->executions, op->modeled_us,
                     op->modeled_us * (double)op->executions,
-                    op->custom ? "given" : op->compute_bound ? "compute" : "memory");
+                    op->custom          ? "given"
+                    : op->compute_bound ? "compute"
+                                        : "memory");
             shown++;
         }
     }
@@ -584,8 +591,7 @@ int tpu_cmd_replay(int argc, char **argv)
             const tpu_hlo_module_t *x = &hf->modules[m];
 
             printf("%d  %-40s line %-6d %5d devices  %d computations\n", m + 1,
-                   x->name[0] ? x->name : "(no header)", x->line, tpu_replay_devices(x),
-                   x->ncomps);
+                   x->name[0] ? x->name : "(no header)", x->line, tpu_replay_devices(x), x->ncomps);
         }
         rc = TPU_EXIT_OK;
         goto out;
@@ -636,8 +642,8 @@ int tpu_cmd_replay(int argc, char **argv)
         }
         if (!found) {
             tpu_err_set(&err, TPU_ERR_INVALID,
-                        "--trip-count %s: the module has no while loop named '%s'",
-                        trips->names[i], trips->names[i]);
+                        "--trip-count %s: the module has no while loop named '%s'", trips->names[i],
+                        trips->names[i]);
             goto fail;
         }
     }
