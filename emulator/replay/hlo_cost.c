@@ -897,10 +897,28 @@ static tpu_status_t inner_cost(walker_t *w, const tpu_hlo_comp_t *c, const tpu_h
     return TPU_OK;
 }
 
-/* Bytes a top-level op moves through HBM: operands read, result written. */
+/*
+ * Bytes a top-level op moves through HBM: operands read, result written.  Ops
+ * that touch part of an operand count that part: a slice or gather reads what
+ * it writes; a dynamic-update-slice or scatter updates its buffer in place.
+ */
 static double io_bytes(const tpu_hlo_comp_t *c, const tpu_hlo_instr_t *in)
 {
-    return operand_bytes(c, in) + (double)tpu_hlo_shape_bytes(&in->shape);
+    double out = (double)tpu_hlo_shape_bytes(&in->shape);
+    const tpu_hlo_instr_t *upd;
+
+    switch (in->op) {
+    case TPU_HLO_OP_SLICE:
+    case TPU_HLO_OP_DYNAMIC_SLICE:
+    case TPU_HLO_OP_GATHER:
+        return 2 * out;
+    case TPU_HLO_OP_DYNAMIC_UPDATE_SLICE:
+    case TPU_HLO_OP_SCATTER:
+        upd = operand(c, in, in->op == TPU_HLO_OP_SCATTER ? in->noperands - 1 : 1);
+        return upd != NULL ? 2 * (double)tpu_hlo_shape_bytes(&upd->shape) : out;
+    default:
+        return operand_bytes(c, in) + out;
+    }
 }
 
 static double custom_us(const walker_t *w, const tpu_hlo_instr_t *in, int *given_p)

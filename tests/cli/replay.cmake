@@ -59,3 +59,9 @@ if(EXISTS ${REF}/03_jaxfft-3d-alltoall-2x4-8dev.hlo)
   tpu_cli_test(replay_ref_03 0 "all-to-all-start\\.1 +all-to-all +x +2" ${TPUEMU} replay
     ${REF}/03_jaxfft-3d-alltoall-2x4-8dev.hlo --topology 2x4)
 endif()
+
+# The README's examples.
+tpu_cli_test(replay_readme_v5e 0 "ag\\.w2 +all-gather +x +4 +32\\.0 MiB +8" ${TPUEMU} replay
+  ${HLO}/mlp_fsdp_tp_16dev.hlo --topology 4x4)
+tpu_cli_test(replay_readme_v5p 0 "ar\\.y +psum +z +4 +4\\.0 MiB +8" ${TPUEMU} replay
+  ${HLO}/mlp_fsdp_tp_64dev.hlo --chip v5p --topology 4x4x4)
