@@ -63,6 +63,7 @@ typedef struct walker {
     int ndev, R, P;
     int **rowmap; /* [comp][instr] -> row (colls: >= 0; ops: -(row + 2)); -1 none */
     int collcap, opcap, warncap;
+    int64_t seqcap;
     int record; /* record rows (0 while sizing conditional branches) */
     int depth;
     tpu_err_t *err;
@@ -393,6 +394,41 @@ static tpu_replay_op_t *new_op(walker_t *w)
     }
     memset(&r->ops[r->nops], 0, sizeof(r->ops[0]));
     return &r->ops[r->nops++];
+}
+
+/* Append 'n' entries to the execution sequence: a copy of seq[from, from + n), or 'row' when from <
+ * 0. */
+static tpu_status_t seq_append(walker_t *w, int64_t from, int64_t n, int32_t row)
+{
+    tpu_replay_report_t *r = w->rep;
+    int64_t k;
+
+    if (!w->record || r->seq_truncated) {
+        return TPU_OK;
+    }
+    if (r->nseq + n > TPU_REPLAY_MAX_SEQ) {
+        r->seq_truncated = 1;
+        return TPU_OK;
+    }
+    if (r->nseq + n > w->seqcap) {
+        int64_t ncap = w->seqcap ? w->seqcap : 64;
+        void *nb;
+
+        while (ncap < r->nseq + n) {
+            ncap *= 2;
+        }
+        nb = tpu__realloc(r->seq, (size_t)ncap * sizeof(int32_t));
+        if (nb == NULL) {
+            return oom(w);
+        }
+        r->seq = nb;
+        w->seqcap = ncap;
+    }
+    for (k = 0; k < n; k++) {
+        r->seq[r->nseq + k] = from >= 0 ? r->seq[from + k] : row;
+    }
+    r->nseq += n;
+    return TPU_OK;
 }
 
 /* ---------------------------------------------------------------- collectives */
@@ -1257,6 +1293,10 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
             if (status != TPU_OK) {
                 break;
             }
+            status = seq_append(w, -1, 1, (int32_t)(row - w->rep->colls));
+            if (status != TPU_OK) {
+                break;
+            }
             us = row->supported ? row->modeled_us : 0;
             {
                 double start = t.clock > comm_free ? t.clock : comm_free;
@@ -1282,7 +1322,16 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                 break;
             }
             status = trip_count(w, c, in, &n);
+            if (status == TPU_OK && n > 0 && mult > INT64_MAX / 4 / n) {
+                status = tpu_err_set(w->err, TPU_ERR_INVALID,
+                                     "%s:%d:%d: while '%s' runs %lld times inside loops that run "
+                                     "%lld times: too many to count",
+                                     w->mod->file, in->line, in->col, in->name, (long long)n,
+                                     (long long)mult);
+            }
             if (status == TPU_OK && n > 0) {
+                int64_t a = w->rep->nseq, b, k;
+
                 status = walk(w, in->body_c, mult * n, &sub);
                 if (status == TPU_OK) {
                     status = walk(w, in->condition_c, mult * n, &cond);
@@ -1290,6 +1339,11 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                 if (status == TPU_OK) {
                     add_times(&t, &sub, (double)n);
                     add_times(&t, &cond, (double)n);
+                }
+                /* The sequence: the iteration just walked, n - 1 more times. */
+                b = w->rep->nseq;
+                for (k = 1; k < n && status == TPU_OK && b > a && !w->rep->seq_truncated; k++) {
+                    status = seq_append(w, a, b - a, 0);
                 }
             }
             break;
@@ -1374,6 +1428,7 @@ void tpu_replay_report_destroy(tpu_replay_report_t *r)
     tpu__free(r->colls);
     tpu__free(r->ops);
     tpu__free(r->warnings);
+    tpu__free(r->seq);
     tpu__free(r);
 }
 

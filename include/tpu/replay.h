@@ -81,6 +81,8 @@ typedef struct tpu_replay_op {
 } tpu_replay_op_t;
 
 #define TPU_REPLAY_WARNING_LEN 200
+/* Most collective executions the report lists in order (seq). */
+#define TPU_REPLAY_MAX_SEQ (1 << 24)
 
 typedef struct tpu_replay_report {
     int devices;            /* partitions x replicas of the module (= chips) */
@@ -96,6 +98,9 @@ typedef struct tpu_replay_report {
     tpu_replay_op_t *ops;
     int nwarnings;
     char (*warnings)[TPU_REPLAY_WARNING_LEN];
+    int64_t nseq;        /* collective executions in order, loops unrolled */
+    int32_t *seq;        /* nseq indices into colls */
+    int seq_truncated;   /* 1: more than TPU_REPLAY_MAX_SEQ executions; seq holds the first */
     int custom_calls;    /* custom-call instructions met */
     int unknown_opcodes; /* instructions skipped */
     int unsupported;     /* collectives not timed */

@@ -16,6 +16,7 @@
 #include "tpu/hlo.h"
 
 #include "launch.h"
+#include "replay_mpi.h"
 
 #include <errno.h>
 #include <math.h>
@@ -381,7 +382,7 @@ static void json_num(FILE *out, double v)
 
 static void print_json(FILE *out, const tpu_pod_t *pod, const char *path, int index,
                        const tpu_hlo_module_t *mod, const tpu_replay_report_t *r, const int *ci,
-                       const int *oi)
+                       const int *oi, const tpu_replay_measured_t *ms)
 {
     int i;
 
@@ -431,6 +432,11 @@ static void print_json(FILE *out, const tpu_pod_t *pod, const char *path, int in
         tpu_json_str(out, c->algorithm);
         fprintf(out, ", \"note\": ");
         tpu_json_str(out, c->note);
+        if (ms != NULL) {
+            fprintf(out, ", \"runs\": %lld, \"measured_us\": ", (long long)ms->runs[ci[i]]);
+            json_num(out, ms->measured_us[ci[i]]);
+            fprintf(out, ", \"wrong\": %ld", ms->wrong[ci[i]]);
+        }
         fprintf(out, ", \"line\": %d}", c->line);
     }
     fprintf(out, "], \"compute\": [");
@@ -452,7 +458,15 @@ static void print_json(FILE *out, const tpu_pod_t *pod, const char *path, int in
                                     : "memory",
                 op->custom ? "true" : "false", op->line);
     }
-    fprintf(out, "], \"warnings\": [");
+    fprintf(out, "]");
+    if (ms != NULL) {
+        fprintf(out,
+                ", \"mpi\": {\"executions\": %lld, \"skipped\": %lld, \"wrong\": %ld, "
+                "\"modeled_mismatches\": %d}",
+                (long long)ms->executions, (long long)ms->skipped, ms->total_wrong,
+                ms->model_mismatches);
+    }
+    fprintf(out, ", \"warnings\": [");
     for (i = 0; i < r->nwarnings; i++) {
         fprintf(out, "%s", i ? ", " : "");
         tpu_json_str(out, r->warnings[i]);
@@ -534,8 +548,42 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
     }
 }
 
+/* Started by mpirun (Open MPI, or a PMI launcher)? */
+static int under_mpirun(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMI_SIZE") != NULL ||
+           getenv("PMIX_RANK") != NULL;
+}
+
+static void print_measured(FILE *out, const tpu_replay_report_t *r, const tpu_replay_measured_t *ms,
+                           const int *ci, int nranks)
+{
+    int i;
+
+    fprintf(out,
+            "\nreal run over MPI (%d ranks): %lld executions with real bytes, %ld wrong elements, "
+            "%lld not run%s\n",
+            nranks, (long long)ms->executions, ms->total_wrong, (long long)ms->skipped,
+            ms->model_mismatches ? ", MODELED TIME DIFFERS FROM THE REPLAY" : "");
+    fprintf(out, "  %-24s %-14s %6s %12s %12s %8s\n", "name", "kind", "runs", "modeled_us",
+            "measured_us", "#wrong");
+    for (i = 0; i < r->ncolls; i++) {
+        const tpu_replay_coll_t *c = &r->colls[ci[i]];
+
+        if (c->executions == 0) {
+            continue;
+        }
+        fprintf(out, "  %-24.24s %-14s %6lld %12.3f %12.3f %8ld\n", c->name,
+                tpu_coll_name(c->desc.kind), (long long)ms->runs[ci[i]], c->modeled_us,
+                ms->measured_us[ci[i]], ms->wrong[ci[i]]);
+    }
+}
+
 int tpu_cmd_replay(int argc, char **argv)
 {
+    tpu_job_t job;
+    tpu_replay_measured_t ms;
+    int mpi = under_mpirun(), rank0 = 1;
     tpu_err_t err = {0};
     tpu_opts_t o;
     replay_args_t a;
@@ -551,13 +599,34 @@ int tpu_cmd_replay(int argc, char **argv)
     const tpu_hlo_module_t *mod;
     tpu_status_t status;
 
+    memset(&ms, 0, sizeof(ms));
     if (parse_args(argc, argv, &o, &a, &err) != TPU_OK) {
+        if (mpi) {
+            int rank;
+
+            MPI_Init(&argc, &argv);
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            if (rank == 0) {
+                tpu_die_msg(err.msg);
+            }
+            MPI_Finalize();
+            return TPU_EXIT_USAGE;
+        }
         tpu_die_msg(err.msg);
         return TPU_EXIT_USAGE;
     }
     if (o.help) {
         usage(stdout);
         return TPU_EXIT_OK;
+    }
+    if (mpi) {
+        rc = tpu_job_start(&o, &argc, &argv, &job);
+        if (rc >= 0) {
+            return rc;
+        }
+        rc = TPU_EXIT_USAGE;
+        pod = job.pod;
+        rank0 = job.world_rank == 0;
     }
     trips = calloc(1, sizeof(*trips));
     customs = calloc(1, sizeof(*customs));
@@ -587,7 +656,7 @@ int tpu_cmd_replay(int argc, char **argv)
         goto fail;
     }
     if (a.list) {
-        for (m = 0; m < hf->nmodules; m++) {
+        for (m = 0; m < hf->nmodules && rank0; m++) {
             const tpu_hlo_module_t *x = &hf->modules[m];
 
             printf("%d  %-40s line %-6d %5d devices  %d computations\n", m + 1,
@@ -596,7 +665,7 @@ int tpu_cmd_replay(int argc, char **argv)
         rc = TPU_EXIT_OK;
         goto out;
     }
-    if (tpu_pod_setup(&o, &pod, &err) != TPU_OK) {
+    if (!mpi && tpu_pod_setup(&o, &pod, &err) != TPU_OK) {
         goto fail;
     }
     if (a.module > hf->nmodules) {
@@ -668,6 +737,16 @@ int tpu_cmd_replay(int argc, char **argv)
         rc = TPU_EXIT_FAIL;
         goto out;
     }
+    if (mpi) {
+        status = tpu__replay_run_mpi(&job, rep, &ms, &err);
+        if (status != TPU_OK) {
+            goto fail;
+        }
+    }
+    if (!rank0) {
+        rc = TPU_EXIT_OK;
+        goto out;
+    }
     if (!o.quiet) {
         for (i = 0; i < rep->nwarnings; i++) {
             fprintf(stderr, "tpuemu: warning: %s\n", rep->warnings[i]);
@@ -680,7 +759,7 @@ int tpu_cmd_replay(int argc, char **argv)
         if (out == NULL) {
             goto fail;
         }
-        print_json(out, &pod, a.path, m, mod, rep, ci, oi);
+        print_json(out, &pod, a.path, m, mod, rep, ci, oi, mpi ? &ms : NULL);
         if (close_out) {
             fclose(out);
         }
@@ -690,12 +769,18 @@ int tpu_cmd_replay(int argc, char **argv)
         }
     }
     print_text(stdout, &pod, a.path, m, hf->nmodules, mod, rep, ci, oi, a.top);
-    rc = TPU_EXIT_OK;
+    if (mpi) {
+        print_measured(stdout, rep, &ms, ci, job.nranks);
+    }
+    rc = ms.total_wrong > 0 || ms.model_mismatches > 0 ? TPU_EXIT_FAIL : TPU_EXIT_OK;
     goto out;
 fail:
-    tpu_die_msg(err.msg);
+    if (rank0) {
+        tpu_die_msg(err.msg);
+    }
     rc = err.status == TPU_ERR_NO_MEMORY ? TPU_EXIT_FAIL : TPU_EXIT_USAGE;
 out:
+    tpu__replay_measured_fini(&ms);
     free(ci);
     free(oi);
     tpu_replay_report_destroy(rep);
@@ -710,5 +795,11 @@ out:
     }
     free(trips);
     free(customs);
+    if (mpi) {
+        if (rc == TPU_EXIT_OK && (ms.total_wrong > 0 || ms.model_mismatches > 0)) {
+            rc = TPU_EXIT_FAIL;
+        }
+        return tpu_job_end(&job, rc);
+    }
     return rc;
 }

@@ -498,6 +498,7 @@ static void test_replay_loops(void **state)
     const char *names[] = {"unknown"};
     const int64_t counts[] = {4};
     tpu_replay_opts_t o;
+    int i;
 
     (void)state;
     assert_int_equal(coll(r, "ar")->executions, 12); /* known_trip_count */
@@ -507,6 +508,12 @@ static void test_replay_loops(void **state)
     assert_true(fabs(r->comm_us - (12 * coll(r, "ar")->modeled_us + 3 * coll(r, "ag")->modeled_us +
                                    coll(r, "a2a")->modeled_us)) < 1e-9);
     assert_true(r->step_us >= r->comm_us);
+    /* The executions in order, loops unrolled: 12 x ar, 3 x ag, 1 x a2a. */
+    assert_int_equal(r->nseq, 16);
+    assert_int_equal(r->seq_truncated, 0);
+    for (i = 0; i < 16; i++) {
+        assert_string_equal(r->colls[r->seq[i]].name, i < 12 ? "ar" : i < 15 ? "ag" : "a2a");
+    }
     tpu_replay_report_destroy(r);
 
     memset(&o, 0, sizeof(o));
