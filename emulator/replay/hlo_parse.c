@@ -327,10 +327,10 @@ static tpu_status_t read_int(parser_t *p, const char *role, int64_t *v_p)
         return fail(p, "expected %s (an integer), found %s", role, what(p, buf, sizeof(buf)));
     }
     while (is_digit(cur(p))) {
-        v = v * 10 + (cur(p) - '0');
-        if (v > MAX_INT_VALUE) {
+        if (v > (MAX_INT_VALUE - (cur(p) - '0')) / 10) {
             return fail(p, "%s is too large", role);
         }
+        v = v * 10 + (cur(p) - '0');
         adv(p);
     }
     *v_p = neg ? -v : v;
