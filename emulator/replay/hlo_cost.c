@@ -64,6 +64,9 @@ typedef struct walker {
     int **rowmap; /* [comp][instr] -> row (colls: >= 0; ops: -(row + 2)); -1 none */
     int collcap, opcap, warncap;
     int64_t seqcap;
+    int32_t *memo; /* rows already timed, by their engine request (open addressing, index + 1) */
+    uint32_t memo_mask;
+    int memo_n;
     int record; /* record rows (0 while sizing conditional branches) */
     int depth;
     tpu_err_t *err;
@@ -396,6 +399,78 @@ static tpu_replay_op_t *new_op(walker_t *w)
     return &r->ops[r->nops++];
 }
 
+static uint32_t desc_hash(const tpu_coll_desc_t *d)
+{
+    uint64_t h = 1469598103934665603ULL;
+    uint64_t v[6];
+    int i;
+
+    v[0] = (uint64_t)d->kind;
+    v[1] = d->axes;
+    v[2] = d->bytes;
+    v[3] = (uint64_t)d->dtype;
+    v[4] = (uint64_t)d->op;
+    v[5] = (uint64_t)(int64_t)d->shift;
+    for (i = 0; i < 6; i++) {
+        h = (h ^ v[i]) * 1099511628211ULL;
+    }
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static int desc_same(const tpu_coll_desc_t *a, const tpu_coll_desc_t *b)
+{
+    return a->kind == b->kind && a->axes == b->axes && a->bytes == b->bytes &&
+           a->dtype == b->dtype && a->op == b->op && a->shift == b->shift;
+}
+
+/* A row timed before for the same request; -1 when none. */
+static int memo_find(const walker_t *w, const tpu_coll_desc_t *d)
+{
+    uint32_t h;
+
+    if (w->memo == NULL) {
+        return -1;
+    }
+    for (h = desc_hash(d) & w->memo_mask; w->memo[h] != 0; h = (h + 1) & w->memo_mask) {
+        if (desc_same(&w->rep->colls[w->memo[h] - 1].desc, d)) {
+            return w->memo[h] - 1;
+        }
+    }
+    return -1;
+}
+
+static tpu_status_t memo_add(walker_t *w, int row)
+{
+    uint32_t h;
+
+    if (w->memo == NULL || (uint32_t)(w->memo_n + 1) * 2 > w->memo_mask + 1) {
+        uint32_t size = w->memo ? (w->memo_mask + 1) * 2 : 256, k;
+        int32_t *old = w->memo, *nm = tpu__calloc(size, sizeof(int32_t));
+        uint32_t old_size = w->memo ? w->memo_mask + 1 : 0;
+
+        if (nm == NULL) {
+            return oom(w);
+        }
+        w->memo = nm;
+        w->memo_mask = size - 1;
+        for (k = 0; k < old_size; k++) {
+            if (old[k] != 0) {
+                for (h = desc_hash(&w->rep->colls[old[k] - 1].desc) & w->memo_mask; w->memo[h] != 0;
+                     h = (h + 1) & w->memo_mask) {
+                }
+                w->memo[h] = old[k];
+            }
+        }
+        tpu__free(old);
+    }
+    for (h = desc_hash(&w->rep->colls[row].desc) & w->memo_mask; w->memo[h] != 0;
+         h = (h + 1) & w->memo_mask) {
+    }
+    w->memo[h] = row + 1;
+    w->memo_n++;
+    return TPU_OK;
+}
+
 /* Append 'n' entries to the execution sequence: a copy of seq[from, from + n), or 'row' when from <
  * 0. */
 static tpu_status_t seq_append(walker_t *w, int64_t from, int64_t n, int32_t row)
@@ -651,6 +726,22 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
                  (unsigned long long)row->hlo_bytes, (unsigned long long)bytes);
     }
     d->bytes = bytes;
+    {
+        /* The same request timed before: the same plan, the same time. */
+        int same = memo_find(w, d);
+
+        if (same >= 0) {
+            const tpu_replay_coll_t *prev = &w->rep->colls[same];
+
+            row->supported = 1;
+            row->modeled_us = prev->modeled_us;
+            memcpy(row->algorithm, prev->algorithm, sizeof(row->algorithm));
+            if (in->op == TPU_HLO_OP_COLLECTIVE_BROADCAST) {
+                snprintf(row->note, sizeof(row->note), "timed as an all-gather of the same output");
+            }
+            goto out;
+        }
+    }
     status = tpu_coll_plan_create(t, w->link, d, &plan, &e);
     if (status == TPU_OK) {
         status = tpu_coll_plan_model(plan, &res, &e);
@@ -667,6 +758,10 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
     row->supported = 1;
     row->modeled_us = res.modeled_us;
     snprintf(row->algorithm, sizeof(row->algorithm), "%s", res.algorithm);
+    status = memo_add(w, (int)(row - w->rep->colls));
+    if (status != TPU_OK) {
+        goto out;
+    }
     if (in->op == TPU_HLO_OP_COLLECTIVE_BROADCAST) {
         snprintf(row->note, sizeof(row->note), "timed as an all-gather of the same output");
     }
@@ -1529,6 +1624,7 @@ out:
         }
     }
     tpu__free(w.rowmap);
+    tpu__free(w.memo);
     tpu__free(w.dev2chip);
     tpu_replay_report_destroy(w.rep);
     return status;

@@ -64,7 +64,7 @@ static void usage(FILE *out)
             "                      (default: device d on chip d, row-major over the torus)\n"
             "  --trip-count NAME=K trip count of the while loop NAME (overrides the module)\n"
             "  --custom-call-us NAME=US  time of a custom-call (instruction name or target)\n"
-            "  --top N             ops listed (default 10)\n\n"
+            "  --top N             collectives and ops listed (default 20)\n\n"
             "Pod options: --chip --topology --wrap --slices --config --ici-bw --ici-latency-us\n"
             "--dcn-bw --dcn-latency-us (see tpuemu --help).  The module's partitions (or\n"
             "replicas) must equal the pod's chips.\n");
@@ -179,7 +179,7 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
     memset(o, 0, sizeof(*o));
     memset(a, 0, sizeof(*a));
     o->cmd = "replay";
-    a->top = 10;
+    a->top = 20;
     for (i = 0; i < argc; i++) {
         const char *arg = argv[i], *val = NULL;
         char name[64];
@@ -384,7 +384,7 @@ static void print_json(FILE *out, const tpu_pod_t *pod, const char *path, int in
                        const tpu_hlo_module_t *mod, const tpu_replay_report_t *r, const int *ci,
                        const int *oi, const tpu_replay_measured_t *ms)
 {
-    int i;
+    int i, n;
 
     fprintf(out, "{\"file\": ");
     tpu_json_str(out, path);
@@ -406,10 +406,13 @@ static void print_json(FILE *out, const tpu_pod_t *pod, const char *path, int in
     fprintf(out, ", \"custom_calls\": %d, \"unknown_opcodes\": %d, \"unsupported_collectives\": %d",
             r->custom_calls, r->unknown_opcodes, r->unsupported);
     fprintf(out, ", \"collectives\": [");
-    for (i = 0; i < r->ncolls; i++) {
+    for (i = 0, n = 0; i < r->ncolls; i++) {
         const tpu_replay_coll_t *c = &r->colls[ci[i]];
 
-        fprintf(out, "%s{\"name\": ", i ? ", " : "");
+        if (c->executions == 0) {
+            continue;
+        }
+        fprintf(out, "%s{\"name\": ", n++ ? ", " : "");
         tpu_json_str(out, c->name);
         fprintf(out, ", \"opcode\": ");
         tpu_json_str(out, c->opcode);
@@ -440,10 +443,13 @@ static void print_json(FILE *out, const tpu_pod_t *pod, const char *path, int in
         fprintf(out, ", \"line\": %d}", c->line);
     }
     fprintf(out, "], \"compute\": [");
-    for (i = 0; i < r->nops; i++) {
+    for (i = 0, n = 0; i < r->nops; i++) {
         const tpu_replay_op_t *op = &r->ops[oi[i]];
 
-        fprintf(out, "%s{\"name\": ", i ? ", " : "");
+        if (op->executions == 0) {
+            continue;
+        }
+        fprintf(out, "%s{\"name\": ", n++ ? ", " : "");
         tpu_json_str(out, op->name);
         fprintf(out, ", \"opcode\": ");
         tpu_json_str(out, op->opcode);
@@ -509,6 +515,23 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
     fprintf(out, "exposed    %12.3f us   %.0f%% of the communication hidden behind compute\n",
             r->exposed_comm_us, hidden);
     if (r->ncolls > 0) {
+        double kt[TPU_COLL_COUNT] = {0};
+        int64_t kn[TPU_COLL_COUNT] = {0};
+        int k, first = 1;
+
+        for (i = 0; i < r->ncolls; i++) {
+            kt[r->colls[i].desc.kind] += r->colls[i].modeled_us * (double)r->colls[i].executions;
+            kn[r->colls[i].desc.kind] += r->colls[i].executions;
+        }
+        fprintf(out, "by kind   ");
+        for (k = 0; k < TPU_COLL_COUNT; k++) {
+            if (kn[k] > 0) {
+                fprintf(out, "%s %s x%lld %.3f us", first ? "" : ";", tpu_coll_name(k),
+                        (long long)kn[k], kt[k]);
+                first = 0;
+            }
+        }
+        fprintf(out, "\n");
         fprintf(out, "\ncollectives (slowest first)\n");
         fprintf(out, "  %-24s %-14s %-6s %5s %10s %6s %12s %12s %12s  %s\n", "name", "kind", "axes",
                 "size", "bytes", "exec", "modeled_us", "total_us", "exposed_us",
@@ -516,6 +539,14 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
         for (i = 0; i < r->ncolls; i++) {
             const tpu_replay_coll_t *c = &r->colls[ci[i]];
 
+            if (c->executions == 0) {
+                continue;
+            }
+            if (shown == top) {
+                fprintf(out, "  ... %d more (--top N, or --json for every row)\n", r->ncolls - i);
+                break;
+            }
+            shown++;
             fprintf(out,
                     "  %-24.24s %-14s %-6s %5d %10s %6lld %12.3f %12.3f %12.3f  %s%s%s  %.60s\n",
                     c->name, tpu_coll_name(c->desc.kind), c->supported ? c->axes : "-",
@@ -525,6 +556,7 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
                     c->note[0] ? ": " : "", c->note, c->groups);
         }
     }
+    shown = 0;
     if (r->nops > 0 && top > 0) {
         fprintf(out, "\nops (top %d of %d by total time)\n", top < r->nops ? top : r->nops,
                 r->nops);
