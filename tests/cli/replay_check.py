@@ -74,6 +74,11 @@ check(ops["dot"]["modeled_us"] == mm["modeled_us"],
       f"dot time {ops['dot']['modeled_us']} us == model --op matmul {mm['modeled_us']} us")
 check(ops["dot"]["bytes"] == mm["hbm_bytes"], "dot HBM bytes == model --op matmul")
 
+add = run_json("model", "--op", "add", "--elements", "262144", "--dtype", "f32")
+check(ops["r"]["flops"] == add["flops"] and ops["r"]["bytes"] == add["hbm_bytes"]
+      and ops["r"]["modeled_us"] == add["modeled_us"],
+      f"elementwise add: {ops['r']['modeled_us']} us == model --op add {add['modeled_us']} us")
+
 rep3 = run_json("replay", f"{fix}/multi.hlo", "--module", "3", "--topology", "4x4")
 mm = run_json("model", "--op", "matmul", "--m", "128", "--k", "128", "--n", "128",
               "--dtype", "bf16")
