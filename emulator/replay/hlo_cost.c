@@ -248,58 +248,22 @@ tpu_status_t tpu_replay_groups(const tpu_hlo_module_t *mod, const tpu_hlo_instr_
     return TPU_OK;
 }
 
-/* The groups of the torus axes in 'mask', in the same layout. */
+/* The groups of the torus axes in 'mask', in the same layout (tpu_topo_group_member order). */
 static void axis_groups(const tpu_topo_t *t, unsigned mask, int32_t *chips, int *ngroups_p,
                         int *size_p)
 {
-    int size = tpu_topo_group_size(t, mask), n = 0, chip;
+    int size = tpu_topo_group_size(t, mask), n = 0, chip, k;
 
     for (chip = 0; chip < t->nchips; chip++) {
-        int c[TPU_MAX_AXES], a, is_first = 1;
-
-        tpu_topo_coords(t, chip, c);
-        for (a = 0; a < t->naxes; a++) {
-            if ((mask & (1u << a)) && c[a] != 0) {
-                is_first = 0;
-            }
-        }
-        if ((mask & TPU_AXIS_MASK_DCN) && tpu_topo_slice_of(t, chip) != 0) {
-            is_first = 0;
-        }
-        if (!is_first) {
+        if (tpu_topo_group_index(t, mask, chip) != 0) {
             continue;
         }
-        /* Members: row-major over the masked axes (dcn first, then x, y, z). */
-        {
-            int cnt = 0, slice0 = tpu_topo_slice_of(t, chip), k;
-
-            for (k = 0; k < size; k++) {
-                int cc[TPU_MAX_AXES], rem = k, s = slice0;
-
-                memcpy(cc, c, sizeof(cc));
-                for (a = t->naxes - 1; a >= 0; a--) {
-                    if (mask & (1u << a)) {
-                        cc[a] = rem % t->dims[a];
-                        rem /= t->dims[a];
-                    }
-                }
-                if (mask & TPU_AXIS_MASK_DCN) {
-                    s = rem;
-                }
-                chips[n + cnt++] = tpu_topo_chip(t, s, cc);
-            }
-            n += cnt;
+        for (k = 0; k < size; k++) {
+            chips[n++] = tpu_topo_group_member(t, mask, chip, k);
         }
     }
     *ngroups_p = size > 0 ? n / size : 0;
     *size_p = size;
-}
-
-static int cmp_i32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-
-    return (x > y) - (x < y);
 }
 
 /*
@@ -339,7 +303,6 @@ static int groups_match(const tpu_topo_t *t, unsigned mask, const int32_t *chips
             }
         }
     }
-    (void)cmp_i32;
     return 1;
 }
 
