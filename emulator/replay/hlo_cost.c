@@ -1446,6 +1446,8 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
         case TPU_HLO_CLASS_FREE:
             break;
         case TPU_HLO_CLASS_UNKNOWN:
+            status = warn(w, "%s: opcode '%s' is not known to the replay: skipped (costs 0)",
+                          w->mod->file, in->opcode);
             break;
         case TPU_HLO_CLASS_ASYNC:
             break;
