@@ -135,7 +135,7 @@ static double operand_bytes(const tpu_hlo_comp_t *c, const tpu_hlo_instr_t *in)
 
 /* ---------------------------------------------------------------- groups */
 
-int tpu_replay_devices(const tpu_hlo_module_t *mod)
+int tpu_replay_device_count(const tpu_hlo_module_t *mod)
 {
     if (mod->replica_count > 0 || mod->num_partitions > 0) {
         int64_t r = mod->replica_count > 0 ? mod->replica_count : 1;
@@ -153,12 +153,12 @@ static int has_ugdi(tpu_hlo_op_t op)
            op == TPU_HLO_OP_REDUCE_SCATTER;
 }
 
-tpu_status_t tpu_replay_groups(const tpu_hlo_module_t *mod, const tpu_hlo_instr_t *in,
-                               const int32_t *device_order, int32_t *chips, int *ngroups_p,
-                               int *size_p, tpu_err_t *err)
+tpu_status_t tpu_replay_groups_get(const tpu_hlo_module_t *mod, const tpu_hlo_instr_t *in,
+                                   const int32_t *device_order, int32_t *chips, int *ngroups_p,
+                                   int *size_p, tpu_err_t *err)
 {
     const tpu_hlo_groups_t *g = &in->groups;
-    int ndev = tpu_replay_devices(mod);
+    int ndev = tpu_replay_device_count(mod);
     int R = mod->replica_count > 0 ? (int)mod->replica_count : 1;
     int P = mod->num_partitions > 0 ? (int)mod->num_partitions : 1;
     int flat = R == 1 || P == 1;
@@ -633,7 +633,7 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
         size = t->dims[__builtin_ctz(d->axes)];
         ng = t->nchips / size;
     } else {
-        status = tpu_replay_groups(w->mod, in, w->dev2chip, chips, &ng, &size, &e);
+        status = tpu_replay_groups_get(w->mod, in, w->dev2chip, chips, &ng, &size, &e);
         if (status == TPU_ERR_UNSUPPORTED) {
             snprintf(row->note, sizeof(row->note),
                      "unsupported group (needs group collectives): %.70s", e.msg);
@@ -1492,10 +1492,10 @@ void tpu_replay_report_destroy(tpu_replay_report_t *r)
     tpu__free(r);
 }
 
-tpu_status_t tpu_replay_module(const tpu_hlo_module_t *mod, const tpu_topo_t *topo,
-                               const tpu_link_model_t *link, const tpu_chip_spec_t *chip,
-                               const tpu_replay_opts_t *opts, tpu_replay_report_t **report_p,
-                               tpu_err_t *err)
+tpu_status_t tpu_replay_run(const tpu_hlo_module_t *mod, const tpu_topo_t *topo,
+                            const tpu_link_model_t *link, const tpu_chip_spec_t *chip,
+                            const tpu_replay_opts_t *opts, tpu_replay_report_t **report_p,
+                            tpu_err_t *err)
 {
     walker_t w;
     tpu_status_t status;
@@ -1510,7 +1510,7 @@ tpu_status_t tpu_replay_module(const tpu_hlo_module_t *mod, const tpu_topo_t *to
     w.opts = opts;
     w.err = err;
     w.record = 1;
-    w.ndev = tpu_replay_devices(mod);
+    w.ndev = tpu_replay_device_count(mod);
     if (w.ndev != topo->nchips) {
         char why[96];
 

@@ -16,7 +16,7 @@
  * custom_call_target, backend_config (its known_trip_count), index, direction,
  * scalar integer constants.  Everything else (metadata, sharding,
  * frontend_attributes, unknown attributes, unknown opcodes) is skipped by
- * bracket matching and counted, never an error.  // and / * * / comments are
+ * bracket matching and counted, never an error.  Line and block comments are
  * skipped; a line that starts with "// -----" separates modules, and a second
  * HloModule header starts a new one.
  *

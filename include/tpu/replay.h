@@ -110,7 +110,7 @@ typedef struct tpu_replay_report {
  * The number of devices of 'mod': replica_count x num_partitions, or when the
  * header gives neither, the largest device id its groups and pairs name, + 1.
  */
-TPU_API int tpu_replay_devices(const tpu_hlo_module_t *mod);
+TPU_API int tpu_replay_device_count(const tpu_hlo_module_t *mod);
 
 /*
  * Replay the entry computation of 'mod' on the pod (topo, link, chip).  The
@@ -119,10 +119,10 @@ TPU_API int tpu_replay_devices(const tpu_hlo_module_t *mod);
  *         a group naming a missing device, a bad device order, recursion),
  *         TPU_ERR_NO_MEMORY.
  */
-TPU_API tpu_status_t tpu_replay_module(const tpu_hlo_module_t *mod, const tpu_topo_t *topo,
-                                       const tpu_link_model_t *link, const tpu_chip_spec_t *chip,
-                                       const tpu_replay_opts_t *opts,
-                                       tpu_replay_report_t **report_p, tpu_err_t *err);
+TPU_API tpu_status_t tpu_replay_run(const tpu_hlo_module_t *mod, const tpu_topo_t *topo,
+                                    const tpu_link_model_t *link, const tpu_chip_spec_t *chip,
+                                    const tpu_replay_opts_t *opts, tpu_replay_report_t **report_p,
+                                    tpu_err_t *err);
 /* Free a report; NULL is a no-op. */
 TPU_API void tpu_replay_report_destroy(tpu_replay_report_t *report);
 
@@ -132,9 +132,9 @@ TPU_API void tpu_replay_report_destroy(tpu_replay_report_t *report);
  * '*size_p' chips in 'chips' (room for the module's device count).  Uneven
  * groups give TPU_ERR_UNSUPPORTED.  Used by the replay and its tests.
  */
-TPU_API tpu_status_t tpu_replay_groups(const tpu_hlo_module_t *mod, const tpu_hlo_instr_t *in,
-                                       const int32_t *device_order, int32_t *chips, int *ngroups_p,
-                                       int *size_p, tpu_err_t *err);
+TPU_API tpu_status_t tpu_replay_groups_get(const tpu_hlo_module_t *mod, const tpu_hlo_instr_t *in,
+                                           const int32_t *device_order, int32_t *chips,
+                                           int *ngroups_p, int *size_p, tpu_err_t *err);
 
 #ifdef __cplusplus
 }

@@ -692,7 +692,8 @@ int tpu_cmd_replay(int argc, char **argv)
             const tpu_hlo_module_t *x = &hf->modules[m];
 
             printf("%d  %-40s line %-6d %5d devices  %d computations\n", m + 1,
-                   x->name[0] ? x->name : "(no header)", x->line, tpu_replay_devices(x), x->ncomps);
+                   x->name[0] ? x->name : "(no header)", x->line, tpu_replay_device_count(x),
+                   x->ncomps);
         }
         rc = TPU_EXIT_OK;
         goto out;
@@ -708,7 +709,7 @@ int tpu_cmd_replay(int argc, char **argv)
     m = a.module - 1;
     if (m < 0) {
         for (m = 0; m < hf->nmodules; m++) {
-            if (tpu_replay_devices(&hf->modules[m]) == pod.topo.nchips) {
+            if (tpu_replay_device_count(&hf->modules[m]) == pod.topo.nchips) {
                 break;
             }
         }
@@ -726,7 +727,7 @@ int tpu_cmd_replay(int argc, char **argv)
     ropts.ncustom = customs->n;
     ropts.custom_names = (const char *const *)customs->names;
     ropts.custom_us = customs->values;
-    status = tpu_replay_module(mod, &pod.topo, &pod.link, &pod.chip, &ropts, &rep, &err);
+    status = tpu_replay_run(mod, &pod.topo, &pod.link, &pod.chip, &ropts, &rep, &err);
     if (status != TPU_OK) {
         goto fail;
     }

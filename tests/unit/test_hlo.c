@@ -132,7 +132,7 @@ static void test_parse_features(void **state)
     assert_int_equal(m->comps[m->entry].is_entry, 1);
     assert_int_equal(m->unknown_opcodes, 1);
     assert_int_equal(m->skipped_attributes, 2); /* shiny_new_attribute, another */
-    assert_int_equal(tpu_replay_devices(m), 8);
+    assert_int_equal(tpu_replay_device_count(m), 8);
 
     in = find(m, "w"); /* a TPU tiled layout */
     assert_int_equal(in->shape.type, TPU_HLO_TYPE_BF16);
@@ -224,13 +224,13 @@ static void test_multi_module(void **state)
     assert_int_equal(f->nmodules, 3);
     assert_string_equal(f->modules[0].name, "first_4dev");
     assert_int_equal(f->modules[0].replica_count, 4);
-    assert_int_equal(tpu_replay_devices(&f->modules[0]), 4);
+    assert_int_equal(tpu_replay_device_count(&f->modules[0]), 4);
     assert_string_equal(f->modules[1].name, "");
     assert_int_equal(f->modules[1].has_header, 0);
-    assert_int_equal(tpu_replay_devices(&f->modules[1]), 16); /* from its groups */
+    assert_int_equal(tpu_replay_device_count(&f->modules[1]), 16); /* from its groups */
     assert_string_equal(f->modules[1].comps[0].name, "e2");
     assert_string_equal(f->modules[2].name, "third_16dev");
-    assert_int_equal(tpu_replay_devices(&f->modules[2]), 16);
+    assert_int_equal(tpu_replay_device_count(&f->modules[2]), 16);
     tpu_hlo_file_destroy(f);
 }
 
@@ -342,24 +342,29 @@ static void test_group_modes(void **state)
     tpu_err_t err = {0};
 
     (void)state;
-    assert_int_equal(tpu_replay_devices(m), 8);
-    assert_int_equal(tpu_replay_groups(m, find(m, "cr"), NULL, chips, &ng, &size, &err), TPU_OK);
+    assert_int_equal(tpu_replay_device_count(m), 8);
+    assert_int_equal(tpu_replay_groups_get(m, find(m, "cr"), NULL, chips, &ng, &size, &err),
+                     TPU_OK);
     assert_int_equal(ng, 4);
     assert_int_equal(size, 2);
     assert_memory_equal(chips, cr, sizeof(cr));
-    assert_int_equal(tpu_replay_groups(m, find(m, "cp"), NULL, chips, &ng, &size, &err), TPU_OK);
+    assert_int_equal(tpu_replay_groups_get(m, find(m, "cp"), NULL, chips, &ng, &size, &err),
+                     TPU_OK);
     assert_int_equal(ng, 4);
     assert_memory_equal(chips, cp, sizeof(cp));
-    assert_int_equal(tpu_replay_groups(m, find(m, "crp"), NULL, chips, &ng, &size, &err), TPU_OK);
+    assert_int_equal(tpu_replay_groups_get(m, find(m, "crp"), NULL, chips, &ng, &size, &err),
+                     TPU_OK);
     assert_int_equal(ng, 1);
     assert_int_equal(size, 8);
     assert_memory_equal(chips, crp, sizeof(crp));
-    assert_int_equal(tpu_replay_groups(m, find(m, "fl"), NULL, chips, &ng, &size, &err), TPU_OK);
+    assert_int_equal(tpu_replay_groups_get(m, find(m, "fl"), NULL, chips, &ng, &size, &err),
+                     TPU_OK);
     assert_memory_equal(chips, fl, sizeof(fl));
-    assert_int_equal(tpu_replay_groups(m, find(m, "all"), NULL, chips, &ng, &size, &err), TPU_OK);
+    assert_int_equal(tpu_replay_groups_get(m, find(m, "all"), NULL, chips, &ng, &size, &err),
+                     TPU_OK);
     assert_int_equal(ng, 4);
     assert_memory_equal(chips, all, sizeof(all));
-    assert_int_equal(tpu_replay_groups(m, find(m, "fl"), rev, chips, &ng, &size, &err), TPU_OK);
+    assert_int_equal(tpu_replay_groups_get(m, find(m, "fl"), rev, chips, &ng, &size, &err), TPU_OK);
     assert_memory_equal(chips, fl_rev, sizeof(fl_rev));
     tpu_hlo_file_destroy(f);
 }
@@ -445,8 +450,8 @@ static tpu_replay_report_t *replay(const tpu_hlo_module_t *m, const tpu_replay_o
     tpu_replay_report_t *r = NULL;
     tpu_err_t err = {0};
 
-    pod_for(tpu_replay_devices(m), "v5e", &topo, &spec, &link);
-    if (tpu_replay_module(m, &topo, &link, &spec, opts, &r, &err) != TPU_OK) {
+    pod_for(tpu_replay_device_count(m), "v5e", &topo, &spec, &link);
+    if (tpu_replay_run(m, &topo, &link, &spec, opts, &r, &err) != TPU_OK) {
         fail_msg("replay of '%s': %s", m->name, err.msg);
     }
     return r;
@@ -617,14 +622,14 @@ static void test_replay_errors(void **state)
 
     (void)state;
     pod_for(16, "v5e", &topo, &spec, &link);
-    assert_int_equal(tpu_replay_module(&f->modules[0], &topo, &link, &spec, NULL, &r, &err),
+    assert_int_equal(tpu_replay_run(&f->modules[0], &topo, &link, &spec, NULL, &r, &err),
                      TPU_ERR_INVALID);
     assert_non_null(strstr(err.msg, "bad_group_chip.hlo:5:3: replica group of 'ag' names device "
                                     "16"));
     tpu_hlo_file_destroy(f);
     f = parse_path(FIX "features.hlo");
     tpu_err_clear(&err);
-    assert_int_equal(tpu_replay_module(&f->modules[0], &topo, &link, &spec, NULL, &r, &err),
+    assert_int_equal(tpu_replay_run(&f->modules[0], &topo, &link, &spec, NULL, &r, &err),
                      TPU_ERR_INVALID);
     assert_non_null(strstr(err.msg, "features.hlo:4:1: module 'features_8dev' runs on 8 devices"));
     assert_null(r);
@@ -636,7 +641,7 @@ static void test_replay_errors(void **state)
     o.device_order = order;
     o.ndevice_order = 8;
     tpu_err_clear(&err);
-    assert_int_equal(tpu_replay_module(&f->modules[0], &topo, &link, &spec, &o, &r, &err),
+    assert_int_equal(tpu_replay_run(&f->modules[0], &topo, &link, &spec, &o, &r, &err),
                      TPU_ERR_INVALID);
     assert_non_null(strstr(err.msg, "not a permutation"));
     tpu_hlo_file_destroy(f);
@@ -704,7 +709,7 @@ static void test_fuzz(void **state)
 
                     ok++;
                     for (m = 0; m < f->nmodules; m++) {
-                        int d = tpu_replay_devices(&f->modules[m]);
+                        int d = tpu_replay_device_count(&f->modules[m]);
 
                         if (d == 8 || d == 16) {
                             tpu_topo_t topo;
@@ -714,8 +719,8 @@ static void test_fuzz(void **state)
                             tpu_err_t e2 = {0};
 
                             pod_for(d, "v5e", &topo, &spec, &link);
-                            if (tpu_replay_module(&f->modules[m], &topo, &link, &spec, NULL, &r,
-                                                  &e2) == TPU_OK) {
+                            if (tpu_replay_run(&f->modules[m], &topo, &link, &spec, NULL, &r,
+                                               &e2) == TPU_OK) {
                                 tpu_replay_report_destroy(r);
                             } else {
                                 assert_true(strlen(e2.msg) > 0);
@@ -758,7 +763,7 @@ static void test_oom_loop(void **state)
         tpu_test_alloc_fail_after(n);
         status = tpu_hlo_parse(text, len, "features.hlo", &f, &err);
         if (status == TPU_OK) {
-            status = tpu_replay_module(&f->modules[0], &topo, &link, &spec, NULL, &r, &err);
+            status = tpu_replay_run(&f->modules[0], &topo, &link, &spec, NULL, &r, &err);
             tpu_replay_report_destroy(r);
             tpu_hlo_file_destroy(f);
         }
