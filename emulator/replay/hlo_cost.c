@@ -511,8 +511,8 @@ static int pairs_as_shift(const walker_t *w, const tpu_hlo_instr_t *in, tpu_coll
     const tpu_topo_t *t = w->topo;
     int k, axis = -1, shift = 0;
 
-    if (in->pairs.n != t->nchips || t->slices > 1) {
-        return 0;
+    if (in->pairs.n != t->nchips || t->slices > 1 || (w->R > 1 && w->P > 1)) {
+        return 0; /* pairs of partition ids repeated per replica: not read yet */
     }
     for (k = 0; k < in->pairs.n; k++) {
         int64_t s = in->pairs.v[2 * k], tt = in->pairs.v[2 * k + 1];
@@ -1511,6 +1511,8 @@ tpu_status_t tpu_replay_run(const tpu_hlo_module_t *mod, const tpu_topo_t *topo,
     w.err = err;
     w.record = 1;
     w.ndev = tpu_replay_device_count(mod);
+    w.R = mod->replica_count > 0 ? (int)mod->replica_count : 1;
+    w.P = mod->num_partitions > 0 ? (int)mod->num_partitions : 1;
     if (w.ndev != topo->nchips) {
         char why[96];
 
