@@ -1,5 +1,5 @@
 /*
- * Host throughput of the emulated MXU matmul (tpu_op_matmul through the VMEM
+ * Host throughput of the emulated MXU matmul (tpu_mxu_matmul through the VMEM
  * executor: DMA of the blocks into VMEM, bf16 widening, cblas_sgemm, rounding,
  * DMA back) against one plain cblas_sgemm of the same shape on f32 arrays.
  *
@@ -10,24 +10,19 @@
  */
 #include "tpu/chip.h"
 #include "tpu/dtype.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
+
+#include "clock.h"
 
 #include <cblas.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define INNER 3 /* back-to-back runs of a variant per round; the first is a warm-up */
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct shape {
     int m, k, n;
@@ -48,9 +43,9 @@ static int bench_shape(tpu_vmem_t *vmem, const shape_t *s, int repeats)
     double best_plain = 1e30;
     double best_bf16 = 1e30;
     double best_f32 = 1e30;
-    tpu_matmul_desc_t d16;
-    tpu_matmul_desc_t d32;
-    tpu_op_report_t rep;
+    tpu_mxu_desc_t d16;
+    tpu_mxu_desc_t d32;
+    tpu_roofline_report_t rep;
     tpu_err_t err = {0};
     double t;
     size_t i;
@@ -65,14 +60,14 @@ static int bench_shape(tpu_vmem_t *vmem, const shape_t *s, int repeats)
     }
     for (i = 0; i < mk; i++) {
         af[i] = (float)((i * 7) % 13) * 0.125f - 0.75f;
-        ah[i] = tpu_f32_to_bf16(af[i]);
+        ah[i] = tpu_dtype_f32_to_bf16(af[i]);
     }
     for (i = 0; i < kn; i++) {
         bf[i] = (float)((i * 5) % 11) * 0.25f - 1.25f;
-        bh[i] = tpu_f32_to_bf16(bf[i]);
+        bh[i] = tpu_dtype_f32_to_bf16(bf[i]);
     }
-    tpu_matmul_desc_init(&d16, s->m, s->k, s->n, TPU_ELEM_BF16);
-    tpu_matmul_desc_init(&d32, s->m, s->k, s->n, TPU_ELEM_F32);
+    tpu_mxu_desc_init(&d16, s->m, s->k, s->n, TPU_DTYPE_BF16);
+    tpu_mxu_desc_init(&d32, s->m, s->k, s->n, TPU_DTYPE_F32);
     /* Rounds of 3 back-to-back runs of each variant: the first run of each
      * triple warms that variant's arrays into the caches and is not counted, and
      * the rounds spread each variant's samples over the same stretch of time, so
@@ -81,18 +76,18 @@ static int bench_shape(tpu_vmem_t *vmem, const shape_t *s, int repeats)
         for (v = 0; v < 3 * INNER; v++) {
             int which = v / INNER;
 
-            t = now_s();
+            t = tpu__now_s();
             if (which == 0) {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->m, s->n, s->k, 1.0f, af,
                             s->k, bf, s->n, 0.0f, cf, s->n);
-            } else if (tpu_op_matmul(vmem, which == 1 ? &d16 : &d32, which == 1 ? (void *)ah : af,
-                                     which == 1 ? (void *)bh : bf, which == 1 ? (void *)ch : cf,
-                                     which == 1 ? &rep : NULL, &err) != TPU_OK) {
+            } else if (tpu_mxu_matmul(vmem, which == 1 ? &d16 : &d32, which == 1 ? (void *)ah : af,
+                                      which == 1 ? (void *)bh : bf, which == 1 ? (void *)ch : cf,
+                                      which == 1 ? &rep : NULL, &err) != TPU_OK) {
                 fprintf(stderr, "bench_matmul: %s\n", err.msg);
                 rc = 1;
                 goto out;
             }
-            t = now_s() - t;
+            t = tpu__now_s() - t;
             if (v % INNER == 0) {
                 continue;
             }

@@ -2,15 +2,16 @@
 set(TPU_MPIEXEC_PREFLAGS "--oversubscribe;--mca;mpi_yield_when_idle;1" CACHE STRING
   "Extra mpiexec flags (Open MPI): oversubscribe small machines, and yield when idle")
 
-# tpu_add_unit_test(NAME [SOURCES ...]): a CMocka test from NAME.c (and more sources).
+# tpu_add_unit_test(NAME [SOURCES ...] [LIBS ...] [INCLUDES dir...]): a CMocka test
+# from NAME.c (and more sources).  A test sees the public headers and
+# tests/support; INCLUDES adds the private folder of what it tests.
 function(tpu_add_unit_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;INCLUDES" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 60)
   endif()
   add_executable(${name} ${name}.c ${T_SOURCES})
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support
-    ${PROJECT_SOURCE_DIR}/collectives ${PROJECT_SOURCE_DIR}/emulator)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support ${T_INCLUDES})
   target_link_libraries(${name} PRIVATE tpuemu_static tpu_warnings PkgConfig::CMOCKA ${T_LIBS})
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT ${T_TIMEOUT})
@@ -24,13 +25,12 @@ endfunction()
 
 # tpu_add_mpi_test(NAME NP n... ARGS ...): an MPI program NAME.c run at each NP.
 function(tpu_add_mpi_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "NP;ARGS" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT" "NP;ARGS;INCLUDES" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 60)
   endif()
   add_executable(${name} ${name}.c)
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support
-    ${PROJECT_SOURCE_DIR}/collectives ${PROJECT_SOURCE_DIR}/emulator)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support ${T_INCLUDES})
   target_link_libraries(${name} PRIVATE tpuemu_static tpu_warnings MPI::MPI_C)
   foreach(np IN LISTS T_NP)
     tpu_mpirun_command(cmd ${np} $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})

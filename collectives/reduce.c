@@ -7,13 +7,15 @@
 
 #include <stdint.h>
 
-#define DEFINE_REDUCE(name, type, expr)                                  \
-    static void name(type *restrict d, const type *restrict s, size_t n) \
-    {                                                                    \
-        size_t i;                                                        \
-        for (i = 0; i < n; i++) {                                        \
-            d[i] = (expr);                                               \
-        }                                                                \
+#define DEFINE_REDUCE(name, type, expr)                                    \
+    static void name(void *restrict dv, const void *restrict sv, size_t n) \
+    {                                                                      \
+        type *restrict d = dv;                                             \
+        const type *restrict s = sv;                                       \
+        size_t i;                                                          \
+        for (i = 0; i < n; i++) {                                          \
+            d[i] = (expr);                                                 \
+        }                                                                  \
     }
 
 DEFINE_REDUCE(sum_f32, float, d[i] + s[i])
@@ -23,30 +25,18 @@ DEFINE_REDUCE(sum_i32, int32_t, (int32_t)((uint32_t)d[i] + (uint32_t)s[i]))
 DEFINE_REDUCE(max_i32, int32_t, d[i] > s[i] ? d[i] : s[i])
 DEFINE_REDUCE(min_i32, int32_t, d[i] < s[i] ? d[i] : s[i])
 
+typedef void (*kernel_fn)(void *restrict d, const void *restrict s, size_t n);
+
+/* The kernels by (working type, reduction): f32 (also bf16's working type), i32. */
+static const kernel_fn kernels[2][TPU_REDOP_COUNT] = {
+    {[TPU_REDOP_SUM] = sum_f32, [TPU_REDOP_MAX] = max_f32, [TPU_REDOP_MIN] = min_f32},
+    {[TPU_REDOP_SUM] = sum_i32, [TPU_REDOP_MAX] = max_i32, [TPU_REDOP_MIN] = min_i32},
+};
+_Static_assert(TPU_REDOP_COUNT == 3, "the kernel table lists every reduction");
+
 void tpu__reduce(tpu_dtype_t dtype, tpu_redop_t op, void *dst, const void *src, size_t n)
 {
-    if (dtype == TPU_DTYPE_I32) {
-        switch (op) {
-        case TPU_OP_MAX:
-            max_i32(dst, src, n);
-            return;
-        case TPU_OP_MIN:
-            min_i32(dst, src, n);
-            return;
-        default:
-            sum_i32(dst, src, n);
-            return;
-        }
-    }
-    switch (op) {
-    case TPU_OP_MAX:
-        max_f32(dst, src, n);
-        return;
-    case TPU_OP_MIN:
-        min_f32(dst, src, n);
-        return;
-    default:
-        sum_f32(dst, src, n);
-        return;
-    }
+    kernel_fn fn = kernels[dtype == TPU_DTYPE_I32][(unsigned)op < TPU_REDOP_COUNT ? op : 0];
+
+    fn(dst, src, n);
 }

@@ -227,13 +227,13 @@ tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs)
         status = tpu__sched_sort(rs);
     }
 out:
-    if (status != TPU_OK) {
-        tpu__sched_fini(rs);
-    }
     tpu__free(list);
     tpu__free(fill);
     tpu__free(first);
     tpu__free(ndependents);
+    if (status != TPU_OK) {
+        tpu__sched_fini(rs);
+    }
     return status;
 }
 
@@ -317,4 +317,30 @@ out:
     tpu__free(start);
     tpu__free(count);
     return status;
+}
+
+tpu_status_t tpu__plan_sched_index(tpu_plan_sched_t *ps)
+{
+    int64_t i;
+    int s;
+
+    tpu__free(ps->step_start);
+    ps->step_start = tpu__calloc((size_t)ps->s.nsteps + 2, sizeof(int64_t));
+    if (ps->step_start == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < ps->s.nflows; i++) {
+        ps->step_start[ps->s.flows[i].step + 1]++;
+    }
+    for (s = 0; s < ps->s.nsteps; s++) {
+        ps->step_start[s + 1] += ps->step_start[s];
+    }
+    return TPU_OK;
+}
+
+void tpu__plan_sched_fini(tpu_plan_sched_t *ps)
+{
+    tpu__sched_fini(&ps->s);
+    tpu__free(ps->step_start);
+    ps->step_start = NULL;
 }

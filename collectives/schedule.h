@@ -8,9 +8,12 @@
  * the whole pod (every group of the collective at once), so link sharing between
  * groups, and host NIC sharing over DCN, are counted from it like everything else.
  *
- * One executor (sched_exec.c) walks a schedule over any transport and advances
- * each chip's virtual clock through the link model (sched_time.c).  Nothing in a
- * schedule depends on the transport, so the modeled time cannot either.
+ * The pipeline is one way: plan.c validates a request and select.c picks an
+ * algorithm of the registry, build.c builds its schedule, time.c walks the
+ * schedule through the link model (linkmodel.c) for its modeled time, and
+ * exec.c runs it over a transport with real bytes, timing each send through the
+ * same time.c.  Nothing in a schedule depends on the transport, so the modeled
+ * time cannot either.
  */
 #ifndef TPU_SCHEDULE_H
 #define TPU_SCHEDULE_H
@@ -102,6 +105,13 @@ typedef struct tpu_sched {
     char algo[64]; /* "torus chunks=2" */
 } tpu_sched_t;
 
+/* A built schedule with its step index. */
+typedef struct tpu_plan_sched {
+    tpu_sched_t s;
+    int64_t *step_start; /* flows of step s are [step_start[s], step_start[s+1]) */
+    int rep;             /* representative chip (link-class timing), or -1: every chip */
+} tpu_plan_sched_t;
+
 /* Permutations of (0, 1, 2), the axis orders a route can take; index 0 is x, y, z. */
 extern const int tpu__axis_orders[6][3];
 /* The index of 'order' (naxes entries, the rest completed in increasing order). */
@@ -140,6 +150,11 @@ static inline int64_t tpu__layout_offset(const tpu_layout_t *l, int64_t g)
     }
     return l->base + w * l->sub_len;
 }
+
+/* Index the steps of 'ps->s' into 'ps->step_start'. */
+tpu_status_t tpu__plan_sched_index(tpu_plan_sched_t *ps);
+/* Free the schedule and its index (safe on a zeroed or freed one). */
+void tpu__plan_sched_fini(tpu_plan_sched_t *ps);
 
 /* Copy the layout table of 'from' into 'to'. */
 tpu_status_t tpu__sched_copy_layout(tpu_sched_t *to, const tpu_sched_t *from);

@@ -12,8 +12,8 @@ static tpu_realloc_fn_t hook_realloc = realloc;
 static tpu_calloc_fn_t hook_calloc = calloc;
 static tpu_free_fn_t hook_free = free;
 
-tpu_status_t tpu_set_allocator(tpu_malloc_fn_t malloc_fn, tpu_realloc_fn_t realloc_fn,
-                               tpu_calloc_fn_t calloc_fn, tpu_free_fn_t free_fn)
+tpu_status_t tpu_alloc_set(tpu_malloc_fn_t malloc_fn, tpu_realloc_fn_t realloc_fn,
+                           tpu_calloc_fn_t calloc_fn, tpu_free_fn_t free_fn)
 {
     if (malloc_fn == NULL && realloc_fn == NULL && calloc_fn == NULL && free_fn == NULL) {
         hook_malloc = malloc;

@@ -21,18 +21,19 @@ typedef struct opt_def {
     const char *name;
     int type;
     size_t off;
-    const char *cmds; /* subcommands that take it: "rmbti" (run model bench train info) */
+    const char *cmds; /* subcommands that take it: "rmbtio" (run model bench train info, and
+                         o for 'model --op', the chip op) */
 } opt_def_t;
 
 #define OFF(f) offsetof(tpu_opts_t, f)
 
 static const opt_def_t defs[] = {
-    {"chip", ARG_STR, OFF(chip), "rmbti"},
+    {"chip", ARG_STR, OFF(chip), "rmbtio"},
     {"topology", ARG_STR, OFF(topology), "rmbti"},
     {"wrap", ARG_STR, OFF(wrap), "rmbti"},
     {"slices", ARG_INT, OFF(slices), "rmbti"},
     {"config", ARG_STR, OFF(config), "rmbti"},
-    {"json", ARG_STR, OFF(json), "rmbti"},
+    {"json", ARG_STR, OFF(json), "rmbtio"},
     {"csv", ARG_STR, OFF(csv), "b"},
     {"mesh", ARG_STR, OFF(mesh), "t"},
     {"quiet", ARG_NONE, OFF(quiet), "rmbti"},
@@ -40,7 +41,7 @@ static const opt_def_t defs[] = {
     {"axes", ARG_STR, OFF(axes), "mb"},
     {"algo", ARG_STR, OFF(algo), "mb"},
     {"chunks", ARG_INT, OFF(chunks), "mb"},
-    {"dtype", ARG_STR, OFF(dtype), "mb"},
+    {"dtype", ARG_STR, OFF(dtype), "mbo"},
     {"op", ARG_STR, OFF(op), "b"},
     {"redop", ARG_STR, OFF(op), "mb"},
     {"bytes", ARG_STR, OFF(bytes), "m"},
@@ -60,18 +61,46 @@ static const opt_def_t defs[] = {
     {"ici-latency-us", ARG_STR, OFF(ici_latency_us), "rmbti"},
     {"dcn-bw", ARG_STR, OFF(dcn_bw), "rmbti"},
     {"dcn-latency-us", ARG_STR, OFF(dcn_latency_us), "rmbti"},
-    {"help", ARG_NONE, OFF(help), "rmbti"},
+    {"help", ARG_NONE, OFF(help), "rmbtio"},
+    {"op", ARG_STR, OFF(chip_op), "o"},
+    {"out-dtype", ARG_STR, OFF(out_dtype), "o"},
+    {"m", ARG_STR, OFF(m), "o"},
+    {"k", ARG_STR, OFF(k), "o"},
+    {"n", ARG_STR, OFF(n), "o"},
+    {"elements", ARG_STR, OFF(elements), "o"},
+    {"cols", ARG_STR, OFF(cols), "o"},
 };
 
 static const char *const cmds[] = {"run", "model", "bench", "train", "info"};
 
-static char cmd_letter(const char *cmd)
+static char cmd_letter(const tpu_opts_t *o)
 {
-    return strcmp(cmd, "run") == 0     ? 'r'
-           : strcmp(cmd, "model") == 0 ? 'm'
-           : strcmp(cmd, "bench") == 0 ? 'b'
-           : strcmp(cmd, "train") == 0 ? 't'
-                                       : 'i';
+    return o->op_mode                     ? 'o'
+           : strcmp(o->cmd, "run") == 0   ? 'r'
+           : strcmp(o->cmd, "model") == 0 ? 'm'
+           : strcmp(o->cmd, "bench") == 0 ? 'b'
+           : strcmp(o->cmd, "train") == 0 ? 't'
+                                          : 'i';
+}
+
+/* 'model --op' (or a flag only it takes): the chip op's roofline, not a collective. */
+static int is_op_mode(int argc, char **argv, int from)
+{
+    static const char *const only[] = {"--op", "--out-dtype", "--m",   "--k",
+                                       "--n",  "--elements",  "--cols"};
+    int i;
+    size_t k, len;
+
+    for (i = from; i < argc; i++) {
+        for (k = 0; k < sizeof(only) / sizeof(only[0]); k++) {
+            len = strlen(only[k]);
+            if (strncmp(argv[i], only[k], len) == 0 &&
+                (argv[i][len] == '\0' || argv[i][len] == '=')) {
+                return 1;
+            }
+        }
+    }
+    return 0;
 }
 
 static tpu_status_t parse_int(const char *name, const char *v, int *out, tpu_err_t *err)
@@ -128,6 +157,7 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
         }
         i = 2;
     }
+    o->op_mode = strcmp(o->cmd, "model") == 0 && is_op_mode(argc, argv, i);
     for (; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         char name[64];
@@ -148,16 +178,17 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
             *strchr(name, '=') = '\0';
             val = strchr(a, '=') + 1;
         }
-        for (k = 0; k < sizeof(defs) / sizeof(defs[0]); k++) {
-            if (strcmp(defs[k].name, name) == 0) {
+        for (k = 0; k < sizeof(defs) / sizeof(defs[0]) && d == NULL; k++) {
+            if (strcmp(defs[k].name, name) == 0 && strchr(defs[k].cmds, cmd_letter(o)) != NULL) {
                 d = &defs[k];
             }
         }
-        if (d == NULL || strchr(d->cmds, cmd_letter(o->cmd)) == NULL) {
+        if (d == NULL) {
             return tpu_err_set(err, TPU_ERR_INVALID,
-                               "unknown option '--%s' for 'tpuemu %s' (see "
-                               "tpuemu %s --help)",
-                               name, o->cmd, o->cmd);
+                               "unknown option '--%s' for 'tpuemu %s%s' (see "
+                               "tpuemu %s%s --help)",
+                               name, o->cmd, o->op_mode ? " --op" : "", o->cmd,
+                               o->op_mode ? " --op matmul" : "");
         }
         if (d->type == ARG_NONE) {
             if (val != NULL) {
@@ -275,15 +306,14 @@ static tpu_status_t flag_number(const char *name, const char *text, double *out,
     return TPU_OK;
 }
 
-tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t *pod, tpu_err_t *err)
+tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *err)
 {
     tpu_config_t cfg;
-    const char *shape, *wrap, *chip;
-    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, slices, a;
+    tpu_pod_spec_t spec;
     tpu_status_t status;
     double v = 0;
 
-    memset(pod, 0, sizeof(*pod));
+    *pod_p = NULL;
     tpu_config_init(&cfg);
     if (o->config != NULL) {
         status = tpu_config_load(o->config, &cfg, err);
@@ -291,112 +321,40 @@ tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t *pod, tpu_err_t *err)
             return status;
         }
     }
-    shape = o->topology ? o->topology : cfg.topology[0] ? cfg.topology : "4x4";
-    status = tpu_topo_parse_shape(shape, dims, &naxes, err);
-    if (status != TPU_OK) {
-        return status;
-    }
-    chip = o->chip ? o->chip : cfg.chip[0] ? cfg.chip : NULL;
+    tpu_pod_spec_init(&spec);
+    spec.shape = o->topology ? o->topology : cfg.topology[0] ? cfg.topology : "4x4";
+    spec.chip = o->chip ? o->chip : cfg.chip[0] ? cfg.chip : NULL;
     if (o->chip == NULL && cfg.chip_custom) {
-        pod->chip = cfg.custom;
-    } else {
-        status = tpu_chip_preset(chip ? chip : tpu_chip_default_for_axes(naxes), &pod->chip, err);
-        if (status != TPU_OK) {
-            return status;
-        }
+        spec.chip_spec = &cfg.custom;
     }
-    if (naxes > pod->chip.ici_axes) {
-        return tpu_err_set(err, TPU_ERR_INVALID,
-                           "topology %s has %d axes, but %s chips form a %dD torus", shape, naxes,
-                           pod->chip.name, pod->chip.ici_axes);
-    }
-    {
-        int sd[TPU_MAX_AXES], sm[TPU_MAX_AXES], i, j;
-
-        for (i = 0; i < TPU_MAX_AXES; i++) {
-            sd[i] = i < naxes ? dims[i] : 1;
-            sm[i] = pod->chip.max_pod[i] > 0 ? pod->chip.max_pod[i] : 1;
-        }
-        for (i = 0; i < TPU_MAX_AXES; i++) {
-            for (j = i + 1; j < TPU_MAX_AXES; j++) {
-                if (sd[j] > sd[i]) {
-                    int t = sd[i];
-                    sd[i] = sd[j];
-                    sd[j] = t;
-                }
-                if (sm[j] > sm[i]) {
-                    int t = sm[i];
-                    sm[i] = sm[j];
-                    sm[j] = t;
-                }
-            }
-        }
-        for (i = 0; i < TPU_MAX_AXES; i++) {
-            if (sd[i] > sm[i]) {
-                return tpu_err_set(err, TPU_ERR_INVALID,
-                                   "topology %s does not fit a %s pod (at most %dx%dx%d)", shape,
-                                   pod->chip.name, pod->chip.max_pod[0], pod->chip.max_pod[1],
-                                   pod->chip.max_pod[2]);
-            }
-        }
-    }
-    wrap = o->wrap ? o->wrap : cfg.wrap[0] ? cfg.wrap : "auto";
-    status = tpu_topo_parse_wrap(wrap, naxes, w, &pod->wrap_auto, err);
-    if (status != TPU_OK) {
-        return status;
-    }
-    if (pod->wrap_auto) {
-        tpu_topo_wrap_auto(pod->chip.wrap_rule, naxes, dims, w);
-    }
-    slices = o->slices > 0 ? o->slices : cfg.slices > 0 ? cfg.slices : 1;
-    status = tpu_topo_init(&pod->topo, naxes, dims, w, slices, err);
-    if (status != TPU_OK) {
-        return status;
-    }
-    if (cfg.ici_bw >= 0) {
-        pod->chip.ici_bw = cfg.ici_bw;
-    }
-    if (cfg.ici_latency >= 0) {
-        pod->chip.ici_latency = cfg.ici_latency;
-    }
-    if (cfg.dcn_bw >= 0) {
-        pod->chip.dcn_bw = cfg.dcn_bw;
-    }
-    if (cfg.dcn_latency >= 0) {
-        pod->chip.dcn_latency = cfg.dcn_latency;
-    }
+    spec.wrap = o->wrap ? o->wrap : cfg.wrap[0] ? cfg.wrap : "auto";
+    spec.slices = o->slices > 0 ? o->slices : cfg.slices > 0 ? cfg.slices : 1;
+    spec.ici_bw = cfg.ici_bw;
+    spec.ici_latency = cfg.ici_latency;
+    spec.dcn_bw = cfg.dcn_bw;
+    spec.dcn_latency = cfg.dcn_latency;
     if (o->ici_bw && flag_number("ici-bw", o->ici_bw, &v, err) == TPU_OK) {
-        pod->chip.ici_bw = v;
+        spec.ici_bw = v;
     }
     if (o->ici_latency_us && flag_number("ici-latency-us", o->ici_latency_us, &v, err) == TPU_OK) {
-        pod->chip.ici_latency = v * 1e-6;
+        spec.ici_latency = v * 1e-6;
     }
     if (o->dcn_bw && flag_number("dcn-bw", o->dcn_bw, &v, err) == TPU_OK) {
-        pod->chip.dcn_bw = v;
+        spec.dcn_bw = v;
     }
     if (o->dcn_latency_us && flag_number("dcn-latency-us", o->dcn_latency_us, &v, err) == TPU_OK) {
-        pod->chip.dcn_latency = v * 1e-6;
+        spec.dcn_latency = v * 1e-6;
     }
     if (err != NULL && err->status != TPU_OK) {
         return err->status;
     }
-    status = tpu_chip_check(&pod->chip, err);
-    if (status != TPU_OK) {
-        return status;
-    }
-    tpu_chip_link_model(&pod->chip, &pod->link);
-    tpu_topo_shape_str(&pod->topo, pod->shape, sizeof(pod->shape));
-    tpu_topo_wrap_str(&pod->topo, pod->wrap, sizeof(pod->wrap));
-    for (a = 0; a < TPU_MAX_AXES; a++) {
-        (void)a;
-    }
-    return TPU_OK;
+    return tpu_pod_create(&spec, pod_p, err);
 }
 
 tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *what, int *chip_p,
                             tpu_err_t *err)
 {
-    const tpu_topo_t *t = &pod->topo;
+    const tpu_topo_t *t = tpu_pod_topo(pod);
     int vals[TPU_MAX_AXES + 1], n = 0, c[TPU_MAX_AXES] = {0, 0, 0}, slice = 0, i, chip;
     const char *p = text;
 
@@ -428,7 +386,7 @@ tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *
     }
     if (n != t->naxes + (t->slices > 1)) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': give %d coordinates for topology %s%s",
-                           what, text, t->naxes + (t->slices > 1), pod->shape,
+                           what, text, t->naxes + (t->slices > 1), tpu_pod_shape(pod),
                            t->slices > 1 ? " (slice first)" : "");
     }
     i = 0;
@@ -441,7 +399,7 @@ tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *
     chip = tpu_topo_chip(t, slice, c);
     if (chip < 0) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s' is outside topology %s", what, text,
-                           pod->shape);
+                           tpu_pod_shape(pod));
     }
     *chip_p = chip;
     return TPU_OK;
@@ -461,12 +419,12 @@ tpu_status_t tpu_desc_setup(const tpu_opts_t *o, const tpu_pod_t *pod, const cha
         }
     }
     if (o->axes != NULL) {
-        status = tpu_topo_parse_axes(&pod->topo, o->axes, &d->axes, err);
+        status = tpu_topo_parse_axes(tpu_pod_topo(pod), o->axes, &d->axes, err);
         if (status != TPU_OK) {
             return status;
         }
     } else {
-        d->axes = (1u << pod->topo.naxes) - 1;
+        d->axes = (1u << tpu_pod_topo(pod)->naxes) - 1;
         if (d->kind == TPU_COLL_PPERMUTE) {
             d->axes = 1;
         }
@@ -503,106 +461,42 @@ tpu_status_t tpu_desc_setup(const tpu_opts_t *o, const tpu_pod_t *pod, const cha
     return TPU_OK;
 }
 
-/*
- * The published-formula time (shared/reference/fidelity.md), for the "vs ideal"
- * column of bench and model: what the torus could do at best by the book.
- */
-double tpu_ideal_us(const tpu_pod_t *pod, const tpu_coll_desc_t *d)
-{
-    const tpu_topo_t *t = &pod->topo;
-    double W = pod->link.ici_bw, alpha = pod->link.ici_latency, V = (double)d->bytes;
-    double sumf = 0, N = 1, worst = 0, dcn;
-    int a, D = tpu_topo_diameter(t, d->axes & 7u);
-
-    for (a = 0; a < t->naxes; a++) {
-        if ((d->axes & (1u << a)) && t->dims[a] > 1) {
-            int n = t->dims[a];
-            double f = t->wrap[a] ? 1.0 : 0.5;
-            double x = V * floor(n * n / 4.0) / (n * W * f);
-
-            sumf += f;
-            N *= n;
-            if (x > worst) {
-                worst = x;
-            }
-        }
-    }
-    /* Across slices: the DCN stage moves the slice's share, V / (chips of the group
-     * in one slice), at the DCN bandwidth per chip (fidelity.md, multi-slice rows). */
-    if (d->axes & TPU_AXIS_MASK_DCN) {
-        double S = t->slices, ici = 0;
-
-        dcn = (S - 1) / S * (V / N) / pod->link.dcn_bw;
-        if (sumf > 0) {
-            ici = (N - 1) / N * V / (W * sumf) + D * alpha;
-        }
-        switch (d->kind) {
-        case TPU_COLL_PSUM:
-            return 1e6 * (2 * ici + 2 * dcn);
-        case TPU_COLL_ALL_GATHER:
-        case TPU_COLL_REDUCE_SCATTER:
-            return 1e6 * (ici + dcn);
-        default:
-            break;
-        }
-    }
-    switch (d->kind) {
-    case TPU_COLL_ALL_GATHER:
-    case TPU_COLL_REDUCE_SCATTER:
-        return sumf > 0 ? 1e6 * ((N - 1) / N * V / (W * sumf) + D * alpha) : 0;
-    case TPU_COLL_PSUM:
-        return sumf > 0 ? 1e6 * 2 * ((N - 1) / N * V / (W * sumf) + D * alpha) : 0;
-    case TPU_COLL_ALL_TO_ALL:
-        return 1e6 * (worst + D * alpha);
-    case TPU_COLL_PPERMUTE:
-        return 1e6 * (V / (W / 2) + alpha);
-    default: {
-        /* p2p: split over the P edge-disjoint minimal routes, plus the hops. */
-        tpu_route_t routes[TPU_MAX_ROUTES];
-        int src = d->src < 0 ? 0 : d->src, dst = d->dst < 0 ? 0 : d->dst;
-
-        if (tpu_topo_slice_of(t, src) != tpu_topo_slice_of(t, dst)) {
-            return 1e6 * V / pod->link.dcn_bw;
-        }
-        return 1e6 * (V / (tpu_topo_routes_disjoint(t, src, dst, routes) * W / 2) +
-                      tpu_topo_hops(t, src, dst) * alpha);
-    }
-    }
-}
-
-void tpu_json_str(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') {
-            fprintf(out, "\\%c", *s);
-        } else if ((unsigned char)*s < 0x20) {
-            fprintf(out, "\\u%04x", *s);
-        } else {
-            fputc(*s, out);
-        }
-    }
-    fputc('"', out);
-}
-
-FILE *tpu_open_output(const char *path, int *close_p, tpu_err_t *err)
-{
-    FILE *f;
-
-    *close_p = 0;
-    if (strcmp(path, "-") == 0) {
-        return stdout;
-    }
-    f = fopen(path, "w");
-    if (f == NULL) {
-        tpu_err_set(err, TPU_ERR_INVALID, "cannot write '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    *close_p = 1;
-    return f;
-}
-
 void tpu_die_msg(const char *msg)
 {
     fprintf(stderr, "tpuemu: %s\n", msg);
+}
+
+int tpu_main(int argc, char **argv)
+{
+    tpu_opts_t opts;
+    tpu_err_t err = {0};
+
+    if (argc >= 2 && strcmp(argv[1], "replay") == 0) {
+        return tpu_cmd_replay(argc - 2, argv + 2);
+    }
+    if (tpu_opts_parse(argc, argv, &opts, &err) != TPU_OK) {
+        tpu_die_msg(err.msg);
+        return TPU_EXIT_USAGE;
+    }
+    if (opts.op_mode) {
+        return tpu_cmd_op(&opts);
+    }
+    if (opts.help) {
+        tpu_usage(stdout, opts.cmd);
+        return TPU_EXIT_OK;
+    }
+    if (strcmp(opts.cmd, "info") == 0) {
+        return tpu_cmd_info(&opts);
+    }
+    if (strcmp(opts.cmd, "model") == 0) {
+        return tpu_cmd_model(&opts);
+    }
+    if (strcmp(opts.cmd, "train") == 0) {
+        tpu_die_msg("train: the sharded training workloads (SPMD layer) are not built yet");
+        return TPU_EXIT_FAIL;
+    }
+    if (strcmp(opts.cmd, "bench") == 0) {
+        return tpu_cmd_bench(&opts, argc, argv);
+    }
+    return tpu_cmd_run(&opts, argc, argv);
 }

@@ -4,11 +4,13 @@
 
 #include "tpu/mpi.h"
 
+#include "json.h"
 #include "launch.h"
 #include "placement.h"
+#include "sink.h"
 
 typedef struct tpu_job {
-    tpu_pod_t pod;
+    tpu_pod_t *pod;
     MPI_Comm comm; /* ranks ordered by chip id */
     int chip;      /* the chip this rank emulates */
     int world_rank;
@@ -23,6 +25,19 @@ typedef struct tpu_job {
  * (every rank returns it); returns -1 when the job is ready.
  */
 int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job);
+/*
+ * Rank 0 opens '--json' and '--csv' (NULL: not asked for; 'csv_sink' may be NULL);
+ * every rank learns whether that worked.  On failure prints one line, ends the
+ * job and returns TPU_EXIT_USAGE; else -1.
+ */
+int tpu_job_open(tpu_job_t *job, const char *json, tpu_sink_t *json_sink, const char *csv,
+                 tpu_sink_t *csv_sink);
+/*
+ * Rank 0 ends the JSON document ('json' may be NULL) and closes the sinks; a
+ * refused value or a write error is one line and TPU_EXIT_FAIL on every rank;
+ * else -1.
+ */
+int tpu_job_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink, tpu_sink_t *csv_sink);
 /* Destroy the transport, MPI_Finalize, and return 'code'. */
 int tpu_job_end(tpu_job_t *job, int code);
 /* A failure one rank found that the others may not see: print it, abort the job. */
@@ -32,6 +47,7 @@ void tpu_job_abort(tpu_job_t *job, const char *msg);
 typedef struct tpu_case {
     tpu_coll_desc_t desc;
     tpu_coll_plan_t *plan;
+    tpu_coll_exec_t *exec; /* runs of the plan over the job's transport */
     unsigned char *in, *out, *ref;
     uint64_t in_bytes, out_bytes;
 } tpu_case_t;

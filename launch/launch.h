@@ -7,6 +7,7 @@
 
 #include "tpu/chip.h"
 #include "tpu/coll.h"
+#include "tpu/pod.h"
 #include "tpu/topo.h"
 
 #include "config.h"
@@ -33,24 +34,17 @@ typedef struct tpu_opts {
     double timeout;
     int compare_mpi, dump_topology, algorithms, help;
     const char *ici_bw, *ici_latency_us, *dcn_bw, *dcn_latency_us;
+    /* 'model --op': the chip op and its sizes. */
+    int op_mode;
+    const char *chip_op, *out_dtype, *m, *k, *n, *elements, *cols;
 } tpu_opts_t;
-
-/* The emulated pod a job runs on. */
-typedef struct tpu_pod {
-    tpu_chip_spec_t chip;
-    tpu_topo_t topo;
-    tpu_link_model_t link;
-    char shape[64];
-    char wrap[32];
-    int wrap_auto;
-} tpu_pod_t;
 
 /* Parse argv into 'opts' (argv[1] may be a subcommand).  Prints nothing. */
 tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *opts, tpu_err_t *err);
 /* The help text of a subcommand. */
 void tpu_usage(FILE *out, const char *cmd);
-/* Build the pod from the config file and the flags (flags win). */
-tpu_status_t tpu_pod_setup(const tpu_opts_t *opts, tpu_pod_t *pod, tpu_err_t *err);
+/* Build the pod from the config file and the flags (flags win); tpu_pod_destroy() it. */
+tpu_status_t tpu_pod_setup(const tpu_opts_t *opts, tpu_pod_t **pod_p, tpu_err_t *err);
 /* Build a collective description from the flags. */
 tpu_status_t tpu_desc_setup(const tpu_opts_t *opts, const tpu_pod_t *pod, const char *bytes,
                             tpu_coll_desc_t *desc, tpu_err_t *err);
@@ -58,20 +52,17 @@ tpu_status_t tpu_desc_setup(const tpu_opts_t *opts, const tpu_pod_t *pod, const 
 tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *what, int *chip_p,
                             tpu_err_t *err);
 
-/* The reference time of the published formulas for a collective (fidelity.md). */
-double tpu_ideal_us(const tpu_pod_t *pod, const tpu_coll_desc_t *desc);
-
 int tpu_cmd_info(const tpu_opts_t *opts);
 int tpu_cmd_model(const tpu_opts_t *opts);
 int tpu_cmd_run(const tpu_opts_t *opts, int argc, char **argv);
 int tpu_cmd_bench(const tpu_opts_t *opts, int argc, char **argv);
+/* 'tpuemu model --op ...': the roofline and pipelined time of one chip op. */
+int tpu_cmd_op(const tpu_opts_t *opts);
 /* tpuemu replay MODULE.hlo (launch/cmd/replay.c): its own flags, after "replay". */
 int tpu_cmd_replay(int argc, char **argv);
 
-/* Minimal JSON writing. */
-void tpu_json_str(FILE *out, const char *s);
-/* Open '--json FILE|-' output; '*close_p' says whether to fclose it. */
-FILE *tpu_open_output(const char *path, int *close_p, tpu_err_t *err);
+/* The program: parse, dispatch, return the exit code. */
+int tpu_main(int argc, char **argv);
 
 /* Print "tpuemu: msg" on stderr. */
 void tpu_die_msg(const char *msg);

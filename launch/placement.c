@@ -4,6 +4,8 @@
  */
 #include "placement.h"
 
+#include "table.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,14 +109,17 @@ int tpu_place_chip_of_rank(const tpu_topo_t *topo, const int host_dims[TPU_MAX_A
 
 void tpu_place_print(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
 {
-    const tpu_topo_t *t = &pod->topo;
+    static const tpu_col_t cols[] = {{"chip", NULL, 5, 0, 0}, {"coords", NULL, 12, 1, 1},
+                                     {"host", NULL, 4, 0, 1}, {"mpi node", NULL, 16, 1, 1},
+                                     {"core", NULL, 4, 0, 1}, {"bound", NULL, 5, 0, 1}};
+    const tpu_topo_t *t = tpu_pod_topo(pod);
     int chip, a;
 
-    fprintf(out, "%5s %-12s %4s %-16s %4s %5s %s\n", "chip", "coords", "host", "mpi node", "core",
-            "bound", "");
+    tpu_table_header(out, "", cols, 6);
     for (chip = 0; chip < t->nchips; chip++) {
         int c[TPU_MAX_AXES], used = 0;
-        char coords[32];
+        char coords[32], id[16], host[16], node[20], core[16];
+        const char *cells[6];
 
         tpu_topo_coords(t, chip, c);
         coords[0] = '\0';
@@ -126,46 +131,59 @@ void tpu_place_print(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
                 snprintf(coords + used, sizeof(coords) - (size_t)used, "%s%d", a ? "," : "(", c[a]);
         }
         snprintf(coords + used, sizeof(coords) - (size_t)used, ")");
-        fprintf(out, "%5d %-12s %4d %-16.16s %4d %5s\n", chip, coords,
-                tpu_topo_host_of(t, pod->chip.host_dims, chip), all[chip].host, all[chip].core,
-                all[chip].bound ? "yes" : "no");
+        snprintf(id, sizeof(id), "%d", chip);
+        snprintf(host, sizeof(host), "%d", tpu_topo_host_of(t, tpu_pod_chip(pod)->host_dims, chip));
+        snprintf(node, sizeof(node), "%.16s", all[chip].host);
+        snprintf(core, sizeof(core), "%d", all[chip].core);
+        cells[0] = id;
+        cells[1] = coords;
+        cells[2] = host;
+        cells[3] = node;
+        cells[4] = core;
+        cells[5] = all[chip].bound ? "yes" : "no";
+        tpu_table_row(out, "", cols, 6, cells);
     }
 }
 
-void tpu_place_json(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
+void tpu_place_json(tpu_json_t *j, const tpu_pod_t *pod, const tpu_place_t *all)
 {
-    const tpu_topo_t *t = &pod->topo;
+    const tpu_topo_t *t = tpu_pod_topo(pod);
     int chip, a;
 
-    fprintf(out, "[");
+    tpu_json_array(j);
     for (chip = 0; chip < t->nchips; chip++) {
         int c[TPU_MAX_AXES];
 
         tpu_topo_coords(t, chip, c);
-        fprintf(out, "%s\n    {\"chip\": %d, \"slice\": %d, \"coords\": [", chip ? "," : "", chip,
-                tpu_topo_slice_of(t, chip));
+        tpu_json_object(j);
+        tpu_json_kint(j, "chip", chip);
+        tpu_json_kint(j, "slice", tpu_topo_slice_of(t, chip));
+        tpu_json_karray(j, "coords");
         for (a = 0; a < t->naxes; a++) {
-            fprintf(out, "%s%d", a ? ", " : "", c[a]);
+            tpu_json_int(j, c[a]);
         }
-        fprintf(out, "], \"tpu_host\": %d, \"mpi_host\": ",
-                tpu_topo_host_of(t, pod->chip.host_dims, chip));
-        tpu_json_str(out, all[chip].host);
-        fprintf(out, ", \"mpi_node\": %d, \"core\": %d, \"pu\": %d, \"bound\": %s}", all[chip].node,
-                all[chip].core, all[chip].pu, all[chip].bound ? "true" : "false");
+        tpu_json_array_end(j);
+        tpu_json_kint(j, "tpu_host", tpu_topo_host_of(t, tpu_pod_chip(pod)->host_dims, chip));
+        tpu_json_kstr(j, "mpi_host", all[chip].host);
+        tpu_json_kint(j, "mpi_node", all[chip].node);
+        tpu_json_kint(j, "core", all[chip].core);
+        tpu_json_kint(j, "pu", all[chip].pu);
+        tpu_json_kbool(j, "bound", all[chip].bound);
+        tpu_json_object_end(j);
     }
-    fprintf(out, "]");
+    tpu_json_array_end(j);
 }
 
 int tpu_place_split_hosts(const tpu_pod_t *pod, const tpu_place_t *all, int *example_host_p)
 {
-    const tpu_topo_t *t = &pod->topo;
-    int nhosts = tpu_topo_host_count(t, pod->chip.host_dims), h, chip, bad = 0;
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+    int nhosts = tpu_topo_host_count(t, tpu_pod_chip(pod)->host_dims), h, chip, bad = 0;
 
     for (h = 0; h < nhosts; h++) {
         int node = -1, split = 0;
 
         for (chip = 0; chip < t->nchips; chip++) {
-            if (tpu_topo_host_of(t, pod->chip.host_dims, chip) != h) {
+            if (tpu_topo_host_of(t, tpu_pod_chip(pod)->host_dims, chip) != h) {
                 continue;
             }
             if (node < 0) {

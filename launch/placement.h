@@ -2,6 +2,7 @@
 #ifndef TPU_PLACEMENT_H
 #define TPU_PLACEMENT_H
 
+#include "json.h"
 #include "launch.h"
 
 #include <mpi.h>
@@ -30,7 +31,7 @@ int tpu_place_chip_of_rank(const tpu_topo_t *topo, const int host_dims[TPU_MAX_A
 /* Print the placement table (rank 0, from all ranks' places indexed by chip). */
 void tpu_place_print(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all);
 /* The same as a JSON array of objects, one per chip. */
-void tpu_place_json(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all);
+void tpu_place_json(tpu_json_t *j, const tpu_pod_t *pod, const tpu_place_t *all);
 /* Check that the chips of each emulated TPU host share one MPI node; returns the
  * number of hosts that do not (a warning, not an error). */
 int tpu_place_split_hosts(const tpu_pod_t *pod, const tpu_place_t *all, int *example_host_p);

@@ -38,8 +38,10 @@
  * collectives move the sum of their operands as one.
  */
 #include "tpu/alloc.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
 #include "tpu/replay.h"
+#include "tpu/roofline.h"
+#include "tpu/vpu.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -477,13 +479,13 @@ static tpu_redop_t redop_of(const tpu_hlo_module_t *mod, const tpu_hlo_instr_t *
     tpu_hlo_op_t op;
 
     if (in->to_apply_c < 0) {
-        return TPU_OP_SUM;
+        return TPU_REDOP_SUM;
     }
     c = &mod->comps[in->to_apply_c];
     op = c->instrs[c->root].op;
-    return op == TPU_HLO_OP_MAXIMUM   ? TPU_OP_MAX
-           : op == TPU_HLO_OP_MINIMUM ? TPU_OP_MIN
-                                      : TPU_OP_SUM;
+    return op == TPU_HLO_OP_MAXIMUM   ? TPU_REDOP_MAX
+           : op == TPU_HLO_OP_MINIMUM ? TPU_REDOP_MIN
+                                      : TPU_REDOP_SUM;
 }
 
 /* The output shape of a collective (element 1 of a -start's tuple). */
@@ -790,13 +792,13 @@ typedef struct cost {
     double flops, bytes, mxu_us, vpu_us;
 } cost_t;
 
-static tpu_elem_t elem_of(tpu_hlo_type_t t, int *complex_p)
+static tpu_dtype_t elem_of(tpu_hlo_type_t t, int *complex_p)
 {
     *complex_p = t == TPU_HLO_TYPE_C64 || t == TPU_HLO_TYPE_C128;
     switch (t) {
     case TPU_HLO_TYPE_BF16:
     case TPU_HLO_TYPE_F16:
-        return TPU_ELEM_BF16;
+        return TPU_DTYPE_BF16;
     case TPU_HLO_TYPE_F32:
     case TPU_HLO_TYPE_F64:
     case TPU_HLO_TYPE_C64:
@@ -807,9 +809,9 @@ static tpu_elem_t elem_of(tpu_hlo_type_t t, int *complex_p)
     case TPU_HLO_TYPE_U64:
     case TPU_HLO_TYPE_S16:
     case TPU_HLO_TYPE_U16:
-        return TPU_ELEM_F32;
+        return TPU_DTYPE_F32;
     default:
-        return TPU_ELEM_INT8;
+        return TPU_DTYPE_I8;
     }
 }
 
@@ -830,10 +832,10 @@ static void dot_cost(walker_t *w, const tpu_hlo_comp_t *c, const tpu_hlo_instr_t
 {
     const tpu_hlo_instr_t *lo = operand(c, in, 0), *ro = operand(c, in, 1);
     int64_t B = 1, M = 1, K = 1, N = 1;
-    tpu_matmul_desc_t desc;
+    tpu_mxu_desc_t desc;
     tpu_roofline_t rl;
     int d, cplx, cplx2;
-    tpu_elem_t inel, outel;
+    tpu_dtype_t inel, outel;
     double mult;
 
     if (lo == NULL || ro == NULL || lo->shape.type == TPU_HLO_TYPE_TUPLE ||
@@ -859,11 +861,11 @@ static void dot_cost(walker_t *w, const tpu_hlo_comp_t *c, const tpu_hlo_instr_t
     }
     inel = elem_of(lo->shape.type, &cplx);
     outel = elem_of(leaf_type(&in->shape), &cplx2);
-    tpu_matmul_desc_init(&desc, M, K, N, inel);
-    if (inel == TPU_ELEM_BF16 && outel == TPU_ELEM_F32) {
-        desc.out = TPU_ELEM_F32;
+    tpu_mxu_desc_init(&desc, M, K, N, inel);
+    if (inel == TPU_DTYPE_BF16 && outel == TPU_DTYPE_F32) {
+        desc.out = TPU_DTYPE_F32;
     }
-    if (tpu_roofline_matmul(w->chip, &desc, &rl, NULL) != TPU_OK) {
+    if (tpu_mxu_roofline(w->chip, &desc, &rl, NULL) != TPU_OK) {
         return;
     }
     mult = (double)B * (cplx ? 4 : 1);
@@ -878,7 +880,7 @@ static void conv_cost(walker_t *w, const tpu_hlo_comp_t *c, const tpu_hlo_instr_
     const tpu_hlo_instr_t *lo = operand(c, in, 0), *ro = operand(c, in, 1);
     const char *lab = in->dim_labels, *rl_start, *arrow;
     int64_t out_e = tpu_hlo_shape_elements(&in->shape), ifeat = 1, ofeat = 1, win = 1, m;
-    tpu_matmul_desc_t desc;
+    tpu_mxu_desc_t desc;
     tpu_roofline_t rl;
     int d, cplx;
 
@@ -906,11 +908,11 @@ static void conv_cost(walker_t *w, const tpu_hlo_comp_t *c, const tpu_hlo_instr_
         return;
     }
     m = out_e / ofeat;
-    tpu_matmul_desc_init(&desc, m, win * ifeat, ofeat, elem_of(lo->shape.type, &cplx));
-    if (desc.in == TPU_ELEM_BF16 && leaf_type(&in->shape) == TPU_HLO_TYPE_F32) {
-        desc.out = TPU_ELEM_F32;
+    tpu_mxu_desc_init(&desc, m, win * ifeat, ofeat, elem_of(lo->shape.type, &cplx));
+    if (desc.in == TPU_DTYPE_BF16 && leaf_type(&in->shape) == TPU_HLO_TYPE_F32) {
+        desc.out = TPU_DTYPE_F32;
     }
-    if (tpu_roofline_matmul(w->chip, &desc, &rl, NULL) != TPU_OK) {
+    if (tpu_mxu_roofline(w->chip, &desc, &rl, NULL) != TPU_OK) {
         return;
     }
     k->flops += rl.flops * (cplx ? 4 : 1);
@@ -919,7 +921,7 @@ static void conv_cost(walker_t *w, const tpu_hlo_comp_t *c, const tpu_hlo_instr_
 
 static double vpu_us(walker_t *w, int64_t elements, double fpe)
 {
-    return tpu_op_vpu_seconds(w->chip, elements, fpe) * 1e6;
+    return tpu_vpu_seconds(w->chip, elements, fpe) * 1e6;
 }
 
 /* FLOPs and unit time of one instruction inside a fusion (no HBM bytes). */

@@ -23,8 +23,8 @@ typedef void (*tpu_free_fn_t)(void *ptr);
  * object has been destroyed.  Passing all NULL restores the C library's.  This is
  * the library's one piece of global state.
  */
-TPU_API tpu_status_t tpu_set_allocator(tpu_malloc_fn_t malloc_fn, tpu_realloc_fn_t realloc_fn,
-                                       tpu_calloc_fn_t calloc_fn, tpu_free_fn_t free_fn);
+TPU_API tpu_status_t tpu_alloc_set(tpu_malloc_fn_t malloc_fn, tpu_realloc_fn_t realloc_fn,
+                                   tpu_calloc_fn_t calloc_fn, tpu_free_fn_t free_fn);
 
 TPU_API void *tpu__malloc(size_t size);
 TPU_API void *tpu__realloc(void *ptr, size_t size);

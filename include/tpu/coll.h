@@ -2,10 +2,13 @@
  * Collectives: psum, all-gather, reduce-scatter, all-to-all, ppermute and p2p
  * over any subset of the torus axes (and 'dcn'), with real data and modeled time.
  *
- * A plan is the pure part: the algorithm chosen for (topology, link model,
- * collective) and its schedule.  tpu_coll_plan_model() times it without moving
- * data; tpu_coll_run() executes it over a transport with real buffers.  Both give
- * the same modeled time, bit for bit.
+ * A collective flows one way: a description (tpu_coll_desc_t) -> a plan
+ * (tpu_coll_plan_create: the request checked, the algorithm chosen, its schedule
+ * built; immutable from then on) -> its modeled time (tpu_coll_plan_model, the
+ * link-model walk without moving data) -> runs with data over a transport
+ * (tpu_coll_exec_create, then tpu_coll_exec_run as often as needed: the run
+ * object keeps the per-run state and buffers).  The model and every run give the
+ * same modeled time, bit for bit.
  *
  * Sizes follow the reference conventions: 'bytes' is the all-gather's output per
  * chip, the reduce-scatter's input per chip, the psum's and all-to-all's buffer
@@ -14,6 +17,8 @@
 #ifndef TPU_COLL_H
 #define TPU_COLL_H
 
+#include "tpu/dtype.h"
+#include "tpu/redop.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
 #include "tpu/xport.h"
@@ -38,20 +43,6 @@ typedef enum {
 #undef X
     TPU_COLL_COUNT
 } tpu_coll_kind_t;
-
-typedef enum {
-    TPU_DTYPE_F32 = 0,
-    TPU_DTYPE_BF16 = 1,
-    TPU_DTYPE_I32 = 2,
-    TPU_DTYPE_COUNT
-} tpu_dtype_t;
-
-typedef enum {
-    TPU_OP_SUM = 0,
-    TPU_OP_MAX = 1,
-    TPU_OP_MIN = 2,
-    TPU_OP_COUNT
-} tpu_redop_t;
 
 /* The link model: bandwidths as published, latencies in seconds. */
 typedef struct tpu_link_model {
@@ -98,15 +89,10 @@ typedef struct tpu_coll_plan tpu_coll_plan_t;
 /* Fill 'desc' with defaults: psum, f32, sum, auto algorithm, p2p chip 0 to farthest. */
 TPU_API void tpu_coll_desc_init(tpu_coll_desc_t *desc);
 
-/* Names: "psum", "all-gather", ...; the MPI call that does the same; dtypes; ops. */
+/* Names: "psum", "all-gather", ...; the MPI call that does the same. */
 TPU_API const char *tpu_coll_name(tpu_coll_kind_t kind);
 TPU_API const char *tpu_coll_mpi_name(tpu_coll_kind_t kind);
 TPU_API tpu_status_t tpu_coll_parse(const char *text, tpu_coll_kind_t *kind_p, tpu_err_t *err);
-TPU_API const char *tpu_dtype_name(tpu_dtype_t dtype);
-TPU_API int tpu_dtype_size(tpu_dtype_t dtype);
-TPU_API tpu_status_t tpu_dtype_parse(const char *text, tpu_dtype_t *dtype_p, tpu_err_t *err);
-TPU_API const char *tpu_redop_name(tpu_redop_t op);
-TPU_API tpu_status_t tpu_redop_parse(const char *text, tpu_redop_t *op_p, tpu_err_t *err);
 
 /*
  * Choose the algorithm and build the schedule.  Checks the request against the
@@ -120,7 +106,7 @@ TPU_API tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link
                                           tpu_err_t *err);
 TPU_API void tpu_coll_plan_destroy(tpu_coll_plan_t *plan);
 
-/* The bytes of the input and output buffers each chip passes to tpu_coll_run(). */
+/* The bytes of the input and output buffers each chip passes to tpu_coll_exec_run(). */
 TPU_API void tpu_coll_plan_sizes(const tpu_coll_plan_t *plan, uint64_t *in_bytes_p,
                                  uint64_t *out_bytes_p);
 /* The request as the plan resolved it (p2p chips filled in, axes checked). */
@@ -142,18 +128,31 @@ typedef struct tpu_coll_run_opts {
     int local_time;   /* report this chip's own finish time, skipping the max over chips */
 } tpu_coll_run_opts_t;
 
+/* The state of runs of one plan over one transport (buffers kept across runs). */
+typedef struct tpu_coll_exec tpu_coll_exec_t;
+
 /*
- * Execute the plan over 'x' for the transport's local chips (the first run builds
- * the schedule of every chip, when the model needed only one chip's): 'in[i]' and 'out[i]'
- * are the buffers of local chip i (sizes from tpu_coll_plan_sizes()).  On return
+ * Prepare runs of 'plan' over 'x' (the plan must outlive the run object): builds
+ * the schedule of every chip when the model needed only one chip's, and the
+ * working buffers of the transport's local chips.
+ * @return TPU_OK, TPU_ERR_INVALID (the transport hosts another pod),
+ *         TPU_ERR_NO_MEMORY.
+ */
+TPU_API tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
+                                          tpu_coll_exec_t **exec_p, tpu_err_t *err);
+TPU_API void tpu_coll_exec_destroy(tpu_coll_exec_t *exec);
+
+/*
+ * Run the collective over the transport's local chips: 'in[i]' and 'out[i]' are
+ * the buffers of local chip i (sizes from tpu_coll_plan_sizes()).  On return
  * '*modeled_us_p' is the collective's modeled time (the same on every chip).
  * @return TPU_OK, TPU_ERR_MISMATCH (chips in different collectives),
  *         TPU_ERR_TIMEOUT (watchdog; the message names the chips waited for),
  *         TPU_ERR_TRANSPORT, TPU_ERR_NO_MEMORY.
  */
-TPU_API tpu_status_t tpu_coll_run(tpu_coll_plan_t *plan, tpu_xport_t *x,
-                                  const tpu_coll_run_opts_t *opts, void *const *in,
-                                  void *const *out, double *modeled_us_p, tpu_err_t *err);
+TPU_API tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t *opts,
+                                       void *const *in, void *const *out, double *modeled_us_p,
+                                       tpu_err_t *err);
 
 /*
  * The reference result of the collective for local chip 'chip', computed directly
@@ -164,6 +163,34 @@ typedef void (*tpu_coll_fill_fn_t)(int chip, void *buf, uint64_t bytes, void *ar
 TPU_API tpu_status_t tpu_coll_reference(const tpu_coll_plan_t *plan, int chip,
                                         tpu_coll_fill_fn_t fill, void *arg, void *out,
                                         tpu_err_t *err);
+
+/*
+ * Verification data (a tpu_coll_fill_fn_t; 'dtype_arg' points to a tpu_dtype_t):
+ * small integers that vary with the chip and the index, whose sums are exact in
+ * every dtype whatever the reduction order (bf16: up to 16 chips), so results
+ * compare bit for bit with tpu_coll_reference().
+ */
+TPU_API void tpu_coll_fill_exact(int chip, void *buf, uint64_t bytes, void *dtype_arg);
+/* Elements of 'bytes' of 'dtype' that differ between 'got' and 'want'. */
+TPU_API uint64_t tpu_coll_count_wrong(const void *got, const void *want, uint64_t bytes,
+                                      tpu_dtype_t dtype);
+
+/*
+ * The published-formula ("ideal") time of the collective in microseconds: the
+ * reference of shared/reference/fidelity.md, what the torus could do at best by
+ * the book (for the "vs ideal" columns), computed from the formulas, not from a
+ * schedule:
+ *   all-gather, reduce-scatter  (N-1)/N * V / (W * sum_i f_i) + D * alpha
+ *   psum                        twice that
+ *   all-to-all                  max_i V * floor(n_i^2/4) / (n_i * W * f_i) + D * alpha
+ *   ppermute                    V / (W/2) + alpha
+ *   p2p                         V / (P * W/2) + hops * alpha  (P disjoint routes)
+ * with f_i = 1 on a wrapped axis and 1/2 on an open one, D the diameter of the
+ * axes, and across slices the DCN stage (S-1)/S * (V/N) / W_dcn added (twice for
+ * a psum).  p2p across slices is V / W_dcn.
+ */
+TPU_API double tpu_coll_ideal_us(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                                 const tpu_coll_desc_t *desc);
 
 /* The registry: number of algorithms, and the collective and name of algorithm 'i'. */
 TPU_API int tpu_coll_algo_count(void);

@@ -34,7 +34,8 @@ extern "C" {
     X(ERR_RESOURCE_EXHAUSTED, -7, "resource exhausted")      \
     X(ERR_MISMATCH, -8, "collective mismatch between chips") \
     X(ERR_TIMEOUT, -9, "timed out")                          \
-    X(ERR_INTERNAL, -10, "internal error")
+    X(ERR_INTERNAL, -10, "internal error")                   \
+    X(ERR_IO, -11, "input/output error")
 
 typedef enum {
 #define X(name, value, msg) TPU_##name = value,

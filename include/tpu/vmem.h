@@ -30,7 +30,7 @@
  *
  * where in(s) are the bytes fetched for step s, out(s) the bytes written back
  * after step s, bw the HBM bandwidth, and compute(s) the modeled time the body
- * reports for its step (see ops.h: tpu_op_mxu_seconds(), tpu_op_vpu_seconds()).
+ * reports for its step (see tpu_mxu_seconds() in mxu.h, tpu_vpu_seconds() in vpu.h).
  *
  * Blocks at the edge of an array may stick out of it (the array need not be a
  * multiple of the block).  The executor fills the outside part of an input

@@ -33,6 +33,32 @@ typedef struct tpu_region {
     int32_t count[3];
 } tpu_region_t;
 
+/* Bytes of a region: count[0] * count[1] * count[2] * len. */
+static inline int64_t tpu_xport_region_bytes(const tpu_region_t *r)
+{
+    return r->len * r->count[0] * r->count[1] * r->count[2];
+}
+
+/* Blocks of a region. */
+static inline int64_t tpu_xport_region_blocks(const tpu_region_t *r)
+{
+    return (int64_t)r->count[0] * r->count[1] * r->count[2];
+}
+
+/*
+ * Address of block 'b' of a region, blocks in (i, j, k) order with k fastest:
+ * base + off + i * stride[0] + j * stride[1] + k * stride[2].  The one walker
+ * of strided regions: the executor, and the transports that pack and copy.
+ */
+static inline unsigned char *tpu_xport_region_block(const tpu_region_t *r, int64_t b)
+{
+    int64_t k = b % r->count[2], j = (b / r->count[2]) % r->count[1];
+    int64_t i = b / ((int64_t)r->count[2] * r->count[1]);
+
+    return (unsigned char *)r->base + r->off + i * r->stride[0] + j * r->stride[1] +
+           k * r->stride[2];
+}
+
 /* What a chip is running: enough to name both sides of a mismatch. */
 typedef struct tpu_call_sig {
     uint64_t call;  /* call number on this chip */

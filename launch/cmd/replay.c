@@ -15,8 +15,10 @@
 
 #include "tpu/hlo.h"
 
+#include "json.h"
 #include "launch.h"
 #include "replay_mpi.h"
+#include "sink.h"
 
 #include <errno.h>
 #include <math.h>
@@ -375,109 +377,103 @@ static int *rank_rows(int n, const double *total)
     return order;
 }
 
-static void json_num(FILE *out, double v)
-{
-    fprintf(out, "%.6f", isfinite(v) ? v : 0.0);
-}
-
-static void print_json(FILE *out, const tpu_pod_t *pod, const char *path, int index,
+/* The JSON document of the replay ('ms': the real run under mpirun, or NULL). */
+static void write_json(tpu_json_t *j, const tpu_pod_t *pod, const char *path, int index,
                        const tpu_hlo_module_t *mod, const tpu_replay_report_t *r, const int *ci,
                        const int *oi, const tpu_replay_measured_t *ms)
 {
-    int i, n;
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+    int i;
 
-    fprintf(out, "{\"file\": ");
-    tpu_json_str(out, path);
-    fprintf(out, ", \"module\": ");
-    tpu_json_str(out, mod->name);
-    fprintf(out, ", \"module_index\": %d, \"devices\": %d, \"chip\": ", index + 1, r->devices);
-    tpu_json_str(out, pod->chip.name);
-    fprintf(out, ", \"topology\": \"%s\", \"wrap\": \"%s\", \"slices\": %d, \"chips\": %d",
-            pod->shape, pod->wrap, pod->topo.slices, pod->topo.nchips);
-    fprintf(out, ", \"step_us\": ");
-    json_num(out, r->step_us);
-    fprintf(out, ", \"compute_us\": ");
-    json_num(out, r->compute_us);
-    fprintf(out, ", \"comm_us\": ");
-    json_num(out, r->comm_us);
-    fprintf(out, ", \"exposed_comm_us\": ");
-    json_num(out, r->exposed_comm_us);
-    fprintf(out, ", \"hbm_bytes\": %.0f, \"flops\": %.0f", r->hbm_bytes, r->flops);
-    fprintf(out, ", \"custom_calls\": %d, \"unknown_opcodes\": %d, \"unsupported_collectives\": %d",
-            r->custom_calls, r->unknown_opcodes, r->unsupported);
-    fprintf(out, ", \"collectives\": [");
-    for (i = 0, n = 0; i < r->ncolls; i++) {
+    tpu_json_object(j);
+    tpu_json_kstr(j, "file", path);
+    tpu_json_kstr(j, "module", mod->name);
+    tpu_json_kint(j, "module_index", index + 1);
+    tpu_json_kint(j, "devices", r->devices);
+    tpu_json_kstr(j, "chip", tpu_pod_chip(pod)->name);
+    tpu_json_kstr(j, "topology", tpu_pod_shape(pod));
+    tpu_json_kstr(j, "wrap", tpu_pod_wrap(pod));
+    tpu_json_kint(j, "slices", t->slices);
+    tpu_json_kint(j, "chips", t->nchips);
+    tpu_json_kfixed(j, "step_us", r->step_us, 6);
+    tpu_json_kfixed(j, "compute_us", r->compute_us, 6);
+    tpu_json_kfixed(j, "comm_us", r->comm_us, 6);
+    tpu_json_kfixed(j, "exposed_comm_us", r->exposed_comm_us, 6);
+    tpu_json_kfixed(j, "hbm_bytes", r->hbm_bytes, 0);
+    tpu_json_kfixed(j, "flops", r->flops, 0);
+    tpu_json_kint(j, "custom_calls", r->custom_calls);
+    tpu_json_kint(j, "unknown_opcodes", r->unknown_opcodes);
+    tpu_json_kint(j, "unsupported_collectives", r->unsupported);
+    tpu_json_kint(j, "executions", (long long)r->nseq);
+    tpu_json_karray(j, "collectives");
+    for (i = 0; i < r->ncolls; i++) {
         const tpu_replay_coll_t *c = &r->colls[ci[i]];
 
         if (c->executions == 0) {
             continue;
         }
-        fprintf(out, "%s{\"name\": ", n++ ? ", " : "");
-        tpu_json_str(out, c->name);
-        fprintf(out, ", \"opcode\": ");
-        tpu_json_str(out, c->opcode);
-        fprintf(out, ", \"kind\": \"%s\", \"groups\": ", tpu_coll_name(c->desc.kind));
-        tpu_json_str(out, c->groups);
-        fprintf(out,
-                ", \"ngroups\": %d, \"group_size\": %d, \"bytes\": %llu, \"hlo_bytes\": %llu, "
-                "\"executions\": %lld, \"async\": %s, \"supported\": %s, \"modeled_us\": ",
-                c->ngroups, c->group_size, (unsigned long long)c->bytes,
-                (unsigned long long)c->hlo_bytes, (long long)c->executions,
-                c->async ? "true" : "false", c->supported ? "true" : "false");
-        json_num(out, c->modeled_us);
-        fprintf(out, ", \"total_us\": ");
-        json_num(out, c->modeled_us * (double)c->executions);
-        fprintf(out, ", \"exposed_us\": ");
-        json_num(out, c->exposed_us);
-        fprintf(out, ", \"axes\": ");
-        tpu_json_str(out, c->axes);
-        fprintf(out, ", \"algorithm\": ");
-        tpu_json_str(out, c->algorithm);
-        fprintf(out, ", \"note\": ");
-        tpu_json_str(out, c->note);
+        tpu_json_object(j);
+        tpu_json_kstr(j, "name", c->name);
+        tpu_json_kstr(j, "opcode", c->opcode);
+        tpu_json_kstr(j, "kind", tpu_coll_name(c->desc.kind));
+        tpu_json_kstr(j, "groups", c->groups);
+        tpu_json_kint(j, "ngroups", c->ngroups);
+        tpu_json_kint(j, "group_size", c->group_size);
+        tpu_json_kuint(j, "bytes", (unsigned long long)c->bytes);
+        tpu_json_kuint(j, "hlo_bytes", (unsigned long long)c->hlo_bytes);
+        tpu_json_kint(j, "executions", (long long)c->executions);
+        tpu_json_kbool(j, "async", c->async);
+        tpu_json_kbool(j, "supported", c->supported);
+        tpu_json_kfixed(j, "modeled_us", c->modeled_us, 6);
+        tpu_json_kfixed(j, "total_us", c->modeled_us * (double)c->executions, 6);
+        tpu_json_kfixed(j, "exposed_us", c->exposed_us, 6);
+        tpu_json_kstr(j, "axes", c->axes);
+        tpu_json_kstr(j, "algorithm", c->algorithm);
+        tpu_json_kstr(j, "note", c->note);
         if (ms != NULL) {
-            fprintf(out, ", \"runs\": %lld, \"measured_us\": ", (long long)ms->runs[ci[i]]);
-            json_num(out, ms->measured_us[ci[i]]);
-            fprintf(out, ", \"wrong\": %ld", ms->wrong[ci[i]]);
+            tpu_json_kint(j, "runs", (long long)ms->runs[ci[i]]);
+            tpu_json_kfixed(j, "measured_us", ms->measured_us[ci[i]], 3);
+            tpu_json_kint(j, "wrong", ms->wrong[ci[i]]);
         }
-        fprintf(out, ", \"line\": %d}", c->line);
+        tpu_json_kint(j, "line", c->line);
+        tpu_json_object_end(j);
     }
-    fprintf(out, "], \"compute\": [");
-    for (i = 0, n = 0; i < r->nops; i++) {
+    tpu_json_array_end(j);
+    tpu_json_karray(j, "compute");
+    for (i = 0; i < r->nops; i++) {
         const tpu_replay_op_t *op = &r->ops[oi[i]];
 
         if (op->executions == 0) {
             continue;
         }
-        fprintf(out, "%s{\"name\": ", n++ ? ", " : "");
-        tpu_json_str(out, op->name);
-        fprintf(out, ", \"opcode\": ");
-        tpu_json_str(out, op->opcode);
-        fprintf(out, ", \"flops\": %.0f, \"bytes\": %.0f, \"executions\": %lld, \"modeled_us\": ",
-                op->flops, op->bytes, (long long)op->executions);
-        json_num(out, op->modeled_us);
-        fprintf(out, ", \"total_us\": ");
-        json_num(out, op->modeled_us * (double)op->executions);
-        fprintf(out, ", \"bound\": \"%s\", \"custom_call\": %s, \"line\": %d}",
-                op->custom          ? "given"
-                : op->compute_bound ? "compute"
-                                    : "memory",
-                op->custom ? "true" : "false", op->line);
+        tpu_json_object(j);
+        tpu_json_kstr(j, "name", op->name);
+        tpu_json_kstr(j, "opcode", op->opcode);
+        tpu_json_kfixed(j, "flops", op->flops, 0);
+        tpu_json_kfixed(j, "bytes", op->bytes, 0);
+        tpu_json_kint(j, "executions", (long long)op->executions);
+        tpu_json_kfixed(j, "modeled_us", op->modeled_us, 6);
+        tpu_json_kfixed(j, "total_us", op->modeled_us * (double)op->executions, 6);
+        tpu_json_kstr(j, "bound", op->custom ? "given" : op->compute_bound ? "compute" : "memory");
+        tpu_json_kbool(j, "custom_call", op->custom);
+        tpu_json_kint(j, "line", op->line);
+        tpu_json_object_end(j);
     }
-    fprintf(out, "]");
+    tpu_json_array_end(j);
     if (ms != NULL) {
-        fprintf(out,
-                ", \"mpi\": {\"executions\": %lld, \"skipped\": %lld, \"wrong\": %ld, "
-                "\"modeled_mismatches\": %d}",
-                (long long)ms->executions, (long long)ms->skipped, ms->total_wrong,
-                ms->model_mismatches);
+        tpu_json_kobject(j, "mpi");
+        tpu_json_kint(j, "executions", (long long)ms->executions);
+        tpu_json_kint(j, "skipped", (long long)ms->skipped);
+        tpu_json_kint(j, "wrong", ms->total_wrong);
+        tpu_json_kint(j, "modeled_mismatches", ms->model_mismatches);
+        tpu_json_object_end(j);
     }
-    fprintf(out, ", \"warnings\": [");
+    tpu_json_karray(j, "warnings");
     for (i = 0; i < r->nwarnings; i++) {
-        fprintf(out, "%s", i ? ", " : "");
-        tpu_json_str(out, r->warnings[i]);
+        tpu_json_str(j, r->warnings[i]);
     }
-    fprintf(out, "]}\n");
+    tpu_json_array_end(j);
+    tpu_json_object_end(j);
 }
 
 static const char *human_bytes(double b, char *buf, size_t size)
@@ -506,8 +502,9 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
     fprintf(out, "module     %s (%s, module %d of %d): %d devices, %d computations%s\n",
             mod->name[0] ? mod->name : "(no header)", path, index + 1, nmodules, r->devices,
             mod->ncomps, mod->is_scheduled ? ", scheduled" : "");
-    fprintf(out, "pod        %s %s (wrap %s), %d slice%s, %d chips\n", pod->chip.name, pod->shape,
-            pod->wrap, pod->topo.slices, pod->topo.slices > 1 ? "s" : "", pod->topo.nchips);
+    fprintf(out, "pod        %s %s (wrap %s), %d slice%s, %d chips\n", tpu_pod_chip(pod)->name,
+            tpu_pod_shape(pod), tpu_pod_wrap(pod), tpu_pod_topo(pod)->slices,
+            tpu_pod_topo(pod)->slices > 1 ? "s" : "", tpu_pod_topo(pod)->nchips);
     fprintf(out, "step       %12.3f us   critical path of one step\n", r->step_us);
     fprintf(out, "compute    %12.3f us   %.3g GFLOP, HBM traffic %s\n", r->compute_us,
             r->flops / 1e9, human_bytes(r->hbm_bytes, b1, sizeof(b1)));
@@ -619,7 +616,8 @@ int tpu_cmd_replay(int argc, char **argv)
     tpu_err_t err = {0};
     tpu_opts_t o;
     replay_args_t a;
-    tpu_pod_t pod;
+    tpu_pod_t *pod = NULL;
+    FILE *txt;
     kv_list_t *trips = NULL, *customs = NULL;
     char *text = NULL;
     size_t len = 0;
@@ -709,7 +707,7 @@ int tpu_cmd_replay(int argc, char **argv)
     m = a.module - 1;
     if (m < 0) {
         for (m = 0; m < hf->nmodules; m++) {
-            if (tpu_replay_device_count(&hf->modules[m]) == pod.topo.nchips) {
+            if (tpu_replay_device_count(&hf->modules[m]) == tpu_pod_topo(pod)->nchips) {
                 break;
             }
         }
@@ -727,7 +725,8 @@ int tpu_cmd_replay(int argc, char **argv)
     ropts.ncustom = customs->n;
     ropts.custom_names = (const char *const *)customs->names;
     ropts.custom_us = customs->values;
-    status = tpu_replay_run(mod, &pod.topo, &pod.link, &pod.chip, &ropts, &rep, &err);
+    status = tpu_replay_run(mod, tpu_pod_topo(pod), tpu_pod_link(pod), tpu_pod_chip(pod), &ropts,
+                            &rep, &err);
     if (status != TPU_OK) {
         goto fail;
     }
@@ -785,25 +784,28 @@ int tpu_cmd_replay(int argc, char **argv)
             fprintf(stderr, "tpuemu: warning: %s\n", rep->warnings[i]);
         }
     }
+    txt = tpu_sink_text(o.json, NULL);
+    print_text(txt, pod, a.path, m, hf->nmodules, mod, rep, ci, oi, a.top);
+    if (mpi) {
+        print_measured(txt, rep, &ms, ci, job.nranks);
+    }
     if (o.json != NULL) {
-        int close_out;
-        FILE *out = tpu_open_output(o.json, &close_out, &err);
+        tpu_sink_t sink;
+        tpu_json_t j;
 
-        if (out == NULL) {
+        if (tpu_sink_open(&sink, o.json, &err) != TPU_OK) {
             goto fail;
         }
-        print_json(out, &pod, a.path, m, mod, rep, ci, oi, mpi ? &ms : NULL);
-        if (close_out) {
-            fclose(out);
-        }
-        if (strcmp(o.json, "-") == 0) {
-            rc = TPU_EXIT_OK;
+        tpu_json_init(&j, sink.f);
+        write_json(&j, pod, a.path, m, mod, rep, ci, oi, mpi ? &ms : NULL);
+        status = tpu_json_end(&j, &err);
+        if (tpu_sink_close(&sink, &err) != TPU_OK || status != TPU_OK) {
+            if (rank0) {
+                tpu_die_msg(err.msg);
+            }
+            rc = TPU_EXIT_FAIL;
             goto out;
         }
-    }
-    print_text(stdout, &pod, a.path, m, hf->nmodules, mod, rep, ci, oi, a.top);
-    if (mpi) {
-        print_measured(stdout, rep, &ms, ci, job.nranks);
     }
     rc = ms.total_wrong > 0 || ms.model_mismatches > 0 ? TPU_EXIT_FAIL : TPU_EXIT_OK;
     goto out;
@@ -829,10 +831,8 @@ out:
     free(trips);
     free(customs);
     if (mpi) {
-        if (rc == TPU_EXIT_OK && (ms.total_wrong > 0 || ms.model_mismatches > 0)) {
-            rc = TPU_EXIT_FAIL;
-        }
         return tpu_job_end(&job, rc);
     }
+    tpu_pod_destroy(pod);
     return rc;
 }

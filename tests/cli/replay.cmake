@@ -65,3 +65,15 @@ tpu_cli_test(replay_readme_v5e 0 "ag\\.w2 +all-gather +x +4 +32\\.0 MiB +8" ${TP
   ${HLO}/mlp_fsdp_tp_16dev.hlo --topology 4x4)
 tpu_cli_test(replay_readme_v5p 0 "ar\\.y +psum +z +4 +4\\.0 MiB +8" ${TPUEMU} replay
   ${HLO}/mlp_fsdp_tp_64dev.hlo --chip v5p --topology 4x4x4)
+
+# The JSON document, checked by the output layer's json_check.py.
+if(COMMAND tpu_json_test)
+  tpu_json_test(replay --has step_us --has compute_us --has comm_us --has exposed_comm_us
+    --has collectives.0.name --has collectives.0.kind --has collectives.0.bytes
+    --has collectives.0.group_size --has collectives.0.executions --has collectives.0.modeled_us
+    --has compute.0.name --has compute.0.flops --has compute.0.bytes --has compute.0.modeled_us
+    --equal devices=16 --equal chips=16
+    -- ${TPUEMU} replay ${HLO}/mlp_fsdp_tp_16dev.hlo --topology 4x4 --json -)
+endif()
+tpu_cli_test(replay_json_dev_full nonzero "cannot write '/dev/full'" ${TPUEMU} replay
+  ${HLO}/coll_4x4.hlo --topology 4x4 --json /dev/full)

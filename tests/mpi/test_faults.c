@@ -50,7 +50,13 @@ int main(int argc, char **argv)
         tpu_coll_run_opts_t o = {7, watchdog ? 1.0 : 10.0, !watchdog, 0};
         void *ins[1] = {in}, *outs[1] = {out};
 
-        status = tpu_coll_run(plan, x, &o, ins, outs, &us, &err);
+        tpu_coll_exec_t *exec = NULL;
+
+        status = tpu_coll_exec_create(plan, x, &exec, &err);
+        if (status == TPU_OK) {
+            status = tpu_coll_exec_run(exec, &o, ins, outs, &us, &err);
+        }
+        tpu_coll_exec_destroy(exec);
         printf("rank %d: %s\n", rank, err.msg);
         if (watchdog) {
             /* Each chip names what it still waits for; the neighbours of chip 1 name it. */

@@ -78,12 +78,12 @@ void tpu_test_alloc_fail_after(long budget)
     budget_left = budget;
     live = 0;
     failed = 0;
-    tpu_set_allocator(fail_malloc, fail_realloc, fail_calloc, fail_free);
+    tpu_alloc_set(fail_malloc, fail_realloc, fail_calloc, fail_free);
 }
 
 void tpu_test_alloc_restore(void)
 {
-    tpu_set_allocator(NULL, NULL, NULL, NULL);
+    tpu_alloc_set(NULL, NULL, NULL, NULL);
 }
 
 long tpu_test_alloc_live(void)

@@ -76,7 +76,7 @@ static void test_cases_scalar(void **state)
 
     (void)state;
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        uint16_t got = tpu_f32_to_bf16(from_bits(cases[i].f32));
+        uint16_t got = tpu_dtype_f32_to_bf16(from_bits(cases[i].f32));
 
         if (got != cases[i].bf16) {
             fail_msg("%s: f32 0x%08x -> 0x%04x, expected 0x%04x", cases[i].what,
@@ -98,7 +98,7 @@ static void test_cases_bulk(void **state)
     for (i = 0; i < N; i++) {
         in[i] = from_bits(cases[i].f32);
     }
-    tpu__bf16_narrow(in, out, N);
+    tpu_dtype_bf16_narrow(in, out, N);
     for (i = 0; i < N; i++) {
         if (out[i] != cases[i].bf16) {
             fail_msg("bulk %s: 0x%04x, expected 0x%04x", cases[i].what, (unsigned)out[i],
@@ -118,16 +118,16 @@ static void test_nan_stays_nan(void **state)
 
     (void)state;
     for (i = 0; i < sizeof(nans) / sizeof(nans[0]); i++) {
-        uint16_t h = tpu_f32_to_bf16(from_bits(nans[i]));
+        uint16_t h = tpu_dtype_f32_to_bf16(from_bits(nans[i]));
 
         assert_true(is_nan16(h));
         assert_int_equal(h & 0x0040u, 0x0040u); /* quiet */
         assert_int_equal(h & 0x8000u, (nans[i] >> 16) & 0x8000u);
         in[i] = from_bits(nans[i]);
     }
-    tpu__bf16_narrow(in, out, sizeof(nans) / sizeof(nans[0]));
+    tpu_dtype_bf16_narrow(in, out, sizeof(nans) / sizeof(nans[0]));
     for (i = 0; i < sizeof(nans) / sizeof(nans[0]); i++) {
-        assert_int_equal(out[i], tpu_f32_to_bf16(in[i]));
+        assert_int_equal(out[i], tpu_dtype_f32_to_bf16(in[i]));
     }
 }
 
@@ -143,11 +143,11 @@ static void test_round_trip_all(void **state)
     for (h = 0; h < 65536; h++) {
         all[h] = (uint16_t)h;
     }
-    tpu__bf16_widen(all, wide, 65536);
-    tpu__bf16_narrow(wide, back, 65536);
+    tpu_dtype_bf16_widen(all, wide, 65536);
+    tpu_dtype_bf16_narrow(wide, back, 65536);
     for (h = 0; h < 65536; h++) {
         assert_int_equal(to_bits(wide[h]), h << 16);
-        assert_int_equal(to_bits(tpu_bf16_to_f32((uint16_t)h)), h << 16);
+        assert_int_equal(to_bits(tpu_dtype_bf16_to_f32((uint16_t)h)), h << 16);
         if (is_nan16((uint16_t)h)) {
             assert_true(is_nan16(back[h]));
         } else {
@@ -173,11 +173,11 @@ static void test_bulk_matches_scalar(void **state)
         x = x * 1664525u + 1013904223u;
         in[i] = from_bits(i % 7 == 0 ? (x & 0xffff8000u) | 0x8000u : x);
     }
-    tpu__bf16_narrow(in, out, N);
+    tpu_dtype_bf16_narrow(in, out, N);
     for (i = 0; i < N; i++) {
-        if (out[i] != tpu_f32_to_bf16(in[i])) {
+        if (out[i] != tpu_dtype_f32_to_bf16(in[i])) {
             fail_msg("index %zu: f32 0x%08x bulk 0x%04x scalar 0x%04x", i, (unsigned)to_bits(in[i]),
-                     (unsigned)out[i], (unsigned)tpu_f32_to_bf16(in[i]));
+                     (unsigned)out[i], (unsigned)tpu_dtype_f32_to_bf16(in[i]));
         }
     }
 }

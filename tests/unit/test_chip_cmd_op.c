@@ -1,9 +1,9 @@
 /*
  * "tpuemu model --op ...": the table, the JSON object, and one line plus exit
- * code 2 for every kind of bad input.  Calls tpu__cmd_model_op() directly and
- * captures stdout and stderr.
+ * code 2 for every kind of bad input.  Calls tpu_main() ("tpuemu model ARGS")
+ * in process and captures stdout and stderr.
  */
-#include "cmd_op.h"
+#include "launch.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,19 +39,25 @@ static void run(captured_t *c, const char *const *args)
     int saved_out;
     int saved_err;
     int argc = 0;
+    char *argv[32];
 
     assert_non_null(out);
     assert_non_null(err);
-    while (args[argc] != NULL) {
-        argc++;
+    argv[argc++] = (char *)"tpuemu";
+    if (args[0] == NULL || strcmp(args[0], "model") != 0) {
+        argv[argc++] = (char *)"model";
     }
+    while (*args != NULL && argc < 31) {
+        argv[argc++] = (char *)*args++;
+    }
+    argv[argc] = NULL;
     fflush(stdout);
     fflush(stderr);
     saved_out = dup(1);
     saved_err = dup(2);
     dup2(fileno(out), 1);
     dup2(fileno(err), 2);
-    c->rc = tpu__cmd_model_op(argc, (char **)args);
+    c->rc = tpu_main(argc, argv);
     fflush(stdout);
     fflush(stderr);
     dup2(saved_out, 1);
@@ -74,14 +80,14 @@ static void test_matmul_json(void **state)
     run(&c, args);
     assert_int_equal(c.rc, 0);
     assert_string_equal(c.err, "");
-    assert_non_null(strstr(c.out, "{\"chip\":\"v5e\",\"op\":\"matmul\",\"dtype\":\"bf16\""));
-    assert_non_null(strstr(c.out, "\"m\":8192,\"k\":8192,\"n\":8192"));
-    assert_non_null(strstr(c.out, "\"flops\":1099511627776"));
-    assert_non_null(strstr(c.out, "\"hbm_bytes\":402653184"));
-    assert_non_null(strstr(c.out, "\"intensity\":2730.67"));
-    assert_non_null(strstr(c.out, "\"modeled_us\":5581.277"));
-    assert_non_null(strstr(c.out, "\"bound\":\"compute\""));
-    assert_non_null(strstr(c.out, "\"pipelined_us\":"));
+    assert_non_null(strstr(c.out, "{\"chip\": \"v5e\", \"op\": \"matmul\", \"dtype\": \"bf16\""));
+    assert_non_null(strstr(c.out, "\"m\": 8192, \"k\": 8192, \"n\": 8192"));
+    assert_non_null(strstr(c.out, "\"flops\": 1099511627776"));
+    assert_non_null(strstr(c.out, "\"hbm_bytes\": 402653184"));
+    assert_non_null(strstr(c.out, "\"intensity\": 2730.67"));
+    assert_non_null(strstr(c.out, "\"modeled_us\": 5581.277"));
+    assert_non_null(strstr(c.out, "\"bound\": \"compute\""));
+    assert_non_null(strstr(c.out, "\"pipelined_us\": "));
     assert_ptr_equal(strchr(c.out, '\n'), c.out + strlen(c.out) - 1); /* one line */
 }
 
@@ -96,17 +102,17 @@ static void test_add_json_and_table(void **state)
     (void)state;
     run(&c, json);
     assert_int_equal(c.rc, 0);
-    assert_non_null(strstr(c.out, "\"op\":\"add\""));
-    assert_non_null(strstr(c.out, "\"elements\":67108864"));
-    assert_non_null(strstr(c.out, "\"modeled_us\":497.10"));
-    assert_non_null(strstr(c.out, "\"bound\":\"memory\""));
+    assert_non_null(strstr(c.out, "\"op\": \"add\""));
+    assert_non_null(strstr(c.out, "\"elements\": 67108864"));
+    assert_non_null(strstr(c.out, "\"modeled_us\": 497.10"));
+    assert_non_null(strstr(c.out, "\"bound\": \"memory\""));
     run(&c, table);
     assert_int_equal(c.rc, 0);
     assert_non_null(strstr(c.out, "modeled      335.544 us, memory-bound"));
     assert_non_null(strstr(c.out, "pipelined"));
     run(&c, sm);
     assert_int_equal(c.rc, 0);
-    assert_non_null(strstr(c.out, "\"rows\":32,\"cols\":128"));
+    assert_non_null(strstr(c.out, "\"rows\": 32, \"cols\": 128"));
 }
 
 static void test_help(void **state)
@@ -129,7 +135,7 @@ static void test_bad_input(void **state)
     } cases[] = {
         {{"--op", "conv", "--elements", "4"}, "unknown op 'conv'"},
         {{"--op", "add", "--elements", "4", "--dtype", "fp8"}, "unknown dtype 'fp8'"},
-        {{"--op", "add", "--elements", "4", "--frobnicate", "1"}, "unknown flag '--frobnicate'"},
+        {{"--op", "add", "--elements", "4", "--frobnicate", "1"}, "unknown option '--frobnicate'"},
         {{"--op", "matmul", "--m", "4", "--k", "4"}, "needs --m, --k and --n"},
         {{"--op", "matmul", "--m", "0", "--k", "4", "--n", "4"}, "--m must be positive"},
         {{"--op", "matmul", "--m", "-3", "--k", "4", "--n", "4"}, "--m must be a plain"},
@@ -139,14 +145,14 @@ static void test_bad_input(void **state)
         {{"--op", "add"}, "needs --elements"},
         {{"--op", "add", "--elements", "0"}, "--elements must be positive"},
         {{"--op", "add", "--elements", "8", "--m", "3"}, "--m does not apply to --op add"},
-        {{"--op", "exp", "--elements", "8", "--dtype", "int8"}, "exp does not take int8"},
+        {{"--op", "exp", "--elements", "8", "--dtype", "int8"}, "exp does not take i8"},
         {{"--op", "softmax", "--elements", "10", "--cols", "3"}, "not a whole number of rows"},
         {{"--op", "add", "--elements", "10", "--cols", "5"}, "--cols applies to"},
         {{"--op", "matmul", "--m", "4", "--k", "4", "--n", "4", "--dtype", "int32"},
-         "does not take int32"},
+         "does not take i32"},
         {{"--op", "matmul", "--m", "4", "--k", "4", "--n", "4", "--dtype", "int8", "--out-dtype",
           "bf16"},
-         "int8 inputs with bf16 output"},
+         "i8 inputs with bf16 output"},
         {{"--elements", "4"}, "--op is required"},
         {{"--op"}, "--op needs a value"},
         {{"stray"}, "unexpected argument 'stray'"},

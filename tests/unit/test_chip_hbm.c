@@ -5,8 +5,10 @@
  */
 #include "tpu/chip.h"
 #include "tpu/hbm.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
 
 #include "test_support.h"
 
@@ -199,7 +201,7 @@ static tpu_status_t scenario_matmul(tpu_err_t *err)
 {
     tpu_chip_spec_t spec = preset("v5e");
     tpu_status_t status;
-    tpu_matmul_desc_t desc;
+    tpu_mxu_desc_t desc;
     tpu_vmem_t *vmem = NULL;
     uint16_t a[6 * 5] = {0};
     uint16_t b[5 * 7] = {0};
@@ -209,14 +211,14 @@ static tpu_status_t scenario_matmul(tpu_err_t *err)
     if (status != TPU_OK) {
         goto out;
     }
-    tpu_matmul_desc_init(&desc, 6, 5, 7, TPU_ELEM_BF16);
-    status = tpu_op_matmul(vmem, &desc, a, b, c, NULL, err);
+    tpu_mxu_desc_init(&desc, 6, 5, 7, TPU_DTYPE_BF16);
+    status = tpu_mxu_matmul(vmem, &desc, a, b, c, NULL, err);
     if (status != TPU_OK) {
         goto out_destroy;
     }
-    desc.in = TPU_ELEM_INT8;
-    desc.out = TPU_ELEM_INT32;
-    status = tpu_op_matmul(vmem, &desc, a, b, c, NULL, err);
+    desc.in = TPU_DTYPE_I8;
+    desc.out = TPU_DTYPE_I32;
+    status = tpu_mxu_matmul(vmem, &desc, a, b, c, NULL, err);
 out_destroy:
     tpu_vmem_destroy(vmem);
 out:
@@ -236,13 +238,13 @@ static tpu_status_t scenario_vpu(tpu_err_t *err)
     if (status != TPU_OK) {
         goto out;
     }
-    tpu_vpu_desc_init(&desc, TPU_VPU_SOFTMAX, TPU_ELEM_BF16, 3, 50);
-    status = tpu_op_vpu(vmem, &desc, x, NULL, y, NULL, err);
+    tpu_vpu_desc_init(&desc, TPU_VPU_SOFTMAX, TPU_DTYPE_BF16, 3, 50);
+    status = tpu_vpu_run(vmem, &desc, x, NULL, y, NULL, err);
     if (status != TPU_OK) {
         goto out_destroy;
     }
-    tpu_vpu_desc_init(&desc, TPU_VPU_SUM, TPU_ELEM_BF16, 3, 50);
-    status = tpu_op_vpu(vmem, &desc, x, NULL, y, NULL, err);
+    tpu_vpu_desc_init(&desc, TPU_VPU_SUM, TPU_DTYPE_BF16, 3, 50);
+    status = tpu_vpu_run(vmem, &desc, x, NULL, y, NULL, err);
 out_destroy:
     tpu_vmem_destroy(vmem);
 out:

@@ -6,8 +6,10 @@
  */
 #include "tpu/chip.h"
 #include "tpu/dtype.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
 
 #include "test_support.h"
 
@@ -87,7 +89,7 @@ static void check_against_reference(const double *a, const double *b, const floa
     }
 }
 
-static void run_float_case(tpu_vmem_t *vmem, const shape_t *s, tpu_elem_t in, tpu_elem_t out)
+static void run_float_case(tpu_vmem_t *vmem, const shape_t *s, tpu_dtype_t in, tpu_dtype_t out)
 {
     const size_t mk = (size_t)(s->m * s->k);
     const size_t kn = (size_t)(s->k * s->n);
@@ -98,8 +100,8 @@ static void run_float_case(tpu_vmem_t *vmem, const shape_t *s, tpu_elem_t in, tp
     void *b = malloc(kn * 4);
     void *c = malloc(mn * 4);
     float *cf = malloc(mn * sizeof(float));
-    tpu_matmul_desc_t desc;
-    tpu_op_report_t rep;
+    tpu_mxu_desc_t desc;
+    tpu_roofline_report_t rep;
     tpu_err_t err = {0};
     uint32_t seed = (uint32_t)(s->m * 31 + s->k * 7 + s->n);
     size_t i;
@@ -107,9 +109,9 @@ static void run_float_case(tpu_vmem_t *vmem, const shape_t *s, tpu_elem_t in, tp
     for (i = 0; i < mk; i++) {
         float v = rnd(&seed);
 
-        if (in == TPU_ELEM_BF16) {
-            ((uint16_t *)a)[i] = tpu_f32_to_bf16(v);
-            ad[i] = tpu_bf16_to_f32(((uint16_t *)a)[i]);
+        if (in == TPU_DTYPE_BF16) {
+            ((uint16_t *)a)[i] = tpu_dtype_f32_to_bf16(v);
+            ad[i] = tpu_dtype_bf16_to_f32(((uint16_t *)a)[i]);
         } else {
             ((float *)a)[i] = v;
             ad[i] = v;
@@ -118,31 +120,31 @@ static void run_float_case(tpu_vmem_t *vmem, const shape_t *s, tpu_elem_t in, tp
     for (i = 0; i < kn; i++) {
         float v = rnd(&seed);
 
-        if (in == TPU_ELEM_BF16) {
-            ((uint16_t *)b)[i] = tpu_f32_to_bf16(v);
-            bd[i] = tpu_bf16_to_f32(((uint16_t *)b)[i]);
+        if (in == TPU_DTYPE_BF16) {
+            ((uint16_t *)b)[i] = tpu_dtype_f32_to_bf16(v);
+            bd[i] = tpu_dtype_bf16_to_f32(((uint16_t *)b)[i]);
         } else {
             ((float *)b)[i] = v;
             bd[i] = v;
         }
     }
     memset(c, 0xff, mn * 4); /* NaN everywhere: every element must be written */
-    tpu_matmul_desc_init(&desc, s->m, s->k, s->n, in);
+    tpu_mxu_desc_init(&desc, s->m, s->k, s->n, in);
     desc.out = out;
     desc.bm = s->bm;
     desc.bk = s->bk;
     desc.bn = s->bn;
-    if (tpu_op_matmul(vmem, &desc, a, b, c, &rep, &err) != TPU_OK) {
+    if (tpu_mxu_matmul(vmem, &desc, a, b, c, &rep, &err) != TPU_OK) {
         fail_msg("%s", err.msg);
     }
     for (i = 0; i < mn; i++) {
-        cf[i] = out == TPU_ELEM_BF16 ? tpu_bf16_to_f32(((uint16_t *)c)[i]) : ((float *)c)[i];
+        cf[i] = out == TPU_DTYPE_BF16 ? tpu_dtype_bf16_to_f32(((uint16_t *)c)[i]) : ((float *)c)[i];
     }
-    check_against_reference(ad, bd, cf, s, out == TPU_ELEM_BF16);
-    if (out == TPU_ELEM_BF16) {
+    check_against_reference(ad, bd, cf, s, out == TPU_DTYPE_BF16);
+    if (out == TPU_DTYPE_BF16) {
         /* bf16 output: the f32 result rounded once, to nearest even. */
         for (i = 0; i < mn; i++) {
-            assert_int_equal(((uint16_t *)c)[i], tpu_f32_to_bf16(cf[i]));
+            assert_int_equal(((uint16_t *)c)[i], tpu_dtype_f32_to_bf16(cf[i]));
         }
     }
     assert_float_equal(rep.roofline.flops, 2.0 * s->m * s->k * s->n, 0);
@@ -167,8 +169,8 @@ static void test_bf16_odd_shapes(void **state)
 
     (void)state;
     for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-        run_float_case(vmem, &shapes[i], TPU_ELEM_BF16, TPU_ELEM_BF16);
-        run_float_case(vmem, &shapes[i], TPU_ELEM_BF16, TPU_ELEM_F32);
+        run_float_case(vmem, &shapes[i], TPU_DTYPE_BF16, TPU_DTYPE_BF16);
+        run_float_case(vmem, &shapes[i], TPU_DTYPE_BF16, TPU_DTYPE_F32);
     }
     tpu_vmem_destroy(vmem);
 }
@@ -180,7 +182,7 @@ static void test_f32_odd_shapes(void **state)
 
     (void)state;
     for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-        run_float_case(vmem, &shapes[i], TPU_ELEM_F32, TPU_ELEM_F32);
+        run_float_case(vmem, &shapes[i], TPU_DTYPE_F32, TPU_DTYPE_F32);
     }
     tpu_vmem_destroy(vmem);
 }
@@ -194,21 +196,21 @@ static void test_bf16_exact_small(void **state)
     uint16_t b[4] = {0x4080, 0x3e00, 0xbf80, 0x4100};
     float c[4];
     uint16_t c16[4];
-    tpu_matmul_desc_t desc;
+    tpu_mxu_desc_t desc;
 
     (void)state;
-    tpu_matmul_desc_init(&desc, 2, 2, 2, TPU_ELEM_BF16);
-    desc.out = TPU_ELEM_F32;
-    assert_int_equal(tpu_op_matmul(vmem, &desc, a, b, c, NULL, NULL), TPU_OK);
+    tpu_mxu_desc_init(&desc, 2, 2, 2, TPU_DTYPE_BF16);
+    desc.out = TPU_DTYPE_F32;
+    assert_int_equal(tpu_mxu_matmul(vmem, &desc, a, b, c, NULL, NULL), TPU_OK);
     assert_float_equal(c[0], 1.5 * 4 + 2.25, 0);
     assert_float_equal(c[1], 1.5 * 0.125 - 2.25 * 8, 0); /* -17.8125: 9 significant bits */
     assert_float_equal(c[2], 3 * 4 - 0.5, 0);
     assert_float_equal(c[3], 3 * 0.125 + 0.5 * 8, 0);
     /* With a bf16 output, -17.8125 is a tie between -17.75 and -17.875: to even. */
-    desc.out = TPU_ELEM_BF16;
-    assert_int_equal(tpu_op_matmul(vmem, &desc, a, b, c16, NULL, NULL), TPU_OK);
-    assert_float_equal(tpu_bf16_to_f32(c16[1]), -17.75, 0);
-    assert_float_equal(tpu_bf16_to_f32(c16[0]), 8.25, 0);
+    desc.out = TPU_DTYPE_BF16;
+    assert_int_equal(tpu_mxu_matmul(vmem, &desc, a, b, c16, NULL, NULL), TPU_OK);
+    assert_float_equal(tpu_dtype_bf16_to_f32(c16[1]), -17.75, 0);
+    assert_float_equal(tpu_dtype_bf16_to_f32(c16[0]), 8.25, 0);
     tpu_vmem_destroy(vmem);
 }
 
@@ -217,7 +219,7 @@ static void run_int8_case(tpu_vmem_t *vmem, int64_t m, int64_t k, int64_t n, int
     int8_t *a = malloc((size_t)(m * k));
     int8_t *b = malloc((size_t)(k * n));
     int32_t *c = malloc((size_t)(m * n) * 4);
-    tpu_matmul_desc_t desc;
+    tpu_mxu_desc_t desc;
     tpu_err_t err = {0};
     uint32_t seed = 99;
     int64_t i, j, p;
@@ -231,10 +233,10 @@ static void run_int8_case(tpu_vmem_t *vmem, int64_t m, int64_t k, int64_t n, int
     a[0] = -128;
     b[0] = -128;
     b[k * n - 1] = 127;
-    tpu_matmul_desc_init(&desc, m, k, n, TPU_ELEM_INT8);
-    assert_int_equal(desc.out, TPU_ELEM_INT32);
+    tpu_mxu_desc_init(&desc, m, k, n, TPU_DTYPE_I8);
+    assert_int_equal(desc.out, TPU_DTYPE_I32);
     desc.bk = bk;
-    if (tpu_op_matmul(vmem, &desc, a, b, c, NULL, &err) != TPU_OK) {
+    if (tpu_mxu_matmul(vmem, &desc, a, b, c, NULL, &err) != TPU_OK) {
         fail_msg("%s", err.msg);
     }
     for (i = 0; i < m; i++) {
@@ -274,7 +276,7 @@ static void test_int8_large_sums_wrap(void **state)
     int8_t *a = malloc(K);
     int8_t *b = malloc(K);
     int32_t c = 0;
-    tpu_matmul_desc_t desc;
+    tpu_mxu_desc_t desc;
     int64_t exact;
     uint32_t wrapped;
     int32_t expect;
@@ -287,8 +289,8 @@ static void test_int8_large_sums_wrap(void **state)
     exact = (int64_t)(K - 1) * 16384 + 1;
     wrapped = (uint32_t)exact;
     memcpy(&expect, &wrapped, sizeof(expect));
-    tpu_matmul_desc_init(&desc, 1, K, 1, TPU_ELEM_INT8);
-    assert_int_equal(tpu_op_matmul(vmem, &desc, a, b, &c, NULL, NULL), TPU_OK);
+    tpu_mxu_desc_init(&desc, 1, K, 1, TPU_DTYPE_I8);
+    assert_int_equal(tpu_mxu_matmul(vmem, &desc, a, b, &c, NULL, NULL), TPU_OK);
     assert_true(exact > INT32_MAX);
     assert_int_equal(c, expect);
     free(a);
@@ -300,15 +302,15 @@ static void test_int8_large_sums_wrap(void **state)
 static void test_pipeline_counts(void **state)
 {
     tpu_vmem_t *vmem = make_vmem("v5e");
-    tpu_matmul_desc_t desc;
-    tpu_op_report_t rep;
+    tpu_mxu_desc_t desc;
+    tpu_roofline_report_t rep;
 
     (void)state;
-    tpu_matmul_desc_init(&desc, 256, 640, 384, TPU_ELEM_BF16);
+    tpu_mxu_desc_init(&desc, 256, 640, 384, TPU_DTYPE_BF16);
     desc.bm = 128;
     desc.bk = 128;
     desc.bn = 128;
-    assert_int_equal(tpu_op_matmul_model(vmem, &desc, &rep, NULL), TPU_OK);
+    assert_int_equal(tpu_mxu_matmul_model(vmem, &desc, &rep, NULL), TPU_OK);
     assert_int_equal(rep.pipeline.steps, 2 * 3 * 5);
     assert_int_equal(rep.pipeline.fetches, 2 * 30); /* A and B change every step */
     assert_int_equal(rep.pipeline.writebacks, 6);
@@ -320,7 +322,7 @@ static void test_pipeline_counts(void **state)
 
     /* With k in one block, A's block survives the j loop. */
     desc.bk = 0;
-    assert_int_equal(tpu_op_matmul_model(vmem, &desc, &rep, NULL), TPU_OK);
+    assert_int_equal(tpu_mxu_matmul_model(vmem, &desc, &rep, NULL), TPU_OK);
     assert_int_equal(rep.block[1], 640);
     assert_int_equal(rep.pipeline.fetches, 2 + 6);
     assert_int_equal(rep.pipeline.fetches_skipped, 4);
@@ -331,16 +333,16 @@ static void test_pipeline_counts(void **state)
 static void test_block_choice(void **state)
 {
     static const char *const chips[] = {"v4", "v5e", "v5p", "v6e", "v7"};
-    tpu_matmul_desc_t desc;
-    tpu_op_report_t rep;
+    tpu_mxu_desc_t desc;
+    tpu_roofline_report_t rep;
     size_t i;
 
     (void)state;
     for (i = 0; i < sizeof(chips) / sizeof(chips[0]); i++) {
         tpu_vmem_t *vmem = make_vmem(chips[i]);
 
-        tpu_matmul_desc_init(&desc, 8192, 8192, 8192, TPU_ELEM_BF16);
-        assert_int_equal(tpu_op_matmul_model(vmem, &desc, &rep, NULL), TPU_OK);
+        tpu_mxu_desc_init(&desc, 8192, 8192, 8192, TPU_DTYPE_BF16);
+        assert_int_equal(tpu_mxu_matmul_model(vmem, &desc, &rep, NULL), TPU_OK);
         assert_true(rep.pipeline.vmem_bytes <= (double)tpu_vmem_capacity(vmem));
         assert_true(rep.pipeline.modeled_us >= rep.roofline.modeled_us * (1 - 1e-12));
         assert_true(rep.pipeline.modeled_us <= rep.roofline.modeled_us * 1.05);
@@ -357,26 +359,26 @@ static void test_block_choice(void **state)
 static void test_bad_requests(void **state)
 {
     tpu_vmem_t *vmem = make_vmem("v5e");
-    tpu_matmul_desc_t desc;
+    tpu_mxu_desc_t desc;
     tpu_err_t err = {0};
     float x[4] = {0};
 
     (void)state;
-    tpu_matmul_desc_init(&desc, 0, 4, 4, TPU_ELEM_BF16);
-    assert_int_equal(tpu_op_matmul(vmem, &desc, x, x, x, NULL, &err), TPU_ERR_INVALID);
+    tpu_mxu_desc_init(&desc, 0, 4, 4, TPU_DTYPE_BF16);
+    assert_int_equal(tpu_mxu_matmul(vmem, &desc, x, x, x, NULL, &err), TPU_ERR_INVALID);
     assert_non_null(strstr(err.msg, "m 0"));
-    tpu_matmul_desc_init(&desc, 2, 2, 2, TPU_ELEM_INT8);
-    desc.out = TPU_ELEM_BF16;
+    tpu_mxu_desc_init(&desc, 2, 2, 2, TPU_DTYPE_I8);
+    desc.out = TPU_DTYPE_BF16;
     tpu_err_clear(&err);
-    assert_int_equal(tpu_op_matmul(vmem, &desc, x, x, x, NULL, &err), TPU_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "int8 inputs with bf16 output"));
-    tpu_matmul_desc_init(&desc, 2, 2, 2, TPU_ELEM_F32);
-    assert_int_equal(tpu_op_matmul(vmem, &desc, x, NULL, x, NULL, NULL), TPU_ERR_INVALID);
+    assert_int_equal(tpu_mxu_matmul(vmem, &desc, x, x, x, NULL, &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "i8 inputs with bf16 output"));
+    tpu_mxu_desc_init(&desc, 2, 2, 2, TPU_DTYPE_F32);
+    assert_int_equal(tpu_mxu_matmul(vmem, &desc, x, NULL, x, NULL, NULL), TPU_ERR_INVALID);
     /* Given blocks that do not fit: 2 x 3 x 4096^2 x 4 bytes = 384 MiB. */
-    tpu_matmul_desc_init(&desc, 8192, 8192, 8192, TPU_ELEM_F32);
+    tpu_mxu_desc_init(&desc, 8192, 8192, 8192, TPU_DTYPE_F32);
     desc.bm = desc.bk = desc.bn = 4096;
     tpu_err_clear(&err);
-    assert_int_equal(tpu_op_matmul_model(vmem, &desc, NULL, &err), TPU_ERR_RESOURCE_EXHAUSTED);
+    assert_int_equal(tpu_mxu_matmul_model(vmem, &desc, NULL, &err), TPU_ERR_RESOURCE_EXHAUSTED);
     assert_string_equal(err.msg, "matmul on chip v5e: VMEM plan needs 384.0 MiB (2 x 3 blocks), "
                                  "capacity 128.0 MiB");
     tpu_vmem_destroy(vmem);

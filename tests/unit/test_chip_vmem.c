@@ -4,8 +4,10 @@
  * blocks, the pipelined time model, and the VMEM plan check.
  */
 #include "tpu/chip.h"
-#include "tpu/ops.h"
+#include "tpu/mxu.h"
+#include "tpu/roofline.h"
 #include "tpu/vmem.h"
+#include "tpu/vpu.h"
 
 #include "test_support.h"
 
@@ -63,7 +65,7 @@ static tpu_status_t saxpy_body(tpu_vmem_step_t *step, tpu_vmem_ref_t *refs, void
     (void)err;
     s->steps_seen++;
     step->flops = 2.0 * (double)(x->valid[0] * x->valid[1]);
-    step->compute_s = tpu_op_vpu_seconds(step->spec, x->valid[0] * x->valid[1], 2);
+    step->compute_s = tpu_vpu_seconds(step->spec, x->valid[0] * x->valid[1], 2);
     if (step->model_only) {
         return TPU_OK; /* tpu_vmem_model(): the cost only, no data */
     }

@@ -1,7 +1,9 @@
 /*
  * The collectives over the loopback and sim transports, for many shapes (1 to 3
  * axes, with and without wraparound, non-powers of two, two slices), every axis
- * subset and every collective:
+ * subset, every collective, and every algorithm of the registry
+ * (collectives/algorithms.def, forced with desc.algo) besides the one the cost
+ * model picks:
  *   - the result equals the reference computation on every chip;
  *   - every schedule delivers every byte of an all-gather to every chip exactly
  *     once (each block written once, the chip's own block never);
@@ -14,7 +16,7 @@
 #include "tpu/chip.h"
 #include "tpu/coll.h"
 
-#include "coll_internal.h"
+#include "plan.h"
 #include "test_support.h"
 
 #include <setjmp.h>
@@ -61,10 +63,11 @@ static void make_topo(tpu_topo_t *t, const char *shape, const char *wrap, int sl
 }
 
 /* Run 'plan' over a transport; check data against the reference when it moves. */
-static double run_over(tpu_coll_plan_t *plan, const tpu_topo_t *topo, int loopback)
+static double run_over(const tpu_coll_plan_t *plan, const tpu_topo_t *topo, int loopback)
 {
     tpu_err_t err = {0};
     tpu_xport_t *x = NULL;
+    tpu_coll_exec_t *exec = NULL;
     const tpu_coll_desc_t *d = tpu_coll_plan_desc(plan);
     uint64_t inb, outb;
     void **in = calloc((size_t)topo->nchips, sizeof(void *));
@@ -85,7 +88,12 @@ static double run_over(tpu_coll_plan_t *plan, const tpu_topo_t *topo, int loopba
     } else {
         assert_int_equal(tpu_xport_sim_create(topo->nchips, &x, &err), TPU_OK);
     }
-    if (tpu_coll_run(plan, x, NULL, in, out, &us, &err) != TPU_OK) {
+    if (tpu_coll_exec_create(plan, x, &exec, &err) != TPU_OK) {
+        fail_msg("run: %s", err.msg);
+    }
+    /* Twice: the run object's buffers are reused, and the result must not change. */
+    if (tpu_coll_exec_run(exec, NULL, in, out, &us, &err) != TPU_OK ||
+        tpu_coll_exec_run(exec, NULL, in, out, &us, &err) != TPU_OK) {
         fail_msg("run: %s", err.msg);
     }
     for (c = 0; loopback && c < topo->nchips; c++) {
@@ -106,23 +114,25 @@ static double run_over(tpu_coll_plan_t *plan, const tpu_topo_t *topo, int loopba
     free(in);
     free(out);
     free(ref);
+    tpu_coll_exec_destroy(exec);
     tpu_xport_destroy(x);
     return us;
 }
 
 /* Every byte of every chip's all-gather working buffer, but its own block, is
  * written once (the working buffer has the output's size, in the stream layout). */
-static void check_exactly_once(tpu_coll_plan_t *plan, const tpu_topo_t *topo)
+static void check_exactly_once(const tpu_coll_plan_t *plan, const tpu_topo_t *topo)
 {
     tpu_err_t err = {0};
-    const tpu_sched_t *s;
+    tpu_plan_sched_t full;
+    const tpu_sched_t *s = &full.s;
     uint64_t inb, outb, b;
     unsigned char *count;
     int64_t i;
     int c;
 
-    assert_int_equal(tpu__plan_full(plan, &err), TPU_OK);
-    s = &plan->run->s;
+    memset(&full, 0, sizeof(full));
+    assert_int_equal(tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, &full, &err), TPU_OK);
     tpu_coll_plan_sizes(plan, &inb, &outb);
     count = calloc((size_t)topo->nchips * outb, 1);
     for (i = 0; i < s->nflows; i++) {
@@ -162,13 +172,57 @@ static void check_exactly_once(tpu_coll_plan_t *plan, const tpu_topo_t *topo)
                 unsigned got = count[(uint64_t)c * outb + b];
 
                 free(count);
+                tpu__plan_sched_fini(&full);
                 fail_msg("all-gather over axes %u: chip %d byte %llu written %u times",
                          plan->desc.axes, c, (unsigned long long)b, got);
             }
         }
     }
     free(count);
+    tpu__plan_sched_fini(&full);
 }
+
+/*
+ * Plan, model and run one collective (algorithm 'algo' of the registry, or the
+ * cost model's choice for NULL); 0 when a forced algorithm does not take the
+ * shape, else 1.
+ */
+static int check_case(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                      const tpu_coll_desc_t *d0, const char *algo, const char *shape,
+                      const char *wrap)
+{
+    tpu_err_t err = {0};
+    tpu_coll_desc_t d = *d0;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_coll_result_t res;
+    double lb, sim;
+
+    if (algo != NULL) {
+        snprintf(d.algo, sizeof(d.algo), "%s", algo);
+    }
+    if (tpu_coll_plan_create(topo, link, &d, &plan, &err) != TPU_OK) {
+        if (algo != NULL && err.status == TPU_ERR_UNSUPPORTED) {
+            return 0;
+        }
+        fail_msg("%s %s %s %s: plan: %s", shape, wrap, tpu_coll_name(d.kind),
+                 algo ? algo : "(auto)", err.msg);
+    }
+    assert_int_equal(tpu_coll_plan_model(plan, &res, &err), TPU_OK);
+    lb = run_over(plan, topo, 1);
+    sim = run_over(plan, topo, 0);
+    if (lb != res.modeled_us || sim != res.modeled_us) {
+        fail_msg("%s %s %s (%s) axes %u: model %.17g loopback %.17g sim %.17g", shape, wrap,
+                 tpu_coll_name(d.kind), tpu_coll_plan_algo(plan), d.axes, res.modeled_us, lb, sim);
+    }
+    if (d.kind == TPU_COLL_ALL_GATHER) {
+        check_exactly_once(plan, topo);
+    }
+    tpu_coll_plan_destroy(plan);
+    return 1;
+}
+
+/* Runs of each registry algorithm, forced, over all shapes. */
+static int forced[64];
 
 static void check_shape(const char *shape, const char *wrap, int slices)
 {
@@ -194,9 +248,7 @@ static void check_shape(const char *shape, const char *wrap, int slices)
         }
         for (k = 0; k < TPU_COLL_COUNT; k++) {
             tpu_coll_desc_t d;
-            tpu_coll_plan_t *plan = NULL;
-            tpu_coll_result_t res;
-            double lb, sim;
+            int i;
 
             if ((k == TPU_COLL_PPERMUTE && naxes != 1) || (k == TPU_COLL_P2P && mask != 1)) {
                 continue;
@@ -210,21 +262,20 @@ static void check_shape(const char *shape, const char *wrap, int slices)
             if (k == TPU_COLL_PSUM) {
                 d.bytes += 6; /* uneven blocks */
             }
-            if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
-                fail_msg("%s %s: plan: %s", shape, wrap, err.msg);
+            cases += check_case(&topo, &link, &d, NULL, shape, wrap);
+            /* Every algorithm of the registry for this collective. */
+            for (i = 0; i < tpu_coll_algo_count(); i++) {
+                tpu_coll_kind_t kind;
+                const char *name, *summary;
+
+                tpu_coll_algo_at(i, &kind, &name, &summary);
+                if (kind == d.kind) {
+                    int ran = check_case(&topo, &link, &d, name, shape, wrap);
+
+                    forced[i] += ran;
+                    cases += ran;
+                }
             }
-            assert_int_equal(tpu_coll_plan_model(plan, &res, &err), TPU_OK);
-            lb = run_over(plan, &topo, 1);
-            sim = run_over(plan, &topo, 0);
-            if (lb != res.modeled_us || sim != res.modeled_us) {
-                fail_msg("%s %s %s axes %u: model %.17g loopback %.17g sim %.17g", shape, wrap,
-                         tpu_coll_name(d.kind), mask, res.modeled_us, lb, sim);
-            }
-            if (k == TPU_COLL_ALL_GATHER) {
-                check_exactly_once(plan, &topo);
-            }
-            tpu_coll_plan_destroy(plan);
-            cases++;
         }
     }
     assert_true(cases > 0);
@@ -246,8 +297,20 @@ static void test_shapes(void **state)
     size_t i;
 
     (void)state;
+    assert_true(tpu_coll_algo_count() <= (int)(sizeof(forced) / sizeof(forced[0])));
     for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
         check_shape(shapes[i].shape, shapes[i].wrap, shapes[i].slices);
+    }
+    /* The registry drives the matrix: every algorithm ran with data somewhere. */
+    for (i = 0; i < (size_t)tpu_coll_algo_count(); i++) {
+        tpu_coll_kind_t kind;
+        const char *name, *summary;
+
+        tpu_coll_algo_at((int)i, &kind, &name, &summary);
+        printf("%s %s: %d cases\n", tpu_coll_name(kind), name, forced[i]);
+        if (forced[i] == 0) {
+            fail_msg("%s %s never ran", tpu_coll_name(kind), name);
+        }
     }
 }
 
@@ -271,6 +334,7 @@ static void test_oom_loop(void **state)
         tpu_err_t err = {0};
         tpu_coll_plan_t *plan = NULL;
         tpu_xport_t *x = NULL;
+        tpu_coll_exec_t *exec = NULL;
         tpu_status_t status;
         double us;
 
@@ -278,6 +342,9 @@ static void test_oom_loop(void **state)
         status = tpu_coll_plan_create(&topo, &link, &d, &plan, &err);
         if (status == TPU_OK) {
             status = tpu_xport_loopback_create(topo.nchips, &x, &err);
+        }
+        if (status == TPU_OK) {
+            status = tpu_coll_exec_create(plan, x, &exec, &err);
         }
         if (status == TPU_OK) {
             static float in_buf[6][96], out_buf[6][96];
@@ -288,8 +355,9 @@ static void test_oom_loop(void **state)
                 in[c] = in_buf[c];
                 out[c] = out_buf[c];
             }
-            status = tpu_coll_run(plan, x, NULL, in, out, &us, &err);
+            status = tpu_coll_exec_run(exec, NULL, in, out, &us, &err);
         }
+        tpu_coll_exec_destroy(exec);
         tpu_xport_destroy(x);
         tpu_coll_plan_destroy(plan);
         if (status == TPU_OK) {

@@ -741,8 +741,11 @@ static void test_fixtures_listed(void **state)
         for (i = 0; i < NFIXTURES && strcmp(fixtures[i].file, de->d_name) != 0; i++) {
         }
         if (i == NFIXTURES) {
+            char name[256];
+
+            snprintf(name, sizeof(name), "%s", de->d_name); /* closedir frees 'de' */
             closedir(dir);
-            fail_msg("fixture %s has no expected error in test_config_yaml.c", de->d_name);
+            fail_msg("fixture %s has no expected error in test_config_yaml.c", name);
         }
         n++;
     }

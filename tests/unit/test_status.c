@@ -37,8 +37,8 @@ static void test_first_writer_wins(void **state)
 static void test_allocator_hook(void **state)
 {
     (void)state;
-    assert_int_equal(tpu_set_allocator(NULL, NULL, NULL, NULL), TPU_OK);
-    assert_int_equal(tpu_set_allocator(NULL, realloc, NULL, NULL), TPU_ERR_INVALID);
+    assert_int_equal(tpu_alloc_set(NULL, NULL, NULL, NULL), TPU_OK);
+    assert_int_equal(tpu_alloc_set(NULL, realloc, NULL, NULL), TPU_ERR_INVALID);
     tpu__free(NULL);
 }
 

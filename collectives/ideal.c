@@ -1,0 +1,71 @@
+/*
+ * The published-formula ("ideal") times of shared/reference/fidelity.md: what the
+ * torus could do at best by the book, for the "vs ideal" columns of bench and
+ * model.  Formulas only (see tpu_coll_ideal_us() in tpu/coll.h); no schedule.
+ */
+#include "tpu/coll.h"
+
+#include <math.h>
+
+double tpu_coll_ideal_us(const tpu_topo_t *t, const tpu_link_model_t *link,
+                         const tpu_coll_desc_t *d)
+{
+    double W = link->ici_bw, alpha = link->ici_latency, V = (double)d->bytes;
+    double sumf = 0, N = 1, worst = 0, dcn;
+    int a, D = tpu_topo_diameter(t, d->axes & 7u);
+
+    for (a = 0; a < t->naxes; a++) {
+        if ((d->axes & (1u << a)) && t->dims[a] > 1) {
+            int n = t->dims[a];
+            double f = t->wrap[a] ? 1.0 : 0.5;
+            double x = V * floor(n * n / 4.0) / (n * W * f);
+
+            sumf += f;
+            N *= n;
+            if (x > worst) {
+                worst = x;
+            }
+        }
+    }
+    /* Across slices: the DCN stage moves the slice's share, V / (chips of the group
+     * in one slice), at the DCN bandwidth per chip (fidelity.md, multi-slice rows). */
+    if (d->axes & TPU_AXIS_MASK_DCN) {
+        double S = t->slices, ici = 0;
+
+        dcn = (S - 1) / S * (V / N) / link->dcn_bw;
+        if (sumf > 0) {
+            ici = (N - 1) / N * V / (W * sumf) + D * alpha;
+        }
+        switch (d->kind) {
+        case TPU_COLL_PSUM:
+            return 1e6 * (2 * ici + 2 * dcn);
+        case TPU_COLL_ALL_GATHER:
+        case TPU_COLL_REDUCE_SCATTER:
+            return 1e6 * (ici + dcn);
+        default:
+            break;
+        }
+    }
+    switch (d->kind) {
+    case TPU_COLL_ALL_GATHER:
+    case TPU_COLL_REDUCE_SCATTER:
+        return sumf > 0 ? 1e6 * ((N - 1) / N * V / (W * sumf) + D * alpha) : 0;
+    case TPU_COLL_PSUM:
+        return sumf > 0 ? 1e6 * 2 * ((N - 1) / N * V / (W * sumf) + D * alpha) : 0;
+    case TPU_COLL_ALL_TO_ALL:
+        return 1e6 * (worst + D * alpha);
+    case TPU_COLL_PPERMUTE:
+        return 1e6 * (V / (W / 2) + alpha);
+    default: {
+        /* p2p: split over the P edge-disjoint minimal routes, plus the hops. */
+        tpu_route_t routes[TPU_MAX_ROUTES];
+        int src = d->src < 0 ? 0 : d->src, dst = d->dst < 0 ? 0 : d->dst;
+
+        if (tpu_topo_slice_of(t, src) != tpu_topo_slice_of(t, dst)) {
+            return 1e6 * V / link->dcn_bw;
+        }
+        return 1e6 * (V / (tpu_topo_routes_disjoint(t, src, dst, routes) * W / 2) +
+                      tpu_topo_hops(t, src, dst) * alpha);
+    }
+    }
+}

@@ -1,0 +1,68 @@
+/*
+ * The plan object: everything tpu_coll_plan_create() resolved, immutable after it
+ * returns (every function after it takes a const plan).  Per-run state (the
+ * schedule of every chip when the model used one chip's, buffers, call numbers)
+ * lives in the run object of exec.c.
+ */
+#ifndef TPU_PLAN_H
+#define TPU_PLAN_H
+
+#include "tpu/coll.h"
+
+#include "algo.h"
+#include "schedule.h"
+
+struct tpu_coll_plan {
+    tpu_topo_t topo;
+    tpu_link_model_t link;
+    tpu_coll_desc_t desc;   /* as resolved: p2p chips filled in */
+    const tpu_algo_t *algo; /* the algorithm chosen */
+    tpu_algo_args_t args;   /* its arguments (chunks chosen; rep of the model schedule) */
+    tpu_plan_sched_t model; /* what tpu_coll_plan_model() times */
+    int group;
+    int64_t shard;      /* bytes of one block */
+    uint64_t in_bytes;  /* per chip */
+    uint64_t out_bytes; /* per chip */
+    int64_t work_bytes; /* the buffer the schedule works on (padded psum) */
+    int data_scale;     /* 2 when a bf16 reduction runs on f32 working buffers */
+    char name[64];      /* "torus chunks=4" */
+};
+
+/*
+ * Is the collective the same from every chip?  Then the model times one chip's
+ * flows (linkmodel.c, representative mode): every selected axis wraps, nothing
+ * crosses DCN, and the algorithm treats every chip alike (all but p2p).
+ */
+static inline int tpu__plan_translation_invariant(const tpu_coll_plan_t *p)
+{
+    int a;
+
+    if (p->desc.kind == TPU_COLL_P2P || (p->desc.axes & TPU_AXIS_MASK_DCN)) {
+        return 0;
+    }
+    for (a = 0; a < p->topo.naxes; a++) {
+        if ((p->desc.axes & (1u << a)) && p->topo.dims[a] > 1 && !p->topo.wrap[a]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* "torus chunks=4", or the bare name when the algorithm is not pipelined (build.c). */
+void tpu__plan_label(const tpu_algo_t *algo, int chunks, char *buf, size_t len);
+
+/*
+ * Build algorithm 'algo' with 'chunks' for the plan's request into 'ps' (build.c):
+ * the flows of chip 'rep' only (representative mode), or of every chip (rep -1).
+ * @return TPU_OK, TPU_ERR_NO_MEMORY (with a message), or the algorithm's error.
+ */
+tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, int rep,
+                             tpu_plan_sched_t *ps, tpu_err_t *err);
+
+/*
+ * Choose the algorithm and pipeline depth by the cost model (select.c): fills
+ * p->algo, p->args.chunks, p->args.rep, p->name and the model schedule.
+ */
+tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err);
+
+#endif /* TPU_PLAN_H */

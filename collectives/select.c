@@ -1,0 +1,180 @@
+/*
+ * Selection by the cost model.  Every (algorithm, pipeline depth) the registry
+ * offers for the collective is built and timed (time.c); the fastest wins, and
+ * among those within TPU_SELECT_SLACK of it the shallowest pipeline.  The tables
+ * below are the whole policy: the depths tried, the size guards, and how many
+ * flows each collective's schedule holds per chip.
+ */
+#include "tpu/alloc.h"
+
+#include "plan.h"
+#include "timing.h"
+
+#include <string.h>
+
+/* Pipeline depths the selector tries. */
+static const int chunk_choices[] = {1, 2, 4, 8, 16};
+#define NCHOICES ((int)(sizeof(chunk_choices) / sizeof(chunk_choices[0])))
+/* The largest torus schedule a deeper pipeline is tried on, in flows. */
+#define TPU_SELECT_MAX_FLOWS 4e6
+/* The largest model schedule built, in flows (about 100 bytes each). */
+#define TPU_MAX_MODEL_FLOWS 3e7
+/* How much modeled time a deeper pipeline must save to be chosen (a fraction). */
+#define TPU_SELECT_SLACK 0.01
+/* The most candidates compared. */
+#define TPU_SELECT_MAX_CAND 64
+
+/* How the flows of a collective's cheapest schedule grow, per chip of the model. */
+typedef enum {
+    FLOWS_TORUS,
+    FLOWS_GROUP,
+    FLOWS_ONE
+} flow_growth_t;
+
+static const flow_growth_t flow_growth[TPU_COLL_COUNT] = {
+    [TPU_COLL_PSUM] = FLOWS_TORUS,           [TPU_COLL_ALL_GATHER] = FLOWS_TORUS,
+    [TPU_COLL_REDUCE_SCATTER] = FLOWS_TORUS, [TPU_COLL_ALL_TO_ALL] = FLOWS_GROUP,
+    [TPU_COLL_PPERMUTE] = FLOWS_ONE,         [TPU_COLL_P2P] = FLOWS_ONE,
+};
+_Static_assert(TPU_COLL_COUNT == 6, "flow_growth lists every collective");
+
+/* Flows the torus family would create with 'chunks' chunks: a bound for the selector. */
+static double flow_estimate(const tpu_coll_plan_t *p, int chunks)
+{
+    double steps = 0;
+    int a;
+
+    for (a = 0; a < p->topo.naxes; a++) {
+        if (p->desc.axes & (1u << a)) {
+            steps += 2.0 * p->topo.dims[a];
+        }
+    }
+    return steps * (tpu__plan_translation_invariant(p) ? 1 : p->topo.nchips) * TPU_MAX_AXES *
+           chunks * 2;
+}
+
+/*
+ * Flows the model schedule of the cheapest choice holds (one chip's when the pod
+ * is translation-invariant, every chip's otherwise): a guard against requests
+ * that would take minutes and gigabytes, such as a direct all-to-all over 8,960
+ * chips of an open mesh.
+ */
+static double model_flows(const tpu_coll_plan_t *p)
+{
+    double chips = tpu__plan_translation_invariant(p) ? 1 : p->topo.nchips;
+
+    switch (flow_growth[p->desc.kind]) {
+    case FLOWS_GROUP:
+        return chips * p->group;
+    case FLOWS_ONE:
+        return chips;
+    default:
+        return flow_estimate(p, 1);
+    }
+}
+
+/* Is depth number 'c' of the choices worth building?  The first always is. */
+static int depth_worth_trying(const tpu_coll_plan_t *p, int c, int chunks)
+{
+    /* DCN stages are not pipelined (allgather_torus.c): one depth is enough. */
+    return c == 0 || !((p->desc.axes & TPU_AXIS_MASK_DCN) ||
+                       flow_estimate(p, chunks) > TPU_SELECT_MAX_FLOWS ||
+                       (int64_t)chunks * TPU_MAX_AXES > p->shard / p->args.elem);
+}
+
+/* Make 'algo' with 'chunks' the plan's choice: name it and build its model schedule. */
+static tpu_status_t choose(tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, tpu_err_t *err)
+{
+    int rep = tpu__plan_translation_invariant(p) ? 0 : -1;
+
+    p->algo = algo;
+    p->args.chunks = chunks;
+    p->args.rep = rep;
+    tpu__plan_label(algo, chunks, p->name, sizeof(p->name));
+    return tpu__plan_build(p, algo, chunks, rep, &p->model, err);
+}
+
+tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
+{
+    const tpu_coll_desc_t *desc = &p->desc;
+    const tpu_algo_t *best = NULL;
+    struct {
+        const tpu_algo_t *algo;
+        int chunks;
+        double t;
+    } cand[TPU_SELECT_MAX_CAND];
+    int best_chunks = 1, i, c, found = 0, ncand = 0;
+    double best_t = 0;
+    tpu_status_t status;
+
+    if (model_flows(p) > TPU_MAX_MODEL_FLOWS) {
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "%s over %d chips without wraparound on every axis needs about "
+                           "%.0f million flows, more than the %.0f million this build models; "
+                           "use wrapped axes (--wrap all) or fewer chips",
+                           tpu_coll_name(desc->kind), p->group, model_flows(p) / 1e6,
+                           TPU_MAX_MODEL_FLOWS / 1e6);
+    }
+    for (i = 0; i < tpu__nalgos; i++) {
+        const tpu_algo_t *algo = &tpu__algos[i];
+        int nchoices = algo->pipelined && desc->chunks == 0 ? NCHOICES : 1;
+
+        if (algo->kind != desc->kind ||
+            (desc->algo[0] != '\0' && strcmp(desc->algo, algo->name) != 0)) {
+            continue;
+        }
+        found = 1;
+        for (c = 0; c < nchoices; c++) {
+            int chunks = !algo->pipelined ? 1 : desc->chunks > 0 ? desc->chunks : chunk_choices[c];
+            double t;
+
+            if (!depth_worth_trying(p, c, chunks)) {
+                break;
+            }
+            status = choose(p, algo, chunks, err);
+            if (status == TPU_OK) {
+                status = tpu__time_schedule(&p->topo, &p->link, &p->model, &t, NULL);
+                if (status != TPU_OK) {
+                    tpu_err_set(err, status, "out of memory timing the %s schedule (%s)",
+                                tpu_coll_name(desc->kind), algo->name);
+                }
+            }
+            if (status != TPU_OK) {
+                return status;
+            }
+            if (ncand < TPU_SELECT_MAX_CAND) {
+                cand[ncand].algo = algo;
+                cand[ncand].chunks = chunks;
+                cand[ncand++].t = t;
+            }
+            if (best == NULL || t < best_t) {
+                best = algo;
+                best_chunks = chunks;
+                best_t = t;
+            }
+        }
+    }
+    /*
+     * The shallowest pipeline within TPU_SELECT_SLACK of the fastest: a deeper one
+     * buys less than that in modeled time and costs proportionally more messages,
+     * each with a fixed DMA cost on the TPU that the link model leaves out (and a
+     * real cost on the host that emulates it).
+     */
+    for (i = 0; i < ncand; i++) {
+        if (cand[i].t <= best_t * (1 + TPU_SELECT_SLACK) &&
+            (cand[i].chunks < best_chunks ||
+             (cand[i].chunks == best_chunks && cand[i].t < best_t))) {
+            best = cand[i].algo;
+            best_chunks = cand[i].chunks;
+        }
+    }
+    if (!found) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "unknown algorithm '%s' for %s (see tpuemu info --algorithms)",
+                           desc->algo, tpu_coll_name(desc->kind));
+    }
+    if (best != p->algo || best_chunks != p->args.chunks) {
+        return choose(p, best, best_chunks, err);
+    }
+    return TPU_OK;
+}

@@ -1,0 +1,49 @@
+/*
+ * The timing walk: a built schedule through the link model, step by step.  The
+ * one place modeled time is computed, for the model path and for every transport.
+ */
+#ifndef TPU_TIMING_H
+#define TPU_TIMING_H
+
+#include "tpu/coll.h"
+#include "tpu/topo.h"
+
+#include "linkmodel.h"
+#include "schedule.h"
+
+typedef struct tpu_timing {
+    tpu_linkmodel_t lm;
+    double *arrival; /* per flow: modeled arrival at its destination, seconds */
+    double *start;   /* per flow of the current step: when it starts */
+} tpu_timing_t;
+
+/* Set up the walk of 'ps' (representative mode when ps->rep >= 0). */
+tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu_link_model_t *link,
+                              const tpu_plan_sched_t *ps);
+void tpu__timing_fini(tpu_timing_t *t);
+
+/* Count the loads of step 's', once, before its first flow is timed. */
+void tpu__timing_load(tpu_timing_t *t, const tpu_plan_sched_t *ps, int s);
+/* When flow 'f' may start: the latest arrival of the flows it depends on. */
+double tpu__timing_ready(const tpu_timing_t *t, const tpu_sched_t *sc, const tpu_flow_t *f);
+/* Time flow 'i' of the step that starts at flow 'first' from 'ready'. */
+void tpu__timing_flow(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t first,
+                      double ready);
+/* Once the flows of the step are timed: mark their first resources busy. */
+void tpu__timing_commit(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t first);
+/* Close the step: clear its loads. */
+void tpu__timing_end_step(tpu_timing_t *t);
+
+/* The latest arrival over the flows that start or end on a chip marked in 'local'. */
+double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const uint8_t *local);
+
+/*
+ * Walk the whole of 'ps' with every chip local: '*seconds_p' is the modeled time,
+ * 'res' (may be NULL) gets the per-axis link statistics.
+ * @return TPU_OK or TPU_ERR_NO_MEMORY (no message: the caller names the schedule).
+ */
+tpu_status_t tpu__time_schedule(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                                const tpu_plan_sched_t *ps, double *seconds_p,
+                                tpu_coll_result_t *res);
+
+#endif /* TPU_TIMING_H */

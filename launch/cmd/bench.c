@@ -1,0 +1,419 @@
+/*
+ * tpuemu bench: sweep sizes with real data; nccl-tests style rows with the
+ * modeled and the measured time side by side, and optionally the host MPI
+ * library's own collective on the same bytes, measured in the same run.
+ */
+#include "clock.h"
+#include "csv.h"
+#include "job.h"
+#include "json.h"
+#include "table.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct bench_row {
+    uint64_t bytes, count;
+    double modeled_us, ideal_us;
+    double avg_us, min_us, max_us;
+    double mpi_us;
+    long wrong;
+    char algo[64];
+} bench_row_t;
+
+/* nccl-tests' bus bandwidth factor. */
+static double bus_factor(tpu_coll_kind_t kind, int n)
+{
+    switch (kind) {
+    case TPU_COLL_PSUM:
+        return 2.0 * (n - 1) / n;
+    case TPU_COLL_ALL_GATHER:
+    case TPU_COLL_REDUCE_SCATTER:
+    case TPU_COLL_ALL_TO_ALL:
+        return (double)(n - 1) / n;
+    default:
+        return 1;
+    }
+}
+
+static MPI_Datatype mpi_type(tpu_dtype_t d)
+{
+    return d == TPU_DTYPE_I32 ? MPI_INT : MPI_FLOAT;
+}
+
+static MPI_Op mpi_op(tpu_redop_t op)
+{
+    return op == TPU_REDOP_MAX ? MPI_MAX : op == TPU_REDOP_MIN ? MPI_MIN : MPI_SUM;
+}
+
+/* A group communicator per collective group, for the host MPI baseline. */
+static MPI_Comm group_comm(tpu_job_t *job, const tpu_coll_desc_t *d)
+{
+    const tpu_topo_t *t = tpu_pod_topo(job->pod);
+    MPI_Comm group;
+
+    MPI_Comm_split(job->comm, tpu_topo_group_member(t, d->axes, job->chip, 0),
+                   tpu_topo_group_index(t, d->axes, job->chip), &group);
+    return group;
+}
+
+/* Does the host MPI library have this collective on these bytes? */
+static int mpi_has(const tpu_coll_desc_t *d)
+{
+    return d->kind != TPU_COLL_P2P &&
+           !((d->kind == TPU_COLL_PSUM || d->kind == TPU_COLL_REDUCE_SCATTER) &&
+             d->dtype == TPU_DTYPE_BF16);
+}
+
+/*
+ * One call of the host MPI library's own collective on the same bytes over the
+ * same group: this rank's wall time.
+ */
+static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
+{
+    const tpu_coll_desc_t *d = &c->desc;
+    int n, es = tpu_dtype_size(d->dtype);
+    double t0 = tpu__now_s();
+
+    MPI_Comm_size(group, &n);
+    switch (d->kind) {
+    case TPU_COLL_PSUM:
+        MPI_Allreduce(c->in, c->out, (int)(d->bytes / (uint64_t)es), mpi_type(d->dtype),
+                      mpi_op(d->op), group);
+        break;
+    case TPU_COLL_ALL_GATHER:
+        MPI_Allgather(c->in, (int)c->in_bytes, MPI_BYTE, c->out, (int)c->in_bytes, MPI_BYTE, group);
+        break;
+    case TPU_COLL_REDUCE_SCATTER:
+        MPI_Reduce_scatter_block(c->in, c->out, (int)(c->out_bytes / (uint64_t)es),
+                                 mpi_type(d->dtype), mpi_op(d->op), group);
+        break;
+    case TPU_COLL_ALL_TO_ALL:
+        MPI_Alltoall(c->in, (int)(d->bytes / (uint64_t)n), MPI_BYTE, c->out,
+                     (int)(d->bytes / (uint64_t)n), MPI_BYTE, group);
+        break;
+    default: {
+        int to = ((me + d->shift) % n + n) % n, from = ((me - d->shift) % n + n) % n;
+
+        MPI_Sendrecv(c->in, (int)d->bytes, MPI_BYTE, to, 0, c->out, (int)d->bytes, MPI_BYTE, from,
+                     0, group, MPI_STATUS_IGNORE);
+        break;
+    }
+    }
+    return tpu__now_s() - t0;
+}
+
+/* Bytes at or above 'want' that the collective accepts (whole blocks of elements). */
+static uint64_t valid_bytes(const tpu_pod_t *pod, const tpu_coll_desc_t *d, uint64_t want)
+{
+    uint64_t unit = (uint64_t)tpu_dtype_size(d->dtype);
+
+    if (d->kind == TPU_COLL_ALL_GATHER || d->kind == TPU_COLL_REDUCE_SCATTER ||
+        d->kind == TPU_COLL_ALL_TO_ALL) {
+        unit *= (uint64_t)tpu_topo_group_size(tpu_pod_topo(pod), d->axes);
+    }
+    return (want + unit - 1) / unit * unit;
+}
+
+/* The nccl-tests style table: 15 columns, and 2 more with --compare-mpi. */
+static const tpu_col_t bench_cols[] = {
+    {"size", "(B)", 10, 0, 0},    {"count", "(elems)", 10, 0, 1},
+    {"type", "", 5, 0, 1},        {"redop", "", 6, 0, 1},
+    {"algorithm", "", 18, 1, 2},  {"model_us", "(TPU)", 10, 0, 1},
+    {"algbw", "(GB/s)", 8, 0, 1}, {"busbw", "(GB/s)", 8, 0, 1},
+    {"formula", "(%)", 7, 0, 1},  {"meas_us", "(host)", 10, 0, 2},
+    {"min_us", "", 10, 0, 1},     {"max_us", "", 10, 0, 1},
+    {"algbw", "(GB/s)", 8, 0, 1}, {"busbw", "(GB/s)", 8, 0, 1},
+    {"#wrong", "", 7, 0, 1},      {"mpi_us", "(host)", 10, 0, 2},
+    {"ratio", "(x)", 7, 0, 1}};
+
+static const char *const csv_cols[] = {
+    "collective", "axes",       "bytes",      "count",       "dtype",           "redop",
+    "algorithm",  "modeled_us", "formula_us", "measured_us", "measured_min_us", "measured_max_us",
+    "algbw_GBps", "busbw_GBps", "wrong",      "mpi_us"};
+
+/* The reduction of a row: only psum and reduce-scatter reduce. */
+static const char *row_redop(const tpu_coll_desc_t *d)
+{
+    return d->kind == TPU_COLL_PSUM || d->kind == TPU_COLL_REDUCE_SCATTER ? tpu_redop_name(d->op)
+                                                                          : "none";
+}
+
+/* One finished row, on rank 0: the table line, the JSON object, the CSV line. */
+static void emit_row(const tpu_opts_t *o, FILE *txt, tpu_json_t *j, tpu_csv_t *csv,
+                     const tpu_coll_desc_t *desc, const char *axes, const bench_row_t *row,
+                     int group)
+{
+    double bf = bus_factor(desc->kind, group);
+    double malg = row->bytes / (row->modeled_us * 1e3), halg = row->bytes / (row->avg_us * 1e3);
+    char cell[17][64];
+    const char *cells[17];
+    int i, ncols = o->compare_mpi ? 17 : 15;
+
+    snprintf(cell[0], 64, "%llu", (unsigned long long)row->bytes);
+    snprintf(cell[1], 64, "%llu", (unsigned long long)row->count);
+    snprintf(cell[2], 64, "%s", tpu_dtype_name(desc->dtype));
+    snprintf(cell[3], 64, "%s", row_redop(desc));
+    snprintf(cell[4], 64, "%s", row->algo);
+    snprintf(cell[5], 64, "%.3f", row->modeled_us);
+    snprintf(cell[6], 64, "%.2f", malg);
+    snprintf(cell[7], 64, "%.2f", malg * bf);
+    snprintf(cell[8], 64, "%.1f", 100 * row->ideal_us / row->modeled_us);
+    snprintf(cell[9], 64, "%.1f", row->avg_us);
+    snprintf(cell[10], 64, "%.1f", row->min_us);
+    snprintf(cell[11], 64, "%.1f", row->max_us);
+    snprintf(cell[12], 64, "%.3f", halg);
+    snprintf(cell[13], 64, "%.3f", halg * bf);
+    snprintf(cell[14], 64, "%ld", row->wrong);
+    if (row->mpi_us > 0) {
+        snprintf(cell[15], 64, "%.1f", row->mpi_us);
+        snprintf(cell[16], 64, "%.2f", row->avg_us / row->mpi_us);
+    } else {
+        snprintf(cell[15], 64, "-");
+        snprintf(cell[16], 64, "-");
+    }
+    for (i = 0; i < 17; i++) {
+        cells[i] = cell[i];
+    }
+    tpu_table_row(txt, "  ", bench_cols, ncols, cells);
+    if (j != NULL) {
+        tpu_json_object(j);
+        tpu_json_kstr(j, "collective", tpu_coll_name(desc->kind));
+        tpu_json_kstr(j, "axes", axes);
+        tpu_json_kuint(j, "bytes", (unsigned long long)row->bytes);
+        tpu_json_kuint(j, "count", (unsigned long long)row->count);
+        tpu_json_kstr(j, "dtype", tpu_dtype_name(desc->dtype));
+        tpu_json_kstr(j, "redop", row_redop(desc));
+        tpu_json_kstr(j, "algorithm", row->algo);
+        tpu_json_kfixed(j, "modeled_us", row->modeled_us, 6);
+        tpu_json_kfixed(j, "formula_us", row->ideal_us, 6);
+        tpu_json_kfixed(j, "measured_us", row->avg_us, 3);
+        tpu_json_kfixed(j, "measured_min_us", row->min_us, 3);
+        tpu_json_kfixed(j, "measured_max_us", row->max_us, 3);
+        tpu_json_kfixed(j, "algbw_GBps", halg, 4);
+        tpu_json_kfixed(j, "busbw_GBps", halg * bf, 4);
+        tpu_json_kfixed(j, "modeled_algbw_GBps", malg, 4);
+        tpu_json_kfixed(j, "modeled_busbw_GBps", malg * bf, 4);
+        tpu_json_kint(j, "wrong", row->wrong);
+        if (o->compare_mpi && row->mpi_us > 0) {
+            tpu_json_kfixed(j, "mpi_us", row->mpi_us, 3);
+            tpu_json_kfixed(j, "mpi_ratio", row->avg_us / row->mpi_us, 4);
+        }
+        tpu_json_object_end(j);
+    }
+    if (csv != NULL) {
+        tpu_csv_str(csv, tpu_coll_name(desc->kind));
+        tpu_csv_str(csv, axes);
+        tpu_csv_uint(csv, (unsigned long long)row->bytes);
+        tpu_csv_uint(csv, (unsigned long long)row->count);
+        tpu_csv_str(csv, tpu_dtype_name(desc->dtype));
+        tpu_csv_str(csv, row_redop(desc));
+        tpu_csv_str(csv, row->algo);
+        tpu_csv_fixed(csv, row->modeled_us, 6);
+        tpu_csv_fixed(csv, row->ideal_us, 6);
+        tpu_csv_fixed(csv, row->avg_us, 3);
+        tpu_csv_fixed(csv, row->min_us, 3);
+        tpu_csv_fixed(csv, row->max_us, 3);
+        tpu_csv_fixed(csv, halg, 4);
+        tpu_csv_fixed(csv, halg * bf, 4);
+        tpu_csv_int(csv, row->wrong);
+        if (row->mpi_us > 0) {
+            tpu_csv_fixed(csv, row->mpi_us, 3);
+        } else {
+            tpu_csv_empty(csv);
+        }
+        tpu_csv_end_row(csv);
+    }
+}
+
+int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
+{
+    tpu_job_t job;
+    tpu_err_t err = {0};
+    tpu_coll_kind_t kinds[TPU_COLL_COUNT];
+    int nkinds = 0, k, iters = o->iters >= 0 ? o->iters : 5,
+        warmup = o->warmup >= 0 ? o->warmup : 1;
+    int code = tpu_job_start(o, &argc, &argv, &job), failed = 0, rows_total = 0;
+    unsigned long long lo = 1024, hi = 1u << 20;
+    double timeout = o->timeout > 0 ? o->timeout : 60;
+    uint64_t call = 0;
+    tpu_sink_t json_sink = {NULL, NULL}, csv_sink = {NULL, NULL};
+    tpu_json_t json, *j = NULL;
+    tpu_csv_t csv_w, *csv = NULL;
+    FILE *txt = tpu_sink_text(o->json, o->csv);
+
+    if (code >= 0) {
+        return code;
+    }
+    if ((o->min_bytes && tpu_parse_size(o->min_bytes, &lo, &err) != TPU_OK) ||
+        (o->max_bytes && tpu_parse_size(o->max_bytes, &hi, &err) != TPU_OK) ||
+        (o->collective && tpu_coll_parse(o->collective, &kinds[0], &err) != TPU_OK)) {
+        if (job.chip == 0) {
+            tpu_die_msg(err.msg);
+        }
+        return tpu_job_end(&job, TPU_EXIT_USAGE);
+    }
+    if (lo == 0 || hi < lo || !(o->factor > 1) || iters < 1 || warmup < 0) {
+        if (job.chip == 0) {
+            tpu_die_msg("bench needs 0 < --min-bytes <= --max-bytes, --factor > 1, --iters >= 1, "
+                        "--warmup >= 0");
+        }
+        return tpu_job_end(&job, TPU_EXIT_USAGE);
+    }
+    if (o->collective) {
+        nkinds = 1;
+    } else {
+        for (k = 0; k < TPU_COLL_COUNT; k++) {
+            kinds[nkinds++] = (tpu_coll_kind_t)k;
+        }
+    }
+    code = tpu_job_open(&job, o->json, &json_sink, o->csv, &csv_sink);
+    if (code >= 0) {
+        return code;
+    }
+    if (json_sink.f != NULL) {
+        tpu_json_init(&json, json_sink.f);
+        j = &json;
+        tpu_json_object(j);
+        tpu_json_kstr(j, "chip", tpu_pod_chip(job.pod)->name);
+        tpu_json_kstr(j, "topology", tpu_pod_shape(job.pod));
+        tpu_json_kstr(j, "wrap", tpu_pod_wrap(job.pod));
+        tpu_json_kint(j, "slices", tpu_pod_topo(job.pod)->slices);
+        tpu_json_kint(j, "ranks", job.nranks);
+        tpu_json_kint(j, "iters", iters);
+        tpu_json_kint(j, "warmup", warmup);
+        tpu_json_karray(j, "rows");
+    }
+    if (csv_sink.f != NULL) {
+        tpu_csv_init(&csv_w, csv_sink.f);
+        csv = &csv_w;
+        tpu_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
+    }
+    for (k = 0; k < nkinds; k++) {
+        tpu_coll_desc_t desc;
+        char axes[32];
+        uint64_t prev = 0;
+        double b;
+        int first_row = 1;
+
+        {
+            tpu_opts_t ko = *o;
+
+            ko.collective = tpu_coll_name(kinds[k]);
+            if (tpu_desc_setup(&ko, job.pod, NULL, &desc, &err) != TPU_OK) {
+                if (job.chip == 0) {
+                    tpu_die_msg(err.msg);
+                }
+                return tpu_job_end(&job, TPU_EXIT_USAGE);
+            }
+        }
+        tpu_topo_axes_str(desc.kind == TPU_COLL_P2P ? 0 : desc.axes, axes, sizeof(axes));
+        if (job.chip == 0) {
+            fprintf(txt,
+                    "# %s over %s on %s %s (wrap %s), %d ranks, %d iterations after %d warm-up\n",
+                    tpu_coll_name(desc.kind), axes[0] ? axes : "-", tpu_pod_chip(job.pod)->name,
+                    tpu_pod_shape(job.pod), tpu_pod_wrap(job.pod), job.nranks, iters, warmup);
+            fprintf(txt, "#\n");
+            tpu_table_header(txt, "# ", bench_cols, o->compare_mpi ? 17 : 15);
+        }
+        for (b = (double)lo; b <= (double)hi * 1.0000001; b *= o->factor) {
+            bench_row_t row;
+            tpu_case_t c;
+            double modeled = 0, wall, sum = 0, mpi_sum = 0, vals[3];
+            int it, group, compare;
+            MPI_Comm gcomm = MPI_COMM_NULL;
+
+            memset(&row, 0, sizeof(row));
+            desc.bytes = valid_bytes(job.pod, &desc, (uint64_t)llround(b));
+            if (desc.bytes == prev || desc.bytes > hi) {
+                continue;
+            }
+            prev = desc.bytes;
+            if (tpu_case_init(&c, &job, &desc, &err) != TPU_OK) {
+                if (job.chip == 0) {
+                    tpu_die_msg(err.msg);
+                }
+                return tpu_job_end(&job, TPU_EXIT_USAGE);
+            }
+            group = desc.kind == TPU_COLL_P2P ? 2 : tpu_coll_plan_group_size(c.plan);
+            compare = o->compare_mpi && mpi_has(&c.desc);
+            if (compare) {
+                gcomm = group_comm(&job, &c.desc);
+            }
+            /* Ours and the host MPI's alternate call by call, so that both see the
+             * same machine (the load of 16 ranks on 2 cores drifts within a run). */
+            for (it = 0; it < warmup + iters; it++) {
+                memset(c.out, 0, c.out_bytes);
+                MPI_Barrier(job.comm);
+                if (tpu_case_run(&c, &job, call++, it == 0, timeout, &modeled, &wall, &err) !=
+                    TPU_OK) {
+                    tpu_job_abort(&job, err.msg);
+                }
+                /* Verify only when every rank is out of the timed call: checking
+                 * takes CPU that ranks still inside it would otherwise get. */
+                MPI_Barrier(job.comm);
+                if (it >= warmup) {
+                    sum += wall;
+                }
+                row.wrong += tpu_case_wrong(&c, job.chip);
+                if (compare) {
+                    double m;
+
+                    MPI_Barrier(job.comm);
+                    m = mpi_once(
+                        &c, gcomm,
+                        tpu_topo_group_index(tpu_pod_topo(job.pod), c.desc.axes, job.chip));
+                    if (it >= warmup) {
+                        mpi_sum += m;
+                    }
+                }
+            }
+            if (compare) {
+                MPI_Comm_free(&gcomm);
+                mpi_sum /= iters;
+                MPI_Allreduce(MPI_IN_PLACE, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM, job.comm);
+                row.mpi_us = mpi_sum / job.nranks * 1e6;
+            } else {
+                row.mpi_us = -1;
+            }
+            sum /= iters;
+            MPI_Allreduce(MPI_IN_PLACE, &row.wrong, 1, MPI_LONG, MPI_SUM, job.comm);
+            MPI_Allreduce(&modeled, &row.modeled_us, 1, MPI_DOUBLE, MPI_MAX, job.comm);
+            MPI_Allreduce(&sum, &vals[0], 1, MPI_DOUBLE, MPI_MIN, job.comm);
+            MPI_Allreduce(&sum, &vals[1], 1, MPI_DOUBLE, MPI_SUM, job.comm);
+            MPI_Allreduce(&sum, &vals[2], 1, MPI_DOUBLE, MPI_MAX, job.comm);
+            row.min_us = vals[0] * 1e6;
+            row.avg_us = vals[1] / job.nranks * 1e6;
+            row.max_us = vals[2] * 1e6;
+            row.bytes = desc.bytes;
+            row.count = desc.bytes / (uint64_t)tpu_dtype_size(desc.dtype);
+            row.ideal_us = tpu_coll_ideal_us(tpu_pod_topo(job.pod), tpu_pod_link(job.pod),
+                                             tpu_coll_plan_desc(c.plan));
+            snprintf(row.algo, sizeof(row.algo), "%s", tpu_coll_plan_algo(c.plan));
+            failed |= row.wrong != 0;
+            if (job.chip == 0) {
+                emit_row(o, txt, j, csv, &desc, axes, &row, group);
+                fflush(txt);
+            }
+            rows_total++;
+            first_row = 0;
+            tpu_case_fini(&c);
+        }
+        (void)first_row;
+    }
+    if (job.chip == 0) {
+        fprintf(txt,
+                "# %s: modeled = TPU pod time from the link model; formula = published-formula "
+                "time / modeled; meas = this host's wall time per call (avg, min, max over "
+                "ranks)\n",
+                failed ? "FAILED (#wrong > 0)" : "all results verified");
+        if (j != NULL) {
+            tpu_json_array_end(j);
+            tpu_json_kbool(j, "passed", !failed);
+            tpu_json_object_end(j);
+        }
+    }
+    code = tpu_job_close(&job, j, &json_sink, &csv_sink);
+    return tpu_job_end(&job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
+}

@@ -1,0 +1,274 @@
+/* tpuemu info: chip constants, the topology's links, the algorithms. */
+#include "json.h"
+#include "launch.h"
+#include "sink.h"
+#include "table.h"
+
+#include <string.h>
+
+static void chip_json(tpu_json_t *j, const tpu_chip_spec_t *c)
+{
+    int i;
+
+    tpu_json_object(j);
+    tpu_json_kstr(j, "chip", c->name);
+    tpu_json_ksig(j, "bf16_flops", c->bf16_flops, 6);
+    tpu_json_ksig(j, "int8_ops", c->int8_ops, 6);
+    tpu_json_ksig(j, "f32_flops", c->f32_flops, 6);
+    tpu_json_ksig(j, "vpu_flops", c->vpu_flops, 6);
+    tpu_json_ksig(j, "hbm_bytes", c->hbm_bytes, 6);
+    tpu_json_ksig(j, "hbm_bw", c->hbm_bw, 6);
+    tpu_json_ksig(j, "vmem_bytes", c->vmem_bytes, 6);
+    tpu_json_kint(j, "mxu_dim", c->mxu_dim);
+    tpu_json_kint(j, "mxu_count", c->mxu_count);
+    tpu_json_kint(j, "tensorcores", c->tensorcores);
+    tpu_json_ksig(j, "ici_bw", c->ici_bw, 6);
+    tpu_json_ksig(j, "ici_latency_us", c->ici_latency * 1e6, 6);
+    tpu_json_kint(j, "ici_axes", c->ici_axes);
+    tpu_json_karray(j, "max_pod");
+    for (i = 0; i < 3; i++) {
+        tpu_json_int(j, c->max_pod[i]);
+    }
+    tpu_json_array_end(j);
+    tpu_json_karray(j, "host_dims");
+    for (i = 0; i < 3; i++) {
+        tpu_json_int(j, c->host_dims[i]);
+    }
+    tpu_json_array_end(j);
+    tpu_json_kint(j, "chips_per_host", tpu_chip_per_host(c));
+    tpu_json_ksig(j, "dcn_bw", c->dcn_bw, 6);
+    tpu_json_ksig(j, "dcn_latency_us", c->dcn_latency * 1e6, 6);
+    tpu_json_kfixed(j, "ridge", tpu_chip_ridge(c), 1);
+    tpu_json_object_end(j);
+}
+
+/* One row of the chip table: a label, then one formatted cell per chip. */
+#define CELL(fmt, ...)                                                  \
+    do {                                                                \
+        for (i = 0; i < n; i++) {                                       \
+            const tpu_chip_spec_t *c = chips[i];                        \
+            snprintf(buf[i + 1], sizeof(buf[i + 1]), fmt, __VA_ARGS__); \
+        }                                                               \
+    } while (0)
+
+static void chip_table(FILE *out, const tpu_chip_spec_t *const *chips, int n)
+{
+    tpu_col_t cols[17];
+    char buf[17][32];
+    const char *cells[17];
+    int i, r;
+    static const char *const labels[] = {"chip",
+                                         "bf16 FLOP/s",
+                                         "int8 OP/s",
+                                         "HBM bytes",
+                                         "HBM bytes/s",
+                                         "ridge (FLOP/byte)",
+                                         "VMEM MiB",
+                                         "MXU",
+                                         "MXUs per TensorCore",
+                                         "TensorCores",
+                                         "ICI bytes/s per link",
+                                         "ICI latency us per hop",
+                                         "ICI axes",
+                                         "max pod",
+                                         "chips per host",
+                                         "DCN bytes/s per chip"};
+
+    n = n > 16 ? 16 : n;
+    cols[0] = (tpu_col_t){"", NULL, 26, 1, 0};
+    for (i = 0; i < n; i++) {
+        cols[i + 1] = (tpu_col_t){"", NULL, 12, 0, 1};
+    }
+    for (i = 0; i <= n; i++) {
+        cells[i] = buf[i];
+    }
+    for (r = 0; r < (int)(sizeof(labels) / sizeof(labels[0])); r++) {
+        snprintf(buf[0], sizeof(buf[0]), "%s", labels[r]);
+        switch (r) {
+        case 0:
+            CELL("%s", c->name);
+            break;
+        case 1:
+            CELL("%.3g", c->bf16_flops);
+            break;
+        case 2:
+            CELL("%.3g", c->int8_ops);
+            break;
+        case 3:
+            CELL("%.3g", c->hbm_bytes);
+            break;
+        case 4:
+            CELL("%.3g", c->hbm_bw);
+            break;
+        case 5:
+            CELL("%.0f", tpu_chip_ridge(c));
+            break;
+        case 6:
+            CELL("%.0f", c->vmem_bytes / 1048576.0);
+            break;
+        case 7:
+            CELL("%dx%d", c->mxu_dim, c->mxu_dim);
+            break;
+        case 8:
+            CELL("%d", c->mxu_count);
+            break;
+        case 9:
+            CELL("%d", c->tensorcores);
+            break;
+        case 10:
+            CELL("%.3g", c->ici_bw);
+            break;
+        case 11:
+            CELL("%.2f", c->ici_latency * 1e6);
+            break;
+        case 12:
+            CELL("%d", c->ici_axes);
+            break;
+        case 13:
+            CELL("%dx%dx%d", c->max_pod[0], c->max_pod[1], c->max_pod[2]);
+            break;
+        case 14:
+            CELL("%d", tpu_chip_per_host(c));
+            break;
+        default:
+            CELL("%.4g", c->dcn_bw);
+            break;
+        }
+        tpu_table_row(out, "", cols, n + 1, cells);
+    }
+}
+#undef CELL
+
+/* The golden dump: every chip's coordinates, and each link with its id. */
+static void dump_topology(FILE *out, const tpu_pod_t *pod)
+{
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+    int chip, a, d;
+
+    fprintf(out, "topology %s wrap %s slices %d chips %d links %d\n", tpu_pod_shape(pod),
+            tpu_pod_wrap(pod), t->slices, t->nchips, t->nlinks);
+    for (chip = 0; chip < t->nchips; chip++) {
+        int c[TPU_MAX_AXES];
+
+        tpu_topo_coords(t, chip, c);
+        fprintf(out, "chip %d slice %d coords", chip, tpu_topo_slice_of(t, chip));
+        for (a = 0; a < t->naxes; a++) {
+            fprintf(out, " %d", c[a]);
+        }
+        fputc('\n', out);
+        for (a = 0; a < t->naxes; a++) {
+            for (d = 1; d >= -1; d -= 2) {
+                int link = tpu_topo_link(t, chip, a, d);
+
+                if (link >= 0) {
+                    fprintf(out, "  %s%c -> chip %d link %d\n", tpu_topo_axis_name(a),
+                            d > 0 ? '+' : '-', tpu_topo_neighbor(t, chip, a, d), link);
+                }
+            }
+        }
+    }
+}
+
+/* The algorithm registry as a table, or as JSON {"algorithms": [...]}. */
+static void algorithms(FILE *out, tpu_json_t *j)
+{
+    static const tpu_col_t cols[] = {{"collective", NULL, 16, 1, 0},
+                                     {"algorithm", NULL, 20, 1, 1},
+                                     {"what it does", NULL, 0, 1, 1}};
+    int i;
+
+    if (j != NULL) {
+        tpu_json_object(j);
+        tpu_json_karray(j, "algorithms");
+    } else {
+        tpu_table_header(out, "", cols, 3);
+    }
+    for (i = 0; i < tpu_coll_algo_count(); i++) {
+        tpu_coll_kind_t kind;
+        const char *name, *summary, *cells[3];
+
+        tpu_coll_algo_at(i, &kind, &name, &summary);
+        if (j != NULL) {
+            tpu_json_object(j);
+            tpu_json_kstr(j, "collective", tpu_coll_name(kind));
+            tpu_json_kstr(j, "algorithm", name);
+            tpu_json_kstr(j, "summary", summary);
+            tpu_json_object_end(j);
+        } else {
+            cells[0] = tpu_coll_name(kind);
+            cells[1] = name;
+            cells[2] = summary;
+            tpu_table_row(out, "", cols, 3, cells);
+        }
+    }
+    if (j != NULL) {
+        tpu_json_array_end(j);
+        tpu_json_object_end(j);
+    }
+}
+
+int tpu_cmd_info(const tpu_opts_t *o)
+{
+    tpu_err_t err = {0};
+    FILE *txt = tpu_sink_text(o->json, NULL);
+    int i, n = 0, code = TPU_EXIT_OK;
+    const tpu_chip_spec_t *chips[16];
+    tpu_pod_t *pod = NULL;
+    tpu_sink_t sink = {NULL, NULL};
+    tpu_json_t j;
+
+    if (o->dump_topology || o->chip != NULL || o->config != NULL) {
+        if (tpu_pod_setup(o, &pod, &err) != TPU_OK) {
+            tpu_die_msg(err.msg);
+            return TPU_EXIT_USAGE;
+        }
+    }
+    if (o->dump_topology) {
+        dump_topology(txt, pod);
+        goto cleanup;
+    }
+    if (pod != NULL) {
+        chips[n++] = tpu_pod_chip(pod);
+    } else {
+        for (i = 0; i < tpu_chip_preset_count() && n < 16; i++) {
+            chips[n++] = tpu_chip_preset_at(i);
+        }
+    }
+    if (o->json == NULL) {
+        if (o->algorithms) {
+            algorithms(txt, NULL);
+            goto cleanup;
+        }
+        chip_table(txt, chips, n);
+        if (!o->quiet) {
+            fprintf(txt, "\nSources: shared/reference seed notes and the JAX scaling book; see "
+                         "emulator/chip/chip_presets.c.\n");
+        }
+        goto cleanup;
+    }
+    if (tpu_sink_open(&sink, o->json, &err) != TPU_OK) {
+        tpu_die_msg(err.msg);
+        code = TPU_EXIT_USAGE;
+        goto cleanup;
+    }
+    tpu_json_init(&j, sink.f);
+    if (o->algorithms) {
+        algorithms(NULL, &j);
+    } else if (n == 1) {
+        chip_json(&j, chips[0]);
+    } else {
+        tpu_json_array(&j);
+        for (i = 0; i < n; i++) {
+            chip_json(&j, chips[i]);
+        }
+        tpu_json_array_end(&j);
+    }
+    if (tpu_json_end(&j, &err) != TPU_OK || tpu_sink_close(&sink, &err) != TPU_OK) {
+        tpu_sink_close(&sink, NULL);
+        tpu_die_msg(err.msg);
+        code = TPU_EXIT_FAIL;
+    }
+cleanup:
+    tpu_pod_destroy(pod);
+    return code;
+}

@@ -1,0 +1,126 @@
+/* tpuemu model: a collective modeled in one process, through the sim path. */
+#include "clock.h"
+#include "json.h"
+#include "launch.h"
+#include "sink.h"
+
+#include <string.h>
+
+/* The JSON document of one modeled collective. */
+static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu_coll_desc_t *desc,
+                               const char *axes, const tpu_coll_result_t *res, double ideal,
+                               double wall_s, tpu_err_t *err)
+{
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+    tpu_sink_t sink;
+    tpu_json_t j;
+    tpu_status_t status;
+    int a;
+
+    status = tpu_sink_open(&sink, path, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    tpu_json_init(&j, sink.f);
+    tpu_json_object(&j);
+    tpu_json_kstr(&j, "chip", tpu_pod_chip(pod)->name);
+    tpu_json_kstr(&j, "topology", tpu_pod_shape(pod));
+    tpu_json_kstr(&j, "wrap", tpu_pod_wrap(pod));
+    tpu_json_kint(&j, "slices", t->slices);
+    tpu_json_kint(&j, "chips", t->nchips);
+    tpu_json_kstr(&j, "collective", tpu_coll_name(desc->kind));
+    tpu_json_kstr(&j, "axes", axes);
+    tpu_json_kuint(&j, "bytes", (unsigned long long)desc->bytes);
+    tpu_json_kstr(&j, "dtype", tpu_dtype_name(desc->dtype));
+    tpu_json_kfixed(&j, "modeled_us", res->modeled_us, 6);
+    tpu_json_kfixed(&j, "ideal_us", ideal, 6);
+    tpu_json_kstr(&j, "algorithm", res->algorithm);
+    tpu_json_kint(&j, "flows", (long long)res->flows);
+    tpu_json_kint(&j, "steps", res->steps);
+    tpu_json_kobject(&j, "link_utilisation");
+    for (a = 0; a <= TPU_AXIS_DCN; a++) {
+        tpu_json_kfixed(&j, tpu_topo_axis_name(a), res->axis[a].utilisation, 4);
+    }
+    tpu_json_object_end(&j);
+    tpu_json_kobject(&j, "busiest_link_bytes");
+    for (a = 0; a <= TPU_AXIS_DCN; a++) {
+        tpu_json_kfixed(&j, tpu_topo_axis_name(a), res->axis[a].bytes, 0);
+    }
+    tpu_json_object_end(&j);
+    tpu_json_kfixed(&j, "model_wall_s", wall_s, 4);
+    tpu_json_object_end(&j);
+    status = tpu_json_end(&j, err);
+    if (tpu_sink_close(&sink, err) != TPU_OK && status == TPU_OK) {
+        status = err->status;
+    }
+    return status;
+}
+
+int tpu_cmd_model(const tpu_opts_t *o)
+{
+    tpu_err_t err = {0};
+    tpu_pod_t *pod = NULL;
+    tpu_coll_desc_t desc;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_coll_result_t res;
+    FILE *txt = tpu_sink_text(o->json, NULL);
+    char axes[32];
+    double ideal, t0, wall_s;
+    int a, code = TPU_EXIT_OK;
+
+    if (tpu_pod_setup(o, &pod, &err) != TPU_OK ||
+        tpu_desc_setup(o, pod, o->bytes ? o->bytes : "1M", &desc, &err) != TPU_OK) {
+        tpu_die_msg(err.msg);
+        code = TPU_EXIT_USAGE;
+        goto cleanup;
+    }
+    t0 = tpu__now_s();
+    if (tpu_coll_plan_create(tpu_pod_topo(pod), tpu_pod_link(pod), &desc, &plan, &err) != TPU_OK) {
+        tpu_die_msg(err.msg);
+        code = err.status == TPU_ERR_NO_MEMORY ? TPU_EXIT_FAIL : TPU_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (tpu_coll_plan_model(plan, &res, &err) != TPU_OK) {
+        tpu_die_msg(err.msg);
+        code = TPU_EXIT_FAIL;
+        goto cleanup;
+    }
+    wall_s = tpu__now_s() - t0;
+    desc = *tpu_coll_plan_desc(plan); /* as resolved: p2p chips filled in */
+    desc.axes = desc.kind == TPU_COLL_P2P ? 0 : desc.axes;
+    tpu_topo_axes_str(desc.axes, axes, sizeof(axes));
+    ideal = tpu_coll_ideal_us(tpu_pod_topo(pod), tpu_pod_link(pod), &desc);
+    if ((double)desc.bytes > tpu_pod_chip(pod)->hbm_bytes && !o->quiet) {
+        fprintf(stderr, "tpuemu: note: %llu bytes exceed the %s's HBM (%.0f GB); modeled anyway\n",
+                (unsigned long long)desc.bytes, tpu_pod_chip(pod)->name,
+                tpu_pod_chip(pod)->hbm_bytes / 1e9);
+    }
+    if (o->json != NULL) {
+        if (write_json(o->json, pod, &desc, axes, &res, ideal, wall_s, &err) != TPU_OK) {
+            tpu_die_msg(err.msg);
+            code = TPU_EXIT_FAIL;
+        }
+        goto cleanup;
+    }
+    fprintf(txt, "pod        %s %s (wrap %s), %d slice%s, %d chips\n", tpu_pod_chip(pod)->name,
+            tpu_pod_shape(pod), tpu_pod_wrap(pod), tpu_pod_topo(pod)->slices,
+            tpu_pod_topo(pod)->slices > 1 ? "s" : "", tpu_pod_topo(pod)->nchips);
+    fprintf(txt, "collective %s over %s, %llu bytes %s\n", tpu_coll_name(desc.kind),
+            desc.kind == TPU_COLL_P2P ? "-" : axes, (unsigned long long)desc.bytes,
+            tpu_dtype_name(desc.dtype));
+    fprintf(txt, "algorithm  %s (%lld flows in %d steps)\n", res.algorithm, (long long)res.flows,
+            res.steps);
+    fprintf(txt, "modeled    %.3f us\n", res.modeled_us);
+    fprintf(txt, "formula    %.3f us (published formula, fidelity.md)\n", ideal);
+    fprintf(txt, "links      busiest link busy:");
+    for (a = 0; a <= TPU_AXIS_DCN; a++) {
+        if (res.axis[a].busy_us > 0) {
+            fprintf(txt, " %s %.0f%%", tpu_topo_axis_name(a), 100 * res.axis[a].utilisation);
+        }
+    }
+    fprintf(txt, "\n");
+cleanup:
+    tpu_coll_plan_destroy(plan);
+    tpu_pod_destroy(pod);
+    return code;
+}

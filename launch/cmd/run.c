@@ -1,0 +1,313 @@
+/*
+ * The default run: print the pod and where each chip runs, prove the wiring with
+ * a token over every link, and run every collective at a small and a large size
+ * with real data, verified, modeled and measured side by side.
+ */
+#include "clock.h"
+#include "job.h"
+#include "json.h"
+#include "sink.h"
+#include "table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define TOKEN_BYTES 64
+
+/* Send a token over every link of this chip and check what arrives on each. */
+static int wiring_check(tpu_job_t *job, double *wall_us_p, int *links_p)
+{
+    const tpu_topo_t *t = tpu_pod_topo(job->pod);
+    MPI_Request reqs[4 * TPU_MAX_AXES];
+    int send[2 * TPU_MAX_AXES][TOKEN_BYTES / 4], recv[2 * TPU_MAX_AXES][TOKEN_BYTES / 4];
+    int nreq = 0, bad = 0, a, d, links = 0;
+    double t0;
+
+    MPI_Barrier(job->comm);
+    t0 = tpu__now_s();
+    for (a = 0; a < t->naxes; a++) {
+        for (d = 0; d < 2; d++) {
+            int dir = d ? -1 : 1, k = 2 * a + d;
+            int to = tpu_topo_neighbor(t, job->chip, a, dir);
+            int from = tpu_topo_neighbor(t, job->chip, a, -dir);
+            int i;
+
+            recv[k][0] = -1;
+            if (from >= 0) {
+                MPI_Irecv(recv[k], TOKEN_BYTES / 4, MPI_INT, from, k, job->comm, &reqs[nreq++]);
+            }
+            if (to >= 0) {
+                for (i = 0; i < TOKEN_BYTES / 4; i++) {
+                    send[k][i] = tpu_topo_link(t, job->chip, a, dir) * 31 + i;
+                }
+                send[k][0] = job->chip;
+                MPI_Isend(send[k], TOKEN_BYTES / 4, MPI_INT, to, k, job->comm, &reqs[nreq++]);
+                links++;
+            }
+        }
+    }
+    MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE);
+    *wall_us_p = (tpu__now_s() - t0) * 1e6;
+    for (a = 0; a < t->naxes; a++) {
+        for (d = 0; d < 2; d++) {
+            int dir = d ? -1 : 1, k = 2 * a + d;
+            int from = tpu_topo_neighbor(t, job->chip, a, -dir);
+            int link = from >= 0 ? tpu_topo_link(t, from, a, dir) : -1, i;
+
+            if (from < 0) {
+                continue;
+            }
+            if (recv[k][0] != from) {
+                bad++;
+                continue;
+            }
+            for (i = 1; i < TOKEN_BYTES / 4; i++) {
+                if (recv[k][i] != link * 31 + i) {
+                    bad++;
+                    break;
+                }
+            }
+        }
+    }
+    *links_p = links;
+    return bad;
+}
+
+typedef struct row {
+    const char *name;
+    tpu_coll_kind_t kind;
+    unsigned axes;
+    int shift;
+} row_t;
+
+/* The table of verified collectives. */
+static const tpu_col_t run_cols[] = {
+    {"collective", NULL, 15, 1, 0}, {"axes", NULL, 7, 1, 1},        {"bytes", NULL, 10, 0, 1},
+    {"algorithm", NULL, 18, 1, 1},  {"modeled_us", NULL, 12, 0, 1}, {"measured_us", NULL, 12, 0, 1},
+    {"check", NULL, 8, 0, 1}};
+
+/* Rank 0: the pod, the placement and its warnings as text, and the start of the JSON. */
+static void print_pod(const tpu_opts_t *o, tpu_job_t *job, FILE *txt, tpu_json_t *j,
+                      const tpu_place_t *all)
+{
+    const tpu_topo_t *t = tpu_pod_topo(job->pod);
+    const tpu_chip_spec_t *chip = tpu_pod_chip(job->pod);
+    int a, i, example = 0, split, over = 0, cores = 0;
+
+    fprintf(txt, "tpuemu: %d chips of %s as %s%s, wrap %s (", t->nchips, chip->name,
+            tpu_pod_shape(job->pod), t->slices > 1 ? " slices" : "", tpu_pod_wrap(job->pod));
+    for (a = 0; a < t->naxes; a++) {
+        fprintf(txt, "%s%s %s", a ? ", " : "", tpu_topo_axis_name(a),
+                t->wrap[a] ? "wraps" : "open");
+    }
+    fprintf(txt, ")");
+    if (t->slices > 1) {
+        fprintf(txt, ", %d slices over DCN", t->slices);
+    }
+    fprintf(txt,
+            "\nICI %.3g B/s per link, %.2f us per hop; DCN %.4g B/s per chip; %d chips per "
+            "host\n",
+            chip->ici_bw, chip->ici_latency * 1e6, chip->dcn_bw, tpu_chip_per_host(chip));
+    if (!o->quiet) {
+        fprintf(txt, "\n");
+        tpu_place_print(txt, job->pod, all);
+    }
+    for (i = 0; i < t->nchips; i++) {
+        if (all[i].node_cores > 0 && all[i].node_ranks > all[i].node_cores) {
+            over = all[i].node_ranks;
+            cores = all[i].node_cores;
+        }
+    }
+    if (over) {
+        fprintf(txt,
+                "warning: %d ranks share %d cores on a node: measured times are dominated by "
+                "the host\n",
+                over, cores);
+    }
+    split = tpu_place_split_hosts(job->pod, all, &example);
+    if (split) {
+        fprintf(txt,
+                "warning: %d emulated TPU hosts span several MPI nodes (host %d first); fill "
+                "nodes with whole hosts of %d ranks\n",
+                split, example, tpu_chip_per_host(chip));
+    }
+    if (j != NULL) {
+        tpu_json_object(j);
+        tpu_json_kstr(j, "chip", chip->name);
+        tpu_json_kstr(j, "topology", tpu_pod_shape(job->pod));
+        tpu_json_kstr(j, "wrap", tpu_pod_wrap(job->pod));
+        tpu_json_kint(j, "slices", t->slices);
+        tpu_json_kint(j, "chips", t->nchips);
+        tpu_json_kint(j, "chips_per_host", tpu_chip_per_host(chip));
+        tpu_json_key(j, "placement");
+        tpu_place_json(j, job->pod, all);
+        tpu_json_kint(j, "hosts_split_across_nodes", split);
+    }
+}
+
+int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
+{
+    tpu_job_t job;
+    tpu_err_t err = {0};
+    const tpu_topo_t *t;
+    tpu_place_t *all = NULL;
+    double wall_us, max_wall, timeout = o->timeout > 0 ? o->timeout : 60;
+    int code = tpu_job_start(o, &argc, &argv, &job), bad, links, total_links, i, s, failed = 0;
+    unsigned all_axes;
+    uint64_t call = 0;
+    row_t rows[8];
+    int nrows = 0;
+    tpu_sink_t sink = {NULL, NULL};
+    tpu_json_t json, *j = NULL;
+    FILE *txt = tpu_sink_text(o->json, NULL);
+
+    if (code >= 0) {
+        return code;
+    }
+    code = tpu_job_open(&job, o->json, &sink, NULL, NULL);
+    if (code >= 0) {
+        return code;
+    }
+    if (sink.f != NULL) {
+        tpu_json_init(&json, sink.f);
+        j = &json;
+    }
+    t = tpu_pod_topo(job.pod);
+    all_axes = (1u << t->naxes) - 1;
+    if (t->slices > 1) {
+        all_axes |= TPU_AXIS_MASK_DCN;
+    }
+    /* The pod and the placement. */
+    if (job.chip == 0) {
+        all = malloc((size_t)t->nchips * sizeof(*all));
+        if (all == NULL) {
+            tpu_job_abort(&job, "out of host memory for the placement table");
+        }
+    }
+    MPI_Gather(&job.place, (int)sizeof(job.place), MPI_BYTE, all, (int)sizeof(job.place), MPI_BYTE,
+               0, job.comm);
+    if (job.chip == 0) {
+        print_pod(o, &job, txt, j, all);
+        free(all);
+    }
+    /* The wiring. */
+    bad = wiring_check(&job, &wall_us, &links);
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, job.comm);
+    MPI_Allreduce(&links, &total_links, 1, MPI_INT, MPI_SUM, job.comm);
+    MPI_Allreduce(&wall_us, &max_wall, 1, MPI_DOUBLE, MPI_MAX, job.comm);
+    if (job.chip == 0) {
+        fprintf(txt,
+                "\nwiring: %d directed links, a %d-byte token over each: %s; modeled %.3f us per "
+                "neighbour transfer, measured %.1f us for all of them\n",
+                total_links, TOKEN_BYTES, bad ? "WRONG" : "all correct",
+                (tpu_pod_chip(job.pod)->ici_latency +
+                 TOKEN_BYTES / (tpu_pod_chip(job.pod)->ici_bw / 2)) *
+                    1e6,
+                max_wall);
+    }
+    failed |= bad != 0;
+    if (j != NULL) {
+        tpu_json_kobject(j, "wiring");
+        tpu_json_kint(j, "links", total_links);
+        tpu_json_kint(j, "wrong", bad);
+        tpu_json_kfixed(j, "measured_us", max_wall, 1);
+        tpu_json_object_end(j);
+        tpu_json_karray(j, "collectives");
+    }
+    /* Every collective at a small and a large size. */
+    rows[nrows++] = (row_t){"psum", TPU_COLL_PSUM, all_axes, 0};
+    rows[nrows++] = (row_t){"all-gather", TPU_COLL_ALL_GATHER, all_axes, 0};
+    rows[nrows++] = (row_t){"reduce-scatter", TPU_COLL_REDUCE_SCATTER, all_axes, 0};
+    rows[nrows++] = (row_t){"all-to-all", TPU_COLL_ALL_TO_ALL, all_axes, 0};
+    rows[nrows++] = (row_t){"ppermute", TPU_COLL_PPERMUTE, t->dims[0] > 1 ? 1u : all_axes, 1};
+    if (t->nchips > 1) {
+        rows[nrows++] = (row_t){"p2p", TPU_COLL_P2P, 0, 0};
+    }
+    if (job.chip == 0) {
+        fprintf(txt, "\n");
+        tpu_table_header(txt, "", run_cols, 7);
+    }
+    for (i = 0; i < nrows; i++) {
+        for (s = 0; s < 2; s++) {
+            tpu_coll_desc_t desc;
+            tpu_case_t c;
+            uint64_t group = rows[i].kind == TPU_COLL_P2P || rows[i].kind == TPU_COLL_PPERMUTE
+                                 ? 1
+                                 : (uint64_t)tpu_topo_group_size(t, rows[i].axes);
+            double modeled, wall, max_modeled;
+            long wrong;
+            char axes[32];
+
+            if (rows[i].kind != TPU_COLL_P2P && tpu_topo_group_size(t, rows[i].axes) < 2) {
+                continue; /* a single chip has no one to talk to */
+            }
+            tpu_coll_desc_init(&desc);
+            desc.kind = rows[i].kind;
+            desc.axes = rows[i].axes;
+            desc.shift = 1;
+            desc.bytes = group * (s == 0 ? 256 : 256 * 1024);
+            if (rows[i].kind == TPU_COLL_PPERMUTE || rows[i].kind == TPU_COLL_P2P) {
+                desc.bytes = s == 0 ? 4096 : 4u << 20;
+            }
+            if (tpu_case_init(&c, &job, &desc, &err) != TPU_OK) {
+                tpu_job_abort(&job, err.msg);
+            }
+            MPI_Barrier(job.comm);
+            if (tpu_case_run(&c, &job, call++, 1, timeout, &modeled, &wall, &err) != TPU_OK) {
+                tpu_job_abort(&job, err.msg);
+            }
+            wrong = tpu_case_wrong(&c, job.chip);
+            MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, job.comm);
+            MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, job.comm);
+            MPI_Allreduce(&modeled, &max_modeled, 1, MPI_DOUBLE, MPI_MAX, job.comm);
+            failed |= wrong != 0;
+            tpu_topo_axes_str(rows[i].kind == TPU_COLL_P2P ? 0 : rows[i].axes, axes, sizeof(axes));
+            if (job.chip == 0) {
+                char bytes[24], mod[24], meas[24];
+                const char *cells[7];
+
+                snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)desc.bytes);
+                snprintf(mod, sizeof(mod), "%.3f", max_modeled);
+                snprintf(meas, sizeof(meas), "%.1f", wall * 1e6);
+                cells[0] = rows[i].name;
+                cells[1] = axes[0] ? axes : "-";
+                cells[2] = bytes;
+                cells[3] = tpu_coll_plan_algo(c.plan);
+                cells[4] = mod;
+                cells[5] = meas;
+                cells[6] = wrong ? "WRONG" : "ok";
+                tpu_table_row(txt, "", run_cols, 7, cells);
+                if (wrong) {
+                    fprintf(txt, "  %ld elements differ from the reference\n", wrong);
+                }
+                if (j != NULL) {
+                    tpu_json_object(j);
+                    tpu_json_kstr(j, "collective", rows[i].name);
+                    tpu_json_kstr(j, "axes", axes);
+                    tpu_json_kuint(j, "bytes", (unsigned long long)desc.bytes);
+                    tpu_json_kstr(j, "algorithm", tpu_coll_plan_algo(c.plan));
+                    tpu_json_kfixed(j, "modeled_us", max_modeled, 6);
+                    tpu_json_kfixed(j, "measured_us", wall * 1e6, 1);
+                    tpu_json_kint(j, "wrong", wrong);
+                    tpu_json_object_end(j);
+                }
+            }
+            tpu_case_fini(&c);
+        }
+    }
+    if (job.chip == 0) {
+        fprintf(txt,
+                "\n%s: modeled = the TPU pod's time from the link model; measured = this "
+                "emulation's wall time (max over ranks)\n",
+                failed ? "FAILED" : "all checks passed");
+        fprintf(txt, "train: the sharded training step is not built yet; skipped\n");
+        if (j != NULL) {
+            tpu_json_array_end(j);
+            tpu_json_kbool(j, "passed", !failed);
+            tpu_json_object_end(j);
+        }
+        fflush(txt);
+    }
+    code = tpu_job_close(&job, j, &sink, NULL);
+    return tpu_job_end(&job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
+}

@@ -1,0 +1,31 @@
+/*
+ * Where a command's output goes: '--json FILE|-', '--csv FILE|-' ("-" is stdout),
+ * and the stream for the human-readable text (stderr whenever stdout carries a
+ * JSON or CSV document, so that the document stands alone).  Private to launch/.
+ */
+#ifndef TPU_LAUNCH_OUTPUT_SINK_H
+#define TPU_LAUNCH_OUTPUT_SINK_H
+
+#include "tpu/status.h"
+
+#include <stdio.h>
+
+typedef struct tpu_sink {
+    FILE *f;          /* NULL: not open */
+    const char *path; /* as given; "-" for stdout */
+} tpu_sink_t;
+
+/* Open 'path' for writing ("-": stdout).  Error: "cannot write 'PATH': REASON". */
+tpu_status_t tpu_sink_open(tpu_sink_t *sink, const char *path, tpu_err_t *err);
+/*
+ * Flush and close (stdout is flushed, not closed); a write that failed at any
+ * point (full disk, closed pipe) is reported here, once.  Closing a sink that
+ * is not open does nothing.
+ */
+tpu_status_t tpu_sink_close(tpu_sink_t *sink, tpu_err_t *err);
+/* The stream for text: stderr when 'json' or 'csv' is "-", else stdout. */
+FILE *tpu_sink_text(const char *json, const char *csv);
+/* Both on stdout would mix two documents: refuse it. */
+tpu_status_t tpu_sink_check(const char *json, const char *csv, tpu_err_t *err);
+
+#endif /* TPU_LAUNCH_OUTPUT_SINK_H */
