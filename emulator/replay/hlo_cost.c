@@ -568,6 +568,7 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
     int ng = 0, size = 0, bits, elem;
     uint64_t bytes, unit;
     unsigned mask, found = 0;
+    tpu_groups_t groups;
 
     tpu_coll_desc_init(d);
     row->groups = in->groups.text != NULL ? in->groups.text : "";
@@ -625,15 +626,29 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
             row->supported = 1;
             goto out;
         }
-        if (!pairs_as_shift(w, in, d)) {
-            snprintf(row->note, sizeof(row->note),
-                     "unsupported group (needs group collectives): pairs are not one shift along "
-                     "one torus axis");
-            goto out;
+        if (pairs_as_shift(w, in, d)) {
+            size = t->dims[__builtin_ctz(d->axes)];
+            ng = t->nchips / size;
+        } else {
+            /* Any other pairs: the engine's ppermute over explicit pairs of chips. */
+            int k;
+
+            row->pairs = tpu__malloc((size_t)in->pairs.n * 2 * sizeof(int32_t));
+            if (row->pairs == NULL) {
+                status = oom(w);
+                goto out;
+            }
+            for (k = 0; k < 2 * in->pairs.n; k++) {
+                row->pairs[k] = w->dev2chip[in->pairs.v[k]];
+            }
+            row->npairs = in->pairs.n;
+            d->pairs = row->pairs;
+            d->npairs = row->npairs;
+            d->axes = 0;
+            ng = in->pairs.n;
+            size = 2;
         }
         found = 1;
-        size = t->dims[__builtin_ctz(d->axes)];
-        ng = t->nchips / size;
     } else {
         status = tpu_replay_groups_get(w->mod, in, w->dev2chip, chips, &ng, &size, &e);
         if (status == TPU_ERR_UNSUPPORTED) {
@@ -656,7 +671,8 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
         }
         if (ng * size != t->nchips) {
             snprintf(row->note, sizeof(row->note),
-                     "unsupported group (needs group collectives): the groups cover %d of %d chips",
+                     "unsupported group: the groups cover %d of %d chips (a collective's groups "
+                     "hold every chip once)",
                      ng * size, t->nchips);
             goto out;
         }
@@ -673,10 +689,19 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
             }
         }
         if (!found) {
-            snprintf(row->note, sizeof(row->note),
-                     "unsupported group (needs group collectives): the groups are not whole torus "
-                     "axes");
-            goto out;
+            /* Not whole torus axes: the engine's collectives over any groups. */
+            row->chips = tpu__malloc((size_t)ng * (size_t)size * sizeof(int32_t));
+            if (row->chips == NULL) {
+                status = oom(w);
+                goto out;
+            }
+            memcpy(row->chips, chips, (size_t)ng * (size_t)size * sizeof(int32_t));
+            groups.ngroups = ng;
+            groups.size = size;
+            groups.chips = row->chips;
+            d->groups = &groups;
+            d->axes = 0;
+            found = 1;
         }
     }
     row->hlo_bytes = bytes;
@@ -693,7 +718,7 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
     d->bytes = bytes;
     {
         /* The same request timed before: the same plan, the same time. */
-        int same = memo_find(w, d);
+        int same = d->groups == NULL && d->pairs == NULL ? memo_find(w, d) : -1;
 
         if (same >= 0) {
             const tpu_replay_coll_t *prev = &w->rep->colls[same];
@@ -723,9 +748,11 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
     row->supported = 1;
     row->modeled_us = res.modeled_us;
     snprintf(row->algorithm, sizeof(row->algorithm), "%s", res.algorithm);
-    status = memo_add(w, (int)(row - w->rep->colls));
-    if (status != TPU_OK) {
-        goto out;
+    if (d->groups == NULL && d->pairs == NULL) {
+        status = memo_add(w, (int)(row - w->rep->colls));
+        if (status != TPU_OK) {
+            goto out;
+        }
     }
     if (in->op == TPU_HLO_OP_COLLECTIVE_BROADCAST) {
         snprintf(row->note, sizeof(row->note), "timed as an all-gather of the same output");
@@ -738,6 +765,12 @@ out:
         row->hlo_bytes = bytes;
     }
     tpu_topo_axes_str(d->axes, row->axes, sizeof(row->axes));
+    if (d->groups != NULL || d->pairs != NULL) {
+        snprintf(row->axes, sizeof(row->axes), "%s", d->groups != NULL ? "groups" : "pairs");
+    }
+    /* The row keeps the chips; tpu_replay_coll_desc() points a request at them. */
+    d->groups = NULL;
+    d->pairs = NULL;
     tpu_coll_plan_destroy(plan);
     tpu__free(chips);
     return status;
@@ -1482,10 +1515,32 @@ out:
     return status;
 }
 
+void tpu_replay_coll_desc(const tpu_replay_coll_t *row, tpu_groups_t *groups,
+                          tpu_coll_desc_t *desc_p)
+{
+    *desc_p = row->desc;
+    if (row->chips != NULL) {
+        groups->ngroups = row->ngroups;
+        groups->size = row->group_size;
+        groups->chips = row->chips;
+        desc_p->groups = groups;
+    }
+    if (row->pairs != NULL) {
+        desc_p->pairs = row->pairs;
+        desc_p->npairs = row->npairs;
+    }
+}
+
 void tpu_replay_report_destroy(tpu_replay_report_t *r)
 {
+    int i;
+
     if (r == NULL) {
         return;
+    }
+    for (i = 0; r->colls != NULL && i < r->ncolls; i++) {
+        tpu__free(r->colls[i].chips);
+        tpu__free(r->colls[i].pairs);
     }
     tpu__free(r->colls);
     tpu__free(r->ops);

@@ -24,6 +24,7 @@
 
 #include "tpu/chip.h"
 #include "tpu/coll.h"
+#include "tpu/groups.h"
 #include "tpu/hlo.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
@@ -57,10 +58,13 @@ typedef struct tpu_replay_coll {
     uint64_t bytes;     /* engine convention (coll.h), padded to whole blocks */
     uint64_t hlo_bytes; /* bytes of the HLO shape the convention reads */
     int64_t executions;
-    double modeled_us; /* one execution */
-    double exposed_us; /* waited for, over all executions */
-    int supported;     /* 0: not timed; 'note' says why */
-    tpu_coll_desc_t desc;
+    double modeled_us;    /* one execution */
+    double exposed_us;    /* waited for, over all executions */
+    int supported;        /* 0: not timed; 'note' says why */
+    tpu_coll_desc_t desc; /* the engine request (groups and pairs: tpu_replay_coll_desc()) */
+    int32_t *chips;       /* ngroups x group_size chips when the groups are not whole axes */
+    int32_t *pairs;       /* npairs (source, target) chips of a collective-permute */
+    int npairs;
     char algorithm[64];
     char axes[16];
     char note[128];
@@ -123,6 +127,13 @@ TPU_API tpu_status_t tpu_replay_run(const tpu_hlo_module_t *mod, const tpu_topo_
                                     const tpu_link_model_t *link, const tpu_chip_spec_t *chip,
                                     const tpu_replay_opts_t *opts, tpu_replay_report_t **report_p,
                                     tpu_err_t *err);
+/*
+ * The engine request of collective row 'row' ('desc_p'), pointing its groups or
+ * pairs at the row's chips through 'groups' (caller storage that must outlive the
+ * request; the plan copies both).
+ */
+TPU_API void tpu_replay_coll_desc(const tpu_replay_coll_t *row, tpu_groups_t *groups,
+                                  tpu_coll_desc_t *desc_p);
 /* Free a report; NULL is a no-op. */
 TPU_API void tpu_replay_report_destroy(tpu_replay_report_t *report);
 

@@ -87,7 +87,11 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
         if (ready[r] == 0) {
             /* Plan, buffers, reference, and one warm-up run (the first run builds the
              * schedule of every chip), verified but not timed. */
-            status = tpu_case_init(&cases[r], job, &c->desc, err);
+            tpu_groups_t groups;
+            tpu_coll_desc_t desc;
+
+            tpu_replay_coll_desc(c, &groups, &desc);
+            status = tpu_case_init(&cases[r], job, &desc, err);
             if (status == TPU_OK) {
                 status = run_once(&cases[r], job, (uint64_t)rep->nseq + (uint64_t)r, &modeled,
                                   &wall_s, err);

@@ -8,6 +8,8 @@
  */
 #include "tpu/alloc.h"
 #include "tpu/chip.h"
+#include "tpu/coll.h"
+#include "tpu/groups.h"
 #include "tpu/hlo.h"
 #include "tpu/replay.h"
 
@@ -607,6 +609,67 @@ static void test_replay_features(void **state)
     tpu_hlo_file_destroy(f);
 }
 
+/* Groups that are not whole torus axes and pairs that are not one shift: the
+ * engine's group collectives, given the same chips the module names. */
+static void test_replay_group_collectives(void **state)
+{
+    tpu_hlo_file_t *f = parse_text(
+        "HloModule g, num_partitions=8\n"
+        "add {\n a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT c = f32[] add(a, b)\n}\n"
+        "ENTRY e {\n p = f32[65536] parameter(0)\n"
+        " ar = f32[65536] all-reduce(p), channel_id=1, replica_groups={{0,5},{1,4},{2,7},{3,6}}, "
+        "use_global_device_ids=true, to_apply=add\n"
+        " ROOT cp = f32[65536] collective-permute(p), channel_id=2, "
+        "source_target_pairs={{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7},{7,0}}\n}\n");
+    const tpu_hlo_module_t *m = &f->modules[0];
+    tpu_replay_report_t *r = replay(m, NULL);
+    static const int32_t ids[] = {0, 5, 1, 4, 2, 7, 3, 6};
+    static const int sizes[] = {2, 2, 2, 2};
+    static const int32_t ring[] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 0};
+    const tpu_replay_coll_t *ar = coll(r, "ar"), *cp = coll(r, "cp");
+    tpu_topo_t topo;
+    tpu_chip_spec_t spec;
+    tpu_link_model_t link;
+    tpu_groups_t g;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_coll_result_t res;
+    tpu_err_t err = {0};
+
+    (void)state;
+    pod_for(8, "v5e", &topo, &spec, &link);
+    assert_int_equal(ar->supported, 1);
+    assert_string_equal(ar->axes, "groups");
+    assert_int_equal(ar->group_size, 2);
+    assert_memory_equal(ar->chips, ids, sizeof(ids));
+    assert_int_equal(tpu_groups_from_lists(ids, sizes, 4, &g, &err), TPU_OK);
+    tpu_coll_desc_init(&d);
+    d.kind = TPU_COLL_PSUM;
+    d.bytes = 65536 * 4;
+    d.groups = &g;
+    assert_int_equal(tpu_coll_plan_create(&topo, &link, &d, &plan, &err), TPU_OK);
+    assert_int_equal(tpu_coll_plan_model(plan, &res, &err), TPU_OK);
+    assert_true(res.modeled_us == ar->modeled_us);
+    tpu_coll_plan_destroy(plan);
+    tpu_groups_fini(&g);
+
+    assert_int_equal(cp->supported, 1);
+    assert_string_equal(cp->axes, "pairs");
+    assert_int_equal(cp->npairs, 8);
+    assert_memory_equal(cp->pairs, ring, sizeof(ring));
+    tpu_coll_desc_init(&d);
+    d.kind = TPU_COLL_PPERMUTE;
+    d.bytes = 65536 * 4;
+    d.pairs = ring;
+    d.npairs = 8;
+    assert_int_equal(tpu_coll_plan_create(&topo, &link, &d, &plan, &err), TPU_OK);
+    assert_int_equal(tpu_coll_plan_model(plan, &res, &err), TPU_OK);
+    assert_true(res.modeled_us == cp->modeled_us);
+    tpu_coll_plan_destroy(plan);
+    tpu_replay_report_destroy(r);
+    tpu_hlo_file_destroy(f);
+}
+
 /* Bad modules for the replay: one message with the line. */
 static void test_replay_errors(void **state)
 {
@@ -839,19 +902,13 @@ static void test_reference_modules(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_features),
-        cmocka_unit_test(test_multi_module),
-        cmocka_unit_test(test_iota_groups),
-        cmocka_unit_test(test_mesh_groups),
-        cmocka_unit_test(test_group_modes),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_replay_loops),
-        cmocka_unit_test(test_replay_async_overlap),
-        cmocka_unit_test(test_replay_features),
-        cmocka_unit_test(test_replay_errors),
-        cmocka_unit_test(test_fuzz),
-        cmocka_unit_test(test_oom_loop),
-        cmocka_unit_test(test_reference_modules),
+        cmocka_unit_test(test_parse_features),  cmocka_unit_test(test_multi_module),
+        cmocka_unit_test(test_iota_groups),     cmocka_unit_test(test_mesh_groups),
+        cmocka_unit_test(test_group_modes),     cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_replay_loops),    cmocka_unit_test(test_replay_async_overlap),
+        cmocka_unit_test(test_replay_features), cmocka_unit_test(test_replay_group_collectives),
+        cmocka_unit_test(test_replay_errors),   cmocka_unit_test(test_fuzz),
+        cmocka_unit_test(test_oom_loop),        cmocka_unit_test(test_reference_modules),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
