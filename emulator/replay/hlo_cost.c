@@ -29,13 +29,15 @@
  * use_global_device_ids=false: replicas across every partition); device d =
  * replica * partitions + partition, and --device-order maps d to a chip.  A
  * group set is run on the torus axes whose groups it equals (same members in
- * the same order; any order for an all-reduce); other group sets are listed as
- * unsupported until the engine has collectives over arbitrary groups.
+ * the same order; any order for an all-reduce); any other set of equal groups
+ * that holds every chip once on the engine's group collectives (desc.groups,
+ * tpu/groups.h).  A collective-permute that is one shift along one torus axis
+ * is that ppermute; any other runs on its explicit pairs (desc.pairs).
  *
  * Restrictions: a collective-broadcast is timed as an all-gather of the same
- * output (a pipelined broadcast moves the same bytes per link); a
- * collective-permute must be one shift along one axis of the torus; variadic
- * collectives move the sum of their operands as one.
+ * output (a pipelined broadcast moves the same bytes per link); uneven groups
+ * and groups that leave chips out are listed, not timed; variadic collectives
+ * move the sum of their operands as one.
  */
 #include "tpu/alloc.h"
 #include "tpu/mxu.h"
@@ -653,7 +655,7 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
         status = tpu_replay_groups_get(w->mod, in, w->dev2chip, chips, &ng, &size, &e);
         if (status == TPU_ERR_UNSUPPORTED) {
             snprintf(row->note, sizeof(row->note),
-                     "unsupported group (needs group collectives): %.70s", e.msg);
+                     "unsupported group: %.90s (the engine takes equal groups)", e.msg);
             status = TPU_OK;
             goto out;
         }
