@@ -655,7 +655,7 @@ static tpu_status_t coll_row(walker_t *w, const tpu_hlo_instr_t *in, int is_star
         status = tpu_replay_groups_get(w->mod, in, w->dev2chip, chips, &ng, &size, &e);
         if (status == TPU_ERR_UNSUPPORTED) {
             snprintf(row->note, sizeof(row->note),
-                     "unsupported group: %.90s (the engine takes equal groups)", e.msg);
+                     "unsupported group: %.70s (the engine takes equal groups)", e.msg);
             status = TPU_OK;
             goto out;
         }
