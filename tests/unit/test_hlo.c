@@ -729,7 +729,7 @@ static void test_fuzz(void **state)
         snprintf(path, sizeof(path), "%s%s", FIX, files[fi]);
         orig = slurp(path, &len);
         assert_non_null(orig);
-        for (iter = 0; iter < 600; iter++) {
+        for (iter = 0; iter < 400; iter++) {
             char *text = malloc(len + 16);
             size_t n = len, k, nmut;
             tpu_hlo_file_t *f = NULL;
@@ -801,7 +801,7 @@ static void test_fuzz(void **state)
         }
         free(orig);
     }
-    printf("fuzz: %d of %d mutants parsed\n", ok, (int)(5 * 600));
+    printf("fuzz: %d of %d mutants parsed\n", ok, (int)(5 * 400));
 }
 
 /* Fail the k-th allocation for every k: TPU_ERR_NO_MEMORY, no leak. */
@@ -899,17 +899,34 @@ static void test_reference_modules(void **state)
     assert_true(nfiles > 0);
 }
 
-int main(void)
+/* Three groups, one ctest entry each (argv[1]: core, the default; fuzz; oom; or all). */
+int main(int argc, char **argv)
 {
-    const struct CMUnitTest tests[] = {
+    const struct CMUnitTest core[] = {
         cmocka_unit_test(test_parse_features),  cmocka_unit_test(test_multi_module),
         cmocka_unit_test(test_iota_groups),     cmocka_unit_test(test_mesh_groups),
         cmocka_unit_test(test_group_modes),     cmocka_unit_test(test_errors),
         cmocka_unit_test(test_replay_loops),    cmocka_unit_test(test_replay_async_overlap),
         cmocka_unit_test(test_replay_features), cmocka_unit_test(test_replay_group_collectives),
-        cmocka_unit_test(test_replay_errors),   cmocka_unit_test(test_fuzz),
-        cmocka_unit_test(test_oom_loop),        cmocka_unit_test(test_reference_modules),
+        cmocka_unit_test(test_replay_errors),   cmocka_unit_test(test_reference_modules),
     };
+    const struct CMUnitTest fuzz[] = {
+        cmocka_unit_test(test_fuzz),
+    };
+    const struct CMUnitTest oom[] = {
+        cmocka_unit_test(test_oom_loop),
+    };
+    const char *group = argc > 1 ? argv[1] : "core";
+    int failed = 0;
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    if (strcmp(group, "core") == 0 || strcmp(group, "all") == 0) {
+        failed += cmocka_run_group_tests_name("hlo core", core, NULL, NULL);
+    }
+    if (strcmp(group, "fuzz") == 0 || strcmp(group, "all") == 0) {
+        failed += cmocka_run_group_tests_name("hlo fuzz", fuzz, NULL, NULL);
+    }
+    if (strcmp(group, "oom") == 0 || strcmp(group, "all") == 0) {
+        failed += cmocka_run_group_tests_name("hlo oom", oom, NULL, NULL);
+    }
+    return failed;
 }
