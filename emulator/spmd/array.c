@@ -836,7 +836,7 @@ tpu_status_t tpu_array_all_to_all(const tpu_array_t *a, const char *axes, int sp
                                   int tiled, tpu_array_t **out_p, tpu_err_t *err)
 {
     tpu_spmd_t *s = a->spmd;
-    int idx[MAXA], n, G, nd = a->ndims, i, ne, sx;
+    int idx[MAXA], n, G, nd = a->ndims, i, ne, sx, cx;
     int64_t e[MAXD + 1], esz = tpu_dtype_size(a->dtype);
     spec_t sp = a->spec;
     tpu_array_t *o = NULL;
@@ -864,20 +864,30 @@ tpu_status_t tpu_array_all_to_all(const tpu_array_t *a, const char *axes, int sp
                            "size %lld, it must equal the group size %d",
                            axes, split, (long long)a->local_shape[split], G);
     }
-    /* The untiled form is the tiled one on the shape with a 1 inserted at concat,
-     * with the split dimension (then of size 1) squeezed out (JAX does the same). */
+    /*
+     * The untiled form is the tiled one on the shape with a 1 inserted for the
+     * new dimension, with the split dimension (then of size 1) squeezed out, as
+     * jax.lax.all_to_all does: concat_axis counts positions after split_axis is
+     * removed, so for split < concat the 1 goes at concat + 1; split == concat
+     * needs neither.
+     */
     memcpy(e, a->local_shape, sizeof(a->local_shape));
     ne = nd;
     sx = split;
+    cx = concat;
     spec_remove(&sp, nd, idx, n);
-    if (!tiled) {
-        for (i = nd; i > concat; i--) {
+    if (!tiled && split != concat) {
+        if (split < concat) {
+            cx = concat + 1;
+        } else {
+            sx = split + 1;
+        }
+        for (i = nd; i > cx; i--) {
             e[i] = e[i - 1];
         }
-        e[concat] = 1;
-        spec_insert_dim(&sp, nd, concat);
+        e[cx] = 1;
+        spec_insert_dim(&sp, nd, cx);
         ne = nd + 1;
-        sx = split >= concat ? split + 1 : split;
     }
     {
         int64_t outer_s = prod_range(e, 0, sx), outer_c, r_s, r_c;
@@ -886,15 +896,15 @@ tpu_status_t tpu_array_all_to_all(const tpu_array_t *a, const char *axes, int sp
         memcpy(chunk, e, sizeof(chunk));
         chunk[sx] /= G;
         r_s = prod_range(chunk, sx, ne) * esz;
-        outer_c = prod_range(chunk, 0, concat);
-        r_c = prod_range(chunk, concat, ne) * esz;
+        outer_c = prod_range(chunk, 0, cx);
+        r_c = prod_range(chunk, cx, ne) * esz;
         e[sx] /= G;
-        e[concat] *= G;
+        e[cx] *= G;
         if (tiled) {
             for (i = 0; i < n; i++) {
                 sp.ax[sx][sp.n[sx]++] = idx[i];
             }
-        } else {
+        } else if (split != concat) {
             spec_delete_dim(&sp, ne, sx);
             for (i = sx; i < ne - 1; i++) {
                 e[i] = e[i + 1];

@@ -250,7 +250,8 @@ TPU_API tpu_status_t tpu_array_reshard(const tpu_array_t *arr, const char *spec,
  *   psum_scatter(axes, dim, tiled): dim shrinks G x (tiled; untiled: it must be G
  *                                  and is removed); 'axes' move to that dim, fastest.
  *   all_to_all(axes, split, concat, tiled): split dim shrinks G x, concat dim grows
- *                                  G x; 'axes' move from concat to split.
+ *                                  G x; 'axes' move from concat to split (untiled: the
+ *                                  shape is insert(delete(shape, split), concat, G)).
  *   ppermute(axes, perm):          shards move between members; non-targets get zeros.
  * Shapes that do not divide are TPU_ERR_INVALID naming the sizes.
  */

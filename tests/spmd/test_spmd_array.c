@@ -216,6 +216,17 @@ static void test_flat(void **state)
     assert_string_equal(tpu_spmd_call_at(e.s, 1)->name, "pmax");
     assert_true(tpu_spmd_comm_us(e.s) > 0);
     env_close(&e);
+    /* An axis of size 1: every collective over it is a local copy of no time. */
+    env_open(&e, "v5e", "4x4", 0, "one=1,data=16", 0);
+    check(tpu_spmd_all_gather(e.s, "one", TPU_DTYPE_F32, 8, in_p, out_p, &err), &err);
+    for (c = 0; c < 16; c++) {
+        assert_memory_equal(out[c], buf[c], 8 * sizeof(float));
+    }
+    assert_string_equal(tpu_spmd_call_at(e.s, 0)->algorithm, "local");
+    assert_true(tpu_spmd_call_at(e.s, 0)->modeled_us == 0);
+    check(tpu_spmd_psum(e.s, "data,one", TPU_DTYPE_F32, TPU_REDOP_SUM, 8, in_p, out_p, &err), &err);
+    assert_int_equal(tpu_spmd_call_at(e.s, 1)->group_size, 16);
+    env_close(&e);
 }
 
 typedef struct mm_arg {

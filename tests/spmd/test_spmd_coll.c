@@ -597,6 +597,71 @@ static void test_group_ring_cost(void **state)
  * equals the loopback and sim runs (every chip's flows), bit for bit, on a pod of
  * 512 chips with data=16,model=32 (model: half of y and all of z).
  */
+/*
+ * More symmetric group sets, every group algorithm forced: 6x6 with b=9 (3 of x
+ * times 3 of y), a ring of 12 with b=4 strided by 3, 4x4x4 with a=8 (x and half
+ * of y), 16x16 with data=32: the model (one domain) equals the sim run (every
+ * chip), bit for bit.
+ */
+static void test_orbit_matrix(void **state)
+{
+    static const struct {
+        const char *shape, *mesh, *axes;
+    } cases[] = {{"6x6", "a=4,b=9", "b"},
+                 {"12", "a=3,b=4", "a"},
+                 {"4x4x4", "a=8,b=8", "a"},
+                 {"16x16", "data=32,model=8", "data"}};
+    static const struct {
+        tpu_coll_kind_t kind;
+        const char *algo;
+    } algos[] = {{TPU_COLL_ALL_GATHER, "group_ring"},     {TPU_COLL_ALL_GATHER, "group_direct"},
+                 {TPU_COLL_REDUCE_SCATTER, "group_ring"}, {TPU_COLL_PSUM, "group_rs_ag"},
+                 {TPU_COLL_PSUM, "group_direct"},         {TPU_COLL_ALL_TO_ALL, "group_direct"}};
+    size_t c, k;
+
+    (void)state;
+    for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        tpu_err_t err = {0};
+        tpu_groups_t g;
+        int period[TPU_MAX_AXES];
+        env_t e;
+
+        env_open(&e, cases[c].shape, 1, cases[c].mesh, NULL, 1);
+        check(tpu_mesh_groups(e.mesh, cases[c].axes, &g, &err), &err);
+        assert_true(tpu_groups_period(&e.topo, &g, period) > 1);
+        for (k = 0; k < sizeof(algos) / sizeof(algos[0]); k++) {
+            tpu_coll_desc_t d;
+            tpu_coll_plan_t *plan = NULL;
+            tpu_coll_exec_t *ex = NULL;
+            tpu_coll_result_t res;
+            void **in = calloc((size_t)e.topo.nchips, sizeof(void *));
+            void **out = calloc((size_t)e.topo.nchips, sizeof(void *));
+            double us;
+
+            tpu_coll_desc_init(&d);
+            d.kind = algos[k].kind;
+            d.groups = &g;
+            d.bytes = (uint64_t)g.size * 24;
+            snprintf(d.algo, sizeof(d.algo), "%s", algos[k].algo);
+            check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
+            check(tpu_coll_plan_model(plan, &res, &err), &err);
+            check(tpu_coll_exec_create(plan, e.x, &ex, &err), &err);
+            check(tpu_coll_exec_run(ex, NULL, in, out, &us, &err), &err);
+            if (us != res.modeled_us) {
+                fail_msg("%s %s over %s, %s %s: model %.17g, every chip %.17g", cases[c].shape,
+                         cases[c].mesh, cases[c].axes, tpu_coll_name(d.kind), algos[k].algo,
+                         res.modeled_us, us);
+            }
+            tpu_coll_exec_destroy(ex);
+            tpu_coll_plan_destroy(plan);
+            free(in);
+            free(out);
+        }
+        tpu_groups_fini(&g);
+        env_close(&e);
+    }
+}
+
 static void test_orbit_equals_full(void **state)
 {
     static const tpu_coll_kind_t kinds[] = {TPU_COLL_PSUM, TPU_COLL_ALL_GATHER,
@@ -930,6 +995,46 @@ static void test_all_to_all_split2_concat1(void **state)
     env_close(&e);
 }
 
+/*
+ * s6, tiled=False: shards (4, 3) over i=4, split_axis=0, concat_axis=1 give shards
+ * of shape insert(delete((4,3), 0), 1, 4) = (3, 4): out_me[j][k] = in_k[me][j].
+ */
+static void test_all_to_all_untiled(void **state)
+{
+    int64_t shp[2] = {16, 3}, ls[2];
+    float x[48];
+    tpu_err_t err = {0};
+    tpu_array_t *a, *r = NULL;
+    env_t e;
+    int p, j, k;
+
+    (void)state;
+    for (p = 0; p < 48; p++) {
+        x[p] = (float)p;
+    }
+    env_open(&e, "4", 1, "i=4", NULL, 0);
+    a = arr_f32(&e, 2, shp, "i", x); /* chip k holds rows 4k..4k+3 */
+    check(tpu_array_all_to_all(a, "i", 0, 1, 0, &r, &err), &err);
+    assert_int_equal(tpu_array_ndims(r), 2);
+    tpu_array_local_shape(r, ls);
+    assert_int_equal(ls[0], 3);
+    assert_int_equal(ls[1], 4);
+    for (p = 0; p < 4; p++) {
+        const float *o = shard_at(&e, r, p);
+
+        for (j = 0; j < 3; j++) {
+            for (k = 0; k < 4; k++) {
+                assert_true(o[j * 4 + k] == x[(4 * k + p) * 3 + j]);
+            }
+        }
+    }
+    tpu_array_destroy(r);
+    assert_int_equal(tpu_array_all_to_all(a, "i", 1, 0, 0, &r, &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "size 3, it must equal the group size 4"));
+    tpu_array_destroy(a);
+    env_close(&e);
+}
+
 /* s8: axis_index on mesh (i=4, j=2). */
 static void test_axis_index(void **state)
 {
@@ -1043,6 +1148,7 @@ int main(void)
         cmocka_unit_test(test_psum_scatter_f6),
         cmocka_unit_test(test_all_to_all_f9),
         cmocka_unit_test(test_all_to_all_split2_concat1),
+        cmocka_unit_test(test_all_to_all_untiled),
         cmocka_unit_test(test_axis_index),
         cmocka_unit_test(test_sim_equals_loopback),
         cmocka_unit_test(test_bad_input),
@@ -1054,6 +1160,7 @@ int main(void)
         cmocka_unit_test(test_data2_model8),
         cmocka_unit_test(test_group_ring_cost),
         cmocka_unit_test(test_orbit_equals_full),
+        cmocka_unit_test(test_orbit_matrix),
         cmocka_unit_test(test_slices),
         cmocka_unit_test(test_bad_groups),
     };
