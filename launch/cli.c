@@ -154,9 +154,9 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
             }
         }
         if (k == sizeof(cmds) / sizeof(cmds[0])) {
-            return tpu_err_set(err, TPU_ERR_INVALID,
-                               "unknown command '%s' (commands: run, model, bench, train, info)",
-                               argv[1]);
+            return tpu_err_set(
+                err, TPU_ERR_INVALID,
+                "unknown command '%s' (commands: run, model, bench, train, info, replay)", argv[1]);
         }
         i = 2;
     }
@@ -285,7 +285,7 @@ void tpu_usage(FILE *out, const char *cmd)
     } else {
         fprintf(out,
                 "usage: mpirun -n N tpuemu [run] [pod options] [--timeout S]\n"
-                "       tpuemu model|bench|train|info ... (tpuemu COMMAND --help)\n\n"
+                "       tpuemu model|bench|train|info|replay ... (tpuemu COMMAND --help)\n\n"
                 "Emulate a TPU pod: every MPI rank is one chip.  The default run prints the pod\n"
                 "and where each chip runs, proves the wiring (a token over every link), and runs\n"
                 "every collective at a small and a large size with real data, verified, with the\n"
@@ -475,6 +475,9 @@ int tpu_main(int argc, char **argv)
     tpu_opts_t opts;
     tpu_err_t err = {0};
 
+    if (argc >= 2 && strcmp(argv[1], "replay") == 0) {
+        return tpu_cmd_replay(argc - 2, argv + 2);
+    }
     if (argc > 1 && strcmp(argv[1], "train") == 0) {
         return tpu_cmd_train(argc, argv); /* its own flags, then the pod flags */
     }

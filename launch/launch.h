@@ -62,6 +62,8 @@ int tpu_cmd_bench(const tpu_opts_t *opts, int argc, char **argv);
 int tpu_cmd_train(int argc, char **argv);
 /* 'tpuemu model --op ...': the roofline and pipelined time of one chip op. */
 int tpu_cmd_op(const tpu_opts_t *opts);
+/* tpuemu replay MODULE.hlo (launch/cmd/replay.c): its own flags, after "replay". */
+int tpu_cmd_replay(int argc, char **argv);
 
 /* The program: parse, dispatch, return the exit code. */
 int tpu_main(int argc, char **argv);

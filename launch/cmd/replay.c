@@ -1,0 +1,838 @@
+/*
+ * tpuemu replay MODULE.hlo: what a compiled XLA module would cost on the pod.
+ *
+ *   tpuemu replay MODULE.hlo [pod options] [--module N] [--list] [--device-order LIST]
+ *                 [--trip-count NAME=K,...] [--custom-call-us NAME=US,...] [--top N]
+ *                 [--json FILE|-]
+ *
+ * Reads the HLO text (the library's parser, include/tpu/hlo.h), picks one module
+ * (--module N counts from 1; by default the first whose device count equals the
+ * pod's chips), replays it (include/tpu/replay.h) and prints the step time,
+ * the compute / communication split, the exposed communication, every
+ * collective and the top ops.  Bad input: one line "tpuemu: ..." and exit 2.
+ */
+#include "tpu/replay.h"
+
+#include "tpu/hlo.h"
+
+#include "json.h"
+#include "launch.h"
+#include "replay_mpi.h"
+#include "sink.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_HLO_BYTES ((long)1 << 31)
+#define MAX_LIST      4096
+
+typedef struct replay_args {
+    const char *path;
+    int module; /* 1-based; 0: choose */
+    int list;
+    int top;
+    const char *device_order;
+    const char *trips[MAX_LIST];
+    int ntrips_args;
+    const char *customs[MAX_LIST];
+    int ncustom_args;
+} replay_args_t;
+
+/* Name=value lists, several flags or commas: parsed into the arrays. */
+typedef struct kv_list {
+    int n;
+    char *names[MAX_LIST];
+    double values[MAX_LIST];
+    int64_t ivalues[MAX_LIST];
+} kv_list_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tpuemu replay MODULE.hlo [pod options] [--module N] [--list]\n"
+            "                     [--device-order LIST] [--trip-count NAME=K,...]\n"
+            "                     [--custom-call-us NAME=US,...] [--top N] [--json FILE|-]\n\n"
+            "Replay a compiled XLA module (HLO text: jax.jit(f).lower(...).compile().as_text(),\n"
+            "or the after_optimizations dump of --xla_dump_to) on the emulated pod: its\n"
+            "collectives through the schedules and link model of 'tpuemu model', its dots,\n"
+            "convolutions and fusions through the chip's roofline, while loops by trip count,\n"
+            "async start/done pairs overlapping the work between them.\n\n"
+            "  --module N          the module of a multi-module file (from 1; default: the first\n"
+            "                      whose device count equals the pod's chips)\n"
+            "  --list              list the modules of the file and their device counts\n"
+            "  --device-order LIST device (mesh position) -> chip id, e.g. 0,4,8,12,1,...\n"
+            "                      (default: device d on chip d, row-major over the torus)\n"
+            "  --trip-count NAME=K trip count of the while loop NAME (overrides the module)\n"
+            "  --custom-call-us NAME=US  time of a custom-call (instruction name or target)\n"
+            "  --top N             collectives and ops listed (default 20)\n\n"
+            "Pod options: --chip --topology --wrap --slices --config --ici-bw --ici-latency-us\n"
+            "--dcn-bw --dcn-latency-us (see tpuemu --help).  The module's partitions (or\n"
+            "replicas) must equal the pod's chips.\n");
+}
+
+/* Split "A=1,B=2" and append to 'l'. */
+static tpu_status_t parse_kv(const char *flag, const char *text, int integer, kv_list_t *l,
+                             tpu_err_t *err)
+{
+    const char *p = text;
+
+    while (*p != '\0') {
+        const char *comma = strchr(p, ','), *eq;
+        size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+        char item[256], *end;
+
+        if (len == 0 || len >= sizeof(item)) {
+            return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': expected NAME=VALUE[,...]", flag,
+                               text);
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        eq = strchr(item, '=');
+        if (eq == NULL || eq == item || eq[1] == '\0') {
+            return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': expected NAME=VALUE", flag, item);
+        }
+        if (l->n >= MAX_LIST) {
+            return tpu_err_set(err, TPU_ERR_INVALID, "--%s: more than %d entries", flag, MAX_LIST);
+        }
+        errno = 0;
+        if (integer) {
+            long long v = strtoll(eq + 1, &end, 10);
+
+            if (*end != '\0' || errno != 0 || v < 0 || v > (1LL << 40)) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--%s %s: the trip count must be a non-negative integer", flag,
+                                   item);
+            }
+            l->ivalues[l->n] = v;
+        } else {
+            double v = strtod(eq + 1, &end);
+
+            if (*end != '\0' || errno != 0 || !(v >= 0) || v > 1e12) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--%s %s: the time must be a non-negative number of us", flag,
+                                   item);
+            }
+            l->values[l->n] = v;
+        }
+        l->names[l->n] = malloc((size_t)(eq - item) + 1);
+        if (l->names[l->n] == NULL) {
+            return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory");
+        }
+        memcpy(l->names[l->n], item, (size_t)(eq - item));
+        l->names[l->n][eq - item] = '\0';
+        l->n++;
+        p += len;
+        if (*p == ',') {
+            p++;
+        }
+    }
+    return TPU_OK;
+}
+
+static void kv_free(kv_list_t *l)
+{
+    int i;
+
+    for (i = 0; i < l->n; i++) {
+        free(l->names[i]);
+    }
+    l->n = 0;
+}
+
+static tpu_status_t parse_int_flag(const char *flag, const char *v, int lo, int *out,
+                                   tpu_err_t *err)
+{
+    char *end;
+    long x;
+
+    errno = 0;
+    x = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno != 0 || x < lo || x > 1000000) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes an integer >= %d, got '%s'", flag, lo,
+                           v);
+    }
+    *out = (int)x;
+    return TPU_OK;
+}
+
+/* The flags: pod flags into 'o', replay flags into 'a'. */
+static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args_t *a,
+                               tpu_err_t *err)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } pod_flags[] = {
+        {"chip", offsetof(tpu_opts_t, chip)},
+        {"topology", offsetof(tpu_opts_t, topology)},
+        {"wrap", offsetof(tpu_opts_t, wrap)},
+        {"config", offsetof(tpu_opts_t, config)},
+        {"json", offsetof(tpu_opts_t, json)},
+        {"ici-bw", offsetof(tpu_opts_t, ici_bw)},
+        {"ici-latency-us", offsetof(tpu_opts_t, ici_latency_us)},
+        {"dcn-bw", offsetof(tpu_opts_t, dcn_bw)},
+        {"dcn-latency-us", offsetof(tpu_opts_t, dcn_latency_us)},
+    };
+    int i;
+    size_t k;
+
+    memset(o, 0, sizeof(*o));
+    memset(a, 0, sizeof(*a));
+    o->cmd = "replay";
+    a->top = 20;
+    for (i = 0; i < argc; i++) {
+        const char *arg = argv[i], *val = NULL;
+        char name[64];
+        int found = 0;
+
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            o->help = 1;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            if (a->path != NULL) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "unexpected argument '%s' (one module file: '%s')", arg,
+                                   a->path);
+            }
+            a->path = arg;
+            continue;
+        }
+        snprintf(name, sizeof(name), "%s", arg + 2);
+        if (strchr(name, '=') != NULL) {
+            *strchr(name, '=') = '\0';
+            val = strchr(arg, '=') + 1;
+        }
+        if (strcmp(name, "list") == 0 || strcmp(name, "quiet") == 0) {
+            if (val != NULL) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes no value", name);
+            }
+            *(name[0] == 'l' ? &a->list : &o->quiet) = 1;
+            continue;
+        }
+        if (val == NULL) {
+            if (i + 1 >= argc) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s needs a value", name);
+            }
+            val = argv[++i];
+        }
+        for (k = 0; k < sizeof(pod_flags) / sizeof(pod_flags[0]); k++) {
+            if (strcmp(pod_flags[k].name, name) == 0) {
+                *(const char **)(void *)((char *)o + pod_flags[k].off) = val;
+                found = 1;
+            }
+        }
+        if (found) {
+            continue;
+        }
+        if (strcmp(name, "slices") == 0) {
+            if (parse_int_flag(name, val, 1, &o->slices, err) != TPU_OK) {
+                return TPU_ERR_INVALID;
+            }
+        } else if (strcmp(name, "module") == 0) {
+            if (parse_int_flag(name, val, 1, &a->module, err) != TPU_OK) {
+                return TPU_ERR_INVALID;
+            }
+        } else if (strcmp(name, "top") == 0) {
+            if (parse_int_flag(name, val, 0, &a->top, err) != TPU_OK) {
+                return TPU_ERR_INVALID;
+            }
+        } else if (strcmp(name, "device-order") == 0) {
+            a->device_order = val;
+        } else if (strcmp(name, "trip-count") == 0 && a->ntrips_args < MAX_LIST) {
+            a->trips[a->ntrips_args++] = val;
+        } else if (strcmp(name, "custom-call-us") == 0 && a->ncustom_args < MAX_LIST) {
+            a->customs[a->ncustom_args++] = val;
+        } else {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "unknown option '--%s' for 'tpuemu replay' (see tpuemu replay "
+                               "--help)",
+                               name);
+        }
+    }
+    if (!o->help && a->path == NULL) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "replay needs a module file: tpuemu replay MODULE.hlo (see --help)");
+    }
+    return TPU_OK;
+}
+
+static tpu_status_t read_file(const char *path, char **buf_p, size_t *len_p, tpu_err_t *err)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+
+    if (f == NULL) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "cannot read '%s': %s", path, strerror(errno));
+    }
+    for (;;) {
+        if (cap - len < 65536) {
+            char *nb;
+
+            cap = cap ? cap * 2 : 1 << 20;
+            if (cap > (size_t)MAX_HLO_BYTES) {
+                free(buf);
+                fclose(f);
+                return tpu_err_set(err, TPU_ERR_INVALID, "'%s' is larger than %ld bytes", path,
+                                   MAX_HLO_BYTES);
+            }
+            nb = realloc(buf, cap);
+            if (nb == NULL) {
+                free(buf);
+                fclose(f);
+                return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory reading '%s'", path);
+            }
+            buf = nb;
+        }
+        n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) {
+            break;
+        }
+    }
+    if (ferror(f)) {
+        free(buf);
+        fclose(f);
+        return tpu_err_set(err, TPU_ERR_INVALID, "cannot read '%s'", path);
+    }
+    fclose(f);
+    *buf_p = buf;
+    *len_p = len;
+    return TPU_OK;
+}
+
+static tpu_status_t parse_order(const char *text, int32_t **order_p, int *n_p, tpu_err_t *err)
+{
+    int32_t *v = NULL;
+    int n = 0, cap = 0;
+    const char *p = text;
+
+    while (*p != '\0') {
+        char *end;
+        long x;
+
+        errno = 0;
+        x = strtol(p, &end, 10);
+        if (end == p || errno != 0 || x < 0 || x >= TPU_MAX_CHIPS || (*end != ',' && *end != 0)) {
+            free(v);
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "--device-order '%s': expected chip ids separated by commas", text);
+        }
+        if (n == cap) {
+            int32_t *nv;
+
+            cap = cap ? cap * 2 : 64;
+            nv = realloc(v, (size_t)cap * sizeof(int32_t));
+            if (nv == NULL) {
+                free(v);
+                return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory");
+            }
+            v = nv;
+        }
+        v[n++] = (int32_t)x;
+        p = *end == ',' ? end + 1 : end;
+    }
+    *order_p = v;
+    *n_p = n;
+    return TPU_OK;
+}
+
+/* Rows sorted by total time, descending. */
+typedef struct by_total {
+    double total;
+    int index;
+} by_total_t;
+
+static int by_total_desc(const void *a, const void *b)
+{
+    double x = ((const by_total_t *)a)->total, y = ((const by_total_t *)b)->total;
+    int i = ((const by_total_t *)a)->index, j = ((const by_total_t *)b)->index;
+
+    return x != y ? (x < y) - (x > y) : (i > j) - (i < j);
+}
+
+/* 'order[k]' = the row of rank k, for 'n' rows whose totals are 'total[i]'. */
+static int *rank_rows(int n, const double *total)
+{
+    by_total_t *t = malloc(sizeof(*t) * (size_t)(n + 1));
+    int *order = malloc(sizeof(int) * (size_t)(n + 1)), i;
+
+    if (t == NULL || order == NULL) {
+        free(t);
+        free(order);
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        t[i].total = total[i];
+        t[i].index = i;
+    }
+    qsort(t, (size_t)n, sizeof(*t), by_total_desc);
+    for (i = 0; i < n; i++) {
+        order[i] = t[i].index;
+    }
+    free(t);
+    return order;
+}
+
+/* The JSON document of the replay ('ms': the real run under mpirun, or NULL). */
+static void write_json(tpu_json_t *j, const tpu_pod_t *pod, const char *path, int index,
+                       const tpu_hlo_module_t *mod, const tpu_replay_report_t *r, const int *ci,
+                       const int *oi, const tpu_replay_measured_t *ms)
+{
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+    int i;
+
+    tpu_json_object(j);
+    tpu_json_kstr(j, "file", path);
+    tpu_json_kstr(j, "module", mod->name);
+    tpu_json_kint(j, "module_index", index + 1);
+    tpu_json_kint(j, "devices", r->devices);
+    tpu_json_kstr(j, "chip", tpu_pod_chip(pod)->name);
+    tpu_json_kstr(j, "topology", tpu_pod_shape(pod));
+    tpu_json_kstr(j, "wrap", tpu_pod_wrap(pod));
+    tpu_json_kint(j, "slices", t->slices);
+    tpu_json_kint(j, "chips", t->nchips);
+    tpu_json_kfixed(j, "step_us", r->step_us, 6);
+    tpu_json_kfixed(j, "compute_us", r->compute_us, 6);
+    tpu_json_kfixed(j, "comm_us", r->comm_us, 6);
+    tpu_json_kfixed(j, "exposed_comm_us", r->exposed_comm_us, 6);
+    tpu_json_kfixed(j, "hbm_bytes", r->hbm_bytes, 0);
+    tpu_json_kfixed(j, "flops", r->flops, 0);
+    tpu_json_kint(j, "custom_calls", r->custom_calls);
+    tpu_json_kint(j, "unknown_opcodes", r->unknown_opcodes);
+    tpu_json_kint(j, "unsupported_collectives", r->unsupported);
+    tpu_json_kint(j, "executions", (long long)r->nseq);
+    tpu_json_karray(j, "collectives");
+    for (i = 0; i < r->ncolls; i++) {
+        const tpu_replay_coll_t *c = &r->colls[ci[i]];
+
+        if (c->executions == 0) {
+            continue;
+        }
+        tpu_json_object(j);
+        tpu_json_kstr(j, "name", c->name);
+        tpu_json_kstr(j, "opcode", c->opcode);
+        tpu_json_kstr(j, "kind", tpu_coll_name(c->desc.kind));
+        tpu_json_kstr(j, "groups", c->groups);
+        tpu_json_kint(j, "ngroups", c->ngroups);
+        tpu_json_kint(j, "group_size", c->group_size);
+        tpu_json_kuint(j, "bytes", (unsigned long long)c->bytes);
+        tpu_json_kuint(j, "hlo_bytes", (unsigned long long)c->hlo_bytes);
+        tpu_json_kint(j, "executions", (long long)c->executions);
+        tpu_json_kbool(j, "async", c->async);
+        tpu_json_kbool(j, "supported", c->supported);
+        tpu_json_kfixed(j, "modeled_us", c->modeled_us, 6);
+        tpu_json_kfixed(j, "total_us", c->modeled_us * (double)c->executions, 6);
+        tpu_json_kfixed(j, "exposed_us", c->exposed_us, 6);
+        tpu_json_kstr(j, "axes", c->axes);
+        tpu_json_kstr(j, "algorithm", c->algorithm);
+        tpu_json_kstr(j, "note", c->note);
+        if (ms != NULL) {
+            tpu_json_kint(j, "runs", (long long)ms->runs[ci[i]]);
+            tpu_json_kfixed(j, "measured_us", ms->measured_us[ci[i]], 3);
+            tpu_json_kint(j, "wrong", ms->wrong[ci[i]]);
+        }
+        tpu_json_kint(j, "line", c->line);
+        tpu_json_object_end(j);
+    }
+    tpu_json_array_end(j);
+    tpu_json_karray(j, "compute");
+    for (i = 0; i < r->nops; i++) {
+        const tpu_replay_op_t *op = &r->ops[oi[i]];
+
+        if (op->executions == 0) {
+            continue;
+        }
+        tpu_json_object(j);
+        tpu_json_kstr(j, "name", op->name);
+        tpu_json_kstr(j, "opcode", op->opcode);
+        tpu_json_kfixed(j, "flops", op->flops, 0);
+        tpu_json_kfixed(j, "bytes", op->bytes, 0);
+        tpu_json_kint(j, "executions", (long long)op->executions);
+        tpu_json_kfixed(j, "modeled_us", op->modeled_us, 6);
+        tpu_json_kfixed(j, "total_us", op->modeled_us * (double)op->executions, 6);
+        tpu_json_kstr(j, "bound", op->custom ? "given" : op->compute_bound ? "compute" : "memory");
+        tpu_json_kbool(j, "custom_call", op->custom);
+        tpu_json_kint(j, "line", op->line);
+        tpu_json_object_end(j);
+    }
+    tpu_json_array_end(j);
+    if (ms != NULL) {
+        tpu_json_kobject(j, "mpi");
+        tpu_json_kint(j, "executions", (long long)ms->executions);
+        tpu_json_kint(j, "skipped", (long long)ms->skipped);
+        tpu_json_kint(j, "wrong", ms->total_wrong);
+        tpu_json_kint(j, "modeled_mismatches", ms->model_mismatches);
+        tpu_json_object_end(j);
+    }
+    tpu_json_karray(j, "warnings");
+    for (i = 0; i < r->nwarnings; i++) {
+        tpu_json_str(j, r->warnings[i]);
+    }
+    tpu_json_array_end(j);
+    tpu_json_object_end(j);
+}
+
+static const char *human_bytes(double b, char *buf, size_t size)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+
+    while (b >= 1024 && i < 4) {
+        b /= 1024;
+        i++;
+    }
+    snprintf(buf, size, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+    return buf;
+}
+
+static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int index, int nmodules,
+                       const tpu_hlo_module_t *mod, const tpu_replay_report_t *r, const int *ci,
+                       const int *oi, int top)
+{
+    char b1[32];
+    int i, shown = 0;
+    double hidden = r->comm_us > 0 ? 100 * (1 - r->exposed_comm_us / r->comm_us) : 0;
+
+    hidden = hidden < 0.05 ? 0 : hidden;
+
+    fprintf(out, "module     %s (%s, module %d of %d): %d devices, %d computations%s\n",
+            mod->name[0] ? mod->name : "(no header)", path, index + 1, nmodules, r->devices,
+            mod->ncomps, mod->is_scheduled ? ", scheduled" : "");
+    fprintf(out, "pod        %s %s (wrap %s), %d slice%s, %d chips\n", tpu_pod_chip(pod)->name,
+            tpu_pod_shape(pod), tpu_pod_wrap(pod), tpu_pod_topo(pod)->slices,
+            tpu_pod_topo(pod)->slices > 1 ? "s" : "", tpu_pod_topo(pod)->nchips);
+    fprintf(out, "step       %12.3f us   critical path of one step\n", r->step_us);
+    fprintf(out, "compute    %12.3f us   %.3g GFLOP, HBM traffic %s\n", r->compute_us,
+            r->flops / 1e9, human_bytes(r->hbm_bytes, b1, sizeof(b1)));
+    fprintf(out, "comm       %12.3f us   %d collectives\n", r->comm_us, r->ncolls);
+    fprintf(out, "exposed    %12.3f us   %.0f%% of the communication hidden behind compute\n",
+            r->exposed_comm_us, hidden);
+    if (r->ncolls > 0) {
+        double kt[TPU_COLL_COUNT] = {0};
+        int64_t kn[TPU_COLL_COUNT] = {0};
+        int k, first = 1;
+
+        for (i = 0; i < r->ncolls; i++) {
+            kt[r->colls[i].desc.kind] += r->colls[i].modeled_us * (double)r->colls[i].executions;
+            kn[r->colls[i].desc.kind] += r->colls[i].executions;
+        }
+        fprintf(out, "by kind   ");
+        for (k = 0; k < TPU_COLL_COUNT; k++) {
+            if (kn[k] > 0) {
+                fprintf(out, "%s %s x%lld %.3f us", first ? "" : ";", tpu_coll_name(k),
+                        (long long)kn[k], kt[k]);
+                first = 0;
+            }
+        }
+        fprintf(out, "\n");
+        fprintf(out, "\ncollectives (slowest first)\n");
+        fprintf(out, "  %-24s %-14s %-6s %5s %10s %6s %12s %12s %12s  %s\n", "name", "kind", "axes",
+                "size", "bytes", "exec", "modeled_us", "total_us", "exposed_us",
+                "algorithm / groups");
+        for (i = 0; i < r->ncolls; i++) {
+            const tpu_replay_coll_t *c = &r->colls[ci[i]];
+
+            if (c->executions == 0) {
+                continue;
+            }
+            if (shown == top) {
+                fprintf(out, "  ... %d more (--top N, or --json for every row)\n", r->ncolls - i);
+                break;
+            }
+            shown++;
+            fprintf(out,
+                    "  %-24.24s %-14s %-6s %5d %10s %6lld %12.3f %12.3f %12.3f  %s%s%s  %.60s\n",
+                    c->name, tpu_coll_name(c->desc.kind), c->supported ? c->axes : "-",
+                    c->group_size, human_bytes((double)c->bytes, b1, sizeof(b1)),
+                    (long long)c->executions, c->modeled_us, c->modeled_us * (double)c->executions,
+                    c->exposed_us, c->supported ? c->algorithm : "NOT TIMED",
+                    c->note[0] ? ": " : "", c->note, c->groups);
+        }
+    }
+    shown = 0;
+    if (r->nops > 0 && top > 0) {
+        fprintf(out, "\nops (top %d of %d by total time)\n", top < r->nops ? top : r->nops,
+                r->nops);
+        fprintf(out, "  %-28s %-14s %12s %10s %6s %12s %12s  %s\n", "name", "opcode", "flops",
+                "bytes", "exec", "modeled_us", "total_us", "bound");
+        for (i = 0; i < r->nops && shown < top; i++) {
+            const tpu_replay_op_t *op = &r->ops[oi[i]];
+
+            if (op->executions == 0) {
+                continue;
+            }
+            fprintf(out, "  %-28.28s %-14.14s %12.4g %10s %6lld %12.3f %12.3f  %s\n", op->name,
+                    op->opcode, op->flops, human_bytes(op->bytes, b1, sizeof(b1)),
+                    (long long)op->executions, op->modeled_us,
+                    op->modeled_us * (double)op->executions,
+                    op->custom          ? "given"
+                    : op->compute_bound ? "compute"
+                                        : "memory");
+            shown++;
+        }
+    }
+}
+
+/* Started by mpirun (Open MPI, or a PMI launcher)? */
+static int under_mpirun(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMI_SIZE") != NULL ||
+           getenv("PMIX_RANK") != NULL;
+}
+
+static void print_measured(FILE *out, const tpu_replay_report_t *r, const tpu_replay_measured_t *ms,
+                           const int *ci, int nranks)
+{
+    int i;
+
+    fprintf(out,
+            "\nreal run over MPI (%d ranks): %lld executions with real bytes, %ld wrong elements, "
+            "%lld not run%s\n",
+            nranks, (long long)ms->executions, ms->total_wrong, (long long)ms->skipped,
+            ms->model_mismatches ? ", MODELED TIME DIFFERS FROM THE REPLAY" : "");
+    fprintf(out, "  %-24s %-14s %6s %12s %12s %8s\n", "name", "kind", "runs", "modeled_us",
+            "measured_us", "#wrong");
+    for (i = 0; i < r->ncolls; i++) {
+        const tpu_replay_coll_t *c = &r->colls[ci[i]];
+
+        if (c->executions == 0) {
+            continue;
+        }
+        fprintf(out, "  %-24.24s %-14s %6lld %12.3f %12.3f %8ld\n", c->name,
+                tpu_coll_name(c->desc.kind), (long long)ms->runs[ci[i]], c->modeled_us,
+                ms->measured_us[ci[i]], ms->wrong[ci[i]]);
+    }
+}
+
+int tpu_cmd_replay(int argc, char **argv)
+{
+    tpu_job_t job;
+    tpu_replay_measured_t ms;
+    int mpi = under_mpirun(), rank0 = 1;
+    tpu_err_t err = {0};
+    tpu_opts_t o;
+    replay_args_t a;
+    tpu_pod_t *pod = NULL;
+    FILE *txt;
+    kv_list_t *trips = NULL, *customs = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    tpu_hlo_file_t *hf = NULL;
+    tpu_replay_report_t *rep = NULL;
+    tpu_replay_opts_t ropts;
+    int32_t *order = NULL;
+    int norder = 0, m, i, rc = TPU_EXIT_USAGE, *ci = NULL, *oi = NULL;
+    const tpu_hlo_module_t *mod;
+    tpu_status_t status;
+
+    memset(&ms, 0, sizeof(ms));
+    if (parse_args(argc, argv, &o, &a, &err) != TPU_OK) {
+        if (mpi) {
+            int rank;
+
+            MPI_Init(&argc, &argv);
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            if (rank == 0) {
+                tpu_die_msg(err.msg);
+            }
+            MPI_Finalize();
+            return TPU_EXIT_USAGE;
+        }
+        tpu_die_msg(err.msg);
+        return TPU_EXIT_USAGE;
+    }
+    if (o.help) {
+        usage(stdout);
+        return TPU_EXIT_OK;
+    }
+    if (mpi) {
+        rc = tpu_job_start(&o, &argc, &argv, &job);
+        if (rc >= 0) {
+            return rc;
+        }
+        rc = TPU_EXIT_USAGE;
+        pod = job.pod;
+        rank0 = job.world_rank == 0;
+    }
+    trips = calloc(1, sizeof(*trips));
+    customs = calloc(1, sizeof(*customs));
+    if (trips == NULL || customs == NULL) {
+        tpu_die_msg("out of memory");
+        rc = TPU_EXIT_FAIL;
+        goto out;
+    }
+    for (i = 0; i < a.ntrips_args; i++) {
+        if (parse_kv("trip-count", a.trips[i], 1, trips, &err) != TPU_OK) {
+            goto fail;
+        }
+    }
+    for (i = 0; i < a.ncustom_args; i++) {
+        if (parse_kv("custom-call-us", a.customs[i], 0, customs, &err) != TPU_OK) {
+            goto fail;
+        }
+    }
+    if (a.device_order != NULL && parse_order(a.device_order, &order, &norder, &err) != TPU_OK) {
+        goto fail;
+    }
+    if (read_file(a.path, &text, &len, &err) != TPU_OK) {
+        goto fail;
+    }
+    status = tpu_hlo_parse(text, len, a.path, &hf, &err);
+    if (status != TPU_OK) {
+        goto fail;
+    }
+    if (a.list) {
+        for (m = 0; m < hf->nmodules && rank0; m++) {
+            const tpu_hlo_module_t *x = &hf->modules[m];
+
+            printf("%d  %-40s line %-6d %5d devices  %d computations\n", m + 1,
+                   x->name[0] ? x->name : "(no header)", x->line, tpu_replay_device_count(x),
+                   x->ncomps);
+        }
+        rc = TPU_EXIT_OK;
+        goto out;
+    }
+    if (!mpi && tpu_pod_setup(&o, &pod, &err) != TPU_OK) {
+        goto fail;
+    }
+    if (a.module > hf->nmodules) {
+        tpu_err_set(&err, TPU_ERR_INVALID, "--module %d: '%s' holds %d module%s", a.module, a.path,
+                    hf->nmodules, hf->nmodules > 1 ? "s" : "");
+        goto fail;
+    }
+    m = a.module - 1;
+    if (m < 0) {
+        for (m = 0; m < hf->nmodules; m++) {
+            if (tpu_replay_device_count(&hf->modules[m]) == tpu_pod_topo(pod)->nchips) {
+                break;
+            }
+        }
+        if (m == hf->nmodules) {
+            m = 0;
+        }
+    }
+    mod = &hf->modules[m];
+    memset(&ropts, 0, sizeof(ropts));
+    ropts.device_order = order;
+    ropts.ndevice_order = norder;
+    ropts.ntrips = trips->n;
+    ropts.trip_names = (const char *const *)trips->names;
+    ropts.trip_counts = trips->ivalues;
+    ropts.ncustom = customs->n;
+    ropts.custom_names = (const char *const *)customs->names;
+    ropts.custom_us = customs->values;
+    status = tpu_replay_run(mod, tpu_pod_topo(pod), tpu_pod_link(pod), tpu_pod_chip(pod), &ropts,
+                            &rep, &err);
+    if (status != TPU_OK) {
+        goto fail;
+    }
+    for (i = 0; i < trips->n; i++) {
+        int found = 0, c, k;
+
+        for (c = 0; c < mod->ncomps && !found; c++) {
+            for (k = 0; k < mod->comps[c].ninstrs; k++) {
+                if (mod->comps[c].instrs[k].op == TPU_HLO_OP_WHILE &&
+                    strcmp(mod->comps[c].instrs[k].name, trips->names[i]) == 0) {
+                    found = 1;
+                }
+            }
+        }
+        if (!found) {
+            tpu_err_set(&err, TPU_ERR_INVALID,
+                        "--trip-count %s: the module has no while loop named '%s'", trips->names[i],
+                        trips->names[i]);
+            goto fail;
+        }
+    }
+    {
+        int n = rep->ncolls > rep->nops ? rep->ncolls : rep->nops;
+        double *total = malloc(sizeof(double) * (size_t)(n + 1));
+
+        if (total != NULL) {
+            for (i = 0; i < rep->ncolls; i++) {
+                total[i] = rep->colls[i].modeled_us * (double)rep->colls[i].executions;
+            }
+            ci = rank_rows(rep->ncolls, total);
+            for (i = 0; i < rep->nops; i++) {
+                total[i] = rep->ops[i].modeled_us * (double)rep->ops[i].executions;
+            }
+            oi = rank_rows(rep->nops, total);
+            free(total);
+        }
+    }
+    if (ci == NULL || oi == NULL) {
+        tpu_die_msg("out of memory");
+        rc = TPU_EXIT_FAIL;
+        goto out;
+    }
+    if (mpi) {
+        status = tpu__replay_run_mpi(&job, rep, &ms, &err);
+        if (status != TPU_OK) {
+            goto fail;
+        }
+    }
+    if (!rank0) {
+        rc = TPU_EXIT_OK;
+        goto out;
+    }
+    if (!o.quiet) {
+        for (i = 0; i < rep->nwarnings; i++) {
+            fprintf(stderr, "tpuemu: warning: %s\n", rep->warnings[i]);
+        }
+    }
+    txt = tpu_sink_text(o.json, NULL);
+    print_text(txt, pod, a.path, m, hf->nmodules, mod, rep, ci, oi, a.top);
+    if (mpi) {
+        print_measured(txt, rep, &ms, ci, job.nranks);
+    }
+    if (o.json != NULL) {
+        tpu_sink_t sink;
+        tpu_json_t j;
+
+        if (tpu_sink_open(&sink, o.json, &err) != TPU_OK) {
+            goto fail;
+        }
+        tpu_json_init(&j, sink.f);
+        write_json(&j, pod, a.path, m, mod, rep, ci, oi, mpi ? &ms : NULL);
+        status = tpu_json_end(&j, &err);
+        if (tpu_sink_close(&sink, &err) != TPU_OK || status != TPU_OK) {
+            if (rank0) {
+                tpu_die_msg(err.msg);
+            }
+            rc = TPU_EXIT_FAIL;
+            goto out;
+        }
+    }
+    rc = ms.total_wrong > 0 || ms.model_mismatches > 0 ? TPU_EXIT_FAIL : TPU_EXIT_OK;
+    goto out;
+fail:
+    if (rank0) {
+        tpu_die_msg(err.msg);
+    }
+    rc = err.status == TPU_ERR_NO_MEMORY ? TPU_EXIT_FAIL : TPU_EXIT_USAGE;
+out:
+    tpu__replay_measured_fini(&ms);
+    free(ci);
+    free(oi);
+    tpu_replay_report_destroy(rep);
+    tpu_hlo_file_destroy(hf);
+    free(text);
+    free(order);
+    if (trips != NULL) {
+        kv_free(trips);
+    }
+    if (customs != NULL) {
+        kv_free(customs);
+    }
+    free(trips);
+    free(customs);
+    if (mpi) {
+        return tpu_job_end(&job, rc);
+    }
+    tpu_pod_destroy(pod);
+    return rc;
+}

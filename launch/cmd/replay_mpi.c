@@ -1,0 +1,149 @@
+/*
+ * tpuemu replay under mpirun: every collective execution of the replayed module
+ * (loops unrolled, in the order the module runs them) with real bytes over MPI.
+ *
+ * Each rank is one chip.  A collective's buffers hold the synthetic data of
+ * 'tpuemu bench' (small integers, exact in every type, so results compare bit
+ * for bit with the reference computed from every chip's input); every
+ * execution is verified.  The modeled time of each run must equal the replay's
+ * (the same plan, run instead of modeled); the measured time is this host's
+ * wall time per execution, the slowest rank's.
+ *
+ *   seq:  ag.w1 ag.w2 ar.y | ag.w1 ag.w2 ar.y | ... | loss     (8 iterations + 1)
+ *          run   run   run    run   run   run          run     -> verify, time
+ *
+ * Restrictions: collectives the replay could not time are skipped (counted), as
+ * are rows whose buffers would exceed MAX_RUN_BYTES per rank.
+ */
+#include "replay_mpi.h"
+
+#include "clock.h"
+#include "job.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RUN_BYTES ((uint64_t)1 << 30)
+
+/* One execution: the collective's modeled time (the slowest chip's, as the replay's). */
+static tpu_status_t run_once(tpu_case_t *c, tpu_job_t *job, uint64_t call, double *modeled_us_p,
+                             double *wall_s_p, tpu_err_t *err)
+{
+    tpu_coll_run_opts_t opts;
+    void *in[1], *out[1];
+    tpu_status_t status;
+    double t0;
+
+    memset(&opts, 0, sizeof(opts));
+    opts.call = call;
+    opts.timeout_s = 60;
+    in[0] = c->in;
+    out[0] = c->out;
+    memset(c->out, 0, c->out_bytes);
+    (void)job; /* the transport is the case's, from tpu_case_init() */
+    t0 = tpu__now_s();
+    status = tpu_coll_exec_run(c->exec, &opts, in, out, modeled_us_p, err);
+    *wall_s_p = tpu__now_s() - t0;
+    return status;
+}
+
+tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
+                                 tpu_replay_measured_t *m, tpu_err_t *err)
+{
+    tpu_case_t *cases = NULL;
+    char *ready = NULL;
+    double *wall = NULL;
+    long *wrong = NULL;
+    int64_t *runs = NULL, k;
+    int n = rep->ncolls, i, bad_model = 0;
+    tpu_status_t status = TPU_OK;
+
+    memset(m, 0, sizeof(*m));
+    m->measured_us = calloc((size_t)n + 1, sizeof(double));
+    m->runs = calloc((size_t)n + 1, sizeof(int64_t));
+    m->wrong = calloc((size_t)n + 1, sizeof(long));
+    cases = calloc((size_t)n + 1, sizeof(*cases));
+    ready = calloc((size_t)n + 1, 1);
+    wall = calloc((size_t)n + 1, sizeof(double));
+    wrong = calloc((size_t)n + 1, sizeof(long));
+    runs = calloc((size_t)n + 1, sizeof(int64_t));
+    if (m->measured_us == NULL || m->runs == NULL || m->wrong == NULL || cases == NULL ||
+        ready == NULL || wall == NULL || wrong == NULL || runs == NULL) {
+        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of host memory");
+        goto out;
+    }
+    for (k = 0; k < rep->nseq && status == TPU_OK; k++) {
+        const tpu_replay_coll_t *c = &rep->colls[rep->seq[k]];
+        int r = rep->seq[k];
+        double modeled = 0, wall_s = 0;
+
+        if (!c->supported || c->group_size < 2 || c->bytes == 0 || c->bytes * 2 > MAX_RUN_BYTES) {
+            if (ready[r] == 0) {
+                ready[r] = 2; /* skipped */
+            }
+            m->skipped++;
+            continue;
+        }
+        if (ready[r] == 0) {
+            /* Plan, buffers, reference, and one warm-up run (the first run builds the
+             * schedule of every chip), verified but not timed. */
+            tpu_groups_t groups;
+            tpu_coll_desc_t desc;
+
+            tpu_replay_coll_desc(c, &groups, &desc);
+            status = tpu_case_init(&cases[r], job, &desc, err);
+            if (status == TPU_OK) {
+                status = run_once(&cases[r], job, (uint64_t)rep->nseq + (uint64_t)r, &modeled,
+                                  &wall_s, err);
+            }
+            if (status != TPU_OK) {
+                break;
+            }
+            wrong[r] += tpu_case_wrong(&cases[r], job->chip);
+            ready[r] = 1;
+        }
+        status = run_once(&cases[r], job, (uint64_t)k, &modeled, &wall_s, err);
+        if (status != TPU_OK) {
+            break;
+        }
+        wall[r] += wall_s;
+        runs[r]++;
+        wrong[r] += tpu_case_wrong(&cases[r], job->chip);
+        if (modeled != c->modeled_us) {
+            bad_model++;
+        }
+    }
+    /* Every rank ran the same sequence; a failure on one rank aborts the job. */
+    if (status != TPU_OK) {
+        tpu_job_abort(job, err->msg);
+    }
+    MPI_Allreduce(wall, m->measured_us, n, MPI_DOUBLE, MPI_MAX, job->comm);
+    MPI_Allreduce(wrong, m->wrong, n, MPI_LONG, MPI_SUM, job->comm);
+    MPI_Allreduce(&bad_model, &m->model_mismatches, 1, MPI_INT, MPI_SUM, job->comm);
+    for (i = 0; i < n; i++) {
+        m->runs[i] = runs[i];
+        m->measured_us[i] = runs[i] > 0 ? m->measured_us[i] * 1e6 / (double)runs[i] : 0;
+        m->total_wrong += m->wrong[i];
+        m->executions += runs[i];
+    }
+out:
+    for (i = 0; cases != NULL && i < n; i++) {
+        if (ready[i] == 1) {
+            tpu_case_fini(&cases[i]);
+        }
+    }
+    free(cases);
+    free(ready);
+    free(wall);
+    free(wrong);
+    free(runs);
+    return status;
+}
+
+void tpu__replay_measured_fini(tpu_replay_measured_t *m)
+{
+    free(m->measured_us);
+    free(m->runs);
+    free(m->wrong);
+    memset(m, 0, sizeof(*m));
+}
