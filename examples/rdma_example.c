@@ -22,6 +22,8 @@
  *
  *   ./rdma_example                 all 4 chips in this process (loopback)
  *   mpirun -n 4 ./rdma_example     one chip per rank
+ *   --bug wait-twice               chip 1 waits for a second copy nobody sends: a
+ *                                  deadlock (loopback) or the watchdog (MPI, --timeout)
  */
 #include "example_pod.h"
 
@@ -41,11 +43,11 @@ enum {
 
 static tpu_status_t example_kernel(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t *err)
 {
+    const int *bug = arg;
     int device_id = tpu_rdma_axis_index(ctx, 0);
     tpu_rdma_copy_t copy_0_to_1, copy_2_to_3, copy_3_to_2;
     tpu_status_t st = TPU_OK;
 
-    (void)arg;
     tpu_rdma_copy_init(&copy_0_to_1, IN, 0, OUT, 0, TILE, SEND, RECV, 1);
     tpu_rdma_copy_init(&copy_2_to_3, IN, 0, OUT, 0, TILE, SEND, RECV, 3);
     tpu_rdma_copy_init(&copy_3_to_2, IN, 0, OUT, 0, TILE, SEND, RECV, 2);
@@ -56,6 +58,10 @@ static tpu_status_t example_kernel(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t *er
         }
     } else if (device_id == 1) {
         st = tpu_rdma_wait_recv(ctx, &copy_0_to_1, err);
+        if (st == TPU_OK && *bug) {
+            /* --bug: wait for a second copy that nobody sends. */
+            st = tpu_rdma_wait_recv(ctx, &copy_0_to_1, err);
+        }
     } else if (device_id == 2) {
         st = tpu_rdma_start(ctx, &copy_2_to_3, err);
         if (st == TPU_OK) {
@@ -90,7 +96,7 @@ int main(int argc, char **argv)
     tpu_rdma_stats_t stats;
     tpu_err_t err;
     float *in[4] = {0}, *out[4] = {0};
-    int nlocal, i, j, wrong = 0, rc;
+    int nlocal, i, j, wrong = 0, rc, bug;
     double want_us;
 
     rc = example_open(&ex, argc, argv, "4");
@@ -98,6 +104,7 @@ int main(int argc, char **argv)
         return rc;
     }
     tpu_err_clear(&err);
+    bug = strcmp(example_flag(argc, argv, "--bug", "none"), "wait-twice") == 0;
     if (tpu_pod_topo(ex.pod)->nchips != 4 || tpu_pod_topo(ex.pod)->naxes != 1) {
         fprintf(stderr, "error: the seed's example runs on a ring of 4 chips (--topology 4)\n");
         return example_close(&ex, 2);
@@ -116,7 +123,7 @@ int main(int argc, char **argv)
     }
     bufs[IN] = (tpu_rdma_buf_t){"input_ref", TPU_RDMA_HBM, TILE, (void *const *)in};
     bufs[OUT] = (tpu_rdma_buf_t){"output_ref", TPU_RDMA_HBM, TILE, (void *const *)out};
-    k = (tpu_rdma_kernel_t){"example_kernel", 2, bufs, 2, sem_names, example_kernel, NULL};
+    k = (tpu_rdma_kernel_t){"example_kernel", 2, bufs, 2, sem_names, example_kernel, &bug};
     if (tpu_rdma_run(ex.rdma, &k, &(tpu_rdma_opts_t){ex.timeout_s}, &stats, &err) != TPU_OK) {
         fprintf(stderr, "error: %s\n", err.msg);
         return example_close(&ex, 1);
@@ -140,7 +147,8 @@ int main(int argc, char **argv)
     if (example_main_rank(&ex)) {
         printf("rdma_example on %s %s over %s: %d wrong elements\n", tpu_pod_chip(ex.pod)->name,
                tpu_pod_shape(ex.pod), ex.x->ops->name, wrong);
-        printf("modeled_us=%.6f (one hop by hand: %.6f)\n", stats.modeled_us, want_us);
+        printf("modeled_us=%.6f modeled_hex=%a (one hop by hand: %.6f)\n", stats.modeled_us,
+               stats.modeled_us, want_us);
     }
     rc = wrong != 0 || fabs(stats.modeled_us - want_us) > 1e-9 * want_us ? 1 : 0;
     for (i = 0; i < nlocal; i++) {

@@ -237,9 +237,11 @@ int main(int argc, char **argv)
                (unsigned long long)bytes);
         printf("result vs built-in all_gather: %s (%llu chips differ)\n",
                wrong == 0 ? "bit for bit equal" : "DIFFERENT", (unsigned long long)wrong);
-        printf("modeled_us=%.6f  builtin_us=%.6f  (%s, %+.2f%%: %d DMA issues and the last "
+        printf("modeled_us=%.6f modeled_hex=%a builtin_us=%.6f  (%s, %+.2f%%: %d DMA issues and "
+               "the last "
                "VMEM->HBM copy)\n",
-               stats.modeled_us, builtin_us, tpu_coll_plan_algo(plan), 100 * diff, n / 2 + 1);
+               stats.modeled_us, stats.modeled_us, builtin_us, tpu_coll_plan_algo(plan), 100 * diff,
+               n / 2 + 1);
         printf("copies=%lld on this host, host %.0f ms\n", (long long)stats.copies,
                stats.host_us / 1e3);
     }

@@ -149,6 +149,7 @@ struct tpu_rdma_ctx {
     int wait_sem;
     int wait_count;
     int aborted_by; /* a peer that sent ABORT, or -1 */
+    int drained;    /* the body returned and DONE came from every peer */
     int64_t copies;
     double bytes;
     tpu_coll_link_timer_t *timer;
@@ -846,6 +847,22 @@ static tpu_status_t wait_until(tpu_rdma_ctx_t *ctx, const char *what)
         if (!changed && find_deadlock(ctx)) {
             return tpu_err_set(&ctx->err, TPU_ERR_TIMEOUT, "%s", run->deadlock_msg);
         }
+        if (tpu__now_s() - t0 > run->timeout_s && ctx->state == ST_DRAINING) {
+            char late[96] = "";
+            size_t off = 0;
+            int p;
+
+            for (p = 0; p < r->x->nchips && off + 12 < sizeof(late); p++) {
+                if (!ctx->peers[p].done) {
+                    off += (size_t)snprintf(late + off, sizeof(late) - off, "%s%d", off ? ", " : "",
+                                            p);
+                }
+            }
+            return tpu_err_set(&ctx->err, TPU_ERR_TIMEOUT,
+                               "%s on chip %d: waited %.1f s for chips %s to end the kernel "
+                               "(watchdog)",
+                               kname(run), ctx->chip, run->timeout_s, late[0] ? late : "-");
+        }
         if (tpu__now_s() - t0 > run->timeout_s) {
             return tpu_err_set(&ctx->err, TPU_ERR_TIMEOUT,
                                "%s on chip %d: waited %.1f s %s (watchdog)", kname(run), ctx->chip,
@@ -1056,8 +1073,8 @@ static tpu_status_t sem_wait(tpu_rdma_ctx_t *ctx, int sem, int count, const char
                              kname(ctx->run), ctx->chip, how, sem, count, ctx->run->kernel->nsems);
         return fail(ctx, status, err);
     }
-    snprintf(what, sizeof(what), "in %s on semaphore '%s' for %d signals; nobody signalled it", how,
-             sem_name(ctx->run, sem, sb, sizeof(sb)), count);
+    snprintf(what, sizeof(what), "in %s on semaphore '%s' for %d signal%s; nobody signalled it",
+             how, sem_name(ctx->run, sem, sb, sizeof(sb)), count, count > 1 ? "s" : "");
     pthread_mutex_lock(&r->mu);
     ctx->state = ST_WAITING;
     ctx->wait_sem = sem;
@@ -1147,6 +1164,7 @@ static tpu_status_t drain(tpu_rdma_ctx_t *ctx)
         tpu_status_t st = wait_until(ctx, "for the other chips to end the kernel");
 
         if (st == TPU_OK) {
+            ctx->drained = 1;
             break;
         }
         saved = saved != TPU_OK ? saved : st;
@@ -1401,7 +1419,6 @@ tpu_status_t tpu_rdma_run(tpu_rdma_t *rdma, const tpu_rdma_kernel_t *kernel,
      * (then every peer does too), even when it found an error at its end. */
     for (i = 0; i < x->nlocal; i++) {
         tpu_rdma_ctx_t *c = &rdma->ctx[i];
-        int p;
 
         if (c->status != TPU_OK && c->primary && first < 0) {
             first = i;
@@ -1409,10 +1426,7 @@ tpu_status_t tpu_rdma_run(tpu_rdma_t *rdma, const tpu_rdma_kernel_t *kernel,
         if (c->clock > local) {
             local = c->clock;
         }
-        for (p = 0; p < x->nchips; p++) {
-            drained &= c->peers[p].done;
-        }
-        drained &= c->aborted_by < 0;
+        drained &= c->drained;
     }
     for (i = 0; i < x->nlocal && first < 0; i++) {
         if (rdma->ctx[i].status != TPU_OK) {
