@@ -12,11 +12,16 @@
  *        this chip); or ABORT (the sender failed).
  *   DATA (tag TAG_DATA): the bytes.
  * Every chip keeps one CTRL receive posted per peer.  When a COPY arrives, it
- * posts the DATA receive straight into the destination buffer (messages of one
- * pair on one tag match in order, so the k-th COPY names the k-th DATA).  When
- * the DATA has landed, the receive semaphore gets a signal stamped with the
- * modeled arrival; when the sender's DATA send completes, its send semaphore
- * gets a signal stamped with the modeled "left" time.  Progress is made inside
+ * posts the DATA receive (messages of one pair on one tag match in order, so
+ * the k-th COPY names the k-th DATA).  When the DATA has landed, the receive
+ * semaphore gets a signal stamped with the modeled arrival, holding the bytes;
+ * when the sender's DATA send completes, its send semaphore gets a signal
+ * stamped with the modeled "left" time.  A copy reads its source when it starts
+ * (a snapshot), and its bytes are written into the destination buffer when the
+ * receiver waits for the signal: a chip's buffers change only at its own
+ * program points, so the data, like the time, never depends on the order in
+ * which the host ran the chips (in Pallas, reading before wait_recv is
+ * undefined anyway).  Progress is made inside
  * every call of the API (one lock per runtime guards the state and the
  * transport, so the loopback threads take turns).
  *

@@ -25,7 +25,10 @@
  * take one signal, tpu_rdma_sem_wait() takes n (for n copies into one semaphore).
  *
  * Real bytes move over the transport (one chip per MPI rank, or every chip in
- * one process over loopback, each chip's body on its own thread).
+ * one process over loopback, each chip's body on its own thread).  A copy reads
+ * its source when it starts; its bytes appear in the destination when the
+ * receiving chip waits for them (wait_recv or a wait on its receive semaphore):
+ * as in Pallas, read a destination only after the wait.
  *
  * Modeled time.  Every chip has a clock, which starts at 0 when the kernel does:
  *   - tpu_rdma_compute(ctx, s) advances it by s seconds of compute (use the cost
