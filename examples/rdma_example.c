@@ -115,7 +115,8 @@ int main(int argc, char **argv)
         out[i] = calloc(ROWS * COLS, sizeof(float));
         if (in[i] == NULL || out[i] == NULL) {
             fprintf(stderr, "error: out of memory\n");
-            return example_close(&ex, 1);
+            rc = 1;
+            goto done;
         }
         for (j = 0; j < ROWS * COLS; j++) {
             in[i][j] = value(ex.x->local_chips[i], j);
@@ -126,7 +127,8 @@ int main(int argc, char **argv)
     k = (tpu_rdma_kernel_t){"example_kernel", 2, bufs, 2, sem_names, example_kernel, &bug};
     if (tpu_rdma_run(ex.rdma, &k, &(tpu_rdma_opts_t){ex.timeout_s}, &stats, &err) != TPU_OK) {
         fprintf(stderr, "error: %s\n", err.msg);
-        return example_close(&ex, 1);
+        rc = 1;
+        goto done;
     }
     for (i = 0; i < nlocal; i++) {
         int chip = ex.x->local_chips[i];
@@ -151,6 +153,8 @@ int main(int argc, char **argv)
                stats.modeled_us, want_us);
     }
     rc = wrong != 0 || fabs(stats.modeled_us - want_us) > 1e-9 * want_us ? 1 : 0;
+
+done:
     for (i = 0; i < nlocal; i++) {
         free(in[i]);
         free(out[i]);
