@@ -1402,7 +1402,7 @@ tpu_status_t tpu_rdma_run(tpu_rdma_t *rdma, const tpu_rdma_kernel_t *kernel,
     } else {
         for (i = 0; i < x->nlocal; i++, nthreads++) {
             if (pthread_create(&rdma->ctx[i].thread, NULL, chip_main, &rdma->ctx[i]) != 0) {
-                /* Run the rest here, one after the other would deadlock: fail them. */
+                /* The chips already running see run.failed and stop. */
                 pthread_mutex_lock(&rdma->mu);
                 run.failed = 1;
                 pthread_mutex_unlock(&rdma->mu);
