@@ -423,7 +423,8 @@ static void prepare(tpu_coll_exec_t *ctx, void *const *in, void *const *out)
 
     for (i = 0; i < ctx->x->nlocal; i++) {
         int chip = ctx->x->local_chips[i];
-        int64_t me = kind == TPU_COLL_P2P ? 0 : tpu_topo_group_index(&p->topo, p->desc.axes, chip);
+        int64_t me =
+            kind == TPU_COLL_P2P || p->desc.pairs != NULL ? 0 : tpu__plan_member_index(p, chip);
         unsigned char *w = ctx->work[i];
         int64_t g;
 
@@ -468,7 +469,7 @@ static void finish(tpu_coll_exec_t *ctx, void *const *out)
     int i, k;
 
     for (i = 0; i < ctx->x->nlocal && sc->nlayout > 0; i++) {
-        int64_t me = tpu_topo_group_index(&p->topo, p->desc.axes, ctx->x->local_chips[i]);
+        int64_t me = tpu__plan_member_index(p, ctx->x->local_chips[i]);
         unsigned char *w = ctx->work[i], *o = out[i];
         int64_t g;
 
@@ -588,8 +589,8 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     e->work_dtype = plan->data_scale == 2 ? TPU_DTYPE_F32 : plan->desc.dtype;
     /* Runs with data need every chip's flows; the model may hold one chip's. */
     e->ps = &plan->model;
-    if (plan->model.rep >= 0) {
-        status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, &e->full, err);
+    if (plan->model.rep >= 0 || plan->model.orbit) {
+        status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &e->full, err);
         if (status != TPU_OK) {
             goto fail;
         }
@@ -664,6 +665,19 @@ tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t 
     ctx->sig.bytes = plan->desc.bytes;
     ctx->sig.kind = (int32_t)plan->desc.kind;
     ctx->sig.axes = (int32_t)plan->desc.axes;
+    if (plan->desc.groups != NULL || plan->desc.pairs != NULL) {
+        /* Groups or pairs: a hash of them, so chips in different sets mismatch. */
+        const int32_t *v = plan->desc.groups != NULL ? plan->groups.chips : plan->pairs;
+        int64_t n = plan->desc.groups != NULL ? (int64_t)plan->groups.ngroups * plan->groups.size
+                                              : 2 * (int64_t)plan->desc.npairs,
+                k;
+        uint32_t h = 2166136261u;
+
+        for (k = 0; k < n; k++) {
+            h = (h ^ (uint32_t)v[k]) * 16777619u;
+        }
+        ctx->sig.axes = (int32_t)(0x40000000u | (h & 0x3fffffffu));
+    }
     ctx->sig.dtype = (int32_t)plan->desc.dtype;
     ctx->sig.op = (int32_t)plan->desc.op;
     status = tpu__timing_init(&t, &plan->topo, &plan->link, ps);
