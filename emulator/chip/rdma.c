@@ -361,6 +361,58 @@ tpu_status_t tpu_rdma_axis_peer(const tpu_rdma_ctx_t *ctx, int axis, int shift, 
     return TPU_OK;
 }
 
+/* The mesh axis called 'axis', checked against this pod. */
+static tpu_status_t mesh_axis(const tpu_rdma_ctx_t *ctx, const tpu_mesh_t *mesh, const char *axis,
+                              int *a_p, tpu_err_t *err)
+{
+    if (mesh == NULL || axis == NULL) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "%s on chip %d: NULL mesh or axis name",
+                           kname(ctx->run), ctx->chip);
+    }
+    if (tpu_mesh_size(mesh) != ctx->rdma->topo->nchips) {
+        return tpu_err_set(
+            err, TPU_ERR_INVALID, "%s on chip %d: the mesh has %d positions, the pod %d chips",
+            kname(ctx->run), ctx->chip, tpu_mesh_size(mesh), ctx->rdma->topo->nchips);
+    }
+    *a_p = tpu_mesh_axis_find(mesh, axis);
+    if (*a_p < 0) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "%s on chip %d: the mesh has no axis '%s'",
+                           kname(ctx->run), ctx->chip, axis);
+    }
+    return TPU_OK;
+}
+
+tpu_status_t tpu_rdma_mesh_index(const tpu_rdma_ctx_t *ctx, const tpu_mesh_t *mesh,
+                                 const char *axis, int *index_p, tpu_err_t *err)
+{
+    tpu_status_t status;
+    int a;
+
+    status = mesh_axis(ctx, mesh, axis, &a, err);
+    if (status == TPU_OK) {
+        *index_p = tpu_mesh_axis_index(mesh, ctx->chip, a);
+    }
+    return status;
+}
+
+tpu_status_t tpu_rdma_mesh_peer(const tpu_rdma_ctx_t *ctx, const tpu_mesh_t *mesh, const char *axis,
+                                int shift, int *device_p, tpu_err_t *err)
+{
+    int coords[TPU_MESH_MAX_AXES];
+    tpu_status_t status;
+    int a, n;
+
+    status = mesh_axis(ctx, mesh, axis, &a, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    n = tpu_mesh_axis_size(mesh, a);
+    tpu_mesh_coords(mesh, ctx->chip, coords);
+    coords[a] = ((coords[a] + shift) % n + n) % n;
+    *device_p = tpu_mesh_chip_at(mesh, coords);
+    return TPU_OK;
+}
+
 double tpu_rdma_now(const tpu_rdma_ctx_t *ctx)
 {
     return ctx->clock;

@@ -9,13 +9,13 @@
  *
  *     Pallas                                      tpuemu
  *     lax.axis_index('x')                         tpu_rdma_axis_index(ctx, 0)
+ *     lax.axis_index('model') over a mesh         tpu_rdma_mesh_index(ctx, mesh, "model", &i, err)
  *     (axis_index + 1) % n  as device_id          tpu_rdma_axis_peer(ctx, 0, +1, &dev, err)
- *     c = pltpu.make_async_remote_copy(src_ref,   tpu_rdma_copy_init(&c, SRC, src_off,
- *           dst_ref, send_sem, recv_sem,                DST, dst_off, bytes,
- *           device_id=dev)                              SEND, RECV, dev)
- *     c.start()                                   tpu_rdma_start(ctx, &c, err)
- *     c.wait_send()                               tpu_rdma_wait_send(ctx, &c, err)
- *     c.wait_recv()  (on the receiving chip)      tpu_rdma_wait_recv(ctx, &c, err)
+ *                                                 tpu_rdma_mesh_peer(ctx, mesh, "model", +1, &dev,
+ * err) c = pltpu.make_async_remote_copy(src_ref,   tpu_rdma_copy_init(&c, SRC, src_off, dst_ref,
+ * send_sem, recv_sem,                DST, dst_off, bytes, device_id=dev) SEND, RECV, dev) c.start()
+ * tpu_rdma_start(ctx, &c, err) c.wait_send()                               tpu_rdma_wait_send(ctx,
+ * &c, err) c.wait_recv()  (on the receiving chip)      tpu_rdma_wait_recv(ctx, &c, err)
  *     pltpu.make_async_copy (same chip)           a copy whose device is the chip itself
  *
  * A copy moves 'bytes' from [src_off, +bytes) of buffer 'src_buf' on this chip to
@@ -63,6 +63,7 @@
 #define TPU_RDMA_H
 
 #include "tpu/chip.h"
+#include "tpu/mesh.h"
 #include "tpu/pod.h"
 #include "tpu/status.h"
 #include "tpu/vmem.h"
@@ -179,6 +180,18 @@ TPU_API int tpu_rdma_axis_size(const tpu_rdma_ctx_t *ctx, int axis);
 /* The chip 'shift' places along 'axis' from this one, modulo the axis size. */
 TPU_API tpu_status_t tpu_rdma_axis_peer(const tpu_rdma_ctx_t *ctx, int axis, int shift,
                                         int *device_p, tpu_err_t *err);
+
+/*
+ * The same over a named mesh axis (the mesh must be over this pod's chips):
+ * lax.axis_index('model') and the chip 'shift' places along 'model' from this
+ * one (modulo the axis size), the other mesh coordinates unchanged.
+ * @return TPU_OK, or TPU_ERR_INVALID (an axis the mesh does not have, naming it;
+ *         a mesh over another pod).
+ */
+TPU_API tpu_status_t tpu_rdma_mesh_index(const tpu_rdma_ctx_t *ctx, const tpu_mesh_t *mesh,
+                                         const char *axis, int *index_p, tpu_err_t *err);
+TPU_API tpu_status_t tpu_rdma_mesh_peer(const tpu_rdma_ctx_t *ctx, const tpu_mesh_t *mesh,
+                                        const char *axis, int shift, int *device_p, tpu_err_t *err);
 
 /* Start a copy (asynchronous). */
 TPU_API tpu_status_t tpu_rdma_start(tpu_rdma_ctx_t *ctx, const tpu_rdma_copy_t *c, tpu_err_t *err);

@@ -7,6 +7,7 @@
  * destination, a device outside the pod, two copies racing into one range, a
  * kernel that ends with copies in flight, VMEM buffers over capacity.
  */
+#include "tpu/mesh.h"
 #include "tpu/pod.h"
 #include "tpu/rdma.h"
 #include "tpu/xport.h"
@@ -50,11 +51,13 @@ typedef enum {
     SC_RACE,       /* chips 1 and 2 both copy into the same bytes of chip 0 */
     SC_IN_FLIGHT,  /* chip 0 never waits for its send */
     SC_SELF,       /* a local DMA: HBM -> HBM on the chip itself */
-    SC_BODY_ERROR  /* chip 2's body fails on its own */
+    SC_BODY_ERROR, /* chip 2's body fails on its own */
+    SC_MESH        /* data=4,model=4: copy to model+1 by the mesh axis' name */
 } scenario_t;
 
 typedef struct test_run {
     scenario_t sc;
+    const tpu_mesh_t *mesh;
 } test_run_t;
 
 static tpu_status_t start_wait(tpu_rdma_ctx_t *ctx, const tpu_rdma_copy_t *c, tpu_err_t *err)
@@ -157,6 +160,20 @@ static tpu_status_t body(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t *err)
         tpu_rdma_copy_init(&c, IN, 0, OUT, 0, NB, SEND, RECV, me);
         st = start_wait(ctx, &c, err);
         return st == TPU_OK ? tpu_rdma_wait_recv(ctx, &c, err) : st;
+    case SC_MESH:
+        st = tpu_rdma_mesh_peer(ctx, t->mesh, "model", +1, &dev, err);
+        tpu_rdma_copy_init(&c, IN, 0, OUT, 0, NB, SEND, RECV, dev);
+        if (st == TPU_OK) {
+            st = start_wait(ctx, &c, err);
+        }
+        if (st == TPU_OK) {
+            st = tpu_rdma_wait_recv(ctx, &c, err);
+        }
+        if (st == TPU_OK && tpu_rdma_mesh_peer(ctx, t->mesh, "modl", 1, &dev, err) == TPU_OK) {
+            st = tpu_err_set(err, TPU_ERR_INTERNAL, "a misspelled axis was accepted");
+        }
+        tpu_err_clear(err);
+        return st;
     case SC_BODY_ERROR:
         if (me == 2) {
             return tpu_err_set(err, TPU_ERR_INVALID, "the body of chip 2 gave up");
@@ -217,12 +234,13 @@ static void close_pod(fixture_t *f)
     tpu_pod_destroy(f->pod);
 }
 
-static tpu_status_t run(fixture_t *f, scenario_t sc, uint64_t vmem_bytes)
+static tpu_status_t run_mesh(fixture_t *f, scenario_t sc, uint64_t vmem_bytes,
+                             const tpu_mesh_t *mesh)
 {
     static const char *const sems[] = {"send", "recv", "other"};
     tpu_rdma_buf_t bufs[4];
     tpu_rdma_kernel_t k;
-    test_run_t t = {sc};
+    test_run_t t = {sc, mesh};
 
     bufs[IN] = (tpu_rdma_buf_t){"in", TPU_RDMA_HBM, NB, (void *const *)f->in};
     bufs[OUT] = (tpu_rdma_buf_t){"out", TPU_RDMA_HBM, NB, (void *const *)f->out};
@@ -231,6 +249,11 @@ static tpu_status_t run(fixture_t *f, scenario_t sc, uint64_t vmem_bytes)
     k = (tpu_rdma_kernel_t){"test_kernel", 4, bufs, 3, sems, body, &t};
     tpu_err_clear(&f->err);
     return tpu_rdma_run(f->rdma, &k, &(tpu_rdma_opts_t){5.0}, &f->stats, &f->err);
+}
+
+static tpu_status_t run(fixture_t *f, scenario_t sc, uint64_t vmem_bytes)
+{
+    return run_mesh(f, sc, vmem_bytes, NULL);
 }
 
 static void expect_us(double got_us, double want_s)
@@ -317,6 +340,26 @@ static void test_axis_offsets_2d(void **state)
     }
     /* Two copies on different links, each one hop: they do not wait for each other. */
     expect_us(f.stats.modeled_us, ISSUE + ALPHA + (NB / 2) / BW);
+    close_pod(&f);
+}
+
+static void test_mesh_axis_peer(void **state)
+{
+    fixture_t f;
+    tpu_mesh_t *mesh;
+    int chip, co[TPU_MESH_MAX_AXES];
+
+    (void)state;
+    open_pod(&f, "4x4");
+    assert_int_equal(tpu_mesh_create(tpu_pod_topo(f.pod), "data=4,model=4", NULL, 0, &mesh, &f.err),
+                     TPU_OK);
+    assert_int_equal(run_mesh(&f, SC_MESH, NB, mesh), TPU_OK);
+    for (chip = 0; chip < 16; chip++) {
+        tpu_mesh_coords(mesh, chip, co);
+        co[1] = (co[1] + 3) % 4; /* the chip whose model+1 is this one */
+        assert_memory_equal(f.out[chip], f.in[tpu_mesh_chip_at(mesh, co)], NB);
+    }
+    tpu_mesh_destroy(mesh);
     close_pod(&f);
 }
 
@@ -446,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_same_link_shares),
         cmocka_unit_test(test_compute_then_copy),
         cmocka_unit_test(test_axis_offsets_2d),
+        cmocka_unit_test(test_mesh_axis_peer),
         cmocka_unit_test(test_self_copy),
         cmocka_unit_test(test_deadlock_named),
         cmocka_unit_test(test_too_small),
