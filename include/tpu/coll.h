@@ -272,6 +272,37 @@ TPU_API uint64_t tpu_coll_count_wrong(const void *got, const void *want, uint64_
 TPU_API double tpu_coll_ideal_us(const tpu_topo_t *topo, const tpu_link_model_t *link,
                                  const tpu_coll_desc_t *desc);
 
+/*
+ * One-at-a-time timing of point-to-point transfers through the link model, for
+ * traffic that no schedule describes (remote copies started by kernels, see
+ * tpu/rdma.h).  A timer belongs to one chip and remembers when each directed
+ * link it used is next free: a transfer takes the dimension-order route (x, then
+ * y, then z, each axis its shortest way; ties go +), waits for its first link to
+ * drain the timer's earlier transfers (so transfers of one chip on one link
+ * share it in turn), then takes what the link model gives a flow alone on its
+ * route: hops * alpha + bytes / (W/2), plus whatever per-message costs the link
+ * model charges.  Transfers of other chips are not seen (they are unknown to
+ * this chip when it starts a copy).  Deterministic: a pure function of the calls.
+ */
+typedef struct tpu_coll_link_timer tpu_coll_link_timer_t;
+
+/* A timer for 'topo' and 'link' (both copied or borrowed for the timer's life:
+ * 'topo' is borrowed, 'link' copied).  Destroy with tpu_coll_link_timer_destroy(). */
+TPU_API tpu_status_t tpu_coll_link_timer_create(const tpu_topo_t *topo,
+                                                const tpu_link_model_t *link,
+                                                tpu_coll_link_timer_t **timer_p, tpu_err_t *err);
+TPU_API void tpu_coll_link_timer_destroy(tpu_coll_link_timer_t *timer);
+
+/*
+ * Time 'bytes' from chip 'src' to chip 'dst' (different chips) whose data is ready
+ * at 'ready' seconds: '*left_p' is when its last byte has left 'src' (the first
+ * link drained), '*arrival_p' when it has arrived at 'dst'; '*hops_p' the ICI hops
+ * of its route (may be NULL).  Across slices the transfer goes over DCN.
+ */
+TPU_API void tpu_coll_link_timer_flow(tpu_coll_link_timer_t *timer, int src, int dst,
+                                      uint64_t bytes, double ready, double *left_p,
+                                      double *arrival_p, int *hops_p);
+
 /* The registry: number of algorithms, and the collective and name of algorithm 'i'. */
 TPU_API int tpu_coll_algo_count(void);
 TPU_API void tpu_coll_algo_at(int i, tpu_coll_kind_t *kind_p, const char **name_p,
