@@ -67,9 +67,9 @@ tpu_status_t tpu__reversed(const tpu_algo_args_t *args, tpu_algo_fn_t ag_fn, int
 /*
  * The groups a group algorithm works on (group_common.c): args->groups, or for a
  * request over whole axes the groups of args->mask, built into 'own' (free it
- * with tpu_groups_fini()).  '*member_p' maps chip -> member index ('own_member'
- * is filled in the second case; nchips entries, caller storage or NULL to
- * allocate: then free it with tpu__free()).
+ * with tpu_groups_fini()).  '*member_p' (unless member_p is NULL) maps chip -> member index
+ * ('own_member' is filled in the second case; nchips entries, caller storage or NULL to allocate:
+ * then free it with tpu__free()).
  */
 /* Is 'chip' in the domain of args->period (always, without a period)? */
 int tpu__algo_in_domain(const tpu_algo_args_t *args, int chip);
@@ -79,5 +79,21 @@ int tpu__algo_canon(const tpu_algo_args_t *args, int chip);
 tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_groups_t *own,
                               const tpu_groups_t **groups_p, const int32_t **member_p,
                               int32_t **own_member_p);
+
+/* Keep block k of the input as block k of the output on every chip (a local copy). */
+void tpu__algo_keep_own_block(tpu_sched_t *sched, int64_t blk);
+
+/* Give 'sched' one stream whose working layout is the user's: block k (of 'nblocks',
+ * 'block' bytes each) at k * block. */
+tpu_status_t tpu__algo_user_layout(tpu_sched_t *sched, int64_t block, int nblocks);
+
+/*
+ * Add the direct flow of one args->shard block from chip 'src' (at 'src_off') to
+ * chip 'dst' (at 'dst_off'): over DCN between slices, else over ICI; when the ICI
+ * route (from src's twin in dst's slice) has an axis at the tie distance, the block
+ * is split in two halves of whole elements that go both ways round.
+ */
+tpu_status_t tpu__algo_direct_block(const tpu_algo_args_t *args, tpu_sched_t *sched, int src,
+                                    int dst, int64_t src_off, int64_t dst_off);
 
 #endif /* TPU_ALGO_H */

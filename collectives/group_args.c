@@ -7,6 +7,8 @@
 
 #include "algo.h"
 
+#include <string.h>
+
 int tpu__algo_in_domain(const tpu_algo_args_t *args, int chip)
 {
     int c[TPU_MAX_AXES], a;
@@ -46,7 +48,9 @@ tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_groups_t *own,
     *own_member_p = NULL;
     if (args->groups != NULL) {
         *groups_p = args->groups;
-        *member_p = args->member;
+        if (member_p != NULL) {
+            *member_p = args->member;
+        }
         return TPU_OK;
     }
     status = tpu_groups_of_axes(args->topo, args->mask, own, NULL);
@@ -60,6 +64,90 @@ tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_groups_t *own,
     }
     tpu_groups_index(own, args->topo->nchips, NULL, *own_member_p);
     *groups_p = own;
-    *member_p = *own_member_p;
+    if (member_p != NULL) {
+        *member_p = *own_member_p;
+    }
+    return TPU_OK;
+}
+
+void tpu__algo_keep_own_block(tpu_sched_t *sched, int64_t blk)
+{
+    sched->local[0].src_off = 0;
+    sched->local[0].dst_off = 0;
+    sched->local[0].len = blk;
+    sched->nlocal = 1;
+    sched->local_src_shift = blk;
+    sched->local_dst_shift = blk;
+}
+
+tpu_status_t tpu__algo_user_layout(tpu_sched_t *sched, int64_t block, int nblocks)
+{
+    sched->layout = tpu__calloc(1, sizeof(*sched->layout));
+    if (sched->layout == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    sched->nlayout = 1;
+    sched->layout[0].sub_len = block;
+    sched->layout[0].ndigits = 1;
+    sched->layout[0].n[0] = nblocks;
+    sched->layout[0].gstride[0] = 1;
+    return TPU_OK;
+}
+
+/* Are src and dst at the tie distance (n/2 on a wrapped axis of even size n) on an axis? */
+static int has_tie(const tpu_topo_t *topo, int src, int dst)
+{
+    int cs[TPU_MAX_AXES], cd[TPU_MAX_AXES], a;
+
+    tpu_topo_coords(topo, src, cs);
+    tpu_topo_coords(topo, dst, cd);
+    for (a = 0; a < topo->naxes; a++) {
+        int n = topo->dims[a];
+
+        if (topo->wrap[a] && n % 2 == 0 && ((cd[a] - cs[a] + n) % n) == n / 2) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+tpu_status_t tpu__algo_direct_block(const tpu_algo_args_t *args, tpu_sched_t *sched, int src,
+                                    int dst, int64_t src_off, int64_t dst_off)
+{
+    const tpu_topo_t *topo = args->topo;
+    int64_t blk = args->shard, e = blk / args->elem, h1 = (e + 1) / 2;
+    int dcn = tpu_topo_slice_of(topo, dst) != tpu_topo_slice_of(topo, src);
+    int from = src, split, h;
+
+    if (dcn) {
+        int coords[TPU_MAX_AXES];
+
+        tpu_topo_coords(topo, src, coords);
+        from = tpu_topo_chip(topo, tpu_topo_slice_of(topo, dst), coords);
+    }
+    split = has_tie(topo, from, dst) && e >= 2;
+    for (h = 0; h < (split ? 2 : 1); h++) {
+        tpu_flow_t f;
+
+        memset(&f, 0, sizeof(f));
+        f.src = src;
+        f.dst = dst;
+        f.kind = dcn ? TPU_ROUTE_DCN : TPU_ROUTE_ICI;
+        f.tie = (int8_t)(h == 0 ? 1 : -1);
+        f.span.off = src_off;
+        f.span.dst_off = dst_off;
+        f.span.len = blk;
+        f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
+        if (split) {
+            f.span.len = (h == 0 ? h1 : e - h1) * args->elem;
+            if (h == 1) {
+                f.span.off += h1 * args->elem;
+                f.span.dst_off += h1 * args->elem;
+            }
+        }
+        if (tpu__sched_add(sched, &f) < 0) {
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
     return TPU_OK;
 }

@@ -32,30 +32,21 @@ tpu_status_t tpu__algo_ALL_GATHER_group_direct(const tpu_algo_args_t *args, tpu_
     const tpu_topo_t *topo = args->topo;
     tpu_groups_t own = {0, 0, NULL};
     const tpu_groups_t *gr;
-    const int32_t *member;
     int32_t *own_member = NULL;
     int64_t B = args->shard;
     int G, g, i, j;
     tpu_status_t status;
 
     (void)err;
-    status = tpu__algo_groups(args, &own, &gr, &member, &own_member);
+    status = tpu__algo_groups(args, &own, &gr, NULL, &own_member);
     if (status != TPU_OK) {
         return status;
     }
-    (void)member;
     G = gr->size;
-    sched->layout = tpu__calloc(1, sizeof(*sched->layout));
-    if (sched->layout == NULL) {
-        status = TPU_ERR_NO_MEMORY;
+    status = tpu__algo_user_layout(sched, B, G);
+    if (status != TPU_OK) {
         goto out;
     }
-    /* One stream whose working layout is the user's: block k at k * B. */
-    sched->nlayout = 1;
-    sched->layout[0].sub_len = B;
-    sched->layout[0].ndigits = 1;
-    sched->layout[0].n[0] = G;
-    sched->layout[0].gstride[0] = 1;
     for (g = 0; g < gr->ngroups && status == TPU_OK; g++) {
         const int32_t *m = gr->chips + (int64_t)g * G;
 

@@ -62,33 +62,28 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
     const tpu_topo_t *topo = args->topo;
     tpu_groups_t own = {0, 0, NULL};
     const tpu_groups_t *gr;
-    const int32_t *member;
     int32_t *own_member = NULL, *prev = NULL, *cur = NULL, *tmp;
     int64_t B = args->shard, e = args->shard / args->elem, h1 = (e + 1) / 2;
     int G, T, t, g, i, di;
     tpu_status_t status;
 
     (void)err;
-    status = tpu__algo_groups(args, &own, &gr, &member, &own_member);
+    status = tpu__algo_groups(args, &own, &gr, NULL, &own_member);
     if (status != TPU_OK) {
         return status;
     }
-    (void)member;
     G = gr->size;
     T = G / 2;
-    sched->layout = tpu__calloc(1, sizeof(*sched->layout));
+    status = tpu__algo_user_layout(sched, B, G);
+    if (status != TPU_OK) {
+        goto out;
+    }
     prev = tpu__malloc((size_t)topo->nchips * 2 * sizeof(int32_t));
     cur = tpu__malloc((size_t)topo->nchips * 2 * sizeof(int32_t));
-    if (sched->layout == NULL || prev == NULL || cur == NULL) {
+    if (prev == NULL || cur == NULL) {
         status = TPU_ERR_NO_MEMORY;
         goto out;
     }
-    /* One stream whose working layout is the user's: block k at k * B. */
-    sched->nlayout = 1;
-    sched->layout[0].sub_len = B;
-    sched->layout[0].ndigits = 1;
-    sched->layout[0].n[0] = G;
-    sched->layout[0].gstride[0] = 1;
     for (t = 1; t <= T && status == TPU_OK; t++) {
         int half = G % 2 == 0 && t == G / 2;
 

@@ -27,25 +27,6 @@
  */
 #include "algo.h"
 
-#include <string.h>
-
-/* Does the route from 'src' to 'dst' have an axis at the tie distance? */
-static int has_tie(const tpu_topo_t *topo, int src, int dst)
-{
-    int cs[TPU_MAX_AXES], cd[TPU_MAX_AXES], a;
-
-    tpu_topo_coords(topo, src, cs);
-    tpu_topo_coords(topo, dst, cd);
-    for (a = 0; a < topo->naxes; a++) {
-        int n = topo->dims[a];
-
-        if (topo->wrap[a] && n % 2 == 0 && ((cd[a] - cs[a] + n) % n) == n / 2) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 tpu_status_t tpu__algo_ALL_TO_ALL_direct(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                          tpu_err_t *err)
 {
@@ -54,12 +35,7 @@ tpu_status_t tpu__algo_ALL_TO_ALL_direct(const tpu_algo_args_t *args, tpu_sched_
     int c, j;
 
     (void)err;
-    sched->local[0].src_off = 0;
-    sched->local[0].dst_off = 0;
-    sched->local[0].len = blk;
-    sched->nlocal = 1;
-    sched->local_src_shift = blk;
-    sched->local_dst_shift = blk;
+    tpu__algo_keep_own_block(sched, blk);
     for (c = 0; c < topo->nchips; c++) {
         if (args->rep >= 0 && c != args->rep) {
             continue;
@@ -68,42 +44,15 @@ tpu_status_t tpu__algo_ALL_TO_ALL_direct(const tpu_algo_args_t *args, tpu_sched_
 
         for (j = 0; j < args->group; j++) {
             int dst = tpu_topo_group_member(topo, args->mask, c, j);
-            int dcn = tpu_topo_slice_of(topo, dst) != tpu_topo_slice_of(topo, c);
-            int from = c, split, h;
-            tpu_flow_t f;
+            tpu_status_t status;
 
             if (j == i) {
                 continue;
             }
-            if (dcn) {
-                int coords[TPU_MAX_AXES];
-
-                tpu_topo_coords(topo, c, coords);
-                from = tpu_topo_chip(topo, tpu_topo_slice_of(topo, dst), coords);
-            }
-            split = has_tie(topo, from, dst) && blk >= 2 * args->elem;
-            for (h = 0; h < (split ? 2 : 1); h++) {
-                int64_t e = blk / args->elem, h1 = (e + 1) / 2;
-
-                memset(&f, 0, sizeof(f));
-                f.src = c;
-                f.dst = dst;
-                f.kind = dcn ? TPU_ROUTE_DCN : TPU_ROUTE_ICI;
-                f.tie = (int8_t)(h == 0 ? 1 : -1);
-                f.span.off = (int64_t)j * blk;
-                f.span.dst_off = (int64_t)i * blk;
-                f.span.len = blk;
-                f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
-                if (split) {
-                    f.span.len = (h == 0 ? h1 : e - h1) * args->elem;
-                    if (h == 1) {
-                        f.span.off += h1 * args->elem;
-                        f.span.dst_off += h1 * args->elem;
-                    }
-                }
-                if (tpu__sched_add(sched, &f) < 0) {
-                    return TPU_ERR_NO_MEMORY;
-                }
+            status =
+                tpu__algo_direct_block(args, sched, c, dst, (int64_t)j * blk, (int64_t)i * blk);
+            if (status != TPU_OK) {
+                return status;
             }
         }
     }
