@@ -377,10 +377,11 @@ static tpu_status_t read_string(parser_t *p, const char **out_p)
 }
 
 /*
- * Skip one attribute value: balanced brackets, strings and comments, up to a
- * ',' or a newline or an unmatched closer at depth 0.
+ * Skip balanced brackets, strings and comments: with 'value', one attribute value,
+ * up to a ',' or a newline or a '//' comment or an unmatched closer at depth 0;
+ * else one bracketed group starting at the opener at the cursor.
  */
-static tpu_status_t skip_value(parser_t *p)
+static tpu_status_t skip_balanced(parser_t *p, int value)
 {
     int depth = 0, line = p->line, col = col_of(p);
     tpu_status_t status;
@@ -388,28 +389,13 @@ static tpu_status_t skip_value(parser_t *p)
     while (!at_end(p)) {
         int c = cur(p);
 
-        if (depth == 0 && (c == ',' || c == '\n' || c == ')' || c == '}' || c == ']')) {
+        if (value && depth == 0 &&
+            (c == ',' || c == '\n' || c == ')' || c == '}' || c == ']' ||
+             (c == '/' && at(p, 1) == '/'))) {
             return TPU_OK;
         }
-        if (c == '"' || c == '\'') {
-            status = skip_string(p);
-            if (status != TPU_OK) {
-                return status;
-            }
-            continue;
-        }
-        if (c == '/' && at(p, 1) == '*') {
-            status = skip_ws(p);
-            if (status != TPU_OK) {
-                return status;
-            }
-            continue;
-        }
-        if (c == '/' && at(p, 1) == '/') {
-            if (depth == 0) {
-                return TPU_OK;
-            }
-            status = skip_ws(p);
+        if (c == '"' || c == '\'' || (c == '/' && (at(p, 1) == '*' || at(p, 1) == '/'))) {
+            status = c == '/' ? skip_ws(p) : skip_string(p);
             if (status != TPU_OK) {
                 return status;
             }
@@ -423,53 +409,26 @@ static tpu_status_t skip_value(parser_t *p)
             depth--;
         }
         adv(p);
-    }
-    if (depth > 0) {
-        return tpu_err_set(p->err, TPU_ERR_INVALID,
-                           "%s:%d:%d: unbalanced brackets: the file ends inside this value",
-                           p->file, line, col);
-    }
-    return TPU_OK;
-}
-
-/* Skip a bracketed group starting at the opener at the cursor. */
-static tpu_status_t skip_group(parser_t *p)
-{
-    int depth = 0, line = p->line, col = col_of(p);
-    tpu_status_t status;
-
-    while (!at_end(p)) {
-        int c = cur(p);
-
-        if (c == '"' || c == '\'') {
-            status = skip_string(p);
-            if (status != TPU_OK) {
-                return status;
-            }
-            continue;
-        }
-        if (c == '/' && (at(p, 1) == '*' || at(p, 1) == '/')) {
-            status = skip_ws(p);
-            if (status != TPU_OK) {
-                return status;
-            }
-            continue;
-        }
-        if (c == '{' || c == '(' || c == '[') {
-            if (++depth > MAX_DEPTH) {
-                return fail(p, "brackets nested deeper than %d", MAX_DEPTH);
-            }
-        } else if (c == '}' || c == ')' || c == ']') {
-            depth--;
-        }
-        adv(p);
-        if (depth == 0) {
+        if (!value && depth == 0) {
             return TPU_OK;
         }
+    }
+    if (value && depth == 0) {
+        return TPU_OK;
     }
     return tpu_err_set(p->err, TPU_ERR_INVALID,
-                       "%s:%d:%d: unbalanced brackets: the file ends inside this group", p->file,
-                       line, col);
+                       "%s:%d:%d: unbalanced brackets: the file ends inside this %s", p->file, line,
+                       col, value ? "value" : "group");
+}
+
+static tpu_status_t skip_value(parser_t *p)
+{
+    return skip_balanced(p, 1);
+}
+
+static tpu_status_t skip_group(parser_t *p)
+{
+    return skip_balanced(p, 0);
 }
 
 /* ---------------------------------------------------------------- growable arrays */
@@ -552,16 +511,27 @@ static const struct {
 #undef X
 };
 
-static tpu_hlo_type_t type_lookup(const char *s, size_t n)
+/*
+ * The index (from 1) of s[0..n) among the names of a table of 'count' entries of
+ * 'stride' bytes whose first member is the name; 0 when absent.
+ */
+static int name_lookup(const void *table, size_t stride, int count, const char *s, size_t n)
 {
-    int t;
+    int i;
 
-    for (t = 1; t < TPU_HLO_TYPE_COUNT; t++) {
-        if (strlen(types[t].name) == n && memcmp(types[t].name, s, n) == 0) {
-            return (tpu_hlo_type_t)t;
+    for (i = 1; i < count; i++) {
+        const char *name = *(const char *const *)((const char *)table + (size_t)i * stride);
+
+        if (strlen(name) == n && memcmp(name, s, n) == 0) {
+            return i;
         }
     }
-    return TPU_HLO_TYPE_TUPLE;
+    return 0;
+}
+
+static tpu_hlo_type_t type_lookup(const char *s, size_t n)
+{
+    return (tpu_hlo_type_t)name_lookup(types, sizeof(types[0]), TPU_HLO_TYPE_COUNT, s, n);
 }
 
 /* Does a shape start at the cursor?  '(' (a tuple) or a word followed by '['. */
@@ -846,6 +816,35 @@ static tpu_status_t equal_starts(parser_t *p, tpu_hlo_groups_t *g, int64_t ngrou
     return TPU_OK;
 }
 
+/*
+ * Read 'a, b, ...' (at most TPU_HLO_MAX_RANK integers) into v[*n_p...]; too many
+ * fails with "<head> TPU_HLO_MAX_RANK <tail>".
+ */
+static tpu_status_t read_rank_ints(parser_t *p, const char *role, const char *head,
+                                   const char *tail, int64_t *v, int *n_p)
+{
+    tpu_status_t status;
+
+    for (;;) {
+        if (*n_p >= TPU_HLO_MAX_RANK) {
+            return fail(p, "%s %d %s", head, TPU_HLO_MAX_RANK, tail);
+        }
+        status = read_int(p, role, &v[*n_p]);
+        if (status != TPU_OK) {
+            return status;
+        }
+        (*n_p)++;
+        status = skip_ws(p);
+        if (status != TPU_OK) {
+            return status;
+        }
+        if (cur(p) != ',') {
+            return TPU_OK;
+        }
+        adv(p);
+    }
+}
+
 /* [G,S]<=[d0,d1,...]T(p0,p1,...) */
 static tpu_status_t parse_group_iota(parser_t *p, tpu_hlo_groups_t *g)
 {
@@ -876,23 +875,9 @@ static tpu_status_t parse_group_iota(parser_t *p, tpu_hlo_groups_t *g)
     adv(p);
     adv(p);
     status = expect(p, '[', "after '<=' in iota replica groups");
-    for (; status == TPU_OK;) {
-        if (ndims >= TPU_HLO_MAX_RANK) {
-            return fail(p, "iota replica groups have more than %d reshape dims", TPU_HLO_MAX_RANK);
-        }
-        status = read_int(p, "an iota reshape dim", &dims[ndims]);
-        if (status != TPU_OK) {
-            return status;
-        }
-        ndims++;
-        status = skip_ws(p);
-        if (status != TPU_OK) {
-            return status;
-        }
-        if (cur(p) != ',') {
-            break;
-        }
-        adv(p);
+    if (status == TPU_OK) {
+        status = read_rank_ints(p, "an iota reshape dim", "iota replica groups have more than",
+                                "reshape dims", dims, &ndims);
     }
     status = status == TPU_OK ? expect(p, ']', "closing the iota reshape dims") : status;
     if (status != TPU_OK) {
@@ -901,25 +886,9 @@ static tpu_status_t parse_group_iota(parser_t *p, tpu_hlo_groups_t *g)
     if (cur(p) == 'T' && at(p, 1) == '(') {
         adv(p);
         adv(p);
-        for (;;) {
-            if (nperm >= TPU_HLO_MAX_RANK) {
-                return fail(p, "iota transpose has more than %d entries", TPU_HLO_MAX_RANK);
-            }
-            status = read_int(p, "an iota transpose entry", &perm[nperm]);
-            if (status != TPU_OK) {
-                return status;
-            }
-            nperm++;
-            status = skip_ws(p);
-            if (status != TPU_OK) {
-                return status;
-            }
-            if (cur(p) != ',') {
-                break;
-            }
-            adv(p);
-        }
-        status = expect(p, ')', "closing the iota transpose T(...)");
+        status = read_rank_ints(p, "an iota transpose entry", "iota transpose has more than",
+                                "entries", perm, &nperm);
+        status = status == TPU_OK ? expect(p, ')', "closing the iota transpose T(...)") : status;
         if (status != TPU_OK) {
             return status;
         }
@@ -1315,14 +1284,7 @@ static const struct {
 
 static tpu_hlo_op_t op_lookup(const char *s, size_t n)
 {
-    int o;
-
-    for (o = 1; o < TPU_HLO_OP_COUNT; o++) {
-        if (strlen(ops[o].name) == n && memcmp(ops[o].name, s, n) == 0) {
-            return (tpu_hlo_op_t)o;
-        }
-    }
-    return TPU_HLO_OP_UNKNOWN;
+    return (tpu_hlo_op_t)name_lookup(ops, sizeof(ops[0]), TPU_HLO_OP_COUNT, s, n);
 }
 
 static void classify_opcode(tpu_hlo_instr_t *in)
