@@ -64,21 +64,34 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
 tpu_status_t tpu__reversed(const tpu_algo_args_t *args, tpu_algo_fn_t ag_fn, int then_ag,
                            tpu_sched_t *sched, tpu_err_t *err);
 
-/*
- * The groups a group algorithm works on (group_common.c): args->groups, or for a
- * request over whole axes the groups of args->mask, built into 'own' (free it
- * with tpu_groups_fini()).  '*member_p' (unless member_p is NULL) maps chip -> member index
- * ('own_member' is filled in the second case; nchips entries, caller storage or NULL to allocate:
- * then free it with tpu__free()).
- */
 /* Is 'chip' in the domain of args->period (always, without a period)? */
 int tpu__algo_in_domain(const tpu_algo_args_t *args, int chip);
 /* The chip of the domain that stands for 'chip' (itself without a period). */
 int tpu__algo_canon(const tpu_algo_args_t *args, int chip);
 
-tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_groups_t *own,
-                              const tpu_groups_t **groups_p, const int32_t **member_p,
-                              int32_t **own_member_p);
+/*
+ * The groups a group algorithm works on (group_args.c): 'gr' is args->groups, or
+ * for a request over whole axes the groups of args->mask, built into 'own'.
+ * Release with tpu__algo_groups_fini() after success.
+ */
+typedef struct {
+    const tpu_groups_t *gr;
+    tpu_groups_t own;
+} tpu_algo_groups_t;
+
+tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_algo_groups_t *ag, tpu_err_t *err);
+void tpu__algo_groups_fini(tpu_algo_groups_t *ag);
+
+/* The flows from member i to member j of the group 'm' (a direct algorithm). */
+typedef tpu_status_t (*tpu_algo_pair_fn_t)(const tpu_algo_args_t *args, tpu_sched_t *sched,
+                                           const int32_t *m, int i, int j);
+
+/*
+ * A one-step, one-stream direct schedule: 'fn' for every ordered pair i != j of
+ * members of every group whose sender is in the domain; '*size_p' is the group size.
+ */
+tpu_status_t tpu__algo_group_pairs(const tpu_algo_args_t *args, tpu_sched_t *sched,
+                                   tpu_algo_pair_fn_t fn, int *size_p, tpu_err_t *err);
 
 /* Keep block k of the input as block k of the output on every chip (a local copy). */
 void tpu__algo_keep_own_block(tpu_sched_t *sched, int64_t blk);

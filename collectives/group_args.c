@@ -39,35 +39,57 @@ int tpu__algo_canon(const tpu_algo_args_t *args, int chip)
     return tpu_topo_chip(args->topo, tpu_topo_slice_of(args->topo, chip), c);
 }
 
-tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_groups_t *own,
-                              const tpu_groups_t **groups_p, const int32_t **member_p,
-                              int32_t **own_member_p)
+tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_algo_groups_t *ag, tpu_err_t *err)
 {
     tpu_status_t status;
 
-    *own_member_p = NULL;
+    memset(&ag->own, 0, sizeof(ag->own));
     if (args->groups != NULL) {
-        *groups_p = args->groups;
-        if (member_p != NULL) {
-            *member_p = args->member;
-        }
+        ag->gr = args->groups;
         return TPU_OK;
     }
-    status = tpu_groups_of_axes(args->topo, args->mask, own, NULL);
+    status = tpu_groups_of_axes(args->topo, args->mask, &ag->own, err);
     if (status != TPU_OK) {
         return status;
     }
-    *own_member_p = tpu__malloc((size_t)args->topo->nchips * sizeof(int32_t));
-    if (*own_member_p == NULL) {
-        tpu_groups_fini(own);
-        return TPU_ERR_NO_MEMORY;
-    }
-    tpu_groups_index(own, args->topo->nchips, NULL, *own_member_p);
-    *groups_p = own;
-    if (member_p != NULL) {
-        *member_p = *own_member_p;
-    }
+    ag->gr = &ag->own;
     return TPU_OK;
+}
+
+void tpu__algo_groups_fini(tpu_algo_groups_t *ag)
+{
+    tpu_groups_fini(&ag->own);
+}
+
+tpu_status_t tpu__algo_group_pairs(const tpu_algo_args_t *args, tpu_sched_t *sched,
+                                   tpu_algo_pair_fn_t fn, int *size_p, tpu_err_t *err)
+{
+    tpu_algo_groups_t ag;
+    tpu_status_t status;
+    int G, g, i, j;
+
+    status = tpu__algo_groups(args, &ag, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    G = ag.gr->size;
+    for (g = 0; g < ag.gr->ngroups && status == TPU_OK; g++) {
+        const int32_t *m = ag.gr->chips + (int64_t)g * G;
+
+        for (i = 0; i < G && status == TPU_OK; i++) {
+            for (j = 0; j < G && status == TPU_OK; j++) {
+                if (j == i || !tpu__algo_in_domain(args, m[i])) {
+                    continue;
+                }
+                status = fn(args, sched, m, i, j);
+            }
+        }
+    }
+    sched->nsteps = 1;
+    sched->nstreams = 1;
+    *size_p = G;
+    tpu__algo_groups_fini(&ag);
+    return status;
 }
 
 void tpu__algo_keep_own_block(tpu_sched_t *sched, int64_t blk)

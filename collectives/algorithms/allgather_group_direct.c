@@ -20,64 +20,36 @@
  * Step diagram, group {a, b, c} ([m]: block of member m):
  *   step 1:  a: [0]->b, [0]->c    b: [1]->a, [1]->c    c: [2]->a, [2]->b
  */
-#include "tpu/alloc.h"
-
 #include "algo.h"
 
 #include <string.h>
 
+/* Member i's block to member j: one whole-block flow, kept in member order. */
+static tpu_status_t send_block(const tpu_algo_args_t *args, tpu_sched_t *sched, const int32_t *m,
+                               int i, int j)
+{
+    const tpu_topo_t *topo = args->topo;
+    int64_t B = args->shard;
+    tpu_flow_t f;
+
+    memset(&f, 0, sizeof(f));
+    f.src = m[i];
+    f.dst = m[j];
+    f.kind = tpu_topo_slice_of(topo, m[i]) != tpu_topo_slice_of(topo, m[j]) ? TPU_ROUTE_DCN
+                                                                            : TPU_ROUTE_ICI;
+    f.tie = 1;
+    f.span.off = f.span.dst_off = (int64_t)i * B;
+    f.span.len = B;
+    f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
+    return tpu__sched_add(sched, &f) < 0 ? TPU_ERR_NO_MEMORY : TPU_OK;
+}
+
 tpu_status_t tpu__algo_ALL_GATHER_group_direct(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                                tpu_err_t *err)
 {
-    const tpu_topo_t *topo = args->topo;
-    tpu_groups_t own = {0, 0, NULL};
-    const tpu_groups_t *gr;
-    int32_t *own_member = NULL;
-    int64_t B = args->shard;
-    int G, g, i, j;
-    tpu_status_t status;
+    int G = 0;
+    tpu_status_t status = tpu__algo_group_pairs(args, sched, send_block, &G, err);
 
-    (void)err;
-    status = tpu__algo_groups(args, &own, &gr, NULL, &own_member);
-    if (status != TPU_OK) {
-        return status;
-    }
-    G = gr->size;
-    status = tpu__algo_user_layout(sched, B, G);
-    if (status != TPU_OK) {
-        goto out;
-    }
-    for (g = 0; g < gr->ngroups && status == TPU_OK; g++) {
-        const int32_t *m = gr->chips + (int64_t)g * G;
-
-        for (i = 0; i < G && status == TPU_OK; i++) {
-            for (j = 0; j < G; j++) {
-                tpu_flow_t f;
-
-                if (j == i || !tpu__algo_in_domain(args, m[i])) {
-                    continue;
-                }
-                memset(&f, 0, sizeof(f));
-                f.src = m[i];
-                f.dst = m[j];
-                f.kind = tpu_topo_slice_of(topo, m[i]) != tpu_topo_slice_of(topo, m[j])
-                             ? TPU_ROUTE_DCN
-                             : TPU_ROUTE_ICI;
-                f.tie = 1;
-                f.span.off = f.span.dst_off = (int64_t)i * B;
-                f.span.len = B;
-                f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
-                if (tpu__sched_add(sched, &f) < 0) {
-                    status = TPU_ERR_NO_MEMORY;
-                    break;
-                }
-            }
-        }
-    }
-    sched->nsteps = 1;
-    sched->nstreams = 1;
-out:
-    tpu__free(own_member);
-    tpu_groups_fini(&own);
-    return status;
+    /* One stream whose working layout is the user's: block k at k * B. */
+    return status == TPU_OK ? tpu__algo_user_layout(sched, args->shard, G) : status;
 }

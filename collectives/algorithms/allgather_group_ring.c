@@ -60,19 +60,17 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
                                              tpu_err_t *err)
 {
     const tpu_topo_t *topo = args->topo;
-    tpu_groups_t own = {0, 0, NULL};
-    const tpu_groups_t *gr;
-    int32_t *own_member = NULL, *prev = NULL, *cur = NULL, *tmp;
+    tpu_algo_groups_t ag;
+    int32_t *prev = NULL, *cur = NULL, *tmp;
     int64_t B = args->shard, e = args->shard / args->elem, h1 = (e + 1) / 2;
     int G, T, t, g, i, di;
     tpu_status_t status;
 
-    (void)err;
-    status = tpu__algo_groups(args, &own, &gr, NULL, &own_member);
+    status = tpu__algo_groups(args, &ag, err);
     if (status != TPU_OK) {
         return status;
     }
-    G = gr->size;
+    G = ag.gr->size;
     T = G / 2;
     status = tpu__algo_user_layout(sched, B, G);
     if (status != TPU_OK) {
@@ -87,8 +85,8 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
     for (t = 1; t <= T && status == TPU_OK; t++) {
         int half = G % 2 == 0 && t == G / 2;
 
-        for (g = 0; g < gr->ngroups && status == TPU_OK; g++) {
-            const int32_t *m = gr->chips + (int64_t)g * G;
+        for (g = 0; g < ag.gr->ngroups && status == TPU_OK; g++) {
+            const int32_t *m = ag.gr->chips + (int64_t)g * G;
 
             for (i = 0; i < G && status == TPU_OK; i++) {
                 for (di = 0; di < 2; di++) {
@@ -153,7 +151,6 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
 out:
     tpu__free(prev);
     tpu__free(cur);
-    tpu__free(own_member);
-    tpu_groups_fini(&own);
+    tpu__algo_groups_fini(&ag);
     return status;
 }

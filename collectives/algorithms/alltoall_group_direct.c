@@ -22,43 +22,21 @@
  *   step 1:  a: [a][1]->b, [a][2]->c   b: [b][0]->a, [b][2]->c   c: [c][0]->a, [c][1]->b
  *            (and each keeps [m][m])
  */
-#include "tpu/alloc.h"
-
 #include "algo.h"
+
+/* Block j of member i to member j, as block i (split both ways round at a tie). */
+static tpu_status_t send_block(const tpu_algo_args_t *args, tpu_sched_t *sched, const int32_t *m,
+                               int i, int j)
+{
+    return tpu__algo_direct_block(args, sched, m[i], m[j], (int64_t)j * args->shard,
+                                  (int64_t)i * args->shard);
+}
 
 tpu_status_t tpu__algo_ALL_TO_ALL_group_direct(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                                tpu_err_t *err)
 {
-    tpu_groups_t own = {0, 0, NULL};
-    const tpu_groups_t *gr;
-    int32_t *own_member = NULL;
-    int64_t blk = args->shard;
-    int G, g, i, j;
-    tpu_status_t status;
+    int G;
 
-    (void)err;
-    status = tpu__algo_groups(args, &own, &gr, NULL, &own_member);
-    if (status != TPU_OK) {
-        return status;
-    }
-    G = gr->size;
-    tpu__algo_keep_own_block(sched, blk);
-    for (g = 0; g < gr->ngroups && status == TPU_OK; g++) {
-        const int32_t *m = gr->chips + (int64_t)g * G;
-
-        for (i = 0; i < G && status == TPU_OK; i++) {
-            for (j = 0; j < G && status == TPU_OK; j++) {
-                if (j == i || !tpu__algo_in_domain(args, m[i])) {
-                    continue;
-                }
-                status = tpu__algo_direct_block(args, sched, m[i], m[j], (int64_t)j * blk,
-                                                (int64_t)i * blk);
-            }
-        }
-    }
-    sched->nsteps = 1;
-    sched->nstreams = 1;
-    tpu__free(own_member);
-    tpu_groups_fini(&own);
-    return status;
+    tpu__algo_keep_own_block(sched, args->shard);
+    return tpu__algo_group_pairs(args, sched, send_block, &G, err);
 }
