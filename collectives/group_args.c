@@ -1,7 +1,9 @@
 /*
- * The groups a group algorithm works on: the plan's groups, or for a request
- * over whole torus axes (a group algorithm named with --algo) the groups of the
- * axes, in tpu_topo_group_member() order.
+ * The pieces the algorithms share: the groups a group algorithm works on (the
+ * plan's groups, or for a request over whole torus axes, a group algorithm named
+ * with --algo, the groups of the axes in tpu_topo_group_member() order), the
+ * walk over the member pairs of a direct algorithm, the direct flow of one
+ * block (split both ways round at a tie), the own-block copy and the user layout.
  */
 #include "tpu/alloc.h"
 
