@@ -683,6 +683,41 @@ static void note_id(parser_t *p, int64_t id)
 }
 
 /* {{0,1},{2,3}} or {} */
+/* At a '}' (an empty list), step over it and say so. */
+static int closes_empty(parser_t *p)
+{
+    if (cur(p) != '}') {
+        return 0;
+    }
+    adv(p);
+    return 1;
+}
+
+/*
+ * Read '{a,b,...}' into 'one': device ids, each in [0, TPU_HLO_MAX_IDS) and noted;
+ * with want > 0, exactly 'want' of them.  'what' names the list in messages.
+ */
+static tpu_status_t read_ids(parser_t *p, const char *role, const char *what, int want,
+                             tpu_hlo_ints_t *one)
+{
+    tpu_status_t status = read_int_list(p, role, one);
+    int i;
+
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (want > 0 && one->n != want) {
+        return fail(p, "a %s has %d ids, not %d", what, one->n, want);
+    }
+    for (i = 0; i < one->n; i++) {
+        if (one->v[i] < 0 || one->v[i] >= TPU_HLO_MAX_IDS) {
+            return fail(p, "%s names device %lld", what, (long long)one->v[i]);
+        }
+        note_id(p, one->v[i]);
+    }
+    return TPU_OK;
+}
+
 static tpu_status_t parse_group_list(parser_t *p, tpu_hlo_groups_t *g)
 {
     tpu_status_t status;
@@ -698,28 +733,20 @@ static tpu_status_t parse_group_list(parser_t *p, tpu_hlo_groups_t *g)
     }
     g->start[0] = 0;
     status = skip_ws(p);
-    if (status != TPU_OK) {
+    if (status != TPU_OK || closes_empty(p)) {
         return status;
     }
-    if (cur(p) == '}') {
-        adv(p);
-        return TPU_OK;
-    }
     for (;;) {
-        status = read_int_list(p, "a replica group", &one);
+        status = read_ids(p, "a replica group", "replica group", 0, &one);
         if (status != TPU_OK) {
             return status;
         }
         for (i = 0; i < one.n; i++) {
-            if (one.v[i] < 0 || one.v[i] >= TPU_HLO_MAX_IDS) {
-                return fail(p, "replica group names device %lld", (long long)one.v[i]);
-            }
             status = grow(p, (void **)&g->ids, nids, &cap_ids, sizeof(int32_t));
             if (status != TPU_OK) {
                 return status;
             }
             g->ids[nids++] = (int32_t)one.v[i];
-            note_id(p, one.v[i]);
         }
         status = grow(p, (void **)&g->start, g->ngroups + 1, &cap_start, sizeof(int32_t));
         if (status != TPU_OK) {
@@ -1232,26 +1259,15 @@ static tpu_status_t parse_pairs(parser_t *p, tpu_hlo_ints_t *out)
     if (status == TPU_OK) {
         status = skip_ws(p);
     }
-    if (status != TPU_OK) {
+    if (status != TPU_OK || closes_empty(p)) {
         return status;
     }
-    if (cur(p) == '}') {
-        adv(p);
-        return TPU_OK;
-    }
     for (;;) {
-        status = read_int_list(p, "a source-target pair", &one);
+        status = read_ids(p, "a source-target pair", "source-target pair", 2, &one);
         if (status != TPU_OK) {
             return status;
         }
-        if (one.n != 2) {
-            return fail(p, "a source-target pair has %d ids, not 2", one.n);
-        }
         for (i = 0; i < 2; i++) {
-            if (one.v[i] < 0 || one.v[i] >= TPU_HLO_MAX_IDS) {
-                return fail(p, "source-target pair names device %lld", (long long)one.v[i]);
-            }
-            note_id(p, one.v[i]);
             status = grow(p, (void **)&out->v, out->n, &cap, sizeof(int64_t));
             if (status != TPU_OK) {
                 return status;
