@@ -1590,22 +1590,27 @@ static tpu_status_t read_bool(parser_t *p, const char *key, int *v_p)
     return fail(p, "%s takes true or false", key);
 }
 
+/* Read 'key =' (blanks around): the key into '*key_p', the cursor on the value. */
+static tpu_status_t read_key(parser_t *p, const char *role, const char *context, const char **key_p)
+{
+    tpu_status_t status = skip_ws(p);
+
+    if (status == TPU_OK) {
+        status = read_ident(p, role, key_p);
+    }
+    if (status == TPU_OK) {
+        status = expect(p, '=', context);
+    }
+    return status == TPU_OK ? skip_ws(p) : status;
+}
+
 static tpu_status_t parse_attribute(parser_t *p, tpu_hlo_instr_t *in)
 {
     const char *key = NULL;
     tpu_status_t status;
     int64_t v = 0;
 
-    status = skip_ws(p);
-    if (status == TPU_OK) {
-        status = read_ident(p, "an attribute name", &key);
-    }
-    if (status == TPU_OK) {
-        status = expect(p, '=', "after an attribute name");
-    }
-    if (status == TPU_OK) {
-        status = skip_ws(p);
-    }
+    status = read_key(p, "an attribute name", "after an attribute name", &key);
     if (status != TPU_OK) {
         return status;
     }
@@ -2008,16 +2013,8 @@ static tpu_status_t parse_computation(parser_t *p, tpu_hlo_comp_t *c)
         const char *key;
 
         adv(p);
-        status = skip_ws(p);
-        if (status == TPU_OK) {
-            status = read_ident(p, "an attribute of the computation", &key);
-        }
-        if (status == TPU_OK) {
-            status = expect(p, '=', "after a computation attribute");
-        }
-        if (status == TPU_OK) {
-            status = skip_ws(p);
-        }
+        status =
+            read_key(p, "an attribute of the computation", "after a computation attribute", &key);
         if (status == TPU_OK) {
             status = skip_value(p);
         }
@@ -2054,16 +2051,7 @@ static tpu_status_t parse_header(parser_t *p, tpu_hlo_module_t *m)
             return TPU_OK;
         }
         adv(p);
-        status = skip_ws(p);
-        if (status == TPU_OK) {
-            status = read_ident(p, "a module attribute", &key);
-        }
-        if (status == TPU_OK) {
-            status = expect(p, '=', "after a module attribute");
-        }
-        if (status == TPU_OK) {
-            status = skip_ws(p);
-        }
+        status = read_key(p, "a module attribute", "after a module attribute", &key);
         if (status != TPU_OK) {
             return status;
         }
