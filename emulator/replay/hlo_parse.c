@@ -24,6 +24,7 @@
 #include "tpu/hlo.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1604,8 +1605,22 @@ static tpu_status_t read_key(parser_t *p, const char *role, const char *context,
     return status == TPU_OK ? skip_ws(p) : status;
 }
 
+/* The attributes that name one computation, and where each goes. */
+static const struct {
+    const char *key;
+    size_t off;
+} comp_refs[] = {
+    {"to_apply", offsetof(tpu_hlo_instr_t, to_apply)},
+    {"calls", offsetof(tpu_hlo_instr_t, calls)},
+    {"condition", offsetof(tpu_hlo_instr_t, condition)},
+    {"body", offsetof(tpu_hlo_instr_t, body)},
+    {"true_computation", offsetof(tpu_hlo_instr_t, true_comp)},
+    {"false_computation", offsetof(tpu_hlo_instr_t, false_comp)},
+};
+
 static tpu_status_t parse_attribute(parser_t *p, tpu_hlo_instr_t *in)
 {
+    size_t r;
     const char *key = NULL;
     tpu_status_t status;
     int64_t v = 0;
@@ -1673,23 +1688,10 @@ static tpu_status_t parse_attribute(parser_t *p, tpu_hlo_instr_t *in)
     if (strcmp(key, "use_global_device_ids") == 0) {
         return read_bool(p, key, &in->use_global_device_ids);
     }
-    if (strcmp(key, "to_apply") == 0) {
-        return read_comp_ref(p, &in->to_apply);
-    }
-    if (strcmp(key, "calls") == 0) {
-        return read_comp_ref(p, &in->calls);
-    }
-    if (strcmp(key, "condition") == 0) {
-        return read_comp_ref(p, &in->condition);
-    }
-    if (strcmp(key, "body") == 0) {
-        return read_comp_ref(p, &in->body);
-    }
-    if (strcmp(key, "true_computation") == 0) {
-        return read_comp_ref(p, &in->true_comp);
-    }
-    if (strcmp(key, "false_computation") == 0) {
-        return read_comp_ref(p, &in->false_comp);
+    for (r = 0; r < sizeof(comp_refs) / sizeof(comp_refs[0]); r++) {
+        if (strcmp(key, comp_refs[r].key) == 0) {
+            return read_comp_ref(p, (const char **)((char *)in + comp_refs[r].off));
+        }
     }
     if (strcmp(key, "branch_computations") == 0) {
         int cap = 0;
