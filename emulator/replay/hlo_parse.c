@@ -294,6 +294,17 @@ static void skip_word(parser_t *p, const char *w)
     }
 }
 
+/* An optional keyword 'w' at the cursor: step over it and the blanks after, set '*flag_p'. */
+static tpu_status_t take_word(parser_t *p, const char *w, int *flag_p)
+{
+    if (!word_is(p, w)) {
+        return TPU_OK;
+    }
+    skip_word(p, w);
+    *flag_p = 1;
+    return skip_ws(p);
+}
+
 static tpu_status_t expect(parser_t *p, int c, const char *context)
 {
     char buf[24];
@@ -1772,15 +1783,10 @@ static tpu_status_t parse_instruction(parser_t *p, tpu_hlo_instr_t *in)
     in->shape.type = TPU_HLO_TYPE_TUPLE;
     in->line = p->line;
     in->col = col_of(p);
-    if (word_is(p, "ROOT")) {
-        skip_word(p, "ROOT");
-        in->root = 1;
-        status = skip_ws(p);
-        if (status != TPU_OK) {
-            return status;
-        }
+    status = take_word(p, "ROOT", &in->root);
+    if (status == TPU_OK) {
+        status = read_ident(p, "an instruction name", &in->name);
     }
-    status = read_ident(p, "an instruction name", &in->name);
     if (status == TPU_OK) {
         status = expect(p, '=', "after the instruction name");
     }
@@ -1934,15 +1940,10 @@ static tpu_status_t parse_computation(parser_t *p, tpu_hlo_comp_t *c)
     memset(c, 0, sizeof(*c));
     c->root = -1;
     c->line = p->line;
-    if (word_is(p, "ENTRY")) {
-        skip_word(p, "ENTRY");
-        c->is_entry = 1;
-        status = skip_ws(p);
-        if (status != TPU_OK) {
-            return status;
-        }
+    status = take_word(p, "ENTRY", &c->is_entry);
+    if (status == TPU_OK) {
+        status = read_ident(p, "a computation name", &c->name);
     }
-    status = read_ident(p, "a computation name", &c->name);
     if (status == TPU_OK) {
         status = skip_ws(p);
     }
