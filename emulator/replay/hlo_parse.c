@@ -294,6 +294,22 @@ static void skip_word(parser_t *p, const char *w)
     }
 }
 
+/*
+ * After a list item (with *status_p still TPU_OK): skip blanks; at a ',' step over
+ * it and return 1, else return 0 (with *status_p the error, if any).
+ */
+static int next_item(parser_t *p, tpu_status_t *status_p)
+{
+    if (*status_p == TPU_OK) {
+        *status_p = skip_ws(p);
+    }
+    if (*status_p != TPU_OK || cur(p) != ',') {
+        return 0;
+    }
+    adv(p);
+    return 1;
+}
+
 /* An optional keyword 'w' at the cursor: step over it and the blanks after, set '*flag_p'. */
 static tpu_status_t take_word(parser_t *p, const char *w, int *flag_p)
 {
@@ -1824,19 +1840,10 @@ static tpu_status_t parse_instruction(parser_t *p, tpu_hlo_instr_t *in)
     }
     adv(p);
     status = parse_operands(p, in);
-    for (;;) {
-        if (status == TPU_OK) {
-            status = skip_ws(p);
-        }
-        if (status != TPU_OK) {
-            return status;
-        }
-        if (cur(p) != ',') {
-            return TPU_OK;
-        }
-        adv(p);
+    while (next_item(p, &status)) {
         status = parse_attribute(p, in);
     }
+    return status;
 }
 
 /* ---------------------------------------------------------------- names */
@@ -2041,19 +2048,9 @@ static tpu_status_t parse_header(parser_t *p, tpu_hlo_module_t *m)
     if (status == TPU_OK) {
         status = read_ident(p, "the module name", &m->name);
     }
-    for (;;) {
+    while (next_item(p, &status)) {
         const char *key;
 
-        if (status == TPU_OK) {
-            status = skip_ws(p);
-        }
-        if (status != TPU_OK) {
-            return status;
-        }
-        if (cur(p) != ',') {
-            return TPU_OK;
-        }
-        adv(p);
         status = read_key(p, "a module attribute", "after a module attribute", &key);
         if (status != TPU_OK) {
             return status;
@@ -2073,6 +2070,7 @@ static tpu_status_t parse_header(parser_t *p, tpu_hlo_module_t *m)
             status = skip_value(p);
         }
     }
+    return status;
 }
 
 /* FileNames 1 "a.py" ... / FileLocations 1 {...} ... */
