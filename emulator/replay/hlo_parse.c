@@ -591,7 +591,7 @@ static tpu_status_t parse_tuple_shape(parser_t *p, tpu_hlo_shape_t *sh)
         return status;
     }
     if (cur(p) != ')') {
-        for (;;) {
+        do {
             status = grow(p, (void **)&sh->tuple, sh->ntuple, &cap, sizeof(tpu_hlo_shape_t));
             if (status != TPU_OK) {
                 return status;
@@ -602,14 +602,9 @@ static tpu_status_t parse_tuple_shape(parser_t *p, tpu_hlo_shape_t *sh)
                 return status;
             }
             sh->ntuple++;
-            status = skip_ws(p);
-            if (status != TPU_OK) {
-                return status;
-            }
-            if (cur(p) != ',') {
-                break;
-            }
-            adv(p);
+        } while (next_item(p, &status));
+        if (status != TPU_OK) {
+            return status;
         }
     }
     p->depth--;
@@ -650,7 +645,7 @@ static tpu_status_t parse_shape(parser_t *p, tpu_hlo_shape_t *sh, int in_signatu
         return status;
     }
     if (cur(p) != ']') {
-        for (;;) {
+        do {
             int64_t d = 1;
 
             status = skip_ws(p);
@@ -676,14 +671,9 @@ static tpu_status_t parse_shape(parser_t *p, tpu_hlo_shape_t *sh, int in_signatu
                 return fail(p, "shape has more than %d dimensions", TPU_HLO_MAX_RANK);
             }
             sh->dims[sh->rank++] = d;
-            status = skip_ws(p);
-            if (status != TPU_OK) {
-                return status;
-            }
-            if (cur(p) != ',') {
-                break;
-            }
-            adv(p);
+        } while (next_item(p, &status));
+        if (status != TPU_OK) {
+            return status;
         }
     }
     status = expect(p, ']', "closing the dimensions");
@@ -1100,7 +1090,7 @@ static tpu_status_t parse_group_mesh(parser_t *p, tpu_hlo_groups_t *g)
             return fail(p, "expected a list of device ids after device_ids=");
         }
         adv(p);
-        for (;;) {
+        do {
             int64_t v;
 
             status = read_int(p, "a device id", &v);
@@ -1114,14 +1104,9 @@ static tpu_status_t parse_group_mesh(parser_t *p, tpu_hlo_groups_t *g)
                 return fail(p, "mesh device id %lld is out of range", (long long)v);
             }
             device_ids[ndevice_ids++] = (int32_t)v;
-            status = skip_ws(p);
-            if (status != TPU_OK) {
-                return status;
-            }
-            if (cur(p) != ',') {
-                break;
-            }
-            adv(p);
+        } while (next_item(p, &status));
+        if (status != TPU_OK) {
+            return status;
         }
         if (cur(p) != ')' && cur(p) != ']' && cur(p) != '}') {
             return fail(p, "expected the end of the device_ids list");
