@@ -754,7 +754,7 @@ static tpu_status_t parse_group_list(parser_t *p, tpu_hlo_groups_t *g)
     if (status != TPU_OK || closes_empty(p)) {
         return status;
     }
-    for (;;) {
+    do {
         status = read_ids(p, "a replica group", "replica group", 0, &one);
         if (status != TPU_OK) {
             return status;
@@ -771,16 +771,8 @@ static tpu_status_t parse_group_list(parser_t *p, tpu_hlo_groups_t *g)
             return status;
         }
         g->start[++g->ngroups] = nids;
-        status = skip_ws(p);
-        if (status != TPU_OK) {
-            return status;
-        }
-        if (cur(p) == ',') {
-            adv(p);
-            continue;
-        }
-        return expect(p, '}', "closing the replica groups");
-    }
+    } while (next_item(p, &status));
+    return status == TPU_OK ? expect(p, '}', "closing the replica groups") : status;
 }
 
 tpu_status_t tpu_hlo_iota_groups(int64_t ngroups, int64_t size, int ndims, const int64_t *dims,
@@ -1275,7 +1267,7 @@ static tpu_status_t parse_pairs(parser_t *p, tpu_hlo_ints_t *out)
     if (status != TPU_OK || closes_empty(p)) {
         return status;
     }
-    for (;;) {
+    do {
         status = read_ids(p, "a source-target pair", "source-target pair", 2, &one);
         if (status != TPU_OK) {
             return status;
@@ -1287,17 +1279,12 @@ static tpu_status_t parse_pairs(parser_t *p, tpu_hlo_ints_t *out)
             }
             out->v[out->n++] = one.v[i];
         }
-        status = skip_ws(p);
-        if (status != TPU_OK) {
-            return status;
-        }
-        if (cur(p) == ',') {
-            adv(p);
-            continue;
-        }
-        out->n /= 2;
-        return expect(p, '}', "closing source_target_pairs");
+    } while (next_item(p, &status));
+    if (status != TPU_OK) {
+        return status;
     }
+    out->n /= 2;
+    return expect(p, '}', "closing source_target_pairs");
 }
 
 /* ---------------------------------------------------------------- instructions */
