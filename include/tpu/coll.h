@@ -122,7 +122,9 @@ TPU_API tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_r
 
 /* Options of one execution. */
 typedef struct tpu_coll_run_opts {
-    uint64_t call;    /* call number, part of the mismatch signature */
+    uint64_t call;    /* call number, part of the mismatch signature and of the message
+                         tags: number the calls of a program 0, 1, 2, ... so that what a
+                         failed call left in flight never matches a later one */
     double timeout_s; /* watchdog: give up after this many seconds (0: never) */
     int check_peers;  /* first compare every chip's call (one small exchange) */
     int local_time;   /* report this chip's own finish time, skipping the max over chips */
