@@ -53,6 +53,13 @@ typedef struct tpu_link_model {
     int host_dims[TPU_MAX_AXES]; /* the block of chips that share one host's NICs */
 } tpu_link_model_t;
 
+/*
+ * The largest collective the model represents: 2^48 bytes (256 TiB) per chip.
+ * Offsets and times stay exact well below it (int64 byte offsets scaled by the
+ * working type, doubles exact to 2^53); larger requests are refused.
+ */
+#define TPU_COLL_MAX_BYTES ((uint64_t)1 << 48)
+
 /* The deepest pipeline a torus algorithm takes (--chunks). */
 #define TPU_MAX_CHUNKS 64
 
