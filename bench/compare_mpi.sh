@@ -25,7 +25,10 @@ import json, statistics, sys
 d, reps = sys.argv[1], int(sys.argv[2])
 rows = {}
 for i in range(1, reps + 1):
-    for r in json.load(open(f"{d}/run{i}.json"))["rows"]:
+    doc = json.load(open(f"{d}/run{i}.json"))
+    if not doc["passed"]:
+        print(f"run {i}: results NOT verified (#wrong > 0)")
+    for r in doc["rows"]:
         rows.setdefault(r["bytes"], []).append((r["measured_us"], r["mpi_us"], r["mpi_ratio"]))
 print(f"{'bytes':>10} {'ours_us':>10} {'mpi_us':>10} {'ratio':>7}  (medians of {reps} runs; ratios per run)")
 for b in sorted(rows):

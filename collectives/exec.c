@@ -67,6 +67,7 @@ struct tpu_coll_exec {
     double end_s;       /* modeled time of the collective (the plan's walk) */
     double local_end_s; /* the latest arrival at or from a local chip */
     int flow_bits;      /* tag = epoch << (flow_bits + 1) | flow << 1 */
+    int send_from_recv; /* the host plan works in the output buffer (direct2) */
     int epochs;
 };
 
@@ -568,7 +569,7 @@ static void prepare(tpu_coll_exec_t *ctx, void *const *in, void *const *out)
         int64_t g;
 
         if (sc->nlayout == 0) {
-            ctx->send[i] = in[i];
+            ctx->send[i] = ctx->send_from_recv ? out[i] : in[i];
             ctx->recv[i] = out[i];
             for (k = 0; k < sc->nlocal; k++) {
                 const tpu_copy_t *c = &sc->local[k];
@@ -740,6 +741,171 @@ static void tag_bits(tpu_coll_exec_t *e)
     e->epochs = 1 << (bits - 1 - e->flow_bits > 0 ? bits - 1 - e->flow_bits : 0);
 }
 
+/*
+ * The host's one-round plan for a small psum: every chip sends its buffer to
+ * every member of its group (itself included), and adds what it receives in
+ * group order, starting from a copy of member 0's: one dependency round instead
+ * of the ring's 2 * sum(n_i - 1), and every chip adds the same values in the same
+ * order, so every chip ends with the same bits.  Used only to move the host's
+ * bytes when they are few (DIRECT_MAX_BYTES per chip, DIRECT_MAX_TOTAL received);
+ * the modeled time is still the plan's own schedule.  Returns TPU_ERR_UNSUPPORTED
+ * when it does not apply (then the one-chunk schedule of the algorithm is used).
+ */
+#define DIRECT_MAX_BYTES 16384
+#define DIRECT_MAX_TOTAL (256 * 1024)
+#define DIRECT_MAX_FLOWS 100000
+
+static tpu_status_t build_direct(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps, tpu_err_t *err)
+{
+    const tpu_topo_t *topo = &p->topo;
+    int n = p->group, src, g;
+    tpu_flow_t f;
+
+    if (p->desc.kind != TPU_COLL_PSUM || p->data_scale != 1 ||
+        (p->desc.axes & TPU_AXIS_MASK_DCN) || p->desc.bytes > DIRECT_MAX_BYTES ||
+        p->desc.bytes * (uint64_t)n > DIRECT_MAX_TOTAL ||
+        (double)topo->nchips * n > DIRECT_MAX_FLOWS) {
+        return TPU_ERR_UNSUPPORTED;
+    }
+    /* Receives are added in flow order, which is source-chip order: that must be
+     * group order. */
+    for (src = 0; src < topo->nchips; src++) {
+        for (g = 1; g < n; g++) {
+            if (tpu_topo_group_member(topo, p->desc.axes, src, g) <=
+                tpu_topo_group_member(topo, p->desc.axes, src, g - 1)) {
+                return TPU_ERR_UNSUPPORTED;
+            }
+        }
+    }
+    tpu__plan_sched_fini(ps);
+    tpu__sched_init(&ps->s);
+    ps->rep = -1;
+    memset(&f, 0, sizeof(f));
+    f.span.len = (int64_t)p->desc.bytes;
+    f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
+    for (src = 0; src < topo->nchips; src++) {
+        int me = tpu_topo_group_index(topo, p->desc.axes, src);
+
+        for (g = 0; g < n; g++) {
+            f.src = src;
+            f.dst = tpu_topo_group_member(topo, p->desc.axes, src, g);
+            f.reduce = me != 0;
+            if (tpu__sched_add(&ps->s, &f) < 0) {
+                tpu__plan_sched_fini(ps);
+                return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+            }
+        }
+    }
+    ps->s.nsteps = 1;
+    ps->s.nstreams = 1;
+    if (tpu__sched_sort(&ps->s) != TPU_OK || tpu__plan_sched_index(ps) != TPU_OK) {
+        tpu__plan_sched_fini(ps);
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+    }
+    snprintf(ps->s.algo, sizeof(ps->s.algo), "direct");
+    return TPU_OK;
+}
+
+/*
+ * The host's two-round plan for a larger psum: block j (the plan's shard) of
+ * every chip goes to member j of its group, which adds the others' into its own
+ * copy (in flow order: the same order every run); then member j sends its
+ * reduced block to every other member.  Two dependency rounds, 2 (n - 1) messages
+ * and 2 (n - 1) / n * V bytes per chip, as a ring moves but without its
+ * 2 * sum(n_i - 1) rounds.  Each block is reduced in one place and copied from
+ * there, so every chip ends with the same bits.  The chip works in its output
+ * buffer (the input copied there first), so its sends read the output.
+ */
+static tpu_status_t build_direct2(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps, tpu_err_t *err)
+{
+    const tpu_topo_t *topo = &p->topo;
+    int n = p->group, d, g, k;
+    int64_t V = (int64_t)p->desc.bytes, shard = p->shard;
+    int32_t *deps = NULL;
+    tpu_flow_t f;
+
+    if (p->desc.kind != TPU_COLL_PSUM || p->data_scale != 1 ||
+        (p->desc.axes & TPU_AXIS_MASK_DCN) || (double)topo->nchips * n * 2 > DIRECT_MAX_FLOWS) {
+        return TPU_ERR_UNSUPPORTED;
+    }
+    deps = tpu__malloc((size_t)n * sizeof(*deps));
+    if (deps == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+    }
+    tpu__plan_sched_fini(ps);
+    tpu__sched_init(&ps->s);
+    ps->rep = -1;
+    memset(&f, 0, sizeof(f));
+    f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
+    /* Round 1: the blocks to their owners, added there. */
+    f.step = 0;
+    f.reduce = 1;
+    for (d = 0; d < topo->nchips; d++) {
+        int me = tpu_topo_group_index(topo, p->desc.axes, d);
+        int64_t off = me * shard, len = off >= V ? 0 : (off + shard > V ? V - off : shard);
+
+        for (g = 0; g < n && len > 0; g++) {
+            int src = tpu_topo_group_member(topo, p->desc.axes, d, g);
+
+            if (src == d) {
+                continue;
+            }
+            f.src = src;
+            f.dst = d;
+            f.span.off = f.span.dst_off = off;
+            f.span.len = len;
+            if (tpu__sched_add(&ps->s, &f) < 0) {
+                goto nomem;
+            }
+        }
+    }
+    /* Round 2: every owner's block to the others, once all of it has arrived. */
+    f.step = 1;
+    f.reduce = 0;
+    for (d = 0; d < topo->nchips; d++) {
+        int me = tpu_topo_group_index(topo, p->desc.axes, d);
+        int64_t off = me * shard, len = off >= V ? 0 : (off + shard > V ? V - off : shard);
+
+        for (g = 0, k = 0; g < (int)ps->s.nflows && len > 0; g++) {
+            if (ps->s.flows[g].step == 0 && ps->s.flows[g].dst == d) {
+                deps[k++] = g;
+            }
+        }
+        for (g = 0; g < n && len > 0; g++) {
+            int dst = tpu_topo_group_member(topo, p->desc.axes, d, g);
+            int64_t i;
+
+            if (dst == d) {
+                continue;
+            }
+            f.src = d;
+            f.dst = dst;
+            f.span.off = f.span.dst_off = off;
+            f.span.len = len;
+            i = tpu__sched_add(&ps->s, &f);
+            if (i < 0 || tpu__sched_add_deps(&ps->s, i, deps, k) != TPU_OK) {
+                goto nomem;
+            }
+        }
+    }
+    tpu__free(deps);
+    deps = NULL;
+    ps->s.nsteps = 2;
+    ps->s.nstreams = 1;
+    ps->s.local[0].src_off = ps->s.local[0].dst_off = 0;
+    ps->s.local[0].len = V;
+    ps->s.nlocal = 1;
+    if (tpu__sched_sort(&ps->s) != TPU_OK || tpu__plan_sched_index(ps) != TPU_OK) {
+        goto nomem;
+    }
+    snprintf(ps->s.algo, sizeof(ps->s.algo), "direct2");
+    return TPU_OK;
+nomem:
+    tpu__free(deps);
+    tpu__plan_sched_fini(ps);
+    return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+}
+
 void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
 {
     int i;
@@ -784,7 +950,14 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     /* The host's bytes move through the one-chunk schedule of every chip; the
      * model's may be one chip's, or pipelined. */
     e->ps = &plan->model;
-    if (plan->model.rep >= 0 || (plan->algo->pipelined && plan->args.chunks > 1)) {
+    if (x->moves_data && ((status = build_direct(plan, &e->data, err)) != TPU_ERR_UNSUPPORTED ||
+                          (status = build_direct2(plan, &e->data, err)) != TPU_ERR_UNSUPPORTED)) {
+        if (status != TPU_OK) {
+            goto fail;
+        }
+        e->ps = &e->data;
+        e->send_from_recv = e->data.s.nlocal > 0;
+    } else if (plan->model.rep >= 0 || (plan->algo->pipelined && plan->args.chunks > 1)) {
         status = tpu__plan_build(plan, plan->algo, 1, -1, &e->data, err);
         if (status != TPU_OK) {
             goto fail;
