@@ -155,6 +155,14 @@ static void sig_init(const tpu_coll_plan_t *p, tpu_call_sig_t *s)
     s->dcn_bw = p->link.dcn_bw;
     s->dcn_latency = p->link.dcn_latency;
     s->link_hash = link_hash(&p->link);
+    if (p->desc.groups != NULL || p->desc.pairs != NULL) {
+        /* Groups or pairs: a hash of them, so chips in different sets mismatch. */
+        const int32_t *v = p->desc.groups != NULL ? p->groups.chips : p->pairs;
+        int64_t n = p->desc.groups != NULL ? (int64_t)p->groups.ngroups * p->groups.size
+                                           : 2 * (int64_t)p->desc.npairs;
+
+        s->set_hash = fnv(p->desc.groups != NULL ? 1 : 2, v, (size_t)n * sizeof(*v));
+    }
     snprintf(s->algo, sizeof(s->algo), "%s", p->algo->name);
 }
 
@@ -219,6 +227,11 @@ static int sig_diff(const tpu_call_sig_t *a, const tpu_call_sig_t *b, char *buf,
     DBL_FIELD(ici_latency, "ici_latency in s")
     DBL_FIELD(dcn_bw, "dcn_bw in B/s")
     DBL_FIELD(dcn_latency, "dcn_latency in s")
+    if (a->set_hash != b->set_hash) {
+        snprintf(buf, len, "groups or pairs (hash %016llx vs %016llx)",
+                 (unsigned long long)a->set_hash, (unsigned long long)b->set_hash);
+        return 1;
+    }
     if (a->link_hash != b->link_hash) {
         snprintf(buf, len, "link model constants (hash %016llx vs %016llx)",
                  (unsigned long long)a->link_hash, (unsigned long long)b->link_hash);
@@ -564,7 +577,8 @@ static void prepare(tpu_coll_exec_t *ctx, void *const *in, void *const *out)
 
     for (i = 0; i < ctx->x->nlocal; i++) {
         int chip = ctx->x->local_chips[i];
-        int64_t me = kind == TPU_COLL_P2P ? 0 : tpu_topo_group_index(&p->topo, p->desc.axes, chip);
+        int64_t me =
+            kind == TPU_COLL_P2P || p->desc.pairs != NULL ? 0 : tpu__plan_member_index(p, chip);
         unsigned char *w = ctx->work[i];
         int64_t g;
 
@@ -609,7 +623,7 @@ static void finish(tpu_coll_exec_t *ctx, void *const *out)
     int i, k;
 
     for (i = 0; i < ctx->x->nlocal && sc->nlayout > 0; i++) {
-        int64_t me = tpu_topo_group_index(&p->topo, p->desc.axes, ctx->x->local_chips[i]);
+        int64_t me = tpu__plan_member_index(p, ctx->x->local_chips[i]);
         unsigned char *w = ctx->work[i], *o = out[i];
         int64_t g;
 
@@ -700,11 +714,25 @@ static int64_t scratch_need(const tpu_coll_plan_t *plan, const tpu_plan_sched_t 
 static tpu_status_t model_times(tpu_coll_exec_t *e)
 {
     const tpu_plan_sched_t *ps = &e->plan->model;
-    const tpu_sched_t *sc = &ps->s;
+    const tpu_sched_t *sc;
+    tpu_plan_sched_t full;
     tpu_timing_t t;
+    tpu_err_t err = {0};
     int s;
 
+    /* Orbit timing holds the flows of one domain of chips: a chip's own end needs
+     * its own flows, so walk every chip's schedule (the same modeled time). */
+    memset(&full, 0, sizeof(full));
+    if (ps->orbit) {
+        if (tpu__plan_build(e->plan, e->plan->algo, e->plan->args.chunks, -1, 0, &full, &err) !=
+            TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        ps = &full;
+    }
+    sc = &ps->s;
     if (tpu__timing_init(&t, &e->plan->topo, &e->plan->link, ps) != TPU_OK) {
+        tpu__plan_sched_fini(&full);
         return TPU_ERR_NO_MEMORY;
     }
     for (s = 0; s < sc->nsteps; s++) {
@@ -722,6 +750,7 @@ static tpu_status_t model_times(tpu_coll_exec_t *e)
     e->end_s = tpu__timing_local_end(&t, sc, NULL);
     e->local_end_s = ps->rep >= 0 ? e->end_s : tpu__timing_local_end(&t, sc, e->is_local);
     tpu__timing_fini(&t);
+    tpu__plan_sched_fini(&full);
     return TPU_OK;
 }
 
@@ -761,9 +790,8 @@ static tpu_status_t build_direct(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps,
     int n = p->group, src, g;
     tpu_flow_t f;
 
-    if (p->desc.kind != TPU_COLL_PSUM || p->data_scale != 1 ||
-        (p->desc.axes & TPU_AXIS_MASK_DCN) || p->desc.bytes > DIRECT_MAX_BYTES ||
-        p->desc.bytes * (uint64_t)n > DIRECT_MAX_TOTAL ||
+    if (p->desc.kind != TPU_COLL_PSUM || p->data_scale != 1 || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+        p->desc.bytes > DIRECT_MAX_BYTES || p->desc.bytes * (uint64_t)n > DIRECT_MAX_TOTAL ||
         (double)topo->nchips * n > DIRECT_MAX_FLOWS) {
         return TPU_ERR_UNSUPPORTED;
     }
@@ -771,8 +799,7 @@ static tpu_status_t build_direct(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps,
      * group order. */
     for (src = 0; src < topo->nchips; src++) {
         for (g = 1; g < n; g++) {
-            if (tpu_topo_group_member(topo, p->desc.axes, src, g) <=
-                tpu_topo_group_member(topo, p->desc.axes, src, g - 1)) {
+            if (tpu__plan_member(p, src, g) <= tpu__plan_member(p, src, g - 1)) {
                 return TPU_ERR_UNSUPPORTED;
             }
         }
@@ -784,11 +811,11 @@ static tpu_status_t build_direct(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps,
     f.span.len = (int64_t)p->desc.bytes;
     f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
     for (src = 0; src < topo->nchips; src++) {
-        int me = tpu_topo_group_index(topo, p->desc.axes, src);
+        int me = tpu__plan_member_index(p, src);
 
         for (g = 0; g < n; g++) {
             f.src = src;
-            f.dst = tpu_topo_group_member(topo, p->desc.axes, src, g);
+            f.dst = tpu__plan_member(p, src, g);
             f.reduce = me != 0;
             if (tpu__sched_add(&ps->s, &f) < 0) {
                 tpu__plan_sched_fini(ps);
@@ -824,8 +851,8 @@ static tpu_status_t build_direct2(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps
     int32_t *deps = NULL;
     tpu_flow_t f;
 
-    if (p->desc.kind != TPU_COLL_PSUM || p->data_scale != 1 ||
-        (p->desc.axes & TPU_AXIS_MASK_DCN) || (double)topo->nchips * n * 2 > DIRECT_MAX_FLOWS) {
+    if (p->desc.kind != TPU_COLL_PSUM || p->data_scale != 1 || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+        (double)topo->nchips * n * 2 > DIRECT_MAX_FLOWS) {
         return TPU_ERR_UNSUPPORTED;
     }
     deps = tpu__malloc((size_t)n * sizeof(*deps));
@@ -841,11 +868,11 @@ static tpu_status_t build_direct2(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps
     f.step = 0;
     f.reduce = 1;
     for (d = 0; d < topo->nchips; d++) {
-        int me = tpu_topo_group_index(topo, p->desc.axes, d);
+        int me = tpu__plan_member_index(p, d);
         int64_t off = me * shard, len = off >= V ? 0 : (off + shard > V ? V - off : shard);
 
         for (g = 0; g < n && len > 0; g++) {
-            int src = tpu_topo_group_member(topo, p->desc.axes, d, g);
+            int src = tpu__plan_member(p, d, g);
 
             if (src == d) {
                 continue;
@@ -863,7 +890,7 @@ static tpu_status_t build_direct2(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps
     f.step = 1;
     f.reduce = 0;
     for (d = 0; d < topo->nchips; d++) {
-        int me = tpu_topo_group_index(topo, p->desc.axes, d);
+        int me = tpu__plan_member_index(p, d);
         int64_t off = me * shard, len = off >= V ? 0 : (off + shard > V ? V - off : shard);
 
         for (g = 0, k = 0; g < (int)ps->s.nflows && len > 0; g++) {
@@ -872,7 +899,7 @@ static tpu_status_t build_direct2(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps
             }
         }
         for (g = 0; g < n && len > 0; g++) {
-            int dst = tpu_topo_group_member(topo, p->desc.axes, d, g);
+            int dst = tpu__plan_member(p, d, g);
             int64_t i;
 
             if (dst == d) {
@@ -957,8 +984,9 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
         }
         e->ps = &e->data;
         e->send_from_recv = e->data.s.nlocal > 0;
-    } else if (plan->model.rep >= 0 || (plan->algo->pipelined && plan->args.chunks > 1)) {
-        status = tpu__plan_build(plan, plan->algo, 1, -1, &e->data, err);
+    } else if (plan->model.rep >= 0 || plan->model.orbit ||
+               (plan->algo->pipelined && plan->args.chunks > 1)) {
+        status = tpu__plan_build(plan, plan->algo, 1, -1, 0, &e->data, err);
         if (status != TPU_OK) {
             goto fail;
         }

@@ -18,6 +18,7 @@
 #define TPU_COLL_H
 
 #include "tpu/dtype.h"
+#include "tpu/groups.h"
 #include "tpu/redop.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
@@ -74,6 +75,20 @@ typedef struct tpu_coll_desc {
     int dst;       /* p2p: destination chip; -1 for the farthest chip from src */
     char algo[32]; /* "" to let the cost model choose, or a registry name */
     int chunks;    /* pipeline chunks, 1 to TPU_MAX_CHUNKS; 0 to let the cost model choose */
+    /*
+     * Any groups of chips (tpu/groups.h), for every collective but p2p and ppermute;
+     * NULL: the groups of 'axes'.  A set equal to the groups of whole torus axes
+     * (same members, same member order) runs on the torus algorithms, any other on
+     * the general group algorithms.  The plan copies it.
+     */
+    const tpu_groups_t *groups; /* NULL: the groups of 'axes' */
+    /*
+     * ppermute over explicit pairs (source, target chip ids, 2*npairs entries;
+     * sources unique, targets unique; a chip that is no target gets nothing):
+     * XLA's collective-permute.  NULL: the shift along 'axes'.  The plan copies them.
+     */
+    const int32_t *pairs;
+    int npairs;
 } tpu_coll_desc_t;
 
 /* Per-axis link use of a modeled collective. */

@@ -81,6 +81,7 @@ typedef struct tpu_call_sig {
     int32_t host_dims[3];
     double ici_bw, ici_latency, dcn_bw, dcn_latency;
     uint64_t link_hash; /* every constant of the link model, hashed */
+    uint64_t set_hash;  /* the groups or ppermute pairs, hashed (0: the axes' groups) */
     char algo[32];      /* the algorithm chosen */
 } tpu_call_sig_t;
 
