@@ -156,6 +156,13 @@ static tpu_status_t validate(tpu_coll_plan_t *p, tpu_err_t *err)
         return tpu_err_set(err, TPU_ERR_INVALID, "%s of 0 bytes: give a positive size",
                            tpu_coll_name(d->kind));
     }
+    if (d->bytes > TPU_COLL_MAX_BYTES) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "%s of %llu bytes is more than the model represents (at most %llu "
+                           "bytes, 256 TiB, per chip)",
+                           tpu_coll_name(d->kind), (unsigned long long)d->bytes,
+                           (unsigned long long)TPU_COLL_MAX_BYTES);
+    }
     if (d->groups != NULL) {
         tpu_status_t status = resolve_groups(p, err);
 
