@@ -94,7 +94,8 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
     MPI_Comm_dup(MPI_COMM_WORLD, &job->watch);
     if (job->world_rank == 0) {
         job->seen = calloc((size_t)job->nranks, sizeof(*job->seen));
-        if (job->seen == NULL) {
+        job->heard = calloc((size_t)job->nranks, sizeof(*job->heard));
+        if (job->seen == NULL || job->heard == NULL) {
             tpu_job_abort(job, "out of host memory for the watchdog");
         }
     }
@@ -124,7 +125,9 @@ int tpu_job_end(tpu_job_t *job, int code)
         MPI_Comm_free(&job->watch);
     }
     free(job->seen);
+    free(job->heard);
     job->seen = NULL;
+    job->heard = NULL;
     if (job->comm != MPI_COMM_NULL) {
         MPI_Comm_free(&job->comm);
     }

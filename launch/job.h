@@ -28,7 +28,9 @@ typedef struct tpu_job {
     double timeout; /* seconds any wait may last; 0: none */
     MPI_Comm watch; /* progress messages to rank 0 */
     uint64_t point; /* sync points this rank has entered */
+    uint64_t sent;  /* progress messages sent */
     uint64_t *seen; /* rank 0: the last point of each world rank */
+    double *heard;  /* rank 0: when each world rank was last heard from */
     MPI_Request ring[TPU_JOB_RING];
     uint64_t ringbuf[TPU_JOB_RING];
     int monitor_fd;   /* rank 0: the pipe to the monitor process; -1 none */
@@ -73,6 +75,8 @@ int tpu_job_agree(MPI_Comm comm, int failed);
  * values and returns 1 on the rank that prints it, 2 on the others.
  */
 int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len);
+/* A collective failed: abort with its message, or for a timeout find the chip behind. */
+void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err);
 /* Enter the next sync point (tells rank 0). */
 void tpu_job_progress(tpu_job_t *job);
 /* Wait for 'req' with the watchdog; 'what' names the wait in messages. */

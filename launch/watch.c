@@ -48,6 +48,8 @@
 #define TAG_PROGRESS 7
 /* Extra seconds a rank other than 0 waits before it blames rank 0. */
 #define GRACE_S 2.0
+/* A rank that waits tells rank 0 it is alive this often. */
+#define HEARTBEAT_S 0.25
 
 /* The world rank the launcher gave this process, from its environment; -1 unknown. */
 int tpu_job_env_rank(void)
@@ -91,24 +93,31 @@ static void chip_name(const tpu_job_t *job, int rank, char *buf, size_t len)
     snprintf(buf + n, len - (size_t)n, "), MPI rank %d", rank);
 }
 
-/* Mark the job as ending on purpose, so that the monitor stays quiet. */
-static void mark_abort(const tpu_job_t *job)
+/*
+ * Mark the job as ending on purpose, so that the monitor stays quiet.  Returns
+ * 1 for the first rank to do so (on this node), which alone prints.
+ */
+static int mark_abort(const tpu_job_t *job)
 {
     int fd;
 
-    if (job->marker[0] != '\0') {
-        fd = open(job->marker, O_WRONLY | O_CREAT, 0600);
-        if (fd >= 0) {
-            close(fd);
-        }
+    if (job->marker[0] == '\0') {
+        return 1;
     }
+    fd = open(job->marker, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        return errno != EEXIST;
+    }
+    close(fd);
+    return 1;
 }
 
 void tpu_job_abort(tpu_job_t *job, const char *msg)
 {
-    mark_abort(job);
-    fprintf(stderr, "tpuemu: %s\n", msg);
-    fflush(stderr);
+    if (mark_abort(job)) {
+        fprintf(stderr, "tpuemu: %s\n", msg);
+        fflush(stderr);
+    }
     MPI_Abort(MPI_COMM_WORLD, TPU_EXIT_FAIL);
 }
 
@@ -128,13 +137,27 @@ static void drain(tpu_job_t *job)
         if (p > job->seen[st.MPI_SOURCE]) {
             job->seen[st.MPI_SOURCE] = p;
         }
+        job->heard[st.MPI_SOURCE] = tpu__now_s();
     }
+}
+
+/* Tell rank 0 the point this rank is at (again, as a heartbeat, while it waits). */
+static void tell(tpu_job_t *job)
+{
+    int slot = (int)(++job->sent % TPU_JOB_RING), done = 0;
+
+    if (job->ring[slot] != MPI_REQUEST_NULL) {
+        MPI_Test(&job->ring[slot], &done, MPI_STATUS_IGNORE);
+        if (!done) {
+            return; /* rank 0 is not taking them: it will hear at the next point */
+        }
+    }
+    job->ringbuf[slot] = job->point;
+    MPI_Isend(&job->ringbuf[slot], 1, MPI_UINT64_T, 0, TAG_PROGRESS, job->watch, &job->ring[slot]);
 }
 
 void tpu_job_progress(tpu_job_t *job)
 {
-    int slot;
-
     job->point++;
     if (job->watch == MPI_COMM_NULL) {
         return;
@@ -144,12 +167,7 @@ void tpu_job_progress(tpu_job_t *job)
         drain(job);
         return;
     }
-    slot = (int)(job->point % TPU_JOB_RING);
-    if (job->ring[slot] != MPI_REQUEST_NULL) {
-        MPI_Wait(&job->ring[slot], MPI_STATUS_IGNORE);
-    }
-    job->ringbuf[slot] = job->point;
-    MPI_Isend(&job->ringbuf[slot], 1, MPI_UINT64_T, 0, TAG_PROGRESS, job->watch, &job->ring[slot]);
+    tell(job);
 }
 
 /* The wait of 'what' lasted too long: say who is behind and end the job. */
@@ -176,6 +194,24 @@ static void blame(tpu_job_t *job, const char *what, double waited)
             }
         }
     }
+    /* Everyone reached the point, but one stopped inside the wait: the silent one. */
+    for (r = 1; r < job->nranks && worst < 0; r++) {
+        int q;
+
+        for (q = 1; q < job->nranks; q++) {
+            if (job->heard[q] < job->heard[r]) {
+                break;
+            }
+        }
+        if (q == job->nranks && tpu__now_s() - job->heard[r] > 2 * HEARTBEAT_S) {
+            chip_name(job, r, name, sizeof(name));
+            snprintf(msg, sizeof(msg),
+                     "%s is behind: it reached %s but has been silent for %.1f s (--timeout %g); "
+                     "it is stopped or stuck; ending the job",
+                     name, what, tpu__now_s() - job->heard[r], job->timeout);
+            tpu_job_abort(job, msg);
+        }
+    }
     if (worst < 0) {
         snprintf(msg, sizeof(msg),
                  "every chip reached %s, but it did not complete within %.1f s (--timeout %g); "
@@ -185,7 +221,7 @@ static void blame(tpu_job_t *job, const char *what, double waited)
         chip_name(job, worst, name, sizeof(name));
         snprintf(msg, sizeof(msg),
                  "%s is behind: it has not reached %s after %.1f s (--timeout %g; it is %llu "
-                 "sync points back%s); it is stopped, stuck or too slow; ending the job",
+                 "sync point(s) back%s); it is stopped, stuck or too slow; ending the job",
                  name, what, waited, job->timeout,
                  (unsigned long long)(job->point - job->seen[worst]),
                  behind > 1 ? ", and the other chips behind wait for it" : "");
@@ -195,7 +231,7 @@ static void blame(tpu_job_t *job, const char *what, double waited)
 
 void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what)
 {
-    double t0 = tpu__now_s(), limit = job->timeout;
+    double t0 = tpu__now_s(), limit = job->timeout, beat = t0;
     int flag = 0;
     long polls = 0;
 
@@ -215,6 +251,11 @@ void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what)
 
             if (job->timeout > 0 && waited > limit) {
                 blame(job, what, waited);
+            }
+            if (job->world_rank != 0 && job->watch != MPI_COMM_NULL &&
+                t0 + waited - beat > HEARTBEAT_S) {
+                beat = t0 + waited;
+                tell(job);
             }
             nap(50000);
         }
@@ -258,6 +299,25 @@ void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int ro
     tpu_job_progress(job);
     MPI_Igather(in, count, MPI_BYTE, out, count, MPI_BYTE, root, job->comm, &req);
     tpu_job_wait(job, &req, what);
+}
+
+void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err)
+{
+    char what[TPU_ERR_MSG_LEN + 64];
+
+    if (err->status != TPU_ERR_TIMEOUT) {
+        tpu_job_abort(job, err->msg);
+        return;
+    }
+    /*
+     * A collective's own watchdog fired: this chip waited for a peer, which may
+     * itself wait for another.  Every live chip meets here within seconds; the
+     * chip that never comes is the one behind, and rank 0 names it.
+     */
+    job->timeout = job->timeout < GRACE_S ? job->timeout : GRACE_S;
+    snprintf(what, sizeof(what), "the end of a collective that timed out (%s)", err->msg);
+    tpu_job_barrier(job, what);
+    tpu_job_abort(job, err->msg); /* every chip came: a deadlock among live chips */
 }
 
 int tpu_job_agree(MPI_Comm comm, int failed)

@@ -348,7 +348,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                 tpu_job_barrier(&job, "the barrier around a bench row");
                 if (tpu_case_run(&c, &job, call++, it == 0, timeout, &modeled, &wall, &err) !=
                     TPU_OK) {
-                    tpu_job_abort(&job, err.msg);
+                    tpu_job_fail(&job, &err);
                 }
                 /* Verify only when every rank is out of the timed call: checking
                  * takes CPU that ranks still inside it would otherwise get. */

@@ -257,7 +257,7 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
             }
             tpu_job_barrier(&job, "the barrier around a verified collective");
             if (tpu_case_run(&c, &job, call++, 1, timeout, &modeled, &wall, &err) != TPU_OK) {
-                tpu_job_abort(&job, err.msg);
+                tpu_job_fail(&job, &err);
             }
             wrong = tpu_case_wrong(&c, job.chip);
             tpu_job_allreduce(&job, MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM,
