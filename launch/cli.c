@@ -478,17 +478,19 @@ static tpu_status_t check_pod(const tpu_opts_t *o, const tpu_config_t *cfg, cons
     const char *wrap = o->wrap != NULL ? o->wrap : cfg->wrap;
     int a;
 
-    /* The presets' hosts may be cut by a small slice (2x3); a custom chip's must tile it. */
-    for (a = 0; a < t->naxes && cfg->chip_custom && o->chip == NULL; a++) {
+    /* The presets' hosts may be cut by a small slice (2x3); host_dims the file sets must
+     * tile the topology (a slice smaller than one host along an axis is fine). */
+    for (a = 0; a < t->naxes && cfg->host_dims_at[0] != '\0' && o->chip == NULL; a++) {
         int h = hd[a] > 0 ? hd[a] : 1;
 
-        if (t->dims[a] % h != 0) {
-            return tpu_err_set(err, TPU_ERR_INVALID,
-                               "host_dims [%d,%d,%d] of %s do not tile topology %s: axis %s has "
-                               "%d chips, not a multiple of %d (give host_dims that divide each "
-                               "axis)",
-                               hd[0], hd[1], hd[2], tpu_pod_chip(pod)->name, tpu_pod_shape(pod),
-                               tpu_topo_axis_name(a), t->dims[a], h);
+        if (t->dims[a] > h && t->dims[a] % h != 0) {
+            return tpu_err_set(
+                err, TPU_ERR_INVALID,
+                "%s: host_dims [%d,%d,%d] of %s do not tile topology %s: axis %s has "
+                "%d chips, not a multiple of %d (give host_dims that divide each "
+                "axis)",
+                cfg->host_dims_at, hd[0], hd[1], hd[2], tpu_pod_chip(pod)->name, tpu_pod_shape(pod),
+                tpu_topo_axis_name(a), t->dims[a], h);
         }
     }
     if (wrap[0] != '\0' && strcmp(wrap, "auto") != 0 && strcmp(wrap, "all") != 0 &&
@@ -562,9 +564,12 @@ tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *er
     if (status != TPU_OK) {
         tpu_pod_destroy(pod);
         /* A pod the file describes: say where in the file. */
+        if (strncmp(e.msg, cfg.host_dims_at, strlen(cfg.host_dims_at)) == 0 &&
+            cfg.host_dims_at[0] != '\0') {
+            return tpu_err_set(err, status, "%s", e.msg);
+        }
         if (o->topology == NULL && cfg.topology_at[0] != '\0') {
-            return tpu_err_set(err, status, "%s: topology %s: %s", cfg.topology_at, cfg.topology,
-                               e.msg);
+            return tpu_err_set(err, status, "%s: %s", cfg.topology_at, e.msg);
         }
         if (o->chip == NULL && cfg.chip_at[0] != '\0') {
             return tpu_err_set(err, status, "%s: chip: %s", cfg.chip_at, e.msg);

@@ -29,6 +29,7 @@ typedef struct tpu_config {
      * that a pod the flags cannot build from them is reported at the file's line. */
     char chip_at[TPU_CONFIG_STR + 32], topology_at[TPU_CONFIG_STR + 32],
         wrap_at[TPU_CONFIG_STR + 32];
+    char host_dims_at[TPU_CONFIG_STR + 32]; /* where a custom chip sets host_dims */
 } tpu_config_t;
 
 /* Set every field of 'cfg' to its unset value. */

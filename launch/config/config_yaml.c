@@ -18,8 +18,9 @@
  * Every error is TPU_ERR_CONFIG (TPU_ERR_NO_MEMORY when libyaml or the reader
  * runs out of memory) with one message "name:line:col: what is wrong", where
  * line and col are 1-based and point at the key or the value at fault; control
- * characters echoed from the file are replaced by '?', so the message stays one
- * line.  'cfg' is written only when the whole file is good.
+ * characters echoed from the file are escaped as \xNN and a long value is cut
+ * (tpu_err_set), so the message stays one line and keeps its reason.  'cfg' is written only when
+ * the whole file is good.
  *
  * Aliases are allowed (libyaml shares the node); the walk never descends more
  * than three levels (top, chip, host_dims), so no document makes it expensive.
@@ -130,19 +131,26 @@ static tpu_status_t report(tpu_err_t *err, tpu_status_t status, const char *fmt,
 
 static tpu_status_t report(tpu_err_t *err, tpu_status_t status, const char *fmt, ...)
 {
-    char msg[TPU_ERR_MSG_LEN];
-    va_list ap;
-    char *p;
+    char small[1024], *msg = small;
+    va_list ap, again;
+    int len;
 
+    /* Whole, so that tpu_err_set() can shorten a long echoed value and keep the reason. */
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    for (p = msg; *p != '\0'; p++) {
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-            *p = '?';
-        }
+    va_copy(again, ap);
+    len = vsnprintf(small, sizeof(small), fmt, ap);
+    if (len >= (int)sizeof(small) && (msg = tpu__malloc((size_t)len + 1)) != NULL) {
+        vsnprintf(msg, (size_t)len + 1, fmt, again);
+    } else if (msg == NULL) {
+        msg = small;
     }
-    return tpu_err_set(err, status, "%s", msg);
+    va_end(again);
+    va_end(ap);
+    status = tpu_err_set(err, status, "%s", msg);
+    if (msg != small) {
+        tpu__free(msg);
+    }
+    return status;
 }
 
 /* Record TPU_ERR_CONFIG at the position of 'node': "name:line:col: <fmt>". */
@@ -151,14 +159,27 @@ static tpu_status_t fail_at(load_ctx_t *c, const yaml_node_t *node, const char *
 
 static tpu_status_t fail_at(load_ctx_t *c, const yaml_node_t *node, const char *fmt, ...)
 {
-    char msg[TPU_ERR_MSG_LEN];
-    va_list ap;
+    char small[1024], *msg = small;
+    va_list ap, again;
+    int len;
+    tpu_status_t status;
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_copy(again, ap);
+    len = vsnprintf(small, sizeof(small), fmt, ap);
+    if (len >= (int)sizeof(small) && (msg = tpu__malloc((size_t)len + 1)) != NULL) {
+        vsnprintf(msg, (size_t)len + 1, fmt, again);
+    } else if (msg == NULL) {
+        msg = small;
+    }
+    va_end(again);
     va_end(ap);
-    return report(c->err, TPU_ERR_CONFIG, "%s:%zu:%zu: %s", c->name, node->start_mark.line + 1,
-                  node->start_mark.column + 1, msg);
+    status = report(c->err, TPU_ERR_CONFIG, "%s:%zu:%zu: %s", c->name, node->start_mark.line + 1,
+                    node->start_mark.column + 1, msg);
+    if (msg != small) {
+        tpu__free(msg);
+    }
+    return status;
 }
 
 static const yaml_node_t *node_at(load_ctx_t *c, int index)
@@ -534,6 +555,13 @@ static tpu_status_t chip_pair(load_ctx_t *c, const field_t *f, const yaml_node_t
     return TPU_OK;
 }
 
+/* "name:line:col" of 'node' into 'out'. */
+static void mark(const load_ctx_t *c, const yaml_node_t *node, char *out, size_t len)
+{
+    snprintf(out, len, "%s:%zu:%zu", c->name, node->start_mark.line + 1,
+             node->start_mark.column + 1);
+}
+
 /* 'chip:': a preset name, or a mapping with 'base:' and the fields it overrides. */
 static tpu_status_t parse_chip(load_ctx_t *c, const yaml_node_t *key, const yaml_node_t *val,
                                tpu_config_t *cfg)
@@ -583,6 +611,13 @@ static tpu_status_t parse_chip(load_ctx_t *c, const yaml_node_t *key, const yaml
     }
     if (tpu_chip_check(&spec, &e) != TPU_OK) {
         return fail_at(c, key, "%s", e.msg);
+    }
+    for (p = val->data.mapping.pairs.start; p < val->data.mapping.pairs.top; p++) {
+        const char *k = text_of(node_at(c, p->key));
+
+        if (k != NULL && strcmp(k, "host_dims") == 0) {
+            mark(c, node_at(c, p->value), cfg->host_dims_at, sizeof(cfg->host_dims_at));
+        }
     }
     cfg->custom = spec;
     cfg->chip_custom = 1;
@@ -711,13 +746,6 @@ typedef struct root_state {
     const yaml_node_t *wrap;
     int naxes;
 } root_state_t;
-
-/* "name:line:col" of 'node' into 'out'. */
-static void mark(const load_ctx_t *c, const yaml_node_t *node, char *out, size_t len)
-{
-    snprintf(out, len, "%s:%zu:%zu", c->name, node->start_mark.line + 1,
-             node->start_mark.column + 1);
-}
 
 static tpu_status_t root_pair(load_ctx_t *c, const field_t *f, const yaml_node_t *key,
                               const yaml_node_t *val, void *obj)
