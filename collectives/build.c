@@ -13,7 +13,7 @@ void tpu__plan_label(const tpu_algo_t *algo, int chunks, char *buf, size_t len)
 }
 
 tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, int rep,
-                             tpu_plan_sched_t *ps, tpu_err_t *err)
+                             int orbit, tpu_plan_sched_t *ps, tpu_err_t *err)
 {
     tpu_algo_args_t args = p->args;
     tpu_status_t status;
@@ -23,6 +23,16 @@ tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, i
     ps->rep = rep;
     args.chunks = chunks;
     args.rep = rep;
+    args.period = NULL;
+    ps->orbit = orbit && p->orbit && algo->groups;
+    if (ps->orbit) {
+        int a;
+
+        args.period = p->period;
+        for (a = 0; a < TPU_MAX_AXES; a++) {
+            ps->period[a] = p->period[a];
+        }
+    }
     status = algo->build(&args, &ps->s, err);
     if (status == TPU_OK) {
         status = tpu__plan_sched_index(ps);

@@ -85,7 +85,37 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->busy);
     tpu__free(lm->nic_bw);
     tpu__free(lm->touched);
+    tpu__free(lm->orbit);
     memset(lm, 0, sizeof(*lm));
+}
+
+tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period)
+{
+    const tpu_topo_t *topo = lm->topo;
+    int l;
+
+    lm->orbit = tpu__malloc((size_t)(topo->nlinks > 0 ? topo->nlinks : 1) * sizeof(int32_t));
+    if (lm->orbit == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (l = 0; l < topo->nlinks; l++) {
+        int src, axis, dir, dst, c[TPU_MAX_AXES], a;
+
+        tpu_topo_link_ends(topo, l, &src, &axis, &dir, &dst);
+        tpu_topo_coords(topo, src, c);
+        for (a = 0; a < TPU_MAX_AXES; a++) {
+            c[a] %= period[a];
+        }
+        lm->orbit[l] =
+            tpu_topo_link(topo, tpu_topo_chip(topo, tpu_topo_slice_of(topo, src), c), axis, dir);
+    }
+    return TPU_OK;
+}
+
+/* The resource that carries ICI link 'l': itself, or the link standing for its orbit. */
+static int link_res(const tpu_linkmodel_t *lm, int l)
+{
+    return lm->orbit != NULL ? lm->orbit[l] : l;
 }
 
 static double res_bw(const tpu_linkmodel_t *lm, int r)
@@ -156,7 +186,9 @@ void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int
         flow_route(lm, f, chip, &route);
         for (s = 0; s < route.nseg; s++) {
             for (h = 0; h < route.seg[s].hops; h++) {
-                add_load(lm, tpu_topo_link(lm->topo, chip, route.seg[s].axis, route.seg[s].dir),
+                add_load(lm,
+                         link_res(lm, tpu_topo_link(lm->topo, chip, route.seg[s].axis,
+                                                    route.seg[s].dir)),
                          bytes);
                 chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
             }
@@ -192,7 +224,7 @@ static int first_res(const tpu_linkmodel_t *lm, const tpu_flow_t *f, int *res_p,
         *port_p = *res_p;
         return 1;
     }
-    *res_p = tpu_topo_link(lm->topo, f->src, route.seg[0].axis, route.seg[0].dir);
+    *res_p = link_res(lm, tpu_topo_link(lm->topo, f->src, route.seg[0].axis, route.seg[0].dir));
     *port_p = *res_p;
     return 1;
 }
@@ -244,7 +276,8 @@ void tpu__linkmodel_time_flow(const tpu_linkmodel_t *lm, const tpu_flow_t *f, do
     flow_route(lm, f, chip, &route);
     for (s = 0; s < route.nseg; s++) {
         for (h = 0; h < route.seg[s].hops; h++) {
-            int l = tpu_topo_link(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
+            int l =
+                link_res(lm, tpu_topo_link(lm->topo, chip, route.seg[s].axis, route.seg[s].dir));
             double d = lm->load[l] / res_bw(lm, l);
 
             if (d > drain) {

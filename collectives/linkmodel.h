@@ -20,7 +20,8 @@ typedef struct tpu_linkmodel {
     double *nic_bw;  /* bytes/s of each NIC (the host's chips x dcn_bw) */
     int *touched;    /* resources with a non-zero load in the current step */
     int ntouched;
-    int classes; /* 1: resources are link classes (axis, direction), see below */
+    int classes;    /* 1: resources are link classes (axis, direction), see below */
+    int32_t *orbit; /* orbit mode: link -> the link that stands for its orbit, or NULL */
 } tpu_linkmodel_t;
 
 /*
@@ -32,6 +33,18 @@ typedef struct tpu_linkmodel {
 tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
                                  const tpu_link_model_t *link, int classes);
 void tpu__linkmodel_fini(tpu_linkmodel_t *lm);
+
+/*
+ * Orbit mode (after init with classes 0): the schedule holds the flows of the
+ * chips whose coordinates are below 'period' on every axis, a fundamental domain
+ * of the torus translations by multiples of 'period' that map the schedule onto
+ * itself (group algorithms over symmetric groups, see tpu_groups_period()).  Every
+ * link then stands for its orbit under those translations: a flow's bytes on a
+ * link are counted on the link of the orbit whose source chip is in the domain,
+ * which adds up exactly what the full schedule puts on each link of the orbit,
+ * so every time comes out bit for bit as in the full schedule.  ICI only.
+ */
+tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period);
 
 /* Count the loads of every flow of step 's' (flows [first, last) of 'sched'). */
 void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,

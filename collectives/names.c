@@ -7,8 +7,8 @@
 #include <string.h>
 
 const tpu_algo_t tpu__algos[] = {
-#define TPU_ALGO(kind, name, pipelined, summary) \
-    {TPU_COLL_##kind, #name, tpu__algo_##kind##_##name, pipelined, summary},
+#define TPU_ALGO(kind, name, pipelined, groups, summary) \
+    {TPU_COLL_##kind, #name, tpu__algo_##kind##_##name, pipelined, groups, summary},
 #include "algorithms.def"
 #undef TPU_ALGO
 };

@@ -36,6 +36,102 @@ static int farthest(const tpu_topo_t *topo, int src)
     return tpu_topo_chip(topo, tpu_topo_slice_of(topo, src), c);
 }
 
+/*
+ * Resolve desc->groups: checked, copied into the plan; groups equal to the groups
+ * of whole torus axes become that axis mask (the torus algorithms), any other
+ * set stays groups (the group algorithms), with per-chip member tables.
+ */
+static tpu_status_t resolve_groups(tpu_coll_plan_t *p, tpu_err_t *err)
+{
+    tpu_coll_desc_t *d = &p->desc;
+    const tpu_groups_t *g = d->groups;
+    unsigned mask;
+    tpu_status_t status;
+
+    d->groups = NULL;
+    if (d->kind == TPU_COLL_P2P || d->kind == TPU_COLL_PPERMUTE) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "%s takes no groups (ppermute takes pairs, p2p its two chips)",
+                           tpu_coll_name(d->kind));
+    }
+    status = tpu_groups_check(g, p->topo.nchips, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (tpu_groups_axes_mask(&p->topo, g, &mask) && mask != 0) {
+        d->axes = mask;
+        return TPU_OK;
+    }
+    if (g->size < 2) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "%s over groups of one chip moves nothing",
+                           tpu_coll_name(d->kind));
+    }
+    status = tpu_groups_copy(&p->groups, g, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    p->member = tpu__malloc((size_t)p->topo.nchips * sizeof(int32_t));
+    p->group_of = tpu__malloc((size_t)p->topo.nchips * sizeof(int32_t));
+    if (p->member == NULL || p->group_of == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the groups of a plan");
+    }
+    tpu_groups_index(&p->groups, p->topo.nchips, p->group_of, p->member);
+    /* Symmetric groups are timed from the chips of one domain (linkmodel.h). */
+    p->orbit = tpu_groups_period(&p->topo, &p->groups, p->period) > 1;
+    d->groups = &p->groups;
+    d->axes = 0;
+    return TPU_OK;
+}
+
+/* Resolve desc->pairs: chips in range, sources and targets unique; copied. */
+static tpu_status_t resolve_pairs(tpu_coll_plan_t *p, tpu_err_t *err)
+{
+    tpu_coll_desc_t *d = &p->desc;
+    int n = p->topo.nchips, k;
+    uint8_t *seen = NULL;
+    tpu_status_t status = TPU_OK;
+
+    if (d->kind != TPU_COLL_PPERMUTE) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "%s takes no pairs (only ppermute does)",
+                           tpu_coll_name(d->kind));
+    }
+    if (d->npairs < 1 || d->npairs > n) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "ppermute needs 1 to %d pairs, got %d", n,
+                           d->npairs);
+    }
+    seen = tpu__calloc((size_t)n, 2);
+    p->pairs = tpu__malloc((size_t)d->npairs * 2 * sizeof(int32_t));
+    if (seen == NULL || p->pairs == NULL) {
+        tpu__free(seen);
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for ppermute pairs");
+    }
+    for (k = 0; k < d->npairs && status == TPU_OK; k++) {
+        int s = d->pairs[2 * k], t = d->pairs[2 * k + 1];
+
+        if (s < 0 || s >= n || t < 0 || t >= n) {
+            status =
+                tpu_err_set(err, TPU_ERR_INVALID,
+                            "ppermute pair (%d, %d) names a chip outside the pod of %d", s, t, n);
+        } else if (seen[2 * s]++) {
+            status = tpu_err_set(err, TPU_ERR_INVALID,
+                                 "ppermute: chip %d is the source of two "
+                                 "pairs",
+                                 s);
+        } else if (seen[2 * t + 1]++) {
+            status = tpu_err_set(err, TPU_ERR_INVALID,
+                                 "ppermute: chip %d is the target of two "
+                                 "pairs",
+                                 t);
+        }
+        p->pairs[2 * k] = s;
+        p->pairs[2 * k + 1] = t;
+    }
+    tpu__free(seen);
+    d->pairs = p->pairs;
+    d->axes = 0;
+    return status;
+}
+
 /* Check the request and work out the group, block and buffer sizes. */
 static tpu_status_t validate(tpu_coll_plan_t *p, tpu_err_t *err)
 {
@@ -60,6 +156,38 @@ static tpu_status_t validate(tpu_coll_plan_t *p, tpu_err_t *err)
         return tpu_err_set(err, TPU_ERR_INVALID, "%s of 0 bytes: give a positive size",
                            tpu_coll_name(d->kind));
     }
+    if (d->bytes > TPU_COLL_MAX_BYTES) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "%s of %llu bytes is more than the model represents (at most %llu "
+                           "bytes, 256 TiB, per chip)",
+                           tpu_coll_name(d->kind), (unsigned long long)d->bytes,
+                           (unsigned long long)TPU_COLL_MAX_BYTES);
+    }
+    if (d->groups != NULL) {
+        tpu_status_t status = resolve_groups(p, err);
+
+        if (status != TPU_OK) {
+            return status;
+        }
+    }
+    if (d->pairs != NULL) {
+        tpu_status_t status = resolve_pairs(p, err);
+
+        if (status != TPU_OK) {
+            return status;
+        }
+        if (d->bytes % (uint64_t)elem != 0) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "ppermute of %llu bytes is not a whole number of %s elements",
+                               (unsigned long long)d->bytes, tpu_dtype_name(d->dtype));
+        }
+        p->group = 2;
+        p->shard = (int64_t)d->bytes;
+        p->in_bytes = p->out_bytes = d->bytes;
+        p->work_bytes = (int64_t)d->bytes;
+        return TPU_OK;
+    }
+    tpu_topo_axes_str(d->axes, axes, sizeof(axes));
     if (d->kind == TPU_COLL_P2P) {
         d->axes = 0;
         if (d->src < 0) {
@@ -91,7 +219,10 @@ static tpu_status_t validate(tpu_coll_plan_t *p, tpu_err_t *err)
         }
         return TPU_OK;
     }
-    if (d->axes == 0) {
+    if (d->groups != NULL) {
+        snprintf(axes, sizeof(axes), "groups of %d", d->groups->size);
+        p->group = d->groups->size;
+    } else if (d->axes == 0) {
         return tpu_err_set(err, TPU_ERR_INVALID, "%s needs axes (e.g. --axes x,y)",
                            tpu_coll_name(d->kind));
     }
@@ -99,7 +230,9 @@ static tpu_status_t validate(tpu_coll_plan_t *p, tpu_err_t *err)
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "axis 'dcn' spans slices, and this job has 1 slice (use --slices N)");
     }
-    p->group = tpu_topo_group_size(topo, d->axes);
+    if (d->groups == NULL) {
+        p->group = tpu_topo_group_size(topo, d->axes);
+    }
     if (d->kind == TPU_COLL_PPERMUTE) {
         int a, naxes = 0, n = p->group;
 
@@ -211,6 +344,8 @@ tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t
     p->args.group = p->group;
     p->args.shard = p->shard;
     p->args.elem = tpu_dtype_size(desc->dtype);
+    p->args.groups = p->desc.groups;
+    p->args.member = p->member;
     status = tpu__plan_select(p, err);
     if (status != TPU_OK) {
         goto err_free;
@@ -228,6 +363,10 @@ void tpu_coll_plan_destroy(tpu_coll_plan_t *plan)
         return;
     }
     tpu__plan_sched_fini(&plan->model);
+    tpu_groups_fini(&plan->groups);
+    tpu__free(plan->member);
+    tpu__free(plan->group_of);
+    tpu__free(plan->pairs);
     tpu__free(plan);
 }
 

@@ -26,7 +26,32 @@ struct tpu_coll_plan {
     int64_t work_bytes; /* the buffer the schedule works on (padded psum) */
     int data_scale;     /* 2 when a bf16 reduction runs on f32 working buffers */
     char name[64];      /* "torus chunks=4" */
+    /* Groups that are not whole torus axes (desc.groups points here), or none. */
+    tpu_groups_t groups;
+    int32_t *member;   /* chip -> member index in its group (groups only) */
+    int32_t *group_of; /* chip -> its group (groups only) */
+    int32_t *pairs;    /* ppermute pairs (desc.pairs points here), or NULL */
+    int orbit;         /* 1: the groups are symmetric under translations by 'period' */
+    int period[TPU_MAX_AXES];
 };
+
+/* The member index of 'chip' in its group (its position in the collective's order). */
+static inline int tpu__plan_member_index(const tpu_coll_plan_t *p, int chip)
+{
+    if (p->member != NULL) {
+        return p->member[chip];
+    }
+    return tpu_topo_group_index(&p->topo, p->desc.axes, chip);
+}
+
+/* Member 'j' of the group of 'chip'. */
+static inline int tpu__plan_member(const tpu_coll_plan_t *p, int chip, int j)
+{
+    if (p->member != NULL) {
+        return p->groups.chips[(int64_t)p->group_of[chip] * p->groups.size + j];
+    }
+    return tpu_topo_group_member(&p->topo, p->desc.axes, chip, j);
+}
 
 /*
  * Is the collective the same from every chip?  Then the model times one chip's
@@ -37,7 +62,8 @@ static inline int tpu__plan_translation_invariant(const tpu_coll_plan_t *p)
 {
     int a;
 
-    if (p->desc.kind == TPU_COLL_P2P || (p->desc.axes & TPU_AXIS_MASK_DCN)) {
+    if (p->desc.kind == TPU_COLL_P2P || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+        p->desc.groups != NULL || p->desc.pairs != NULL) {
         return 0;
     }
     for (a = 0; a < p->topo.naxes; a++) {
@@ -53,11 +79,13 @@ void tpu__plan_label(const tpu_algo_t *algo, int chunks, char *buf, size_t len);
 
 /*
  * Build algorithm 'algo' with 'chunks' for the plan's request into 'ps' (build.c):
- * the flows of chip 'rep' only (representative mode), or of every chip (rep -1).
+ * the flows of chip 'rep' only (representative mode), or of every chip (rep -1);
+ * with 'orbit' (a group algorithm on a plan with p->orbit) only the flows of the
+ * chips of the domain of p->period (orbit timing, linkmodel.h).
  * @return TPU_OK, TPU_ERR_NO_MEMORY (with a message), or the algorithm's error.
  */
 tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, int rep,
-                             tpu_plan_sched_t *ps, tpu_err_t *err);
+                             int orbit, tpu_plan_sched_t *ps, tpu_err_t *err);
 
 /*
  * Choose the algorithm and pipeline depth by the cost model (select.c): fills

@@ -41,9 +41,8 @@ tpu_status_t tpu_coll_reference(const tpu_coll_plan_t *plan, int chip, tpu_coll_
                                 void *arg, void *out, tpu_err_t *err)
 {
     const tpu_coll_desc_t *d = &plan->desc;
-    const tpu_topo_t *topo = &plan->topo;
     int64_t elem = tpu_dtype_size(d->dtype);
-    int me = d->kind == TPU_COLL_P2P ? 0 : tpu_topo_group_index(topo, d->axes, chip);
+    int me = d->kind == TPU_COLL_P2P || d->pairs != NULL ? 0 : tpu__plan_member_index(plan, chip);
     unsigned char *in = tpu__malloc(plan->in_bytes);
     double *acc = NULL;
     int j;
@@ -55,8 +54,8 @@ tpu_status_t tpu_coll_reference(const tpu_coll_plan_t *plan, int chip, tpu_coll_
     switch (d->kind) {
     case TPU_COLL_ALL_GATHER:
         for (j = 0; j < plan->group; j++) {
-            fill(tpu_topo_group_member(topo, d->axes, chip, j),
-                 (unsigned char *)out + j * plan->shard, (uint64_t)plan->shard, arg);
+            fill(tpu__plan_member(plan, chip, j), (unsigned char *)out + j * plan->shard,
+                 (uint64_t)plan->shard, arg);
         }
         break;
     case TPU_COLL_PSUM:
@@ -70,7 +69,7 @@ tpu_status_t tpu_coll_reference(const tpu_coll_plan_t *plan, int chip, tpu_coll_
         for (j = 0; j < plan->group; j++) {
             size_t base = d->kind == TPU_COLL_PSUM ? 0 : (size_t)(me * plan->shard / elem);
 
-            fill(tpu_topo_group_member(topo, d->axes, chip, j), in, plan->in_bytes, arg);
+            fill(tpu__plan_member(plan, chip, j), in, plan->in_bytes, arg);
             for (i = 0; i < n; i++) {
                 double v = get_elem(d->dtype, in, base + i);
 
@@ -91,14 +90,25 @@ tpu_status_t tpu_coll_reference(const tpu_coll_plan_t *plan, int chip, tpu_coll_
         break;
     case TPU_COLL_ALL_TO_ALL:
         for (j = 0; j < plan->group; j++) {
-            fill(tpu_topo_group_member(topo, d->axes, chip, j), in, plan->in_bytes, arg);
+            fill(tpu__plan_member(plan, chip, j), in, plan->in_bytes, arg);
             memcpy((unsigned char *)out + j * plan->shard, in + me * plan->shard,
                    (size_t)plan->shard);
         }
         break;
     case TPU_COLL_PPERMUTE: {
         int n_ = plan->group;
-        int from = tpu_topo_group_member(topo, d->axes, chip, ((me - d->shift) % n_ + n_) % n_);
+
+        if (d->pairs != NULL) {
+            /* The chip that sends to 'chip', or zeros (jax.lax.ppermute). */
+            memset(out, 0, (size_t)plan->out_bytes);
+            for (j = 0; j < d->npairs; j++) {
+                if (d->pairs[2 * j + 1] == chip) {
+                    fill(d->pairs[2 * j], out, plan->out_bytes, arg);
+                }
+            }
+            break;
+        }
+        int from = tpu__plan_member(plan, chip, ((me - d->shift) % n_ + n_) % n_);
 
         fill(from, out, plan->out_bytes, arg);
         break;

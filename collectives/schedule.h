@@ -110,6 +110,8 @@ typedef struct tpu_plan_sched {
     tpu_sched_t s;
     int64_t *step_start; /* flows of step s are [step_start[s], step_start[s+1]) */
     int rep;             /* representative chip (link-class timing), or -1: every chip */
+    int orbit;           /* 1: the flows of the chips below 'period' only (orbit timing) */
+    int period[TPU_MAX_AXES];
 } tpu_plan_sched_t;
 
 /* Permutations of (0, 1, 2), the axis orders a route can take; index 0 is x, y, z. */

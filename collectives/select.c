@@ -63,6 +63,16 @@ static double model_flows(const tpu_coll_plan_t *p)
 {
     double chips = tpu__plan_translation_invariant(p) ? 1 : p->topo.nchips;
 
+    if (p->desc.groups != NULL) {
+        /* A ring psum: two flows per member and step, of the chips of one domain. */
+        double domain = p->topo.nchips;
+        int a;
+
+        for (a = 0; p->orbit && a < TPU_MAX_AXES; a++) {
+            domain = domain * p->period[a] / p->topo.dims[a];
+        }
+        return 2.0 * domain * p->group;
+    }
     switch (flow_growth[p->desc.kind]) {
     case FLOWS_GROUP:
         return chips * p->group;
@@ -85,13 +95,15 @@ static int depth_worth_trying(const tpu_coll_plan_t *p, int c, int chunks)
 /* Make 'algo' with 'chunks' the plan's choice: name it and build its model schedule. */
 static tpu_status_t choose(tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, tpu_err_t *err)
 {
-    int rep = tpu__plan_translation_invariant(p) ? 0 : -1;
+    /* Group algorithms treat members by their place in a group, not by their
+     * coordinates: their schedules are built for every chip. */
+    int rep = tpu__plan_translation_invariant(p) && !algo->groups ? 0 : -1;
 
     p->algo = algo;
     p->args.chunks = chunks;
     p->args.rep = rep;
     tpu__plan_label(algo, chunks, p->name, sizeof(p->name));
-    return tpu__plan_build(p, algo, chunks, rep, &p->model, err);
+    return tpu__plan_build(p, algo, chunks, rep, 1, &p->model, err);
 }
 
 tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
@@ -121,6 +133,12 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
 
         if (algo->kind != desc->kind ||
             (desc->algo[0] != '\0' && strcmp(desc->algo, algo->name) != 0)) {
+            continue;
+        }
+        /* Groups and pairs take the group algorithms; axes take the torus ones
+         * unless a group algorithm is named. */
+        if ((desc->groups != NULL || desc->pairs != NULL) ? !algo->groups
+                                                          : algo->groups && desc->algo[0] == '\0') {
             continue;
         }
         found = 1;

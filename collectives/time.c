@@ -32,6 +32,10 @@ tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu
     if (tpu__linkmodel_init(&t->lm, topo, link, ps->rep >= 0) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }
+    if (ps->orbit && tpu__linkmodel_set_orbits(&t->lm, ps->period) != TPU_OK) {
+        tpu__linkmodel_fini(&t->lm);
+        return TPU_ERR_NO_MEMORY;
+    }
     t->arrival = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
     t->start = tpu__calloc((size_t)maxstep, sizeof(double));
     if (t->arrival == NULL || t->start == NULL) {

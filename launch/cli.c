@@ -450,10 +450,6 @@ void tpu_usage(FILE *out, const char *cmd)
                 "Print the chip constants (with the ridge point), the topology's links,\n"
                 "or the collective algorithms.\n\n%s",
                 common);
-    } else if (strcmp(cmd, "train") == 0) {
-        fprintf(out, "usage: mpirun -n N tpuemu train --mesh data=4,model=4 ...\n\n"
-                     "Sharded training workloads.  Not built yet: this command says so and "
-                     "exits.\n");
     } else {
         fprintf(out,
                 "usage: mpirun -n N tpuemu [run] [pod options] [--timeout S]\n"
@@ -461,7 +457,8 @@ void tpu_usage(FILE *out, const char *cmd)
                 "Emulate a TPU pod: every MPI rank is one chip.  The default run prints the pod\n"
                 "and where each chip runs, proves the wiring (a token over every link), and runs\n"
                 "every collective at a small and a large size with real data, verified, with the\n"
-                "modeled TPU time and the measured emulation time side by side.\n\n%s",
+                "modeled TPU time and the measured emulation time side by side, and ends with\n"
+                "one sharded training step (tpuemu train) checked against one chip.\n\n%s",
                 common);
     }
 }
@@ -712,6 +709,9 @@ int tpu_main(int argc, char **argv)
     tpu_opts_t opts;
     tpu_err_t err = {0};
 
+    if (argc > 1 && strcmp(argv[1], "train") == 0) {
+        return tpu_cmd_train(argc, argv); /* its own flags, then the pod flags */
+    }
     if (tpu_opts_parse(argc, argv, &opts, &err) != TPU_OK) {
         /* In an MPI job, one line from the lowest rank that failed, not one per rank. */
         if (getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL ||
@@ -739,10 +739,6 @@ int tpu_main(int argc, char **argv)
     }
     if (strcmp(opts.cmd, "model") == 0) {
         return tpu_cmd_model(&opts);
-    }
-    if (strcmp(opts.cmd, "train") == 0) {
-        tpu_die_msg("train: the sharded training workloads (SPMD layer) are not built yet");
-        return TPU_EXIT_FAIL;
     }
     if (strcmp(opts.cmd, "bench") == 0) {
         return tpu_cmd_bench(&opts, argc, argv);

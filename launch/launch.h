@@ -57,6 +57,8 @@ int tpu_cmd_info(const tpu_opts_t *opts);
 int tpu_cmd_model(const tpu_opts_t *opts);
 int tpu_cmd_run(const tpu_opts_t *opts, int argc, char **argv);
 int tpu_cmd_bench(const tpu_opts_t *opts, int argc, char **argv);
+/* 'tpuemu train' (argv[1] is "train"): parses its own flags, then the pod flags. */
+int tpu_cmd_train(int argc, char **argv);
 /* 'tpuemu model --op ...': the roofline and pipelined time of one chip op. */
 int tpu_cmd_op(const tpu_opts_t *opts);
 

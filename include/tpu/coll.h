@@ -18,6 +18,7 @@
 #define TPU_COLL_H
 
 #include "tpu/dtype.h"
+#include "tpu/groups.h"
 #include "tpu/redop.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
@@ -53,6 +54,13 @@ typedef struct tpu_link_model {
     int host_dims[TPU_MAX_AXES]; /* the block of chips that share one host's NICs */
 } tpu_link_model_t;
 
+/*
+ * The largest collective the model represents: 2^48 bytes (256 TiB) per chip.
+ * Offsets and times stay exact well below it (int64 byte offsets scaled by the
+ * working type, doubles exact to 2^53); larger requests are refused.
+ */
+#define TPU_COLL_MAX_BYTES ((uint64_t)1 << 48)
+
 /* The deepest pipeline a torus algorithm takes (--chunks). */
 #define TPU_MAX_CHUNKS 64
 
@@ -67,6 +75,20 @@ typedef struct tpu_coll_desc {
     int dst;       /* p2p: destination chip; -1 for the farthest chip from src */
     char algo[32]; /* "" to let the cost model choose, or a registry name */
     int chunks;    /* pipeline chunks, 1 to TPU_MAX_CHUNKS; 0 to let the cost model choose */
+    /*
+     * Any groups of chips (tpu/groups.h), for every collective but p2p and ppermute;
+     * NULL: the groups of 'axes'.  A set equal to the groups of whole torus axes
+     * (same members, same member order) runs on the torus algorithms, any other on
+     * the general group algorithms.  The plan copies it.
+     */
+    const tpu_groups_t *groups; /* NULL: the groups of 'axes' */
+    /*
+     * ppermute over explicit pairs (source, target chip ids, 2*npairs entries;
+     * sources unique, targets unique; a chip that is no target gets nothing):
+     * XLA's collective-permute.  NULL: the shift along 'axes'.  The plan copies them.
+     */
+    const int32_t *pairs;
+    int npairs;
 } tpu_coll_desc_t;
 
 /* Per-axis link use of a modeled collective. */
@@ -122,7 +144,9 @@ TPU_API tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_r
 
 /* Options of one execution. */
 typedef struct tpu_coll_run_opts {
-    uint64_t call;    /* call number, part of the mismatch signature */
+    uint64_t call;    /* call number, part of the mismatch signature and of the message
+                         tags: number the calls of a program 0, 1, 2, ... so that what a
+                         failed call left in flight never matches a later one */
     double timeout_s; /* watchdog: give up after this many seconds (0: never) */
     int check_peers;  /* first compare every chip's call (one small exchange) */
     int local_time;   /* report this chip's own finish time, skipping the max over chips */

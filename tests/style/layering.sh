@@ -26,7 +26,9 @@ while IFS= read -r hit; do
     f=${hit%%:*}
     line=${hit#*:}
     layer=${f%%/*}
-    hdr=$(printf '%s\n' "$line" | sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/')
+    # Bash's own regex: no process per include (a sed each made this slow on a loaded machine).
+    [[ $line =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*[\<\"]([^\>\"]+)[\>\"] ]] || continue
+    hdr=${BASH_REMATCH[1]}
     case "$line" in
     *'<'*)
         case "$hdr" in

@@ -132,7 +132,8 @@ static void check_exactly_once(const tpu_coll_plan_t *plan, const tpu_topo_t *to
     int c;
 
     memset(&full, 0, sizeof(full));
-    assert_int_equal(tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, &full, &err), TPU_OK);
+    assert_int_equal(tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &full, &err),
+                     TPU_OK);
     tpu_coll_plan_sizes(plan, &inb, &outb);
     count = calloc((size_t)topo->nchips * outb, 1);
     for (i = 0; i < s->nflows; i++) {

@@ -1,0 +1,164 @@
+/*
+ * All-gather over any groups of chips: a bidirectional ring over the members in
+ * group order, each ring hop routed over the torus.
+ *
+ * What it does.  The groups are lists of chips (tpu/groups.h): parts of an axis,
+ * strided sets, several axes in a non-torus order, chips of several slices.  The
+ * members of a group form a ring in member order, 0 -> 1 -> ... -> G-1 -> 0, and
+ * every member ends with all G blocks, block k at k * B.  At step t (1 to
+ * floor(G/2)) member i sends to member i+1 the block it got from member i-1 at
+ * step t-1 (its own at t = 1), and to member i-1 the block it got from member
+ * i+1; on an even ring the block from the opposite member is split at the last
+ * step, its first half going forwards and its second half backwards, so every
+ * block arrives exactly once.  A ring hop between members is a dimension-order
+ * route on the torus (x, then y, then z, each the shortest way; at the tie
+ * distance forward hops take +, backward hops -); between slices it crosses DCN
+ * to the chip with the same coordinates, then ICI.  The schedule covers every
+ * group at once, so groups that share links share their bandwidth, and a ring
+ * hop that runs back along a line (the hop that closes the ring of a part of an
+ * open axis) shares the links of the hops going the other way.
+ *
+ * Cost model (B = V/G bytes per block, W the bidirectional bandwidth of a link,
+ * alpha the per-hop latency, h the hops of a ring hop, L the largest number of
+ * ring hops of one step that cross one directed link):
+ *
+ *     T ~ sum over steps of (h_max * alpha + L * b_t / (W/2)),  b_t = B (B/2 at the half step)
+ *
+ * A ring whose hops are single links none of which two hops share (a whole
+ * wrapped axis, or the same rings in every row) gives L = 1 and h = 1:
+ *     T = (G-1)/G * V/W + floor(G/2) * alpha,
+ * the torus ring's time.  A part of an open line (G chips in a row) has L = 2:
+ * the hop G-1 -> 0 runs back over the links of the backward hops, so the time is
+ * about twice that: the "no wraparound" factor of 2 falls out of the link
+ * sharing.  Worked case (tests): a group of 4 consecutive chips on a line,
+ * T = 4 alpha + 6B/W (step 1: 1-hop flows at alpha + 4B/W, the 3-hop closing
+ * hops at 3 alpha + 4B/W; step 2, half blocks: 3 alpha + 4B/W + alpha + 2B/W).
+ *
+ * Restrictions: V divides into G blocks of whole elements (checked by the plan).
+ * Not pipelined.  Across slices a ring hop between members of different slices
+ * crosses DCN; there is no hierarchical split (the torus algorithms do that for
+ * the whole 'dcn' axis).  Symmetric groups (tpu_groups_period) are built and timed
+ * from the chips of one domain of their translations (orbit mode, linkmodel.h).  Source: Patarasuk
+ * and Yuan (bandwidth optimal all-reduce, JPDC 2009) for the ring; the route and the sharing are
+ * tpuemu's link model.
+ *
+ * Steps for a group {0, 2, 5, 7} (member order), B = one block ([m] = block of
+ * member m), ring 0 -> 2 -> 5 -> 7 -> 0:
+ *
+ *   step   chip0          chip2          chip5          chip7
+ *    1   [0]->2,[0]->7  [1]->5,[1]->0  [2]->7,[2]->2  [3]->0,[3]->5
+ *    2   [3]a->2        [0]a->5        [1]a->7        [2]a->0     (a: first half, forward)
+ *        [1]b->7        [2]b->0        [3]b->2        [0]b->5     (b: second half, backward)
+ */
+#include "tpu/alloc.h"
+
+#include "algo.h"
+
+#include <string.h>
+
+tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sched_t *sched,
+                                             tpu_err_t *err)
+{
+    const tpu_topo_t *topo = args->topo;
+    tpu_groups_t own = {0, 0, NULL};
+    const tpu_groups_t *gr;
+    const int32_t *member;
+    int32_t *own_member = NULL, *prev = NULL, *cur = NULL, *tmp;
+    int64_t B = args->shard, e = args->shard / args->elem, h1 = (e + 1) / 2;
+    int G, T, t, g, i, di;
+    tpu_status_t status;
+
+    (void)err;
+    status = tpu__algo_groups(args, &own, &gr, &member, &own_member);
+    if (status != TPU_OK) {
+        return status;
+    }
+    (void)member;
+    G = gr->size;
+    T = G / 2;
+    sched->layout = tpu__calloc(1, sizeof(*sched->layout));
+    prev = tpu__malloc((size_t)topo->nchips * 2 * sizeof(int32_t));
+    cur = tpu__malloc((size_t)topo->nchips * 2 * sizeof(int32_t));
+    if (sched->layout == NULL || prev == NULL || cur == NULL) {
+        status = TPU_ERR_NO_MEMORY;
+        goto out;
+    }
+    /* One stream whose working layout is the user's: block k at k * B. */
+    sched->nlayout = 1;
+    sched->layout[0].sub_len = B;
+    sched->layout[0].ndigits = 1;
+    sched->layout[0].n[0] = G;
+    sched->layout[0].gstride[0] = 1;
+    for (t = 1; t <= T && status == TPU_OK; t++) {
+        int half = G % 2 == 0 && t == G / 2;
+
+        for (g = 0; g < gr->ngroups && status == TPU_OK; g++) {
+            const int32_t *m = gr->chips + (int64_t)g * G;
+
+            for (i = 0; i < G && status == TPU_OK; i++) {
+                for (di = 0; di < 2; di++) {
+                    int dir = di == 0 ? 1 : -1;
+                    int src = m[i], dst = m[((i + dir) % G + G) % G];
+                    int pred = m[((i - dir) % G + G) % G];
+                    int origin = (((i - dir * (t - 1)) % G) + G) % G;
+                    tpu_flow_t f;
+                    int64_t idx;
+
+                    if (!tpu__algo_in_domain(args, src)) {
+                        continue;
+                    }
+                    memset(&f, 0, sizeof(f));
+                    f.src = src;
+                    f.dst = dst;
+                    f.step = t - 1;
+                    f.kind = tpu_topo_slice_of(topo, src) != tpu_topo_slice_of(topo, dst)
+                                 ? TPU_ROUTE_DCN
+                                 : TPU_ROUTE_ICI;
+                    f.tie = (int8_t)dir;
+                    f.span.off = (int64_t)origin * B;
+                    f.span.len = B;
+                    f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
+                    if (half) {
+                        if (dir > 0) {
+                            f.span.len = h1 * args->elem;
+                        } else {
+                            f.span.off += h1 * args->elem;
+                            f.span.len = (e - h1) * args->elem;
+                        }
+                    }
+                    f.span.dst_off = f.span.off;
+                    cur[src * 2 + di] = -1;
+                    if (f.span.len == 0) {
+                        continue;
+                    }
+                    idx = tpu__sched_add(sched, &f);
+                    if (idx < 0) {
+                        status = TPU_ERR_NO_MEMORY;
+                        break;
+                    }
+                    /* The block came from the predecessor at the step before (from the
+                     * chip of the domain that stands for it, in orbit mode). */
+                    pred = tpu__algo_canon(args, pred);
+                    if (t > 1 && prev[pred * 2 + di] >= 0) {
+                        status = tpu__sched_add_deps(sched, idx, &prev[pred * 2 + di], 1);
+                        if (status != TPU_OK) {
+                            break;
+                        }
+                    }
+                    cur[src * 2 + di] = (int32_t)idx;
+                }
+            }
+        }
+        tmp = prev;
+        prev = cur;
+        cur = tmp;
+    }
+    sched->nsteps = T;
+    sched->nstreams = 1;
+out:
+    tpu__free(prev);
+    tpu__free(cur);
+    tpu__free(own_member);
+    tpu_groups_fini(&own);
+    return status;
+}
