@@ -580,66 +580,7 @@ tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *er
 tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *what, int *chip_p,
                             tpu_err_t *err)
 {
-    const tpu_topo_t *t = tpu_pod_topo(pod);
-    int vals[TPU_MAX_AXES + 1], n = 0, c[TPU_MAX_AXES] = {0, 0, 0}, slice = 0, i, chip;
-    const char *p = text;
-
-    for (;;) {
-        char *end;
-        long v;
-
-        errno = 0;
-        v = strtol(p, &end, 10);
-        if (n > TPU_MAX_AXES) {
-            return tpu_err_set(err, TPU_ERR_INVALID,
-                               "--%s '%s': at most %d coordinates (slice first), or a chip id",
-                               what, text, TPU_MAX_AXES + 1);
-        }
-        if (end == p || !isdigit((unsigned char)*p)) {
-            return tpu_err_set(err, TPU_ERR_INVALID,
-                               "--%s '%s': expected coordinates like 1,2 or a chip id", what, text);
-        }
-        if (errno == ERANGE || v > TPU_MAX_CHIPS) {
-            return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': %.*s is outside the %d-chip pod",
-                               what, text, (int)(end - p), p, t->nchips);
-        }
-        vals[n++] = (int)v;
-        if (*end == '\0') {
-            break;
-        }
-        if (*end != ',') {
-            return tpu_err_set(err, TPU_ERR_INVALID,
-                               "--%s '%s': expected coordinates like 1,2 or a chip id", what, text);
-        }
-        p = end + 1;
-    }
-    if (n == 1) {
-        if (vals[0] >= t->nchips) {
-            return tpu_err_set(err, TPU_ERR_INVALID, "--%s chip %d is outside the %d-chip pod",
-                               what, vals[0], t->nchips);
-        }
-        *chip_p = vals[0];
-        return TPU_OK;
-    }
-    if (n != t->naxes + (t->slices > 1)) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': give %d coordinates for topology %s%s",
-                           what, text, t->naxes + (t->slices > 1), tpu_pod_shape(pod),
-                           t->slices > 1 ? " (slice first)" : "");
-    }
-    i = 0;
-    if (t->slices > 1) {
-        slice = vals[i++];
-    }
-    for (; i < n; i++) {
-        c[i - (t->slices > 1)] = vals[i];
-    }
-    chip = tpu_topo_chip(t, slice, c);
-    if (chip < 0) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s' is outside topology %s", what, text,
-                           tpu_pod_shape(pod));
-    }
-    *chip_p = chip;
-    return TPU_OK;
+    return tpu_parse_coords(tpu_pod_topo(pod), tpu_pod_shape(pod), text, what, chip_p, err);
 }
 
 tpu_status_t tpu_desc_setup(const tpu_opts_t *o, const tpu_pod_t *pod, const char *bytes,

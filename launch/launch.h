@@ -11,6 +11,7 @@
 #include "tpu/topo.h"
 
 #include "config.h"
+#include "coords.h"
 
 #include <stdio.h>
 
