@@ -249,6 +249,13 @@ static tpu_status_t validate(tpu_coll_plan_t *p, tpu_err_t *err)
                                "%d (or -1 to -%d)",
                                d->shift, axes, n, n - 1, n - 1);
         }
+        if (d->bytes % (uint64_t)elem != 0) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "ppermute of %llu bytes is not a whole number of %s elements (%lld "
+                               "bytes each)",
+                               (unsigned long long)d->bytes, tpu_dtype_name(d->dtype),
+                               (long long)elem);
+        }
         p->shard = (int64_t)d->bytes;
         p->in_bytes = p->out_bytes = d->bytes;
         p->work_bytes = (int64_t)d->bytes;

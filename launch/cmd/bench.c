@@ -452,13 +452,13 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
              * same machine (the load of 16 ranks on 2 cores drifts within a run). */
             for (it = 0; it < warmup + iters; it++) {
                 memset(c.out, 0, c.out_bytes);
-                MPI_Barrier(job.comm);
+                tpu_job_barrier(&job, "the barrier around a bench row");
                 if (walls != NULL) {
                     walls[2 * it] = (tpu__now_s() - t_job) * 1e6;
                 }
                 if (tpu_case_run(&c, &job, call++, it == 0, timeout, &modeled, &wall, &err) !=
                     TPU_OK) {
-                    tpu_job_abort(&job, err.msg);
+                    tpu_job_fail(&job, &err);
                 }
                 if (walls != NULL) {
                     walls[2 * it + 1] = wall * 1e6;
@@ -469,7 +469,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                 }
                 /* Verify only when every rank is out of the timed call: checking
                  * takes CPU that ranks still inside it would otherwise get. */
-                MPI_Barrier(job.comm);
+                tpu_job_barrier(&job, "the barrier around a bench row");
                 if (it >= warmup) {
                     sum += wall;
                 }
@@ -477,7 +477,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                 if (compare) {
                     double m;
 
-                    MPI_Barrier(job.comm);
+                    tpu_job_barrier(&job, "the barrier around a bench row");
                     m = mpi_once(
                         &c, gcomm,
                         tpu_topo_group_index(tpu_pod_topo(job.pod), c.desc.axes, job.chip));
@@ -489,17 +489,23 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             if (compare) {
                 MPI_Comm_free(&gcomm);
                 mpi_sum /= iters;
-                MPI_Allreduce(MPI_IN_PLACE, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM, job.comm);
+                tpu_job_allreduce(&job, MPI_IN_PLACE, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM,
+                                  "the results of a bench row");
                 row.mpi_us = mpi_sum / job.nranks * 1e6;
             } else {
                 row.mpi_us = -1;
             }
             sum /= iters;
-            MPI_Allreduce(MPI_IN_PLACE, &row.wrong, 1, MPI_LONG, MPI_SUM, job.comm);
-            MPI_Allreduce(&modeled, &row.modeled_us, 1, MPI_DOUBLE, MPI_MAX, job.comm);
-            MPI_Allreduce(&sum, &vals[0], 1, MPI_DOUBLE, MPI_MIN, job.comm);
-            MPI_Allreduce(&sum, &vals[1], 1, MPI_DOUBLE, MPI_SUM, job.comm);
-            MPI_Allreduce(&sum, &vals[2], 1, MPI_DOUBLE, MPI_MAX, job.comm);
+            tpu_job_allreduce(&job, MPI_IN_PLACE, &row.wrong, 1, MPI_LONG, MPI_SUM,
+                              "the results of a bench row");
+            tpu_job_allreduce(&job, &modeled, &row.modeled_us, 1, MPI_DOUBLE, MPI_MAX,
+                              "the results of a bench row");
+            tpu_job_allreduce(&job, &sum, &vals[0], 1, MPI_DOUBLE, MPI_MIN,
+                              "the results of a bench row");
+            tpu_job_allreduce(&job, &sum, &vals[1], 1, MPI_DOUBLE, MPI_SUM,
+                              "the results of a bench row");
+            tpu_job_allreduce(&job, &sum, &vals[2], 1, MPI_DOUBLE, MPI_MAX,
+                              "the results of a bench row");
             row.min_us = vals[0] * 1e6;
             row.avg_us = vals[1] / job.nranks * 1e6;
             row.max_us = vals[2] * 1e6;
