@@ -1,20 +1,35 @@
 /*
  * The schedule executor: walks a plan's schedule over a transport, moving and
- * reducing real bytes, and advances every local chip's virtual clock through the
- * link model.
+ * reducing real bytes.
  *
- * Steps run in order.  In each step a chip posts the receives of the flows bound
- * for it, times the flows it sends (from the arrival times of the flows they
- * depend on, which came in the headers of earlier messages, and from the loads of
- * the step, which every chip computes from the schedule), sends them with their
- * arrival time in the header, and waits for its receives without spinning.  The
- * modeled time therefore depends only on the schedule and the constants: the
- * model path (time.c) runs the very same timing code with every chip local.
+ * Two things are decoupled here.  The modeled time is a property of the plan:
+ * the link-model walk of its schedule (time.c), done once per run object and the
+ * same on every chip and every transport, bit for bit (a chip's own finish time
+ * comes from the same walk).  The host's messages carry the bytes: they follow
+ * the same algorithm with a one-chunk pipeline (the model's pipeline depth
+ * changes the modeled time, not how many host messages carry the bytes), so a
+ * 1 MiB psum that the model pipelines into 16 chunks is 24 host messages per
+ * chip on a 4x4, not 384.
+ *
+ * Every receive is posted at once; a send goes out as soon as the flows it
+ * depends on have arrived (and, when reducing, been added), so a chip never
+ * waits for a neighbour whose data it does not need yet.  Reducing receives are
+ * added into the buffer in flow order, whatever order they arrive in: the same
+ * rounding every run.
+ *
+ * Every message carries the sender's full call signature (tpu_call_sig_t: the
+ * request, the algorithm and pipeline depth, the shape, wrap, slices and every
+ * link constant), checked on arrival together with the flow index and the size;
+ * the optional first exchange (check_peers) compares every chip's signature
+ * before any byte moves.  A mismatch names both chips and the differing field.
+ * Tags carry the call number (runs of the transport without options), so what
+ * a failed call left in flight never matches a later call; the error path cancels exactly the
+ * requests still live, and the run object can run again after any error.
  *
  * A run object (tpu_coll_exec_t) holds what runs of one plan over one transport
- * share: the schedule of every chip (built once when the model used one chip's),
- * the chip maps, and the working and scratch buffers (fresh ones would
- * page-fault on every call).  The plan itself is never changed.
+ * share: the data schedule (built once), the modeled times, the chip maps, and
+ * the working and scratch buffers (fresh ones would page-fault on every call).
+ * The plan itself is never changed.
  */
 #include "tpu/alloc.h"
 #include "tpu/dtype.h"
@@ -37,8 +52,8 @@ typedef struct pending {
 
 struct tpu_coll_exec {
     const tpu_coll_plan_t *plan;
-    const tpu_plan_sched_t *ps; /* the schedule of every chip: &full or &plan->model */
-    tpu_plan_sched_t full;      /* built here when the model schedule is one chip's */
+    const tpu_plan_sched_t *ps; /* the data schedule: &data or &plan->model */
+    tpu_plan_sched_t data;      /* built here when the model's is one chip's or pipelined */
     tpu_xport_t *x;
     int *local_index; /* chip -> index among local chips, or -1 */
     uint8_t *is_local;
@@ -49,6 +64,11 @@ struct tpu_coll_exec {
     unsigned char *scratch; /* receive scratch of reducing flows */
     tpu_call_sig_t sig;     /* the current run's call */
     tpu_dtype_t work_dtype;
+    double end_s;       /* modeled time of the collective (the plan's walk) */
+    double local_end_s; /* the latest arrival at or from a local chip */
+    int flow_bits;      /* tag = epoch << (flow_bits + 1) | flow << 1 */
+    int send_from_recv; /* the host plan works in the output buffer (direct2) */
+    int epochs;
 };
 
 /* "chip 5 (1,1)" or "chip 17 (slice 1, 0,1)". */
@@ -73,16 +93,159 @@ static void sig_str(const tpu_call_sig_t *s, char *buf, size_t len)
     char axes[32];
 
     tpu_topo_axes_str((unsigned)s->axes, axes, sizeof(axes));
-    snprintf(buf, len, "call %llu: %s over %s of %llu bytes %s %s", (unsigned long long)s->call,
-             tpu_coll_name((tpu_coll_kind_t)s->kind), s->kind == TPU_COLL_P2P ? "-" : axes,
-             (unsigned long long)s->bytes, tpu_dtype_name((tpu_dtype_t)s->dtype),
-             tpu_redop_name((tpu_redop_t)s->op));
+    snprintf(buf, len, "call %llu: %s over %s of %llu bytes %s %s (%.*s)",
+             (unsigned long long)s->call, tpu_coll_name((tpu_coll_kind_t)s->kind),
+             s->kind == TPU_COLL_P2P ? "-" : axes, (unsigned long long)s->bytes,
+             tpu_dtype_name((tpu_dtype_t)s->dtype), tpu_redop_name((tpu_redop_t)s->op),
+             (int)sizeof(s->algo), s->algo);
 }
 
-static int sig_equal(const tpu_call_sig_t *a, const tpu_call_sig_t *b)
+/* FNV-1a over 'n' bytes. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
-    return a->call == b->call && a->bytes == b->bytes && a->kind == b->kind && a->axes == b->axes &&
-           a->dtype == b->dtype && a->op == b->op;
+    const unsigned char *b = p;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        h = (h ^ b[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+/*
+ * Every constant of the link model, hashed field by field (never the padding).
+ * A constant added to tpu_link_model_t is added here, so that two chips that
+ * time differently never run together.
+ */
+static uint64_t link_hash(const tpu_link_model_t *l)
+{
+    uint64_t h = 14695981039346656037ull;
+
+    h = fnv(h, &l->ici_bw, sizeof(l->ici_bw));
+    h = fnv(h, &l->ici_latency, sizeof(l->ici_latency));
+    h = fnv(h, &l->dcn_bw, sizeof(l->dcn_bw));
+    h = fnv(h, &l->dcn_latency, sizeof(l->dcn_latency));
+    h = fnv(h, l->host_dims, sizeof(l->host_dims));
+    return h;
+}
+
+/* The signature of the plan's call (everything but the call number). */
+static void sig_init(const tpu_coll_plan_t *p, tpu_call_sig_t *s)
+{
+    int a;
+
+    memset(s, 0, sizeof(*s));
+    s->bytes = p->desc.bytes;
+    s->kind = (int32_t)p->desc.kind;
+    s->axes = (int32_t)p->desc.axes;
+    s->dtype = (int32_t)p->desc.dtype;
+    s->op = (int32_t)p->desc.op;
+    s->chunks = p->args.chunks;
+    s->slices = p->topo.slices;
+    s->shift = p->desc.kind == TPU_COLL_PPERMUTE ? p->desc.shift : 0;
+    s->src = p->desc.kind == TPU_COLL_P2P ? p->desc.src : 0;
+    s->dst = p->desc.kind == TPU_COLL_P2P ? p->desc.dst : 0;
+    for (a = 0; a < 3; a++) {
+        s->dims[a] = a < TPU_MAX_AXES ? p->topo.dims[a] : 1;
+        s->wrap[a] = a < TPU_MAX_AXES ? p->topo.wrap[a] : 0;
+        s->host_dims[a] = a < TPU_MAX_AXES ? p->link.host_dims[a] : 1;
+    }
+    s->ici_bw = p->link.ici_bw;
+    s->ici_latency = p->link.ici_latency;
+    s->dcn_bw = p->link.dcn_bw;
+    s->dcn_latency = p->link.dcn_latency;
+    s->link_hash = link_hash(&p->link);
+    if (p->desc.groups != NULL || p->desc.pairs != NULL) {
+        /* Groups or pairs: a hash of them, so chips in different sets mismatch. */
+        const int32_t *v = p->desc.groups != NULL ? p->groups.chips : p->pairs;
+        int64_t n = p->desc.groups != NULL ? (int64_t)p->groups.ngroups * p->groups.size
+                                           : 2 * (int64_t)p->desc.npairs;
+
+        s->set_hash = fnv(p->desc.groups != NULL ? 1 : 2, v, (size_t)n * sizeof(*v));
+    }
+    snprintf(s->algo, sizeof(s->algo), "%s", p->algo->name);
+}
+
+/*
+ * The first field in which two signatures differ, written as "chunks (2 vs 4)";
+ * returns 0 when they are the same call.
+ */
+static int sig_diff(const tpu_call_sig_t *a, const tpu_call_sig_t *b, char *buf, size_t len)
+{
+#define INT_FIELD(f, name)                                                               \
+    if (a->f != b->f) {                                                                  \
+        snprintf(buf, len, "%s (%lld vs %lld)", name, (long long)a->f, (long long)b->f); \
+        return 1;                                                                        \
+    }
+#define DBL_FIELD(f, name)                                                         \
+    if (a->f != b->f) {                                                            \
+        snprintf(buf, len, "%s (%.6g vs %.6g)", name, (double)a->f, (double)b->f); \
+        return 1;                                                                  \
+    }
+    int i;
+
+    /* The causes first (shape, link constants), then what follows from them. */
+    INT_FIELD(call, "call number")
+    if (a->kind != b->kind) {
+        snprintf(buf, len, "collective (%s vs %s)", tpu_coll_name((tpu_coll_kind_t)a->kind),
+                 tpu_coll_name((tpu_coll_kind_t)b->kind));
+        return 1;
+    }
+    INT_FIELD(axes, "axes mask")
+    INT_FIELD(bytes, "bytes")
+    if (a->dtype != b->dtype) {
+        snprintf(buf, len, "dtype (%s vs %s)", tpu_dtype_name((tpu_dtype_t)a->dtype),
+                 tpu_dtype_name((tpu_dtype_t)b->dtype));
+        return 1;
+    }
+    if (a->op != b->op) {
+        snprintf(buf, len, "reduction (%s vs %s)", tpu_redop_name((tpu_redop_t)a->op),
+                 tpu_redop_name((tpu_redop_t)b->op));
+        return 1;
+    }
+    INT_FIELD(shift, "ppermute shift")
+    INT_FIELD(src, "p2p source")
+    INT_FIELD(dst, "p2p destination")
+    INT_FIELD(slices, "slices")
+    for (i = 0; i < 3; i++) {
+        if (a->dims[i] != b->dims[i]) {
+            snprintf(buf, len, "topology (axis %d: %d vs %d chips)", i, a->dims[i], b->dims[i]);
+            return 1;
+        }
+        if (a->wrap[i] != b->wrap[i]) {
+            snprintf(buf, len, "wrap (axis %d: %s vs %s)", i, a->wrap[i] ? "wraps" : "open",
+                     b->wrap[i] ? "wraps" : "open");
+            return 1;
+        }
+        if (a->host_dims[i] != b->host_dims[i]) {
+            snprintf(buf, len, "chips per host (axis %d: %d vs %d)", i, a->host_dims[i],
+                     b->host_dims[i]);
+            return 1;
+        }
+    }
+    DBL_FIELD(ici_bw, "ici_bw in B/s")
+    DBL_FIELD(ici_latency, "ici_latency in s")
+    DBL_FIELD(dcn_bw, "dcn_bw in B/s")
+    DBL_FIELD(dcn_latency, "dcn_latency in s")
+    if (a->set_hash != b->set_hash) {
+        snprintf(buf, len, "groups or pairs (hash %016llx vs %016llx)",
+                 (unsigned long long)a->set_hash, (unsigned long long)b->set_hash);
+        return 1;
+    }
+    if (a->link_hash != b->link_hash) {
+        snprintf(buf, len, "link model constants (hash %016llx vs %016llx)",
+                 (unsigned long long)a->link_hash, (unsigned long long)b->link_hash);
+        return 1;
+    }
+    if (strncmp(a->algo, b->algo, sizeof(a->algo)) != 0) {
+        snprintf(buf, len, "algorithm (%.*s vs %.*s)", (int)sizeof(a->algo), a->algo,
+                 (int)sizeof(b->algo), b->algo);
+        return 1;
+    }
+    INT_FIELD(chunks, "chunks")
+#undef INT_FIELD
+#undef DBL_FIELD
+    return 0;
 }
 
 static tpu_region_t span_region(void *base, const tpu_span_t *sp, int64_t off, int scale)
@@ -112,20 +275,9 @@ static void reduce_into(const tpu_coll_exec_t *ctx, const tpu_region_t *r, const
     }
 }
 
-/*
- * The dataflow engine.  Every receive of the local chips is posted at once; a send
- * goes out as soon as the flows it depends on have arrived, so a chip never waits
- * for a neighbour whose data it does not need yet (on a node with more ranks than
- * cores, waiting for every neighbour at every step is what costs).  Two orders are
- * kept so that results and modeled times stay deterministic:
- *   - reducing receives are added into the buffer in flow order (the schedule's
- *     step order), whatever order they arrive in: the same rounding every run;
- *   - sends are timed step by step, with the loads of their step and the port
- *     times of the steps before, exactly as tpu__time_schedule() does.
- */
+/* The state of one run. */
 typedef struct engine {
     tpu_coll_exec_t *ctx;
-    tpu_timing_t *t;
     const tpu_coll_run_opts_t *opts;
     pending_t *recv; /* receives of the local chips, in flow order */
     int nrecv;
@@ -133,23 +285,28 @@ typedef struct engine {
     int nsend;
     uint8_t *state; /* per flow: 1 arrived, 2 arrived and reduced (usable) */
     int rr;         /* next receive (index into recv) to reduce, in order */
-    int step;       /* the step whose sends are being timed */
-    int step_send;  /* first send of that step */
-    int posted;     /* sends posted so far (a prefix of each step's, any order inside) */
-    int loaded;     /* the loads of 'step' are counted */
-    int recv_left, send_left;
+    int send_first; /* every send before it is posted */
+    int recv_left, send_left, send_unposted;
     int recv_open;          /* every receive before it has completed */
     int send_open;          /* every send before it has completed */
     tpu_xport_req_t **reqs; /* scratch for test_many */
     int *which;
     double deadline;
+    int tag_base; /* this run's epoch, shifted into place */
 } engine_t;
+
+/* The tag of flow 'f' in this run: even, unique per flow modulo 2^flow_bits. */
+static int flow_tag(const engine_t *e, int64_t f)
+{
+    return e->tag_base | (int)((f & ((1 << e->ctx->flow_bits) - 1)) << 1);
+}
 
 /*
  * Test the requests of 'pend[open, n)' in one call of the transport (one pass of
  * the MPI progress engine, not one per request: testing hundreds one by one would
  * burn the CPU the other ranks of an oversubscribed node need).  Completed ones
- * get req = NULL; '*ndone_p' counts them.
+ * get req = NULL, also when the transport reports an error; '*ndone_p' counts
+ * them.
  */
 static tpu_status_t test_pending(engine_t *e, pending_t *pend, int *open_p, int n, int *ndone_p)
 {
@@ -189,6 +346,29 @@ static tpu_status_t fail_transport(engine_t *e, const char *what, tpu_status_t s
                        e->ctx->x->ops->name, what, e->ctx->plan->name, e->ctx->x->msg);
 }
 
+/* A message that does not belong to this chip's call: name both chips and the field. */
+static tpu_status_t fail_header(engine_t *e, const pending_t *p, const tpu_flow_t *f,
+                                tpu_err_t *err)
+{
+    const tpu_coll_exec_t *ctx = e->ctx;
+    char a[64], b[64], sa[192], sb[192], diff[128];
+
+    chip_str(&ctx->plan->topo, f->dst, a, sizeof(a));
+    chip_str(&ctx->plan->topo, f->src, b, sizeof(b));
+    sig_str(&ctx->sig, sa, sizeof(sa));
+    sig_str(&p->hdr.sig, sb, sizeof(sb));
+    if (!sig_diff(&ctx->sig, &p->hdr.sig, diff, sizeof(diff))) {
+        snprintf(diff, sizeof(diff), "%s (flow %lld of %lld bytes vs flow %lld of %lld bytes)",
+                 "the message", (long long)p->flow,
+                 (long long)(tpu__span_bytes(&f->span) * ctx->plan->data_scale),
+                 (long long)p->hdr.flow, (long long)p->hdr.bytes);
+    }
+    return tpu_err_set(err, TPU_ERR_MISMATCH,
+                       "collective mismatch: %s is in %s, but %s sent a message of %s; they "
+                       "differ in %s",
+                       a, sa, b, sb, diff);
+}
+
 /* Test the outstanding receives; check headers; reduce in order. */
 static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
 {
@@ -211,19 +391,11 @@ static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
         ndone--;
         e->recv_left--;
         *progress_p = 1;
-        if (!sig_equal(&p->hdr.sig, &ctx->sig) || p->hdr.flow != p->flow ||
-            p->hdr.bytes != tpu__span_bytes(&f->span)) {
-            char a[64], b[64], sa[160], sb[160];
-
-            chip_str(&plan->topo, f->dst, a, sizeof(a));
-            chip_str(&plan->topo, f->src, b, sizeof(b));
-            sig_str(&ctx->sig, sa, sizeof(sa));
-            sig_str(&p->hdr.sig, sb, sizeof(sb));
-            return tpu_err_set(err, TPU_ERR_MISMATCH,
-                               "collective mismatch: %s is in %s, but %s sent a message of %s", a,
-                               sa, b, sb);
+        if (p->hdr.flow != p->flow ||
+            p->hdr.bytes != tpu__span_bytes(&f->span) * plan->data_scale ||
+            sig_diff(&ctx->sig, &p->hdr.sig, NULL, 0)) {
+            return fail_header(e, p, f, err);
         }
-        e->t->arrival[p->flow] = p->hdr.arrival;
         e->state[p->flow] = f->reduce && ctx->x->moves_data ? 1 : 2;
     }
     while (e->rr < e->nrecv) {
@@ -246,71 +418,53 @@ static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
     return TPU_OK;
 }
 
-/* Time and post the sends whose data is there, step by step. */
+/* Post the sends whose data is there (their dependencies arrived and were added). */
 static tpu_status_t post_sends(engine_t *e, int *progress_p, tpu_err_t *err)
 {
     tpu_coll_exec_t *ctx = e->ctx;
-    const tpu_plan_sched_t *ps = ctx->ps;
-    const tpu_sched_t *sc = &ps->s;
+    const tpu_sched_t *sc = &ctx->ps->s;
     tpu_xport_t *x = ctx->x;
+    int i, wait_step = -1;
 
-    while (e->step < sc->nsteps) {
-        int end = e->step_send, i, waiting = 0;
+    for (i = e->send_first; i < e->nsend && e->send_unposted > 0; i++) {
+        pending_t *p = &e->send[i];
+        const tpu_flow_t *f = &sc->flows[p->flow];
+        int32_t k, ok = 1;
+        tpu_region_t r;
+        tpu_status_t status;
 
-        while (end < e->nsend && sc->flows[e->send[end].flow].step == e->step) {
-            end++;
-        }
-        if (end > e->step_send && !e->loaded) {
-            /* The step's loads, once, before its first send is timed. */
-            tpu__timing_load(e->t, ps, e->step);
-            e->loaded = 1;
-        }
-        for (i = e->step_send; i < end; i++) {
-            pending_t *p = &e->send[i];
-            const tpu_flow_t *f = &sc->flows[p->flow];
-            int32_t k, ok = 1;
-            tpu_region_t r;
-            tpu_status_t status;
-
-            if (p->posted) {
-                continue;
+        if (p->posted) {
+            if (i == e->send_first) {
+                e->send_first++;
             }
-            for (k = 0; k < f->ndeps && ok; k++) {
-                ok = e->state[sc->deps[f->dep_first + k]] == 2;
-            }
-            if (!ok) {
-                waiting = 1;
-                continue;
-            }
-            tpu__timing_flow(e->t, sc, p->flow, ps->step_start[e->step],
-                             tpu__timing_ready(e->t, sc, f));
-            p->hdr.sig = ctx->sig;
-            p->hdr.flow = p->flow;
-            p->hdr.arrival = e->t->arrival[p->flow];
-            p->hdr.bytes = tpu__span_bytes(&f->span);
-            r = span_region(x->moves_data ? ctx->send[ctx->local_index[f->src]] : NULL, &f->span,
-                            f->span.off, ctx->plan->data_scale);
-            status =
-                x->ops->isend(x, f->src, f->dst, (int)(p->flow & 0x3fffff), &p->hdr, &r, &p->req);
-            if (status != TPU_OK) {
-                return fail_transport(e, "sending", status, err);
-            }
-            p->posted = 1;
-            e->posted++;
-            *progress_p = 1;
+            continue;
         }
-        if (waiting) {
-            return TPU_OK;
+        if (wait_step >= 0 && f->step > wait_step) {
+            break;
         }
-        for (i = e->step_send; i < end; i++) {
-            tpu__timing_commit(e->t, sc, e->send[i].flow, ps->step_start[e->step]);
+        for (k = 0; k < f->ndeps && ok; k++) {
+            ok = e->state[sc->deps[f->dep_first + k]] == 2;
         }
-        if (end > e->step_send) {
-            tpu__timing_end_step(e->t);
+        if (!ok) {
+            wait_step = f->step;
+            continue;
         }
-        e->step_send = end;
-        e->step++;
-        e->loaded = 0;
+        p->hdr.sig = ctx->sig;
+        p->hdr.flow = p->flow;
+        p->hdr.arrival = 0;
+        p->hdr.bytes = tpu__span_bytes(&f->span) * ctx->plan->data_scale;
+        r = span_region(x->moves_data ? ctx->send[ctx->local_index[f->src]] : NULL, &f->span,
+                        f->span.off, ctx->plan->data_scale);
+        status = x->ops->isend(x, f->src, f->dst, flow_tag(e, p->flow), &p->hdr, &r, &p->req);
+        if (status != TPU_OK) {
+            return fail_transport(e, "sending", status, err);
+        }
+        p->posted = 1;
+        e->send_unposted--;
+        *progress_p = 1;
+        if (i == e->send_first) {
+            e->send_first++;
+        }
     }
     return TPU_OK;
 }
@@ -357,7 +511,7 @@ static tpu_status_t run_engine(engine_t *e, tpu_err_t *err)
 {
     int rounds = 0;
 
-    while (e->recv_left > 0 || e->send_left > 0 || e->step < e->ctx->ps->s.nsteps) {
+    while (e->recv_left > 0 || e->send_left > 0 || e->send_unposted > 0) {
         int progress = 0;
         tpu_status_t status = poll_recvs(e, &progress, err);
 
@@ -429,7 +583,7 @@ static void prepare(tpu_coll_exec_t *ctx, void *const *in, void *const *out)
         int64_t g;
 
         if (sc->nlayout == 0) {
-            ctx->send[i] = in[i];
+            ctx->send[i] = ctx->send_from_recv ? out[i] : in[i];
             ctx->recv[i] = out[i];
             for (k = 0; k < sc->nlocal; k++) {
                 const tpu_copy_t *c = &sc->local[k];
@@ -514,15 +668,19 @@ static tpu_status_t check_peers(tpu_coll_exec_t *ctx, tpu_err_t *err)
         goto out;
     }
     for (i = 0; i < x->nchips; i++) {
-        if (!sig_equal(&all[i], &all[0])) {
-            char a[64], b[64], sa[160], sb[160];
+        char diff[128];
+
+        if (sig_diff(&all[0], &all[i], diff, sizeof(diff))) {
+            char a[64], b[64], sa[192], sb[192];
 
             chip_str(&ctx->plan->topo, 0, a, sizeof(a));
             chip_str(&ctx->plan->topo, i, b, sizeof(b));
             sig_str(&all[0], sa, sizeof(sa));
             sig_str(&all[i], sb, sizeof(sb));
             status = tpu_err_set(err, TPU_ERR_MISMATCH,
-                                 "collective mismatch: %s is in %s, but %s is in %s", a, sa, b, sb);
+                                 "collective mismatch: %s is in %s, but %s is in %s; they differ "
+                                 "in %s",
+                                 a, sa, b, sb, diff);
             goto out;
         }
     }
@@ -548,6 +706,239 @@ static int64_t scratch_need(const tpu_coll_plan_t *plan, const tpu_plan_sched_t 
     return sum;
 }
 
+/*
+ * The modeled times, once: the plan's own schedule walked through the link model
+ * (time.c), as tpu_coll_plan_model() does; the local end is the latest arrival at
+ * or from a local chip (in representative mode every chip ends with the pod).
+ */
+static tpu_status_t model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t *obs)
+{
+    const tpu_plan_sched_t *ps = &e->plan->model;
+    const tpu_sched_t *sc;
+    tpu_plan_sched_t full;
+    tpu_timing_t t;
+    tpu_err_t err = {0};
+    int s;
+
+    /* Orbit timing holds the flows of one domain of chips: a chip's own end needs
+     * its own flows, so walk every chip's schedule (the same modeled time). */
+    memset(&full, 0, sizeof(full));
+    if (ps->orbit) {
+        if (tpu__plan_build(e->plan, e->plan->algo, e->plan->args.chunks, -1, 0, &full, &err) !=
+            TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        ps = &full;
+    }
+    sc = &ps->s;
+    if (tpu__timing_init(&t, &e->plan->topo, &e->plan->link, ps) != TPU_OK) {
+        tpu__plan_sched_fini(&full);
+        return TPU_ERR_NO_MEMORY;
+    }
+    if (tpu__timing_observe(&t, obs) != TPU_OK) {
+        tpu__timing_fini(&t);
+        tpu__plan_sched_fini(&full);
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (s = 0; s < sc->nsteps; s++) {
+        int64_t first = ps->step_start[s], last = ps->step_start[s + 1], i;
+
+        tpu__timing_load(&t, ps, s);
+        for (i = first; i < last; i++) {
+            tpu__timing_flow(&t, sc, i, first, tpu__timing_ready(&t, sc, &sc->flows[i]));
+        }
+        for (i = first; i < last; i++) {
+            tpu__timing_commit(&t, sc, i, first);
+        }
+        tpu__timing_end_step(&t);
+    }
+    e->end_s = tpu__timing_local_end(&t, sc, NULL);
+    e->local_end_s = ps->rep >= 0 ? e->end_s : tpu__timing_local_end(&t, sc, e->is_local);
+    tpu__timing_report(&t);
+    tpu__timing_fini(&t);
+    tpu__plan_sched_fini(&full);
+    return TPU_OK;
+}
+
+/* Tag bits: the flow index below, the run's epoch above, within the transport's tag_ub. */
+static void tag_bits(tpu_coll_exec_t *e)
+{
+    int bits = 0;
+
+    while (bits < 31 && ((int64_t)1 << (bits + 1)) - 1 <= (int64_t)e->x->tag_ub) {
+        bits++;
+    }
+    /* bit 0: the transport's second message; then the flow; at least 4 bits of epoch. */
+    e->flow_bits = bits - 1 - 8 >= 22 ? 22 : bits - 1 - 4;
+    if (e->flow_bits < 1) {
+        e->flow_bits = 1;
+    }
+    e->epochs = 1 << (bits - 1 - e->flow_bits > 0 ? bits - 1 - e->flow_bits : 0);
+}
+
+/*
+ * The host's one-round plan for a small psum: every chip sends its buffer to
+ * every member of its group (itself included), and adds what it receives in
+ * group order, starting from a copy of member 0's: one dependency round instead
+ * of the ring's 2 * sum(n_i - 1), and every chip adds the same values in the same
+ * order, so every chip ends with the same bits.  Used only to move the host's
+ * bytes when they are few (DIRECT_MAX_BYTES per chip, DIRECT_MAX_TOTAL received);
+ * the modeled time is still the plan's own schedule.  Returns TPU_ERR_UNSUPPORTED
+ * when it does not apply (then the one-chunk schedule of the algorithm is used).
+ */
+#define DIRECT_MAX_BYTES 16384
+#define DIRECT_MAX_TOTAL (256 * 1024)
+#define DIRECT_MAX_FLOWS 100000
+
+static tpu_status_t build_direct(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps, tpu_err_t *err)
+{
+    const tpu_topo_t *topo = &p->topo;
+    int n = p->group, src, g;
+    tpu_flow_t f;
+
+    if (p->desc.kind != TPU_COLL_PSUM || p->data_scale != 1 || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+        p->desc.bytes > DIRECT_MAX_BYTES || p->desc.bytes * (uint64_t)n > DIRECT_MAX_TOTAL ||
+        (double)topo->nchips * n > DIRECT_MAX_FLOWS) {
+        return TPU_ERR_UNSUPPORTED;
+    }
+    /* Receives are added in flow order, which is source-chip order: that must be
+     * group order. */
+    for (src = 0; src < topo->nchips; src++) {
+        for (g = 1; g < n; g++) {
+            if (tpu__plan_member(p, src, g) <= tpu__plan_member(p, src, g - 1)) {
+                return TPU_ERR_UNSUPPORTED;
+            }
+        }
+    }
+    tpu__plan_sched_fini(ps);
+    tpu__sched_init(&ps->s);
+    ps->rep = -1;
+    memset(&f, 0, sizeof(f));
+    f.span.len = (int64_t)p->desc.bytes;
+    f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
+    for (src = 0; src < topo->nchips; src++) {
+        int me = tpu__plan_member_index(p, src);
+
+        for (g = 0; g < n; g++) {
+            f.src = src;
+            f.dst = tpu__plan_member(p, src, g);
+            f.reduce = me != 0;
+            if (tpu__sched_add(&ps->s, &f) < 0) {
+                tpu__plan_sched_fini(ps);
+                return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+            }
+        }
+    }
+    ps->s.nsteps = 1;
+    ps->s.nstreams = 1;
+    if (tpu__sched_sort(&ps->s) != TPU_OK || tpu__plan_sched_index(ps) != TPU_OK) {
+        tpu__plan_sched_fini(ps);
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+    }
+    snprintf(ps->s.algo, sizeof(ps->s.algo), "direct");
+    return TPU_OK;
+}
+
+/*
+ * The host's two-round plan for a larger psum: block j (the plan's shard) of
+ * every chip goes to member j of its group, which adds the others' into its own
+ * copy (in flow order: the same order every run); then member j sends its
+ * reduced block to every other member.  Two dependency rounds, 2 (n - 1) messages
+ * and 2 (n - 1) / n * V bytes per chip, as a ring moves but without its
+ * 2 * sum(n_i - 1) rounds.  Each block is reduced in one place and copied from
+ * there, so every chip ends with the same bits.  The chip works in its output
+ * buffer (the input copied there first), so its sends read the output.
+ */
+static tpu_status_t build_direct2(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps, tpu_err_t *err)
+{
+    const tpu_topo_t *topo = &p->topo;
+    int n = p->group, d, g, k;
+    int64_t V = (int64_t)p->desc.bytes, shard = p->shard;
+    int32_t *deps = NULL;
+    tpu_flow_t f;
+
+    if (p->desc.kind != TPU_COLL_PSUM || p->data_scale != 1 || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+        (double)topo->nchips * n * 2 > DIRECT_MAX_FLOWS) {
+        return TPU_ERR_UNSUPPORTED;
+    }
+    deps = tpu__malloc((size_t)n * sizeof(*deps));
+    if (deps == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+    }
+    tpu__plan_sched_fini(ps);
+    tpu__sched_init(&ps->s);
+    ps->rep = -1;
+    memset(&f, 0, sizeof(f));
+    f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
+    /* Round 1: the blocks to their owners, added there. */
+    f.step = 0;
+    f.reduce = 1;
+    for (d = 0; d < topo->nchips; d++) {
+        int me = tpu__plan_member_index(p, d);
+        int64_t off = me * shard, len = off >= V ? 0 : (off + shard > V ? V - off : shard);
+
+        for (g = 0; g < n && len > 0; g++) {
+            int src = tpu__plan_member(p, d, g);
+
+            if (src == d) {
+                continue;
+            }
+            f.src = src;
+            f.dst = d;
+            f.span.off = f.span.dst_off = off;
+            f.span.len = len;
+            if (tpu__sched_add(&ps->s, &f) < 0) {
+                goto nomem;
+            }
+        }
+    }
+    /* Round 2: every owner's block to the others, once all of it has arrived. */
+    f.step = 1;
+    f.reduce = 0;
+    for (d = 0; d < topo->nchips; d++) {
+        int me = tpu__plan_member_index(p, d);
+        int64_t off = me * shard, len = off >= V ? 0 : (off + shard > V ? V - off : shard);
+
+        for (g = 0, k = 0; g < (int)ps->s.nflows && len > 0; g++) {
+            if (ps->s.flows[g].step == 0 && ps->s.flows[g].dst == d) {
+                deps[k++] = g;
+            }
+        }
+        for (g = 0; g < n && len > 0; g++) {
+            int dst = tpu__plan_member(p, d, g);
+            int64_t i;
+
+            if (dst == d) {
+                continue;
+            }
+            f.src = d;
+            f.dst = dst;
+            f.span.off = f.span.dst_off = off;
+            f.span.len = len;
+            i = tpu__sched_add(&ps->s, &f);
+            if (i < 0 || tpu__sched_add_deps(&ps->s, i, deps, k) != TPU_OK) {
+                goto nomem;
+            }
+        }
+    }
+    tpu__free(deps);
+    deps = NULL;
+    ps->s.nsteps = 2;
+    ps->s.nstreams = 1;
+    ps->s.local[0].src_off = ps->s.local[0].dst_off = 0;
+    ps->s.local[0].len = V;
+    ps->s.nlocal = 1;
+    if (tpu__sched_sort(&ps->s) != TPU_OK || tpu__plan_sched_index(ps) != TPU_OK) {
+        goto nomem;
+    }
+    snprintf(ps->s.algo, sizeof(ps->s.algo), "direct2");
+    return TPU_OK;
+nomem:
+    tpu__free(deps);
+    tpu__plan_sched_fini(ps);
+    return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+}
+
 void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
 {
     int i;
@@ -564,7 +955,7 @@ void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
     tpu__free(exec->send);
     tpu__free(exec->is_local);
     tpu__free(exec->local_index);
-    tpu__plan_sched_fini(&exec->full);
+    tpu__plan_sched_fini(&exec->data);
     tpu__free(exec);
 }
 
@@ -587,14 +978,25 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     e->plan = plan;
     e->x = x;
     e->work_dtype = plan->data_scale == 2 ? TPU_DTYPE_F32 : plan->desc.dtype;
-    /* Runs with data need every chip's flows; the model may hold one chip's. */
+    sig_init(plan, &e->sig);
+    tag_bits(e);
+    /* The host's bytes move through the one-chunk schedule of every chip; the
+     * model's may be one chip's, or pipelined. */
     e->ps = &plan->model;
-    if (plan->model.rep >= 0 || plan->model.orbit) {
-        status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &e->full, err);
+    if (x->moves_data && ((status = build_direct(plan, &e->data, err)) != TPU_ERR_UNSUPPORTED ||
+                          (status = build_direct2(plan, &e->data, err)) != TPU_ERR_UNSUPPORTED)) {
         if (status != TPU_OK) {
             goto fail;
         }
-        e->ps = &e->full;
+        e->ps = &e->data;
+        e->send_from_recv = e->data.s.nlocal > 0;
+    } else if (plan->model.rep >= 0 || plan->model.orbit ||
+               (plan->algo->pipelined && plan->args.chunks > 1)) {
+        status = tpu__plan_build(plan, plan->algo, 1, -1, 0, &e->data, err);
+        if (status != TPU_OK) {
+            goto fail;
+        }
+        e->ps = &e->data;
     }
     e->local_index = tpu__malloc((size_t)x->nchips * sizeof(int));
     e->is_local = tpu__calloc((size_t)x->nchips, 1);
@@ -613,6 +1015,11 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     for (i = 0; i < x->nlocal; i++) {
         e->local_index[x->local_chips[i]] = i;
         e->is_local[x->local_chips[i]] = 1;
+    }
+    if (model_times(e, NULL) != TPU_OK) {
+        status =
+            tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the timing of %s", plan->name);
+        goto fail;
     }
     if (x->moves_data) {
         size_t work = (size_t)plan->work_bytes * (size_t)plan->data_scale;
@@ -641,164 +1048,137 @@ fail:
     return status;
 }
 
+/* Cancel what is still live, so that nothing of this run is left for the next. */
+static void cancel_all(engine_t *e)
+{
+    tpu_xport_t *x = e->ctx->x;
+    int i;
+
+    for (i = 0; i < e->nrecv + e->nsend; i++) {
+        pending_t *p = i < e->nrecv ? &e->recv[i] : &e->send[i - e->nrecv];
+
+        if (p->req != NULL) {
+            x->ops->cancel(x, p->req);
+            p->req = NULL;
+        }
+    }
+}
+
 tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t *opts,
                                void *const *in, void *const *out, double *modeled_us_p,
                                tpu_err_t *err)
 {
     const tpu_coll_plan_t *plan = exec->plan;
-    const tpu_plan_sched_t *ps = exec->ps;
-    const tpu_sched_t *sc = &ps->s;
+    const tpu_sched_t *sc = &exec->ps->s;
     tpu_coll_run_opts_t defaults = {0, 0, 1, 0, NULL};
     tpu_coll_exec_t *ctx = exec;
     tpu_xport_t *x = exec->x;
-    tpu_timing_t t;
     pending_t *pend = NULL;
     unsigned char *scratch = exec->scratch;
-    double local_end = 0, end = 0;
+    engine_t e;
+    int64_t f, sused = 0;
+    uint64_t epoch = x->runs++;
     tpu_status_t status;
-    int i;
 
     if (opts == NULL) {
+        defaults.call = epoch;
         opts = &defaults;
     }
+    /* The caller's call number orders the tags: a chip that skipped a failed call
+     * still never meets its leftovers. */
+    epoch = opts->call;
     ctx->sig.call = opts->call;
-    ctx->sig.bytes = plan->desc.bytes;
-    ctx->sig.kind = (int32_t)plan->desc.kind;
-    ctx->sig.axes = (int32_t)plan->desc.axes;
-    if (plan->desc.groups != NULL || plan->desc.pairs != NULL) {
-        /* Groups or pairs: a hash of them, so chips in different sets mismatch. */
-        const int32_t *v = plan->desc.groups != NULL ? plan->groups.chips : plan->pairs;
-        int64_t n = plan->desc.groups != NULL ? (int64_t)plan->groups.ngroups * plan->groups.size
-                                              : 2 * (int64_t)plan->desc.npairs,
-                k;
-        uint32_t h = 2166136261u;
-
-        for (k = 0; k < n; k++) {
-            h = (h ^ (uint32_t)v[k]) * 16777619u;
+    memset(&e, 0, sizeof(e));
+    if (opts->observer != NULL) {
+        /* The observer sees the same walk that gave the modeled time, every flow and
+         * link load; the times it computes are those of exec create. */
+        status = model_times(ctx, opts->observer);
+        if (status != TPU_OK) {
+            return tpu_err_set(err, status, "out of memory for the timing of %s", plan->name);
         }
-        ctx->sig.axes = (int32_t)(0x40000000u | (h & 0x3fffffffu));
-    }
-    ctx->sig.dtype = (int32_t)plan->desc.dtype;
-    ctx->sig.op = (int32_t)plan->desc.op;
-    status = tpu__timing_init(&t, &plan->topo, &plan->link, ps);
-    if (status == TPU_OK && tpu__timing_observe(&t, opts->observer) != TPU_OK) {
-        tpu__timing_fini(&t);
-        status = TPU_ERR_NO_MEMORY;
-    }
-    if (status != TPU_OK) {
-        return tpu_err_set(err, status, "out of memory for the timing of %s", plan->name);
     }
     if (opts->check_peers) {
         status = check_peers(ctx, err);
         if (status != TPU_OK) {
-            goto out;
+            return status;
         }
     }
     if (x->moves_data) {
         prepare(ctx, in, out);
     }
-    {
-        engine_t e;
-        int64_t f, sused = 0;
+    e.ctx = ctx;
+    e.opts = opts;
+    e.deadline = opts->timeout_s > 0 ? tpu__now_s() + opts->timeout_s : 0;
+    e.tag_base = (int)(epoch % (uint64_t)ctx->epochs) << (ctx->flow_bits + 1);
+    for (f = 0; f < sc->nflows; f++) {
+        e.nrecv += ctx->is_local[sc->flows[f].dst];
+        e.nsend += ctx->is_local[sc->flows[f].src];
+    }
+    pend = tpu__calloc((size_t)(e.nrecv + e.nsend + 1), sizeof(*pend));
+    e.state = tpu__calloc((size_t)sc->nflows + 1, 1);
+    e.reqs = tpu__malloc((size_t)(e.nrecv + e.nsend + 1) * sizeof(*e.reqs));
+    e.which = tpu__malloc((size_t)(e.nrecv + e.nsend + 1) * sizeof(*e.which));
+    if (pend == NULL || e.state == NULL || e.reqs == NULL || e.which == NULL) {
+        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for pending requests");
+        goto out;
+    }
+    e.recv = pend;
+    e.send = pend + e.nrecv;
+    e.nrecv = e.nsend = 0;
+    for (f = 0; f < sc->nflows; f++) {
+        if (ctx->is_local[sc->flows[f].src]) {
+            e.send[e.nsend++].flow = f;
+        }
+    }
+    e.send_left = e.send_unposted = e.nsend;
+    /* Every receive at once, each into its own place. */
+    status = TPU_OK;
+    for (f = 0; f < sc->nflows && status == TPU_OK; f++) {
+        const tpu_flow_t *fl = &sc->flows[f];
+        pending_t *p;
+        tpu_region_t r;
 
-        memset(&e, 0, sizeof(e));
-        e.ctx = ctx;
-        e.t = &t;
-        e.opts = opts;
-        e.deadline = opts->timeout_s > 0 ? tpu__now_s() + opts->timeout_s : 0;
-        for (f = 0; f < sc->nflows; f++) {
-            e.nrecv += ctx->is_local[sc->flows[f].dst];
-            e.nsend += ctx->is_local[sc->flows[f].src];
+        if (!ctx->is_local[fl->dst]) {
+            continue;
         }
-        pend = tpu__calloc((size_t)(e.nrecv + e.nsend + 1), sizeof(*pend));
-        e.state = tpu__calloc((size_t)sc->nflows + 1, 1);
-        e.reqs = tpu__malloc((size_t)(e.nrecv + e.nsend + 1) * sizeof(*e.reqs));
-        e.which = tpu__malloc((size_t)(e.nrecv + e.nsend + 1) * sizeof(*e.which));
-        if (pend == NULL || e.state == NULL || e.reqs == NULL || e.which == NULL) {
-            tpu__free(e.which);
-            tpu__free(e.reqs);
-            tpu__free(e.state);
-            status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for pending requests");
-            goto out;
-        }
-        e.recv = pend;
-        e.send = pend + e.nrecv;
-        e.nrecv = e.nsend = 0;
-        for (f = 0; f < sc->nflows; f++) {
-            if (ctx->is_local[sc->flows[f].src]) {
-                e.send[e.nsend++].flow = f;
-            }
-        }
-        e.send_left = e.nsend;
-        /* Every receive at once, each into its own place. */
-        status = TPU_OK;
-        for (f = 0; f < sc->nflows && status == TPU_OK; f++) {
-            const tpu_flow_t *fl = &sc->flows[f];
-            pending_t *p;
-            tpu_region_t r;
+        p = &e.recv[e.nrecv];
+        p->flow = f;
+        if (x->moves_data && fl->reduce) {
+            tpu_span_t flat = fl->span;
 
-            if (!ctx->is_local[fl->dst]) {
-                continue;
-            }
-            p = &e.recv[e.nrecv];
-            p->flow = f;
-            if (x->moves_data && fl->reduce) {
-                tpu_span_t flat = fl->span;
-
-                flat.len = tpu__span_bytes(&fl->span);
-                flat.count[0] = flat.count[1] = flat.count[2] = 1;
-                p->scratch = scratch + sused;
-                r = span_region(p->scratch, &flat, 0, plan->data_scale);
-                sused += flat.len * plan->data_scale;
-            } else {
-                r = span_region(x->moves_data ? ctx->recv[ctx->local_index[fl->dst]] : NULL,
-                                &fl->span, fl->span.dst_off, plan->data_scale);
-            }
-            status = x->ops->irecv(x, fl->dst, fl->src, (int)(f & 0x3fffff), &p->hdr, &r, &p->req);
-            if (status != TPU_OK) {
-                fail_transport(&e, "receiving", status, err);
-                break;
-            }
-            p->posted = 1;
-            e.nrecv++;
+            flat.len = tpu__span_bytes(&fl->span);
+            flat.count[0] = flat.count[1] = flat.count[2] = 1;
+            p->scratch = scratch + sused;
+            r = span_region(p->scratch, &flat, 0, plan->data_scale);
+            sused += flat.len * plan->data_scale;
+        } else {
+            r = span_region(x->moves_data ? ctx->recv[ctx->local_index[fl->dst]] : NULL, &fl->span,
+                            fl->span.dst_off, plan->data_scale);
         }
-        e.recv_left = e.nrecv;
-        if (status == TPU_OK) {
-            status = run_engine(&e, err);
-        }
+        status = x->ops->irecv(x, fl->dst, fl->src, flow_tag(&e, f), &p->hdr, &r, &p->req);
         if (status != TPU_OK) {
-            for (i = 0; i < e.nrecv + e.nsend; i++) {
-                if (pend[i].req != NULL) {
-                    x->ops->cancel(x, pend[i].req);
-                }
-            }
-            tpu__free(e.which);
-            tpu__free(e.reqs);
-            tpu__free(e.state);
-            goto out;
+            fail_transport(&e, "receiving", status, err);
+            break;
         }
-        tpu__free(e.which);
-        tpu__free(e.reqs);
-        tpu__free(e.state);
+        p->posted = 1;
+        e.nrecv++;
+    }
+    e.recv_left = e.nrecv;
+    if (status == TPU_OK) {
+        status = run_engine(&e, err);
+    }
+    if (status != TPU_OK) {
+        cancel_all(&e);
+        goto out;
     }
     if (x->moves_data) {
         finish(ctx, out);
     }
-    local_end = tpu__timing_local_end(&t, sc, ctx->is_local);
-    end = local_end;
-    if (!opts->local_time) {
-        status = x->ops->max_time(x, local_end, &end);
-        if (status != TPU_OK) {
-            tpu_err_set(err, status, "transport %s: max over chips failed: %s", x->ops->name,
-                        x->msg);
-            goto out;
-        }
-    }
-    *modeled_us_p = end * 1e6;
-    tpu__timing_report(&t);
-    status = TPU_OK;
+    *modeled_us_p = (opts->local_time ? ctx->local_end_s : ctx->end_s) * 1e6;
 out:
+    tpu__free(e.which);
+    tpu__free(e.reqs);
+    tpu__free(e.state);
     tpu__free(pend);
-    tpu__timing_fini(&t);
     return status;
 }

@@ -156,6 +156,13 @@ static tpu_status_t validate(tpu_coll_plan_t *p, tpu_err_t *err)
         return tpu_err_set(err, TPU_ERR_INVALID, "%s of 0 bytes: give a positive size",
                            tpu_coll_name(d->kind));
     }
+    if (d->bytes > TPU_COLL_MAX_BYTES) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "%s of %llu bytes is more than the model represents (at most %llu "
+                           "bytes, 256 TiB, per chip)",
+                           tpu_coll_name(d->kind), (unsigned long long)d->bytes,
+                           (unsigned long long)TPU_COLL_MAX_BYTES);
+    }
     if (d->groups != NULL) {
         tpu_status_t status = resolve_groups(p, err);
 
@@ -241,6 +248,13 @@ static tpu_status_t validate(tpu_coll_plan_t *p, tpu_err_t *err)
                                "ppermute shift %d on axis %s of %d chips: the shift must be 1 to "
                                "%d (or -1 to -%d)",
                                d->shift, axes, n, n - 1, n - 1);
+        }
+        if (d->bytes % (uint64_t)elem != 0) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "ppermute of %llu bytes is not a whole number of %s elements (%lld "
+                               "bytes each)",
+                               (unsigned long long)d->bytes, tpu_dtype_name(d->dtype),
+                               (long long)elem);
         }
         p->shard = (int64_t)d->bytes;
         p->in_bytes = p->out_bytes = d->bytes;

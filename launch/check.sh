@@ -15,6 +15,19 @@ TPU_BUILD="$TPU_ROOT/build-asan" tpu_build -DTPU_WERROR=ON -DTPU_SANITIZE=ON \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
     ctest --test-dir "$TPU_ROOT/build-asan" -L unit --output-on-failure -j 2
 
+# The MPI tier under ASan: Open MPI's own allocations are not ours to free, so
+# leak detection is off for it (detect_leaks=0); addressing errors still fail.
+echo "== 4-rank MPI tier and loopback under ASan/UBSan (build-asan/)"
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
+    ctest --test-dir "$TPU_ROOT/build-asan" -R 'mpi_run_np4|mpi_coll_2x2_all|loopback' \
+    --output-on-failure -j 1
+
+# Each parser's libFuzzer target for 20 s (tests/fuzz/run_fuzz.sh 36000 for hours).
+if command -v clang >/dev/null; then
+    echo "== fuzzing the parsers (20 s each)"
+    TPU_FUZZ_DIR="$TPU_ROOT/build-asan/fuzz" bash "$TPU_ROOT/tests/fuzz/run_fuzz.sh" 20
+fi
+
 echo "== every test (build/)"
 cd "$TPU_BUILD"
 ctest --output-on-failure -j 2 "$@"

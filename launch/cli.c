@@ -2,6 +2,7 @@
  * Command-line parsing, help texts, and the pod a job runs on (config file
  * first, then flags).
  */
+#include "job.h"
 #include "launch.h"
 
 #include <ctype.h>
@@ -21,57 +22,86 @@ typedef struct opt_def {
     const char *name;
     int type;
     size_t off;
-    const char *cmds; /* subcommands that take it: "rmbtio" (run model bench train info, and
-                         o for 'model --op', the chip op) */
+    const char *cmds;  /* subcommands that take it: "rmbtio" (run model bench train info, and
+                          o for 'model --op', the chip op) */
+    double lo, hi;     /* ARG_INT and ARG_DBL: the valid range */
+    const char *valid; /* what a valid value looks like, for messages */
 } opt_def_t;
 
 #define OFF(f) offsetof(tpu_opts_t, f)
+#define S(name, f, cmds, valid)                  \
+    {                                            \
+        name, ARG_STR, OFF(f), cmds, 0, 0, valid \
+    }
+#define I(name, f, cmds, lo, hi)                  \
+    {                                             \
+        name, ARG_INT, OFF(f), cmds, lo, hi, NULL \
+    }
+#define D(name, f, cmds, lo, hi)                  \
+    {                                             \
+        name, ARG_DBL, OFF(f), cmds, lo, hi, NULL \
+    }
+#define F(name, f, cmds)                         \
+    {                                            \
+        name, ARG_NONE, OFF(f), cmds, 0, 0, NULL \
+    }
+
+/* Link constants given on the command line: bytes/s and microseconds. */
+#define MIN_BW     1e3
+#define MAX_BW     1e15
+#define MAX_LAT_US 1e6
+/* Sizes above this are refused (2^50 bytes, 1 PiB). */
+#define MAX_BYTES (1ull << 50)
+/* bench: at most this many sizes per collective. */
+#define MAX_ROWS 10000
 
 static const opt_def_t defs[] = {
-    {"chip", ARG_STR, OFF(chip), "rmbtio"},
-    {"topology", ARG_STR, OFF(topology), "rmbti"},
-    {"wrap", ARG_STR, OFF(wrap), "rmbti"},
-    {"slices", ARG_INT, OFF(slices), "rmbti"},
-    {"config", ARG_STR, OFF(config), "rmbti"},
-    {"json", ARG_STR, OFF(json), "rmbtio"},
-    {"csv", ARG_STR, OFF(csv), "b"},
-    {"trace", ARG_STR, OFF(trace), "rmb"},
-    {"trace-measured", ARG_NONE, OFF(trace_measured), "rb"},
-    {"heatmap", ARG_STR, OFF(heatmap), "rmb"},
-    {"mesh", ARG_STR, OFF(mesh), "t"},
-    {"quiet", ARG_NONE, OFF(quiet), "rmbti"},
-    {"collective", ARG_STR, OFF(collective), "mb"},
-    {"axes", ARG_STR, OFF(axes), "mb"},
-    {"algo", ARG_STR, OFF(algo), "mb"},
-    {"chunks", ARG_INT, OFF(chunks), "mb"},
-    {"dtype", ARG_STR, OFF(dtype), "mbo"},
-    {"op", ARG_STR, OFF(op), "b"},
-    {"redop", ARG_STR, OFF(op), "mb"},
-    {"bytes", ARG_STR, OFF(bytes), "m"},
-    {"min-bytes", ARG_STR, OFF(min_bytes), "b"},
-    {"max-bytes", ARG_STR, OFF(max_bytes), "b"},
-    {"factor", ARG_DBL, OFF(factor), "b"},
-    {"iters", ARG_INT, OFF(iters), "b"},
-    {"warmup", ARG_INT, OFF(warmup), "b"},
-    {"shift", ARG_INT, OFF(shift), "mb"},
-    {"src", ARG_STR, OFF(src), "mb"},
-    {"dst", ARG_STR, OFF(dst), "mb"},
-    {"timeout", ARG_DBL, OFF(timeout), "rb"},
-    {"compare-mpi", ARG_NONE, OFF(compare_mpi), "b"},
-    {"dump-topology", ARG_NONE, OFF(dump_topology), "i"},
-    {"algorithms", ARG_NONE, OFF(algorithms), "i"},
-    {"ici-bw", ARG_STR, OFF(ici_bw), "rmbti"},
-    {"ici-latency-us", ARG_STR, OFF(ici_latency_us), "rmbti"},
-    {"dcn-bw", ARG_STR, OFF(dcn_bw), "rmbti"},
-    {"dcn-latency-us", ARG_STR, OFF(dcn_latency_us), "rmbti"},
-    {"help", ARG_NONE, OFF(help), "rmbtio"},
-    {"op", ARG_STR, OFF(chip_op), "o"},
-    {"out-dtype", ARG_STR, OFF(out_dtype), "o"},
-    {"m", ARG_STR, OFF(m), "o"},
-    {"k", ARG_STR, OFF(k), "o"},
-    {"n", ARG_STR, OFF(n), "o"},
-    {"elements", ARG_STR, OFF(elements), "o"},
-    {"cols", ARG_STR, OFF(cols), "o"},
+    S("chip", chip, "rmbtio", "a chip such as v4, v5e, v5p, v6e, v7"),
+    S("topology", topology, "rmbti", "a shape such as 16, 4x4 or 4x4x4"),
+    S("wrap", wrap, "rmbti", "auto, all, none or axes such as x,z"),
+    I("slices", slices, "rmbti", 1, TPU_MAX_SLICES),
+    S("config", config, "rmbti", "a YAML file"),
+    S("json", json, "rmbtio", "a file name or - for stdout"),
+    S("csv", csv, "b", "a file name or - for stdout"),
+    S("trace", trace, "rmb", "a file name or - for stdout"),
+    F("trace-measured", trace_measured, "rb"),
+    S("heatmap", heatmap, "rmb", "a file name or - for stdout"),
+    S("mesh", mesh, "t", "a mesh such as data=4,model=4"),
+    F("quiet", quiet, "rmbti"),
+    S("collective", collective, "mb",
+      "psum, all-gather, reduce-scatter, all-to-all, ppermute or p2p"),
+    S("axes", axes, "mb", "axes such as x, x,y or dcn"),
+    S("algo", algo, "mb", "an algorithm name (tpuemu info --algorithms)"),
+    I("chunks", chunks, "mb", 1, TPU_MAX_CHUNKS),
+    S("dtype", dtype, "mbo", "f32, bf16 or i32"),
+    S("op", op, "b", "sum, max or min"),
+    S("redop", op, "mb", "sum, max or min"),
+    S("bytes", bytes, "m", "a size such as 4096, 64K, 16M or 1G"),
+    S("min-bytes", min_bytes, "b", "a size such as 4096, 64K, 16M or 1G"),
+    S("max-bytes", max_bytes, "b", "a size such as 4096, 64K, 16M or 1G"),
+    D("factor", factor, "b", 1.01, 1024),
+    I("iters", iters, "b", 1, 1000000),
+    I("warmup", warmup, "b", 0, 1000000),
+    I("shift", shift, "mb", -TPU_MAX_DIM, TPU_MAX_DIM),
+    S("src", src, "mb", "a chip as coordinates such as 1,2 or an id"),
+    S("dst", dst, "mb", "a chip as coordinates such as 1,2 or an id"),
+    D("timeout", timeout, "rb", 0.1, 86400),
+    F("compare-mpi", compare_mpi, "b"),
+    S("inject", inject, "rb", "crash:chip=C,call=N"),
+    F("dump-topology", dump_topology, "i"),
+    F("algorithms", algorithms, "i"),
+    S("ici-bw", ici_bw, "rmbti", "bytes/s from 1e3 to 1e15, such as 9e10"),
+    S("ici-latency-us", ici_latency_us, "rmbti", "microseconds from 0 to 1e6, such as 1.5"),
+    S("dcn-bw", dcn_bw, "rmbti", "bytes/s from 1e3 to 1e15, such as 2.5e10"),
+    S("dcn-latency-us", dcn_latency_us, "rmbti", "microseconds from 0 to 1e6, such as 10"),
+    F("help", help, "rmbtio"),
+    S("op", chip_op, "o", "matmul or a VPU op such as add"),
+    S("out-dtype", out_dtype, "o", "bf16 or f32"),
+    S("m", m, "o", "a positive whole number"),
+    S("k", k, "o", "a positive whole number"),
+    S("n", n, "o", "a positive whole number"),
+    S("elements", elements, "o", "a positive whole number"),
+    S("cols", cols, "o", "a positive whole number"),
 };
 
 static const char *const cmds[] = {"run", "model", "bench", "train", "info"};
@@ -106,31 +136,170 @@ static int is_op_mode(int argc, char **argv, int from)
     return 0;
 }
 
-static tpu_status_t parse_int(const char *name, const char *v, int *out, tpu_err_t *err)
+/* Print a range bound without trailing zeros. */
+static const char *num(double v, char *buf, size_t len)
 {
-    char *end;
-    long x;
+    snprintf(buf, len, "%.10g", v);
+    return buf;
+}
+
+static tpu_status_t parse_int(const opt_def_t *d, const char *v, int *out, tpu_err_t *err)
+{
+    char *end, lo[32], hi[32];
+    long long x;
 
     errno = 0;
-    x = strtol(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || errno != 0 || x < -1000000000L || x > 1000000000L) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes an integer, got '%s'", name, v);
+    x = strtoll(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || isspace((unsigned char)*v)) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--%s takes a whole number from %s to %s, got '%s'", d->name,
+                           num(d->lo, lo, sizeof(lo)), num(d->hi, hi, sizeof(hi)), v);
+    }
+    if (errno == ERANGE || x < (long long)d->lo || x > (long long)d->hi) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be %s to %s, got %s", d->name,
+                           num(d->lo, lo, sizeof(lo)), num(d->hi, hi, sizeof(hi)), v);
     }
     *out = (int)x;
     return TPU_OK;
 }
 
-static tpu_status_t parse_dbl(const char *name, const char *v, double *out, tpu_err_t *err)
+/* A finite number in C syntax, at least 'lo' and at most 'hi'. */
+static tpu_status_t parse_range(const char *name, const char *v, double lo, double hi, double *out,
+                                tpu_err_t *err)
 {
-    char *end;
+    char *end, a[32], b[32];
     double x;
 
     errno = 0;
     x = strtod(v, &end);
-    if (*v == '\0' || *end != '\0' || errno != 0 || !isfinite(x)) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes a number, got '%s'", name, v);
+    if (*v == '\0' || *end != '\0' || isspace((unsigned char)*v) || isnan(x)) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes a number from %s to %s, got '%s'",
+                           name, num(lo, a, sizeof(a)), num(hi, b, sizeof(b)), v);
+    }
+    if (!(x >= lo && x <= hi)) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be %s to %s, got %s", name,
+                           num(lo, a, sizeof(a)), num(hi, b, sizeof(b)), v);
     }
     *out = x;
+    return TPU_OK;
+}
+
+/* A size flag: K, M, G suffixes, above 0 and at most MAX_BYTES. */
+static tpu_status_t parse_bytes(const char *name, const char *v, unsigned long long *out,
+                                tpu_err_t *err)
+{
+    tpu_err_t e = {0};
+
+    if (tpu_parse_size(v, out, &e) != TPU_OK) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--%s: %s", name, e.msg);
+    }
+    if (*out == 0 || *out > MAX_BYTES) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be 1 byte to 1P (2^50 bytes), got %s",
+                           name, v);
+    }
+    return TPU_OK;
+}
+
+/* Which flags the collective named takes; 'given' is the flag the user gave. */
+static tpu_status_t check_applies(const tpu_opts_t *o, tpu_coll_kind_t kind, tpu_err_t *err)
+{
+    const char *name = tpu_coll_name(kind);
+
+    if (o->has_shift && kind != TPU_COLL_PPERMUTE) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--shift applies to ppermute only, not to %s (drop it)", name);
+    }
+    if ((o->src != NULL || o->dst != NULL) && kind != TPU_COLL_P2P) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--%s applies to p2p only, not to %s (drop it)",
+                           o->src != NULL ? "src" : "dst", name);
+    }
+    if (o->chunks > 0 && (kind == TPU_COLL_P2P || kind == TPU_COLL_PPERMUTE)) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--chunks applies to psum, all-gather, reduce-scatter and all-to-all, "
+                           "not to %s (drop it)",
+                           name);
+    }
+    if (o->op != NULL && kind != TPU_COLL_PSUM && kind != TPU_COLL_REDUCE_SCATTER) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--redop applies to psum and reduce-scatter only, not to %s (drop it)",
+                           name);
+    }
+    return TPU_OK;
+}
+
+/* Every value that can be checked without the pod, at parse time, on every rank. */
+static tpu_status_t check_values(const tpu_opts_t *o, tpu_err_t *err)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+        double lo, hi;
+    } links[] = {{"ici-bw", OFF(ici_bw), MIN_BW, MAX_BW},
+                 {"ici-latency-us", OFF(ici_latency_us), 0, MAX_LAT_US},
+                 {"dcn-bw", OFF(dcn_bw), MIN_BW, MAX_BW},
+                 {"dcn-latency-us", OFF(dcn_latency_us), 0, MAX_LAT_US}};
+    unsigned long long lo = 1024, hi = 1u << 20, b;
+    tpu_coll_kind_t kind;
+    tpu_dtype_t dtype;
+    tpu_redop_t redop;
+    double v;
+    size_t i;
+
+    for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+        const char *text = *(const char *const *)((const char *)o + links[i].off);
+
+        if (text != NULL &&
+            parse_range(links[i].name, text, links[i].lo, links[i].hi, &v, err) != TPU_OK) {
+            return TPU_ERR_INVALID;
+        }
+    }
+    if (o->inject != NULL) {
+        int chip = -1, n = -1;
+        long call = -1;
+
+        if (sscanf(o->inject, "crash:chip=%d,call=%ld%n", &chip, &call, &n) != 2 ||
+            n != (int)strlen(o->inject) || chip < 0 || call < 0) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "--inject '%s': expected crash:chip=C,call=N (chip C dies at its "
+                               "collective call N, counted from 0)",
+                               o->inject);
+        }
+    }
+    if (o->op_mode) {
+        return TPU_OK;
+    }
+    if (o->dtype != NULL && tpu_dtype_parse(o->dtype, &dtype, err) != TPU_OK) {
+        return TPU_ERR_INVALID;
+    }
+    if (o->op != NULL && tpu_redop_parse(o->op, &redop, err) != TPU_OK) {
+        return TPU_ERR_INVALID;
+    }
+    if (o->bytes != NULL && parse_bytes("bytes", o->bytes, &b, err) != TPU_OK) {
+        return TPU_ERR_INVALID;
+    }
+    if ((o->min_bytes != NULL && parse_bytes("min-bytes", o->min_bytes, &lo, err) != TPU_OK) ||
+        (o->max_bytes != NULL && parse_bytes("max-bytes", o->max_bytes, &hi, err) != TPU_OK)) {
+        return TPU_ERR_INVALID;
+    }
+    if (hi < lo) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--max-bytes %llu is below --min-bytes %llu: give min <= max", hi, lo);
+    }
+    if (strcmp(o->cmd, "bench") == 0 && log((double)hi / (double)lo) / log(o->factor) > MAX_ROWS) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--factor %g makes over %d sizes from %llu to %llu bytes: give a larger "
+                           "--factor",
+                           o->factor, MAX_ROWS, lo, hi);
+    }
+    if (o->collective != NULL) {
+        if (tpu_coll_parse(o->collective, &kind, err) != TPU_OK) {
+            return TPU_ERR_INVALID;
+        }
+        return check_applies(o, kind, err);
+    }
+    if (strcmp(o->cmd, "model") == 0) {
+        return check_applies(o, TPU_COLL_PSUM, err); /* the default collective */
+    }
     return TPU_OK;
 }
 
@@ -176,6 +345,10 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
                                "%s --help)",
                                a, o->cmd);
         }
+        if (strcspn(a + 2, "=") >= sizeof(name)) {
+            return tpu_err_set(err, TPU_ERR_INVALID, "unknown option '%s' (see tpuemu %s --help)",
+                               a, o->cmd);
+        }
         snprintf(name, sizeof(name), "%s", a + 2);
         if (strchr(name, '=') != NULL) {
             *strchr(name, '=') = '\0';
@@ -207,22 +380,24 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
             val = argv[++i];
         }
         if (d->type == ARG_STR) {
+            if (*val == '\0') {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s got an empty value; give %s",
+                                   d->name, d->valid);
+            }
             *(const char **)((char *)o + d->off) = val;
         } else if (d->type == ARG_INT) {
-            if (parse_int(name, val, (int *)((char *)o + d->off), err) != TPU_OK) {
+            if (parse_int(d, val, (int *)((char *)o + d->off), err) != TPU_OK) {
                 return TPU_ERR_INVALID;
             }
-        } else if (parse_dbl(name, val, (double *)((char *)o + d->off), err) != TPU_OK) {
+        } else if (parse_range(d->name, val, d->lo, d->hi, (double *)((char *)o + d->off), err) !=
+                   TPU_OK) {
             return TPU_ERR_INVALID;
         }
         if (strcmp(name, "shift") == 0) {
             o->has_shift = 1;
         }
-        if (strcmp(name, "slices") == 0 && o->slices < 1) {
-            return tpu_err_set(err, TPU_ERR_INVALID, "--slices must be 1 or more, got %s", val);
-        }
     }
-    return TPU_OK;
+    return check_values(o, err);
 }
 
 void tpu_usage(FILE *out, const char *cmd)
@@ -295,18 +470,53 @@ void tpu_usage(FILE *out, const char *cmd)
     }
 }
 
-/* A positive number, with K/M/G for sizes when 'size' is set. */
-static tpu_status_t flag_number(const char *name, const char *text, double *out, tpu_err_t *err)
+/*
+ * What the pod accepts but a job should not: hosts that do not tile the
+ * topology, and a wraparound asked for on an axis of one chip.
+ */
+static tpu_status_t check_pod(const tpu_opts_t *o, const tpu_config_t *cfg, const tpu_pod_t *pod,
+                              tpu_err_t *err)
 {
-    double v;
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+    const int *hd = tpu_pod_chip(pod)->host_dims;
+    const char *wrap = o->wrap != NULL ? o->wrap : cfg->wrap;
+    int a;
 
-    if (parse_dbl(name, text, &v, err) != TPU_OK) {
-        return TPU_ERR_INVALID;
+    /* The presets' hosts may be cut by a small slice (2x3); host_dims the file sets must
+     * tile the topology (a slice smaller than one host along an axis is fine). */
+    for (a = 0; a < t->naxes && cfg->host_dims_at[0] != '\0' && o->chip == NULL; a++) {
+        int h = hd[a] > 0 ? hd[a] : 1;
+
+        if (t->dims[a] > h && t->dims[a] % h != 0) {
+            return tpu_err_set(
+                err, TPU_ERR_INVALID,
+                "%s: host_dims [%d,%d,%d] of %s do not tile topology %s: axis %s has "
+                "%d chips, not a multiple of %d (give host_dims that divide each "
+                "axis)",
+                cfg->host_dims_at, hd[0], hd[1], hd[2], tpu_pod_chip(pod)->name, tpu_pod_shape(pod),
+                tpu_topo_axis_name(a), t->dims[a], h);
+        }
     }
-    if (v < 0) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s must not be negative, got %s", name, text);
+    if (wrap[0] != '\0' && strcmp(wrap, "auto") != 0 && strcmp(wrap, "all") != 0 &&
+        strcmp(wrap, "none") != 0) {
+        for (a = 0; a < t->naxes; a++) {
+            const char *p = wrap;
+            size_t len;
+
+            for (; *p != '\0'; p += len + (p[len] == ',')) {
+                len = strcspn(p, ",");
+                if (len == strlen(tpu_topo_axis_name(a)) &&
+                    strncmp(p, tpu_topo_axis_name(a), len) == 0 && t->dims[a] == 1) {
+                    return tpu_err_set(err, TPU_ERR_INVALID,
+                                       "%s%swrap %s: axis %s of topology %s has 1 chip, so it "
+                                       "has no wraparound link (drop %s from the wrap list)",
+                                       o->wrap != NULL ? "--" : cfg->wrap_at,
+                                       o->wrap != NULL ? "" : ": ", wrap, tpu_topo_axis_name(a),
+                                       tpu_pod_shape(pod), tpu_topo_axis_name(a));
+                }
+            }
+        }
     }
-    *out = v;
     return TPU_OK;
 }
 
@@ -314,8 +524,9 @@ tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *er
 {
     tpu_config_t cfg;
     tpu_pod_spec_t spec;
+    tpu_pod_t *pod = NULL;
+    tpu_err_t e = {0};
     tpu_status_t status;
-    double v = 0;
 
     *pod_p = NULL;
     tpu_config_init(&cfg);
@@ -337,76 +548,46 @@ tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *er
     spec.ici_latency = cfg.ici_latency;
     spec.dcn_bw = cfg.dcn_bw;
     spec.dcn_latency = cfg.dcn_latency;
-    if (o->ici_bw && flag_number("ici-bw", o->ici_bw, &v, err) == TPU_OK) {
-        spec.ici_bw = v;
+    /* The link flags were checked by tpu_opts_parse(). */
+    if (o->ici_bw) {
+        spec.ici_bw = strtod(o->ici_bw, NULL);
     }
-    if (o->ici_latency_us && flag_number("ici-latency-us", o->ici_latency_us, &v, err) == TPU_OK) {
-        spec.ici_latency = v * 1e-6;
+    if (o->ici_latency_us) {
+        spec.ici_latency = strtod(o->ici_latency_us, NULL) * 1e-6;
     }
-    if (o->dcn_bw && flag_number("dcn-bw", o->dcn_bw, &v, err) == TPU_OK) {
-        spec.dcn_bw = v;
+    if (o->dcn_bw) {
+        spec.dcn_bw = strtod(o->dcn_bw, NULL);
     }
-    if (o->dcn_latency_us && flag_number("dcn-latency-us", o->dcn_latency_us, &v, err) == TPU_OK) {
-        spec.dcn_latency = v * 1e-6;
+    if (o->dcn_latency_us) {
+        spec.dcn_latency = strtod(o->dcn_latency_us, NULL) * 1e-6;
     }
-    if (err != NULL && err->status != TPU_OK) {
-        return err->status;
+    status = tpu_pod_create(&spec, &pod, &e);
+    if (status == TPU_OK) {
+        status = check_pod(o, &cfg, pod, &e);
     }
-    return tpu_pod_create(&spec, pod_p, err);
+    if (status != TPU_OK) {
+        tpu_pod_destroy(pod);
+        /* A pod the file describes: say where in the file. */
+        if (strncmp(e.msg, cfg.host_dims_at, strlen(cfg.host_dims_at)) == 0 &&
+            cfg.host_dims_at[0] != '\0') {
+            return tpu_err_set(err, status, "%s", e.msg);
+        }
+        if (o->topology == NULL && cfg.topology_at[0] != '\0') {
+            return tpu_err_set(err, status, "%s: %s", cfg.topology_at, e.msg);
+        }
+        if (o->chip == NULL && cfg.chip_at[0] != '\0') {
+            return tpu_err_set(err, status, "%s: chip: %s", cfg.chip_at, e.msg);
+        }
+        return tpu_err_set(err, status, "%s", e.msg);
+    }
+    *pod_p = pod;
+    return TPU_OK;
 }
 
 tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *what, int *chip_p,
                             tpu_err_t *err)
 {
-    const tpu_topo_t *t = tpu_pod_topo(pod);
-    int vals[TPU_MAX_AXES + 1], n = 0, c[TPU_MAX_AXES] = {0, 0, 0}, slice = 0, i, chip;
-    const char *p = text;
-
-    while (n <= TPU_MAX_AXES) {
-        char *end;
-        long v = strtol(p, &end, 10);
-
-        if (end == p || !isdigit((unsigned char)*p)) {
-            return tpu_err_set(err, TPU_ERR_INVALID,
-                               "--%s '%s': expected coordinates like 1,2 or a chip id", what, text);
-        }
-        vals[n++] = (int)v;
-        if (*end == '\0') {
-            break;
-        }
-        if (*end != ',') {
-            return tpu_err_set(err, TPU_ERR_INVALID,
-                               "--%s '%s': expected coordinates like 1,2 or a chip id", what, text);
-        }
-        p = end + 1;
-    }
-    if (n == 1) {
-        if (vals[0] >= t->nchips) {
-            return tpu_err_set(err, TPU_ERR_INVALID, "--%s chip %d is outside the %d-chip pod",
-                               what, vals[0], t->nchips);
-        }
-        *chip_p = vals[0];
-        return TPU_OK;
-    }
-    if (n != t->naxes + (t->slices > 1)) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': give %d coordinates for topology %s%s",
-                           what, text, t->naxes + (t->slices > 1), tpu_pod_shape(pod),
-                           t->slices > 1 ? " (slice first)" : "");
-    }
-    i = 0;
-    if (t->slices > 1) {
-        slice = vals[i++];
-    }
-    for (; i < n; i++) {
-        c[i - (t->slices > 1)] = vals[i];
-    }
-    chip = tpu_topo_chip(t, slice, c);
-    if (chip < 0) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s' is outside topology %s", what, text,
-                           tpu_pod_shape(pod));
-    }
-    *chip_p = chip;
-    return TPU_OK;
+    return tpu_parse_coords(tpu_pod_topo(pod), tpu_pod_shape(pod), text, what, chip_p, err);
 }
 
 tpu_status_t tpu_desc_setup(const tpu_opts_t *o, const tpu_pod_t *pod, const char *bytes,
@@ -458,8 +639,9 @@ tpu_status_t tpu_desc_setup(const tpu_opts_t *o, const tpu_pod_t *pod, const cha
     if (o->algo != NULL) {
         snprintf(d->algo, sizeof(d->algo), "%s", o->algo);
     }
-    if (o->chunks < 0) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--chunks must be positive, got %d", o->chunks);
+    status = check_applies(o, d->kind, err);
+    if (status != TPU_OK) {
+        return status;
     }
     d->chunks = o->chunks;
     return TPU_OK;
@@ -482,6 +664,17 @@ int tpu_main(int argc, char **argv)
         return tpu_cmd_train(argc, argv); /* its own flags, then the pod flags */
     }
     if (tpu_opts_parse(argc, argv, &opts, &err) != TPU_OK) {
+        /* In an MPI job, one line from the lowest rank that failed, not one per rank. */
+        if (getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL ||
+            getenv("PMI_SIZE") != NULL) {
+            if (strcmp(opts.cmd, "run") == 0 || strcmp(opts.cmd, "bench") == 0 ||
+                strcmp(opts.cmd, "train") == 0) {
+                return tpu_job_refuse(err.msg, &argc, &argv);
+            }
+            if (tpu_job_env_rank() > 0) {
+                return TPU_EXIT_USAGE;
+            }
+        }
         tpu_die_msg(err.msg);
         return TPU_EXIT_USAGE;
     }

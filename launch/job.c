@@ -5,19 +5,62 @@
 
 #include "clock.h"
 
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --inject crash:chip=C,call=N (checked by tpu_opts_parse). */
+static void parse_inject(const char *text, tpu_job_t *job)
+{
+    job->crash_chip = -1;
+    job->crash_call = -1;
+    if (text != NULL) {
+        sscanf(text, "crash:chip=%d,call=%ld", &job->crash_chip, &job->crash_call);
+    }
+}
+
+int tpu_job_refuse(const char *msg, int *argc, char ***argv)
+{
+    int me, who;
+
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    who = tpu_job_agree(MPI_COMM_WORLD, msg != NULL);
+    if (who == me) {
+        tpu_die_msg(msg);
+    }
+    MPI_Finalize();
+    return TPU_EXIT_USAGE;
+}
 
 int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
 {
     tpu_err_t err = {0};
     tpu_status_t status;
+    char msg[TPU_ERR_MSG_LEN];
+    int who, r;
 
     memset(job, 0, sizeof(*job));
+    job->comm = MPI_COMM_NULL;
+    job->watch = MPI_COMM_NULL;
+    job->timeout = o->timeout > 0 ? o->timeout : 60;
+    for (r = 0; r < TPU_JOB_RING; r++) {
+        job->ring[r] = MPI_REQUEST_NULL;
+    }
+    parse_inject(o->inject, job);
+    tpu_job_monitor_fork(job);
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &job->world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job->nranks);
-    job->comm = MPI_COMM_NULL;
+    /* Halves of a job with different options would call different collectives. */
+    who = tpu_job_agree_opts(o, msg, sizeof(msg));
+    if (who != 0) {
+        if (who == 1) {
+            tpu_die_msg(msg);
+        }
+        return tpu_job_end(job, TPU_EXIT_USAGE);
+    }
     status = tpu_pod_setup(o, &job->pod, &err);
     if (status == TPU_OK && job->nranks != tpu_pod_topo(job->pod)->nchips) {
         const tpu_topo_t *t = tpu_pod_topo(job->pod);
@@ -28,25 +71,39 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
             tpu_pod_shape(job->pod), t->slices > 1 ? " x slices" : "", t->nchips, t->nchips,
             t->nchips, job->nranks);
     }
+    if (status == TPU_OK && job->crash_chip >= tpu_pod_topo(job->pod)->nchips) {
+        status =
+            tpu_err_set(&err, TPU_ERR_INVALID, "--inject crash:chip=%d: the pod has chips 0 to %d",
+                        job->crash_chip, tpu_pod_topo(job->pod)->nchips - 1);
+    }
     if (status == TPU_OK) {
         status = tpu_sink_check(o->json, o->csv, &err);
     }
-    if (status != TPU_OK) {
-        if (job->world_rank == 0) {
+    /* One rank may fail where the others do not (a file missing on one node). */
+    who = tpu_job_agree(MPI_COMM_WORLD, status != TPU_OK);
+    if (who >= 0) {
+        if (job->world_rank == who) {
             tpu_die_msg(err.msg);
         }
-        tpu_pod_destroy(job->pod);
-        job->pod = NULL;
-        MPI_Finalize();
-        return TPU_EXIT_USAGE;
+        return tpu_job_end(job, TPU_EXIT_USAGE);
     }
     job->chip = tpu_place_chip_of_rank(tpu_pod_topo(job->pod), tpu_pod_chip(job->pod)->host_dims,
                                        job->world_rank);
+    tpu_job_monitor_start(job);
     MPI_Comm_split(MPI_COMM_WORLD, 0, job->chip, &job->comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &job->watch);
+    if (job->world_rank == 0) {
+        job->seen = calloc((size_t)job->nranks, sizeof(*job->seen));
+        job->heard = calloc((size_t)job->nranks, sizeof(*job->heard));
+        if (job->seen == NULL || job->heard == NULL) {
+            tpu_job_abort(job, "out of host memory for the watchdog");
+        }
+    }
     status = tpu_xport_mpi_create(job->comm, &job->x, &err);
     if (status == TPU_OK) {
         status = tpu_place_local(job->comm, &job->place, &err);
     }
+    job->place.rank = job->world_rank;
     if (status != TPU_OK) {
         tpu_job_abort(job, err.msg);
     }
@@ -55,13 +112,28 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
 
 int tpu_job_end(tpu_job_t *job, int code)
 {
+    int r;
+
     tpu_xport_destroy(job->x);
     job->x = NULL;
+    for (r = 0; r < TPU_JOB_RING; r++) {
+        if (job->ring[r] != MPI_REQUEST_NULL) {
+            MPI_Wait(&job->ring[r], MPI_STATUS_IGNORE);
+        }
+    }
+    if (job->watch != MPI_COMM_NULL) {
+        MPI_Comm_free(&job->watch);
+    }
+    free(job->seen);
+    free(job->heard);
+    job->seen = NULL;
+    job->heard = NULL;
     if (job->comm != MPI_COMM_NULL) {
         MPI_Comm_free(&job->comm);
     }
     tpu_pod_destroy(job->pod);
     job->pod = NULL;
+    tpu_job_monitor_stop(job);
     MPI_Finalize();
     return code;
 }
@@ -85,7 +157,7 @@ int tpu_job_open(tpu_job_t *job, const char *json, tpu_sink_t *json_sink, const 
         }
     }
     status = err.status;
-    MPI_Bcast(&status, 1, MPI_INT, 0, job->comm);
+    tpu_job_bcast(job, &status, 1, MPI_INT, 0, "opening the output files");
     if (status != TPU_OK) {
         if (job->chip == 0) {
             tpu_sink_close(json_sink, NULL);
@@ -156,16 +228,8 @@ int tpu_job_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink, tpu_s
         }
         status = err.status;
     }
-    MPI_Bcast(&status, 1, MPI_INT, 0, job->comm);
+    tpu_job_bcast(job, &status, 1, MPI_INT, 0, "closing the output files");
     return status != TPU_OK ? TPU_EXIT_FAIL : -1;
-}
-
-void tpu_job_abort(tpu_job_t *job, const char *msg)
-{
-    fprintf(stderr, "tpuemu: %s\n", msg);
-    fflush(stderr);
-    (void)job;
-    MPI_Abort(MPI_COMM_WORLD, TPU_EXIT_FAIL);
 }
 
 tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_desc_t *desc,
@@ -192,7 +256,10 @@ tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_d
     c->ref = calloc(1, c->out_bytes);
     if (c->in == NULL || c->out == NULL || c->ref == NULL) {
         tpu_case_fini(c);
-        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of host memory for %llu-byte buffers",
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY,
+                           "out of host memory for the buffers of %s (%llu bytes in, %llu out, "
+                           "twice)",
+                           tpu_coll_name(c->desc.kind), (unsigned long long)c->in_bytes,
                            (unsigned long long)c->out_bytes);
     }
     tpu_coll_fill_exact(job->chip, c->in, c->in_bytes, &c->desc.dtype);
@@ -224,6 +291,13 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
 
     (void)job; /* the transport is the case's, from tpu_case_init() */
     memset(&opts, 0, sizeof(opts));
+    tpu_job_progress(job);
+    if (job->crash_chip == job->chip && (long)call == job->crash_call) {
+        /* --inject crash: die as a killed process does, with no word. */
+        fflush(stdout);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
     opts.call = call;
     opts.timeout_s = timeout;
     opts.check_peers = check_peers;

@@ -10,6 +10,13 @@
 #include "report.h"
 #include "sink.h"
 
+#include <stdint.h>
+
+/* Progress messages a rank may have in flight to rank 0 (see watch.c). */
+#define TPU_JOB_RING 64
+/* Options compared across ranks at start. */
+#define TPU_JOB_NOPTS 24
+
 typedef struct tpu_job {
     tpu_pod_t *pod;
     MPI_Comm comm; /* ranks ordered by chip id */
@@ -18,6 +25,20 @@ typedef struct tpu_job {
     int nranks;
     tpu_xport_t *x; /* the mpi transport (one chip per rank) */
     tpu_place_t place;
+    /* The whole-job watchdog (watch.c). */
+    double timeout; /* seconds any wait may last; 0: none */
+    MPI_Comm watch; /* progress messages to rank 0 */
+    uint64_t point; /* sync points this rank has entered */
+    uint64_t sent;  /* progress messages sent */
+    uint64_t *seen; /* rank 0: the last point of each world rank */
+    double *heard;  /* rank 0: when each world rank was last heard from */
+    MPI_Request ring[TPU_JOB_RING];
+    uint64_t ringbuf[TPU_JOB_RING];
+    int monitor_fd;   /* rank 0: the pipe to the monitor process; -1 none */
+    char marker[256]; /* the file that says the job ends on purpose */
+    /* --inject crash:chip=C,call=N: chip C dies at collective call N. */
+    int crash_chip;
+    long crash_call;
 } tpu_job_t;
 
 /*
@@ -51,6 +72,40 @@ int tpu_job_report_close(tpu_job_t *job, tpu_report_t *rep);
 int tpu_job_end(tpu_job_t *job, int code);
 /* A failure one rank found that the others may not see: print it, abort the job. */
 void tpu_job_abort(tpu_job_t *job, const char *msg);
+
+/* ---- liveness (watch.c) ---- */
+/* The world rank from the launcher's environment (before MPI_Init); -1 unknown. */
+int tpu_job_env_rank(void);
+/* The lowest rank of 'comm' with 'failed' set, or -1.  Collective. */
+int tpu_job_agree(MPI_Comm comm, int failed);
+/*
+ * Compare the options that change the sequence of calls across MPI_COMM_WORLD.
+ * Returns 0 when they agree; else writes the message naming the option and both
+ * values and returns 1 on the rank that prints it, 2 on the others.
+ */
+int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len);
+/* A collective failed: abort with its message, or for a timeout find the chip behind. */
+void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err);
+/* Enter the next sync point (tells rank 0). */
+void tpu_job_progress(tpu_job_t *job);
+/* Wait for 'req' with the watchdog; 'what' names the wait in messages. */
+void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what);
+/* Barrier, allreduce, broadcast and gather (of bytes) over job->comm, with the watchdog. */
+void tpu_job_barrier(tpu_job_t *job, const char *what);
+void tpu_job_allreduce(tpu_job_t *job, const void *in, void *out, int count, MPI_Datatype type,
+                       MPI_Op op, const char *what);
+void tpu_job_bcast(tpu_job_t *job, void *buf, int count, MPI_Datatype type, int root,
+                   const char *what);
+void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int root,
+                    const char *what);
+/* The dead-rank monitor: fork it before MPI_Init (rank 0 only), start it once the pod is
+ * known, stop it before MPI_Finalize. */
+void tpu_job_monitor_fork(tpu_job_t *job);
+void tpu_job_monitor_start(tpu_job_t *job);
+void tpu_job_monitor_stop(tpu_job_t *job);
+/* Refuse a bad command line in an MPI job: the lowest failing rank prints 'msg'
+ * ('msg' NULL on ranks that parsed it); returns TPU_EXIT_USAGE. */
+int tpu_job_refuse(const char *msg, int *argc, char ***argv);
 
 /* A collective with its buffers and reference result on this chip. */
 typedef struct tpu_case {

@@ -11,6 +11,7 @@
 #include "tpu/topo.h"
 
 #include "config.h"
+#include "coords.h"
 
 #include <stdio.h>
 
@@ -36,6 +37,7 @@ typedef struct tpu_opts {
     double timeout;
     int compare_mpi, dump_topology, algorithms, help;
     const char *ici_bw, *ici_latency_us, *dcn_bw, *dcn_latency_us;
+    const char *inject; /* --inject crash:chip=C,call=N */
     /* 'model --op': the chip op and its sizes. */
     int op_mode;
     const char *chip_op, *out_dtype, *m, *k, *n, *elements, *cols;

@@ -109,17 +109,18 @@ int tpu_place_chip_of_rank(const tpu_topo_t *topo, const int host_dims[TPU_MAX_A
 
 void tpu_place_print(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
 {
-    static const tpu_col_t cols[] = {{"chip", NULL, 5, 0, 0}, {"coords", NULL, 12, 1, 1},
-                                     {"host", NULL, 4, 0, 1}, {"mpi node", NULL, 16, 1, 1},
-                                     {"core", NULL, 4, 0, 1}, {"bound", NULL, 5, 0, 1}};
+    static const tpu_col_t cols[] = {{"chip", NULL, 5, 0, 0},      {"coords", NULL, 12, 1, 1},
+                                     {"host", NULL, 4, 0, 1},      {"rank", NULL, 5, 0, 1},
+                                     {"mpi node", NULL, 16, 1, 1}, {"core", NULL, 4, 0, 1},
+                                     {"bound", NULL, 5, 0, 1}};
     const tpu_topo_t *t = tpu_pod_topo(pod);
     int chip, a;
 
-    tpu_table_header(out, "", cols, 6);
+    tpu_table_header(out, "", cols, 7);
     for (chip = 0; chip < t->nchips; chip++) {
         int c[TPU_MAX_AXES], used = 0;
-        char coords[32], id[16], host[16], node[20], core[16];
-        const char *cells[6];
+        char coords[32], id[16], host[16], rank[16], node[20], core[16];
+        const char *cells[7];
 
         tpu_topo_coords(t, chip, c);
         coords[0] = '\0';
@@ -133,15 +134,17 @@ void tpu_place_print(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
         snprintf(coords + used, sizeof(coords) - (size_t)used, ")");
         snprintf(id, sizeof(id), "%d", chip);
         snprintf(host, sizeof(host), "%d", tpu_topo_host_of(t, tpu_pod_chip(pod)->host_dims, chip));
+        snprintf(rank, sizeof(rank), "%d", all[chip].rank);
         snprintf(node, sizeof(node), "%.16s", all[chip].host);
         snprintf(core, sizeof(core), "%d", all[chip].core);
         cells[0] = id;
         cells[1] = coords;
         cells[2] = host;
-        cells[3] = node;
-        cells[4] = core;
-        cells[5] = all[chip].bound ? "yes" : "no";
-        tpu_table_row(out, "", cols, 6, cells);
+        cells[3] = rank;
+        cells[4] = node;
+        cells[5] = core;
+        cells[6] = all[chip].bound ? "yes" : "no";
+        tpu_table_row(out, "", cols, 7, cells);
     }
 }
 
@@ -164,6 +167,7 @@ void tpu_place_json(tpu_json_t *j, const tpu_pod_t *pod, const tpu_place_t *all)
         }
         tpu_json_array_end(j);
         tpu_json_kint(j, "tpu_host", tpu_topo_host_of(t, tpu_pod_chip(pod)->host_dims, chip));
+        tpu_json_kint(j, "rank", all[chip].rank);
         tpu_json_kstr(j, "mpi_host", all[chip].host);
         tpu_json_kint(j, "mpi_node", all[chip].node);
         tpu_json_kint(j, "core", all[chip].core);

@@ -16,6 +16,7 @@ typedef struct tpu_place {
     int core;       /* logical index of the core the rank last ran on, -1 unknown */
     int pu;         /* OS index of that hardware thread, -1 unknown */
     int bound;      /* 1 when the rank is bound to a subset of the node's PUs */
+    int rank;       /* MPI_COMM_WORLD rank */
 } tpu_place_t;
 
 /* This rank's placement.  Collective over 'comm'. */

@@ -6,7 +6,7 @@ set -euo pipefail
 TPU_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TPU_BUILD=${TPU_BUILD:-$TPU_ROOT/build}
 TPU_PACKAGES=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhwloc-dev hwloc
-              libyaml-dev libcmocka-dev libopenblas-dev clang-format)
+              libyaml-dev libcmocka-dev libopenblas-dev clang-format clang valgrind)
 
 tpu_install() {
     local missing=() p

@@ -75,9 +75,10 @@ tpu_status_t tpu_topo_parse_shape(const char *text, int dims[TPU_MAX_AXES], int 
                                text, p);
         }
         if (v < 1 || v > TPU_MAX_DIM) {
+            /* Echo the digits as written: the value stopped growing past the limit. */
             return tpu_err_set(err, TPU_ERR_INVALID,
-                               "bad topology '%s': axis %d has %ld chips, must be 1 to %d", text,
-                               n + 1, v, TPU_MAX_DIM);
+                               "bad topology '%s': axis %d has %.*s chips, must be 1 to %d", text,
+                               n + 1, (int)(p - start), start, TPU_MAX_DIM);
         }
         out[n++] = (int)v;
         total *= v;

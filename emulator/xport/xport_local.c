@@ -71,7 +71,9 @@ static void region_copy(const tpu_region_t *dst, const tpu_region_t *src)
 static void complete(local_xport_t *lx, tpu_xport_req_t *send, tpu_xport_req_t *recv)
 {
     *recv->recv_hdr = *send->send_hdr;
-    if (lx->base.moves_data && send->region.len > 0) {
+    /* The payload only when the sizes agree: a mismatch is named from the header. */
+    if (lx->base.moves_data && send->region.len > 0 &&
+        tpu_xport_region_bytes(&send->region) == tpu_xport_region_bytes(&recv->region)) {
         region_copy(&recv->region, &send->region);
     }
     send->done = 1;
@@ -260,6 +262,7 @@ static tpu_status_t local_create(int nchips, const char *name, int moves_data, t
     lx->base.ops = &lx->ops;
     lx->base.nchips = nchips;
     lx->base.nlocal = nchips;
+    lx->base.tag_ub = 0x7fffffff;
     lx->base.moves_data = moves_data;
     *x_p = &lx->base;
     return TPU_OK;

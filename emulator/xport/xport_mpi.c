@@ -1,15 +1,29 @@
 /*
  * The MPI transport: one chip per rank, real processes, real bytes.
  *
- * A message is a small header (which carries the modeled arrival time) and the
- * payload, the strided region itself (plain bytes when contiguous, nested
- * hvectors otherwise), so no byte is copied by tpuemu on the way out or in.  The communicator is a
- * duplicate with MPI_ERRORS_RETURN, so an MPI failure comes back as TPU_ERR_TRANSPORT with MPI's
- * own text, never as a hidden exit.  Waiting backs off from sched_yield() to short
+ * A request is at most two MPI messages between one pair of ranks:
+ *   - the first, on the request's (even) tag: the header, followed by the payload
+ *     itself when it is at most INLINE_MAX bytes, so that a small flow is one
+ *     message;
+ *   - the payload of a larger flow, on tag + 1: sent at once (contiguous bytes in
+ *     place, or a strided region through one contiguous staging copy, which Open
+ *     MPI moves between processes in a single copy), and received only after the
+ *     receiver has read the header and found exactly the bytes it expects.
+ * Every first message fits the receiver's first buffer (header + INLINE_MAX), so
+ * MPI never has to truncate anything, and a header that declares other bytes
+ * completes the receive with the header alone: the executor names the mismatch,
+ * and the payload nobody asked for stays unmatched on a tag of a past run.
+ *
+ * The communicator is a duplicate with MPI_ERRORS_RETURN, so an MPI failure
+ * comes back as TPU_ERR_TRANSPORT with MPI's own text, never as a hidden exit.
+ * Request handles are written back after every test, also on errors, so the error
+ * path cancels only live requests.  Waiting backs off from sched_yield() to short
  * sleeps, so that 16 ranks on 2 cores do not spin.
  */
 #include "tpu/alloc.h"
 #include "tpu/mpi.h"
+
+#include "clock.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -19,11 +33,28 @@
 
 #include <mpi.h>
 
+/* The largest payload carried in the first message, after the header. */
+#define INLINE_MAX 16384
+#define FIRST_CAP  (sizeof(tpu_msg_hdr_t) + INLINE_MAX)
+/* How long the error path waits for a receive that MPI had already matched. */
+#define CANCEL_WAIT_S 1.0
+
 struct tpu_xport_req {
-    MPI_Request req[2];   /* the header, then the payload (MPI_REQUEST_NULL when empty) */
-    unsigned char *stage; /* contiguous copy of a strided region, or NULL */
+    tpu_xport_req_t *next; /* in the free list or the quarantine */
+    MPI_Request req[2];    /* the first message, then the payload (MPI_REQUEST_NULL when none) */
+    int is_recv;
+    int peer, tag;
+    int failed;
+    int64_t bytes;        /* the region's bytes */
+    tpu_msg_hdr_t *hdr;   /* a receive's header, filled from the first message */
+    tpu_region_t region;  /* a receive's destination */
+    unsigned char *stage; /* contiguous copy of a strided payload, or NULL */
     size_t stage_cap;
-    tpu_region_t unpack; /* a receive's strided destination, unpacked on completion */
+    int unpack; /* a receive: copy 'stage' into 'region' on completion */
+    union {
+        tpu_msg_hdr_t hdr;
+        unsigned char bytes[FIRST_CAP];
+    } first; /* the first message: header, then an inline payload */
 };
 
 #define STAGE_POOL 64
@@ -31,12 +62,16 @@ struct tpu_xport_req {
 typedef struct mpi_xport {
     tpu_xport_t base;
     MPI_Comm comm;
-    MPI_Request *many; /* test_many's array of MPI requests */
-    int *many_idx;     /* and MPI_Testsome's indices */
+    MPI_Request *many;   /* test_many's array of MPI requests */
+    MPI_Status *many_st; /* and their statuses */
+    int *many_idx;       /* and MPI_Testsome's indices */
     int many_cap;
     unsigned char *pool[STAGE_POOL]; /* staging buffers kept for reuse */
     size_t pool_cap[STAGE_POOL];
     int npool;
+    tpu_xport_req_t *free_reqs;  /* released requests, for reuse */
+    tpu_xport_req_t *quarantine; /* requests MPI may still write: freed at destroy */
+    double cancel_deadline;      /* the error path's waits end here */
 } mpi_xport_t;
 
 /* A staging buffer of at least 'bytes' from the pool (or new). */
@@ -72,6 +107,39 @@ static void stage_put(mpi_xport_t *mx, unsigned char *p, size_t cap)
     }
     mx->pool[mx->npool] = p;
     mx->pool_cap[mx->npool++] = cap;
+}
+
+static tpu_xport_req_t *req_get(mpi_xport_t *mx)
+{
+    tpu_xport_req_t *req = mx->free_reqs;
+
+    if (req != NULL) {
+        mx->free_reqs = req->next;
+    } else {
+        req = tpu__malloc(sizeof(*req));
+        if (req == NULL) {
+            return NULL;
+        }
+    }
+    req->next = NULL;
+    req->req[0] = req->req[1] = MPI_REQUEST_NULL;
+    req->is_recv = 0;
+    req->failed = 0;
+    req->bytes = 0;
+    req->hdr = NULL;
+    req->stage = NULL;
+    req->stage_cap = 0;
+    req->unpack = 0;
+    return req;
+}
+
+/* Back to the free list, with its staging buffer back to the pool. */
+static void req_put(mpi_xport_t *mx, tpu_xport_req_t *req)
+{
+    stage_put(mx, req->stage, req->stage_cap);
+    req->stage = NULL;
+    req->next = mx->free_reqs;
+    mx->free_reqs = req;
 }
 
 /* Copy between a strided region and a contiguous buffer ('pack' sets the direction). */
@@ -133,191 +201,321 @@ static int bytes_type(int64_t bytes, MPI_Datatype *type_p)
     return rc;
 }
 
-/*
- * A message is two MPI messages on one tag: the fixed-size header (eager; it
- * always matches, so a mismatch is named from the header) and the payload.  MPI
- * keeps their order between one pair on one tag.
- */
-static tpu_status_t start(tpu_xport_t *x, int is_recv, int peer, int tag, void *hdr,
-                          const tpu_region_t *data, tpu_xport_req_t **req_p)
+/* Start a payload of 'bytes' at 'buf' on 'tag' (a derived type past INT_MAX). */
+static int payload_start(mpi_xport_t *mx, int is_recv, void *buf, int64_t bytes, int peer, int tag,
+                         MPI_Request *req_p)
 {
-    mpi_xport_t *mx = (mpi_xport_t *)x;
-    tpu_xport_req_t *req;
-    int rc, n = (int)sizeof(tpu_msg_hdr_t);
-    char *buf = data->base != NULL ? (char *)data->base + data->off : NULL;
+    MPI_Datatype type = MPI_BYTE;
+    int rc = MPI_SUCCESS, count = (int)bytes;
 
-    req = tpu__malloc(sizeof(*req));
-    if (req == NULL) {
-        snprintf(x->msg, sizeof(x->msg), "out of memory");
-        return TPU_ERR_NO_MEMORY;
-    }
-    req->req[1] = MPI_REQUEST_NULL;
-    req->stage = NULL;
-    req->stage_cap = 0;
-    req->unpack.base = NULL;
-    rc = is_recv ? MPI_Irecv(hdr, n, MPI_BYTE, peer, tag, mx->comm, &req->req[0])
-                 : MPI_Isend(hdr, n, MPI_BYTE, peer, tag, mx->comm, &req->req[0]);
-    if (rc == MPI_SUCCESS && buf != NULL && data->len > 0) {
-        int64_t bytes = tpu_xport_region_bytes(data);
-        MPI_Datatype type = MPI_BYTE;
-        int count = (int)bytes;
-
-        /* Strided regions travel through a contiguous staging copy: Open MPI moves
-         * contiguous bytes in one copy between processes (CMA), while a derived
-         * datatype goes through small fragments that need both processes to take
-         * turns, which on an oversubscribed node costs a context switch each. */
-        if (bytes != data->len) {
-            req->stage = stage_get(mx, (size_t)bytes, &req->stage_cap);
-            if (req->stage == NULL) {
-                MPI_Cancel(&req->req[0]);
-                MPI_Request_free(&req->req[0]);
-                tpu__free(req);
-                snprintf(x->msg, sizeof(x->msg), "out of memory for a %lld-byte staging buffer",
-                         (long long)bytes);
-                return TPU_ERR_NO_MEMORY;
-            }
-            if (is_recv) {
-                req->unpack = *data;
-            } else {
-                region_copy(data, req->stage, 1);
-            }
-            buf = (char *)req->stage;
-        }
-        if (bytes > INT_MAX) {
-            rc = bytes_type(bytes, &type);
-            count = 1;
-            if (rc == MPI_SUCCESS) {
-                rc = MPI_Type_commit(&type);
-            }
-        }
+    if (bytes > INT_MAX) {
+        rc = bytes_type(bytes, &type);
+        count = 1;
         if (rc == MPI_SUCCESS) {
-            rc = is_recv ? MPI_Irecv(buf, count, type, peer, tag, mx->comm, &req->req[1])
-                         : MPI_Isend(buf, count, type, peer, tag, mx->comm, &req->req[1]);
-        }
-        if (type != MPI_BYTE) {
-            MPI_Type_free(&type);
+            rc = MPI_Type_commit(&type);
         }
     }
-    if (rc != MPI_SUCCESS) {
-        stage_put(mx, req->stage, req->stage_cap);
-        tpu__free(req);
-        return mpi_fail(x, is_recv ? "MPI_Irecv" : "MPI_Isend", rc);
+    if (rc == MPI_SUCCESS) {
+        rc = is_recv ? MPI_Irecv(buf, count, type, peer, tag, mx->comm, req_p)
+                     : MPI_Isend(buf, count, type, peer, tag, mx->comm, req_p);
     }
-    *req_p = req;
-    return TPU_OK;
+    if (type != MPI_BYTE) {
+        MPI_Type_free(&type);
+    }
+    return rc;
 }
 
 static tpu_status_t mpi_isend(tpu_xport_t *x, int src, int dst, int tag, const tpu_msg_hdr_t *hdr,
                               const tpu_region_t *data, tpu_xport_req_t **req_p)
 {
+    mpi_xport_t *mx = (mpi_xport_t *)x;
+    tpu_xport_req_t *req = req_get(mx);
+    int64_t bytes = data->base != NULL && data->len > 0 ? tpu_xport_region_bytes(data) : 0;
+    int rc;
+
     (void)src;
-    return start(x, 0, dst, tag, (void *)hdr, data, req_p);
+    if (req == NULL) {
+        snprintf(x->msg, sizeof(x->msg), "out of memory");
+        return TPU_ERR_NO_MEMORY;
+    }
+    req->peer = dst;
+    req->tag = tag;
+    req->bytes = bytes;
+    req->first.hdr = *hdr;
+    if (bytes <= INLINE_MAX) {
+        if (bytes > 0) {
+            region_copy(data, req->first.bytes + sizeof(tpu_msg_hdr_t), 1);
+        }
+        rc = MPI_Isend(req->first.bytes, (int)(sizeof(tpu_msg_hdr_t) + (size_t)bytes), MPI_BYTE,
+                       dst, tag, mx->comm, &req->req[0]);
+        if (rc != MPI_SUCCESS) {
+            req_put(mx, req);
+            return mpi_fail(x, "MPI_Isend", rc);
+        }
+        *req_p = req;
+        return TPU_OK;
+    }
+    {
+        unsigned char *buf = (unsigned char *)data->base + data->off;
+
+        if (bytes != data->len) {
+            req->stage = stage_get(mx, (size_t)bytes, &req->stage_cap);
+            if (req->stage == NULL) {
+                req_put(mx, req);
+                snprintf(x->msg, sizeof(x->msg), "out of memory for a %lld-byte staging buffer",
+                         (long long)bytes);
+                return TPU_ERR_NO_MEMORY;
+            }
+            region_copy(data, req->stage, 1);
+            buf = req->stage;
+        }
+        rc = MPI_Isend(req->first.bytes, (int)sizeof(tpu_msg_hdr_t), MPI_BYTE, dst, tag, mx->comm,
+                       &req->req[0]);
+        if (rc == MPI_SUCCESS) {
+            rc = payload_start(mx, 0, buf, bytes, dst, tag + 1, &req->req[1]);
+            if (rc != MPI_SUCCESS) {
+                /* The header went out alone: let it complete, keep the request. */
+                req->next = mx->quarantine;
+                mx->quarantine = req;
+                return mpi_fail(x, "MPI_Isend", rc);
+            }
+        }
+        if (rc != MPI_SUCCESS) {
+            req_put(mx, req);
+            return mpi_fail(x, "MPI_Isend", rc);
+        }
+    }
+    *req_p = req;
+    return TPU_OK;
 }
 
 static tpu_status_t mpi_irecv(tpu_xport_t *x, int dst, int src, int tag, tpu_msg_hdr_t *hdr,
                               const tpu_region_t *data, tpu_xport_req_t **req_p)
 {
+    mpi_xport_t *mx = (mpi_xport_t *)x;
+    tpu_xport_req_t *req = req_get(mx);
+    int rc;
+
     (void)dst;
-    return start(x, 1, src, tag, hdr, data, req_p);
+    if (req == NULL) {
+        snprintf(x->msg, sizeof(x->msg), "out of memory");
+        return TPU_ERR_NO_MEMORY;
+    }
+    req->is_recv = 1;
+    req->peer = src;
+    req->tag = tag;
+    req->hdr = hdr;
+    req->region = *data;
+    req->bytes = data->base != NULL && data->len > 0 ? tpu_xport_region_bytes(data) : 0;
+    rc = MPI_Irecv(req->first.bytes, (int)FIRST_CAP, MPI_BYTE, src, tag, mx->comm, &req->req[0]);
+    if (rc != MPI_SUCCESS) {
+        req_put(mx, req);
+        return mpi_fail(x, "MPI_Irecv", rc);
+    }
+    *req_p = req;
+    return TPU_OK;
 }
 
-static void finish_req(mpi_xport_t *mx, tpu_xport_req_t *req);
-
-static tpu_status_t mpi_test(tpu_xport_t *x, tpu_xport_req_t *req, int *done_p)
+/*
+ * A receive's first message has arrived (status 'st'): take the header, the
+ * inline payload, or start the payload when the header declares exactly the
+ * bytes expected.  A header that declares other bytes ends the request with the
+ * header alone.
+ */
+static tpu_status_t recv_first(mpi_xport_t *mx, tpu_xport_req_t *req, const MPI_Status *st)
 {
-    MPI_Status st[2];
-    int flag = 0, rc = MPI_Testall(2, req->req, &flag, st);
+    tpu_xport_t *x = &mx->base;
+    int count = 0, rc;
+    int64_t declared;
 
-    if (rc != MPI_SUCCESS) {
-        if (rc == MPI_ERR_IN_STATUS) {
-            rc = st[0].MPI_ERROR != MPI_SUCCESS ? st[0].MPI_ERROR : st[1].MPI_ERROR;
+    MPI_Get_count(st, MPI_BYTE, &count);
+    if (count < (int)sizeof(tpu_msg_hdr_t)) {
+        snprintf(x->msg, sizeof(x->msg),
+                 "a %d-byte message from rank %d, shorter than a header (not a tpuemu peer?)",
+                 count, req->peer);
+        return TPU_ERR_TRANSPORT;
+    }
+    *req->hdr = req->first.hdr;
+    declared = req->first.hdr.bytes;
+    if (declared != req->bytes) {
+        return TPU_OK; /* the executor names the mismatch from the header */
+    }
+    if (declared <= INLINE_MAX) {
+        if ((int64_t)count != (int64_t)sizeof(tpu_msg_hdr_t) + declared) {
+            snprintf(x->msg, sizeof(x->msg),
+                     "a %d-byte message from rank %d declares %lld payload bytes", count, req->peer,
+                     (long long)declared);
+            return TPU_ERR_TRANSPORT;
         }
-        *done_p = 1;
-        stage_put((mpi_xport_t *)x, req->stage, req->stage_cap);
-        tpu__free(req);
-        return mpi_fail(x,
-                        "message failed (a size mismatch means the chips run different "
-                        "collectives)",
-                        rc);
+        if (declared > 0) {
+            region_copy(&req->region, req->first.bytes + sizeof(tpu_msg_hdr_t), 0);
+        }
+        return TPU_OK;
     }
-    *done_p = flag;
-    if (flag) {
-        finish_req((mpi_xport_t *)x, req);
+    {
+        unsigned char *buf = (unsigned char *)req->region.base + req->region.off;
+
+        if (declared != req->region.len) {
+            req->stage = stage_get(mx, (size_t)declared, &req->stage_cap);
+            if (req->stage == NULL) {
+                snprintf(x->msg, sizeof(x->msg), "out of memory for a %lld-byte staging buffer",
+                         (long long)declared);
+                return TPU_ERR_NO_MEMORY;
+            }
+            req->unpack = 1;
+            buf = req->stage;
+        }
+        rc = payload_start(mx, 1, buf, declared, req->peer, req->tag + 1, &req->req[1]);
+        return rc == MPI_SUCCESS ? TPU_OK : mpi_fail(x, "MPI_Irecv", rc);
     }
-    return TPU_OK;
 }
 
 /* Release a request whose MPI parts have completed. */
 static void finish_req(mpi_xport_t *mx, tpu_xport_req_t *req)
 {
-    if (req->unpack.base != NULL) {
-        region_copy(&req->unpack, req->stage, 0);
+    if (req->unpack && !req->failed) {
+        region_copy(&req->region, req->stage, 0);
     }
-    stage_put(mx, req->stage, req->stage_cap);
-    tpu__free(req);
+    req_put(mx, req);
+}
+
+/* Make room for 'n' requests in test_many's arrays. */
+static tpu_status_t many_reserve(mpi_xport_t *mx, int n)
+{
+    int cap = 4 * n + 16;
+    MPI_Request *m;
+    MPI_Status *st;
+    int *idx;
+
+    if (2 * n <= mx->many_cap) {
+        return TPU_OK;
+    }
+    m = tpu__realloc(mx->many, (size_t)cap * sizeof(*m));
+    if (m == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    mx->many = m;
+    st = tpu__realloc(mx->many_st, (size_t)cap * sizeof(*st));
+    if (st == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    mx->many_st = st;
+    idx = tpu__realloc(mx->many_idx, (size_t)cap * sizeof(*idx));
+    if (idx == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    mx->many_idx = idx;
+    mx->many_cap = cap;
+    return TPU_OK;
 }
 
 static tpu_status_t mpi_test_many(tpu_xport_t *x, tpu_xport_req_t **reqs, int n)
 {
     mpi_xport_t *mx = (mpi_xport_t *)x;
-    int i, outcount = 0, rc;
+    int i, k, outcount = 0, rc;
+    tpu_status_t status = TPU_OK;
 
-    if (2 * n > mx->many_cap) {
-        MPI_Request *m = tpu__realloc(mx->many, (size_t)(4 * n + 16) * sizeof(*m));
-        int *idx;
-
-        if (m == NULL) {
-            snprintf(x->msg, sizeof(x->msg), "out of memory");
-            return TPU_ERR_NO_MEMORY;
-        }
-        mx->many = m;
-        idx = tpu__realloc(mx->many_idx, (size_t)(4 * n + 16) * sizeof(*idx));
-        if (idx == NULL) {
-            snprintf(x->msg, sizeof(x->msg), "out of memory");
-            return TPU_ERR_NO_MEMORY;
-        }
-        mx->many_idx = idx;
-        mx->many_cap = 4 * n + 16;
+    if (many_reserve(mx, n) != TPU_OK) {
+        snprintf(x->msg, sizeof(x->msg), "out of memory");
+        return TPU_ERR_NO_MEMORY;
     }
     for (i = 0; i < n; i++) {
         mx->many[2 * i] = reqs[i] != NULL ? reqs[i]->req[0] : MPI_REQUEST_NULL;
         mx->many[2 * i + 1] = reqs[i] != NULL ? reqs[i]->req[1] : MPI_REQUEST_NULL;
     }
     /* One call, one pass of the progress engine, for all of them. */
-    rc = MPI_Testsome(2 * n, mx->many, &outcount, mx->many_idx, MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS) {
-        return mpi_fail(x,
-                        "message failed (a size mismatch means the chips run different "
-                        "collectives)",
-                        rc);
+    rc = MPI_Testsome(2 * n, mx->many, &outcount, mx->many_idx, mx->many_st);
+    /* The handles first, whatever happened: completed ones are MPI_REQUEST_NULL now. */
+    for (i = 0; i < n; i++) {
+        if (reqs[i] != NULL) {
+            reqs[i]->req[0] = mx->many[2 * i];
+            reqs[i]->req[1] = mx->many[2 * i + 1];
+        }
+    }
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+        return mpi_fail(x, "MPI_Testsome", rc);
+    }
+    for (k = 0; outcount != MPI_UNDEFINED && k < outcount; k++) {
+        int j = mx->many_idx[k];
+        tpu_xport_req_t *req = reqs[j / 2];
+        int e = rc == MPI_ERR_IN_STATUS ? mx->many_st[k].MPI_ERROR : MPI_SUCCESS;
+        tpu_status_t s = TPU_OK;
+
+        if (e != MPI_SUCCESS) {
+            s = mpi_fail(x,
+                         "message failed (a size mismatch means the chips run different "
+                         "collectives)",
+                         e);
+        } else if (j % 2 == 0 && req->is_recv) {
+            s = recv_first(mx, req, &mx->many_st[k]);
+        }
+        if (s != TPU_OK) {
+            req->failed = 1;
+            if (status == TPU_OK) {
+                status = s;
+            }
+        }
     }
     for (i = 0; i < n; i++) {
-        if (reqs[i] == NULL) {
-            continue;
-        }
-        reqs[i]->req[0] = mx->many[2 * i];
-        reqs[i]->req[1] = mx->many[2 * i + 1];
-        if (reqs[i]->req[0] == MPI_REQUEST_NULL && reqs[i]->req[1] == MPI_REQUEST_NULL) {
+        if (reqs[i] != NULL && reqs[i]->req[0] == MPI_REQUEST_NULL &&
+            reqs[i]->req[1] == MPI_REQUEST_NULL) {
             finish_req(mx, reqs[i]);
             reqs[i] = NULL;
         }
     }
-    return TPU_OK;
+    return status;
 }
 
+static tpu_status_t mpi_test(tpu_xport_t *x, tpu_xport_req_t *req, int *done_p)
+{
+    tpu_xport_req_t *one[1];
+    tpu_status_t status;
+
+    one[0] = req;
+    status = mpi_test_many(x, one, 1);
+    *done_p = one[0] == NULL;
+    return status;
+}
+
+/*
+ * Cancel a live request and wait for it, briefly.  A receive MPI has not matched
+ * is cancelled at once; one it has matched, and a send (Open MPI does not cancel
+ * sends), complete when the peer has moved the data, which a peer still in the
+ * call does soon; a peer that gave up never matches this call's tags again.  The
+ * waits of one error share one deadline.  A request MPI may still read or write
+ * is kept until the transport is destroyed, never reused (a send's user buffer
+ * is the caller's: it stays valid until the error is handled).
+ */
 static void mpi_cancel(tpu_xport_t *x, tpu_xport_req_t *req)
 {
-    int i;
+    mpi_xport_t *mx = (mpi_xport_t *)x;
+    double now = tpu__now_s();
+    int i, flag = 0;
 
-    (void)x;
+    if (now > mx->cancel_deadline + CANCEL_WAIT_S) {
+        mx->cancel_deadline = now + CANCEL_WAIT_S; /* a new error */
+    }
     for (i = 0; i < 2; i++) {
         if (req->req[i] != MPI_REQUEST_NULL) {
             MPI_Cancel(&req->req[i]);
+        }
+    }
+    while (MPI_Testall(2, req->req, &flag, MPI_STATUSES_IGNORE) == MPI_SUCCESS && !flag &&
+           tpu__now_s() < mx->cancel_deadline) {
+        sched_yield();
+    }
+    if (flag) {
+        req->failed = 1;
+        req_put(mx, req);
+        return;
+    }
+    for (i = 0; i < 2; i++) {
+        if (req->req[i] != MPI_REQUEST_NULL) {
             MPI_Request_free(&req->req[i]);
         }
     }
-    stage_put((mpi_xport_t *)x, req->stage, req->stage_cap);
-    tpu__free(req);
+    req->next = mx->quarantine;
+    mx->quarantine = req;
 }
 
 static void mpi_idle(tpu_xport_t *x, int rounds)
@@ -358,8 +556,22 @@ static void mpi_destroy(tpu_xport_t *x)
         tpu__free(mx->pool[--mx->npool]);
     }
     tpu__free(mx->many);
+    tpu__free(mx->many_st);
     tpu__free(mx->many_idx);
     MPI_Comm_free(&mx->comm);
+    while (mx->free_reqs != NULL) {
+        tpu_xport_req_t *r = mx->free_reqs;
+
+        mx->free_reqs = r->next;
+        tpu__free(r);
+    }
+    while (mx->quarantine != NULL) {
+        tpu_xport_req_t *r = mx->quarantine;
+
+        mx->quarantine = r->next;
+        tpu__free(r->stage);
+        tpu__free(r);
+    }
     tpu__free(x->local_chips);
     tpu__free(mx);
 }
@@ -405,6 +617,13 @@ tpu_status_t tpu_xport_mpi_create(MPI_Comm comm, tpu_xport_t **x_p, tpu_err_t *e
     mx->base.nlocal = 1;
     mx->base.local_chips[0] = rank;
     mx->base.moves_data = 1;
+    {
+        int *ub = NULL, flag = 0;
+
+        MPI_Comm_get_attr(mx->comm, MPI_TAG_UB, &ub, &flag);
+        /* The standard guarantees at least 32767. */
+        mx->base.tag_ub = flag && ub != NULL && *ub > 32767 ? *ub : 32767;
+    }
     *x_p = &mx->base;
     return TPU_OK;
 }

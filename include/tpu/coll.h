@@ -54,6 +54,13 @@ typedef struct tpu_link_model {
     int host_dims[TPU_MAX_AXES]; /* the block of chips that share one host's NICs */
 } tpu_link_model_t;
 
+/*
+ * The largest collective the model represents: 2^48 bytes (256 TiB) per chip.
+ * Offsets and times stay exact well below it (int64 byte offsets scaled by the
+ * working type, doubles exact to 2^53); larger requests are refused.
+ */
+#define TPU_COLL_MAX_BYTES ((uint64_t)1 << 48)
+
 /* The deepest pipeline a torus algorithm takes (--chunks). */
 #define TPU_MAX_CHUNKS 64
 
@@ -198,7 +205,9 @@ TPU_API tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
 
 /* Options of one execution. */
 typedef struct tpu_coll_run_opts {
-    uint64_t call;    /* call number, part of the mismatch signature */
+    uint64_t call;    /* call number, part of the mismatch signature and of the message
+                         tags: number the calls of a program 0, 1, 2, ... so that what a
+                         failed call left in flight never matches a later one */
     double timeout_s; /* watchdog: give up after this many seconds (0: never) */
     int check_peers;  /* first compare every chip's call (one small exchange) */
     int local_time;   /* report this chip's own finish time, skipping the max over chips */

@@ -59,7 +59,11 @@ static inline unsigned char *tpu_xport_region_block(const tpu_region_t *r, int64
            k * r->stride[2];
 }
 
-/* What a chip is running: enough to name both sides of a mismatch. */
+/*
+ * What a chip is running: everything that changes the schedule or its times, so
+ * that two chips in different collectives (or the same one planned differently)
+ * are told apart, by field, and both sides of a mismatch can be named.
+ */
 typedef struct tpu_call_sig {
     uint64_t call;  /* call number on this chip */
     uint64_t bytes; /* the collective's size */
@@ -67,13 +71,25 @@ typedef struct tpu_call_sig {
     int32_t axes;   /* axis mask */
     int32_t dtype;  /* tpu_dtype_t */
     int32_t op;     /* tpu_redop_t */
+    int32_t chunks; /* pipeline depth chosen */
+    int32_t slices;
+    int32_t shift; /* ppermute */
+    int32_t src;   /* p2p */
+    int32_t dst;   /* p2p */
+    int32_t dims[3];
+    int32_t wrap[3];
+    int32_t host_dims[3];
+    double ici_bw, ici_latency, dcn_bw, dcn_latency;
+    uint64_t link_hash; /* every constant of the link model, hashed */
+    uint64_t set_hash;  /* the groups or ppermute pairs, hashed (0: the axes' groups) */
+    char algo[32];      /* the algorithm chosen */
 } tpu_call_sig_t;
 
 /* The header every message carries. */
 typedef struct tpu_msg_hdr {
     tpu_call_sig_t sig; /* the sender's call */
     int64_t flow;       /* index of the flow in the schedule */
-    double arrival;     /* modeled arrival time at the receiver, seconds */
+    double arrival;     /* unused by the executor (modeled time comes from the plan) */
     int64_t bytes;      /* payload bytes */
 } tpu_msg_hdr_t;
 
@@ -84,16 +100,22 @@ typedef struct tpu_xport_ops {
     size_t size;      /* sizeof(tpu_xport_ops_t) the implementation was built against */
     const char *name; /* "mpi", "loopback", "sim" */
     /* Start sending 'hdr' and 'data' from local chip 'src' to chip 'dst' with 'tag'.
-     * Never blocks.  'hdr' and 'data' are borrowed until completion. */
+     * Never blocks.  'hdr' and 'data' are borrowed until completion.  Tags are even
+     * and below tpu_xport_t.tag_ub; a transport may use tag + 1 for a second message
+     * of the same request. */
     tpu_status_t (*isend)(tpu_xport_t *x, int src, int dst, int tag, const tpu_msg_hdr_t *hdr,
                           const tpu_region_t *data, tpu_xport_req_t **req_p);
-    /* Start receiving into 'hdr' and 'data' at local chip 'dst' from chip 'src'. */
+    /* Start receiving into 'hdr' and 'data' at local chip 'dst' from chip 'src'.  The
+     * payload is written only when the header declares exactly the region's bytes;
+     * otherwise the request completes with the header alone (the caller compares
+     * hdr->bytes and names the mismatch), so nothing is ever written past 'data'. */
     tpu_status_t (*irecv)(tpu_xport_t *x, int dst, int src, int tag, tpu_msg_hdr_t *hdr,
                           const tpu_region_t *data, tpu_xport_req_t **req_p);
     /* Set '*done_p' to 1 and release 'req' when it has completed.  Never blocks. */
     tpu_status_t (*test)(tpu_xport_t *x, tpu_xport_req_t *req, int *done_p);
     /* Test 'n' requests at once (one pass of the progress engine); release those
-     * that completed and set their entries of 'reqs' to NULL.  Never blocks. */
+     * that completed and set their entries of 'reqs' to NULL.  Never blocks.  Also on
+     * an error every entry is either NULL (released) or a live request. */
     tpu_status_t (*test_many)(tpu_xport_t *x, tpu_xport_req_t **reqs, int n);
     /* Cancel and release an incomplete request (on error paths). */
     void (*cancel)(tpu_xport_t *x, tpu_xport_req_t *req);
@@ -114,6 +136,8 @@ struct tpu_xport {
     int nlocal;       /* chips hosted here */
     int *local_chips; /* their ids, increasing */
     int moves_data;   /* 0 for sim: regions are ignored */
+    int tag_ub;       /* the largest tag (MPI_TAG_UB for mpi) */
+    uint64_t runs;    /* collective runs started over this transport (tag epochs) */
     char msg[256];    /* text of the last transport failure, for error messages */
 };
 

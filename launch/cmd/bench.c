@@ -70,42 +70,105 @@ static int mpi_has(const tpu_coll_desc_t *d)
              d->dtype == TPU_DTYPE_BF16);
 }
 
+/* The largest element count handed to MPI in one piece. */
+#define MPI_PIECE ((uint64_t)1 << 30)
+
+/*
+ * A datatype of 'bytes' contiguous bytes, also past INT_MAX (1 MiB units and a
+ * remainder), for the collectives that move whole blocks (no reduction).
+ */
+static MPI_Datatype block_type(uint64_t bytes)
+{
+    MPI_Datatype t, unit, parts[2];
+    int lens[2] = {1, 1};
+    MPI_Aint disp[2];
+
+    if (bytes <= MPI_PIECE) {
+        MPI_Type_contiguous((int)bytes, MPI_BYTE, &t);
+    } else {
+        MPI_Type_contiguous(1 << 20, MPI_BYTE, &unit);
+        MPI_Type_contiguous((int)(bytes >> 20), unit, &parts[0]);
+        MPI_Type_contiguous((int)(bytes & ((1u << 20) - 1)), MPI_BYTE, &parts[1]);
+        disp[0] = 0;
+        disp[1] = (MPI_Aint)(bytes >> 20 << 20);
+        MPI_Type_create_struct(2, lens, disp, parts, &t);
+        MPI_Type_free(&unit);
+        MPI_Type_free(&parts[0]);
+        MPI_Type_free(&parts[1]);
+    }
+    MPI_Type_commit(&t);
+    return t;
+}
+
 /*
  * One call of the host MPI library's own collective on the same bytes over the
- * same group: this rank's wall time.
+ * same group: this rank's wall time.  Counts never pass INT_MAX: reductions go in
+ * pieces of MPI_PIECE elements (a reduce-scatter whose block is larger reduces
+ * each block to its owner), whole blocks travel as one derived datatype.
  */
 static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
 {
     const tpu_coll_desc_t *d = &c->desc;
     int n, es = tpu_dtype_size(d->dtype);
-    double t0 = tpu__now_s();
+    MPI_Datatype et = mpi_type(d->dtype), bt = MPI_DATATYPE_NULL;
+    uint64_t off, piece;
+    double t0;
 
     MPI_Comm_size(group, &n);
+    if (d->kind == TPU_COLL_ALL_GATHER || d->kind == TPU_COLL_ALL_TO_ALL) {
+        bt = block_type(d->kind == TPU_COLL_ALL_GATHER ? c->in_bytes : d->bytes / (uint64_t)n);
+    }
+    t0 = tpu__now_s();
     switch (d->kind) {
-    case TPU_COLL_PSUM:
-        MPI_Allreduce(c->in, c->out, (int)(d->bytes / (uint64_t)es), mpi_type(d->dtype),
-                      mpi_op(d->op), group);
+    case TPU_COLL_PSUM: {
+        uint64_t count = d->bytes / (uint64_t)es;
+
+        for (off = 0; off < count; off += piece) {
+            piece = count - off < MPI_PIECE ? count - off : MPI_PIECE;
+            MPI_Allreduce((char *)c->in + off * es, (char *)c->out + off * es, (int)piece, et,
+                          mpi_op(d->op), group);
+        }
         break;
+    }
     case TPU_COLL_ALL_GATHER:
-        MPI_Allgather(c->in, (int)c->in_bytes, MPI_BYTE, c->out, (int)c->in_bytes, MPI_BYTE, group);
+        MPI_Allgather(c->in, 1, bt, c->out, 1, bt, group);
         break;
-    case TPU_COLL_REDUCE_SCATTER:
-        MPI_Reduce_scatter_block(c->in, c->out, (int)(c->out_bytes / (uint64_t)es),
-                                 mpi_type(d->dtype), mpi_op(d->op), group);
+    case TPU_COLL_REDUCE_SCATTER: {
+        uint64_t count = c->out_bytes / (uint64_t)es;
+        int r;
+
+        if (count <= MPI_PIECE) {
+            MPI_Reduce_scatter_block(c->in, c->out, (int)count, et, mpi_op(d->op), group);
+            break;
+        }
+        for (r = 0; r < n; r++) {
+            for (off = 0; off < count; off += piece) {
+                piece = count - off < MPI_PIECE ? count - off : MPI_PIECE;
+                MPI_Reduce((char *)c->in + ((uint64_t)r * count + off) * es,
+                           (char *)c->out + off * es, (int)piece, et, mpi_op(d->op), r, group);
+            }
+        }
         break;
+    }
     case TPU_COLL_ALL_TO_ALL:
-        MPI_Alltoall(c->in, (int)(d->bytes / (uint64_t)n), MPI_BYTE, c->out,
-                     (int)(d->bytes / (uint64_t)n), MPI_BYTE, group);
+        MPI_Alltoall(c->in, 1, bt, c->out, 1, bt, group);
         break;
     default: {
         int to = ((me + d->shift) % n + n) % n, from = ((me - d->shift) % n + n) % n;
 
-        MPI_Sendrecv(c->in, (int)d->bytes, MPI_BYTE, to, 0, c->out, (int)d->bytes, MPI_BYTE, from,
-                     0, group, MPI_STATUS_IGNORE);
+        for (off = 0; off < d->bytes; off += piece) {
+            piece = d->bytes - off < MPI_PIECE ? d->bytes - off : MPI_PIECE;
+            MPI_Sendrecv((char *)c->in + off, (int)piece, MPI_BYTE, to, 0, (char *)c->out + off,
+                         (int)piece, MPI_BYTE, from, 0, group, MPI_STATUS_IGNORE);
+        }
         break;
     }
     }
-    return tpu__now_s() - t0;
+    t0 = tpu__now_s() - t0;
+    if (bt != MPI_DATATYPE_NULL) {
+        MPI_Type_free(&bt);
+    }
+    return t0;
 }
 
 /* Bytes at or above 'want' that the collective accepts (whole blocks of elements). */
@@ -389,13 +452,13 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
              * same machine (the load of 16 ranks on 2 cores drifts within a run). */
             for (it = 0; it < warmup + iters; it++) {
                 memset(c.out, 0, c.out_bytes);
-                MPI_Barrier(job.comm);
+                tpu_job_barrier(&job, "the barrier around a bench row");
                 if (walls != NULL) {
                     walls[2 * it] = (tpu__now_s() - t_job) * 1e6;
                 }
                 if (tpu_case_run(&c, &job, call++, it == 0, timeout, &modeled, &wall, &err) !=
                     TPU_OK) {
-                    tpu_job_abort(&job, err.msg);
+                    tpu_job_fail(&job, &err);
                 }
                 if (walls != NULL) {
                     walls[2 * it + 1] = wall * 1e6;
@@ -406,7 +469,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                 }
                 /* Verify only when every rank is out of the timed call: checking
                  * takes CPU that ranks still inside it would otherwise get. */
-                MPI_Barrier(job.comm);
+                tpu_job_barrier(&job, "the barrier around a bench row");
                 if (it >= warmup) {
                     sum += wall;
                 }
@@ -414,7 +477,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                 if (compare) {
                     double m;
 
-                    MPI_Barrier(job.comm);
+                    tpu_job_barrier(&job, "the barrier around a bench row");
                     m = mpi_once(
                         &c, gcomm,
                         tpu_topo_group_index(tpu_pod_topo(job.pod), c.desc.axes, job.chip));
@@ -426,17 +489,23 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             if (compare) {
                 MPI_Comm_free(&gcomm);
                 mpi_sum /= iters;
-                MPI_Allreduce(MPI_IN_PLACE, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM, job.comm);
+                tpu_job_allreduce(&job, MPI_IN_PLACE, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM,
+                                  "the results of a bench row");
                 row.mpi_us = mpi_sum / job.nranks * 1e6;
             } else {
                 row.mpi_us = -1;
             }
             sum /= iters;
-            MPI_Allreduce(MPI_IN_PLACE, &row.wrong, 1, MPI_LONG, MPI_SUM, job.comm);
-            MPI_Allreduce(&modeled, &row.modeled_us, 1, MPI_DOUBLE, MPI_MAX, job.comm);
-            MPI_Allreduce(&sum, &vals[0], 1, MPI_DOUBLE, MPI_MIN, job.comm);
-            MPI_Allreduce(&sum, &vals[1], 1, MPI_DOUBLE, MPI_SUM, job.comm);
-            MPI_Allreduce(&sum, &vals[2], 1, MPI_DOUBLE, MPI_MAX, job.comm);
+            tpu_job_allreduce(&job, MPI_IN_PLACE, &row.wrong, 1, MPI_LONG, MPI_SUM,
+                              "the results of a bench row");
+            tpu_job_allreduce(&job, &modeled, &row.modeled_us, 1, MPI_DOUBLE, MPI_MAX,
+                              "the results of a bench row");
+            tpu_job_allreduce(&job, &sum, &vals[0], 1, MPI_DOUBLE, MPI_MIN,
+                              "the results of a bench row");
+            tpu_job_allreduce(&job, &sum, &vals[1], 1, MPI_DOUBLE, MPI_SUM,
+                              "the results of a bench row");
+            tpu_job_allreduce(&job, &sum, &vals[2], 1, MPI_DOUBLE, MPI_MAX,
+                              "the results of a bench row");
             row.min_us = vals[0] * 1e6;
             row.avg_us = vals[1] / job.nranks * 1e6;
             row.max_us = vals[2] * 1e6;

@@ -21,10 +21,10 @@ static int wiring_check(tpu_job_t *job, double *wall_us_p, int *links_p)
     const tpu_topo_t *t = tpu_pod_topo(job->pod);
     MPI_Request reqs[4 * TPU_MAX_AXES];
     int send[2 * TPU_MAX_AXES][TOKEN_BYTES / 4], recv[2 * TPU_MAX_AXES][TOKEN_BYTES / 4];
-    int nreq = 0, bad = 0, a, d, links = 0;
+    int nreq = 0, bad = 0, a, d, links = 0, q;
     double t0;
 
-    MPI_Barrier(job->comm);
+    tpu_job_barrier(job, "the wiring check");
     t0 = tpu__now_s();
     for (a = 0; a < t->naxes; a++) {
         for (d = 0; d < 2; d++) {
@@ -47,7 +47,9 @@ static int wiring_check(tpu_job_t *job, double *wall_us_p, int *links_p)
             }
         }
     }
-    MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE);
+    for (q = 0; q < nreq; q++) {
+        tpu_job_wait(job, &reqs[q], "the wiring check's tokens");
+    }
     *wall_us_p = (tpu__now_s() - t0) * 1e6;
     for (a = 0; a < t->naxes; a++) {
         for (d = 0; d < 2; d++) {
@@ -199,17 +201,18 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
             tpu_job_abort(&job, "out of host memory for the placement table");
         }
     }
-    MPI_Gather(&job.place, (int)sizeof(job.place), MPI_BYTE, all, (int)sizeof(job.place), MPI_BYTE,
-               0, job.comm);
+    tpu_job_gather(&job, &job.place, (int)sizeof(job.place), all, 0, "the placement table");
     if (job.chip == 0) {
         print_pod(o, &job, txt, j, all);
         free(all);
     }
     /* The wiring. */
     bad = wiring_check(&job, &wall_us, &links);
-    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, job.comm);
-    MPI_Allreduce(&links, &total_links, 1, MPI_INT, MPI_SUM, job.comm);
-    MPI_Allreduce(&wall_us, &max_wall, 1, MPI_DOUBLE, MPI_MAX, job.comm);
+    tpu_job_allreduce(&job, MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, "the wiring check");
+    tpu_job_allreduce(&job, &links, &total_links, 1, MPI_INT, MPI_SUM,
+                      "the results of a verified collective");
+    tpu_job_allreduce(&job, &wall_us, &max_wall, 1, MPI_DOUBLE, MPI_MAX,
+                      "the results of a verified collective");
     if (job.chip == 0) {
         fprintf(txt,
                 "\nwiring: %d directed links, a %d-byte token over each: %s; modeled %.3f us per "
@@ -267,12 +270,12 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
             if (tpu_case_init(&c, &job, &desc, &err) != TPU_OK) {
                 tpu_job_abort(&job, err.msg);
             }
-            MPI_Barrier(job.comm);
+            tpu_job_barrier(&job, "the barrier around a verified collective");
             if (walls != NULL) {
                 walls[0] = (tpu__now_s() - t_job) * 1e6;
             }
             if (tpu_case_run(&c, &job, call++, 1, timeout, &modeled, &wall, &err) != TPU_OK) {
-                tpu_job_abort(&job, err.msg);
+                tpu_job_fail(&job, &err);
             }
             if (walls != NULL) {
                 /* Every rank's wall-clock call, to rank 0, for --trace-measured. */
@@ -281,9 +284,12 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
                            MPI_DOUBLE, 0, job.comm);
             }
             wrong = tpu_case_wrong(&c, job.chip);
-            MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, job.comm);
-            MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, job.comm);
-            MPI_Allreduce(&modeled, &max_modeled, 1, MPI_DOUBLE, MPI_MAX, job.comm);
+            tpu_job_allreduce(&job, MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM,
+                              "the results of a verified collective");
+            tpu_job_allreduce(&job, MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX,
+                              "the results of a verified collective");
+            tpu_job_allreduce(&job, &modeled, &max_modeled, 1, MPI_DOUBLE, MPI_MAX,
+                              "the results of a verified collective");
             failed |= wrong != 0;
             tpu_topo_axes_str(rows[i].kind == TPU_COLL_P2P ? 0 : rows[i].axes, axes, sizeof(axes));
             if (job.chip == 0) {

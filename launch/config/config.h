@@ -25,6 +25,11 @@ typedef struct tpu_config {
     double ici_latency;            /* seconds per hop; < 0 when unset */
     double dcn_bw;                 /* bytes/s per chip; < 0 when unset */
     double dcn_latency;            /* seconds; < 0 when unset */
+    /* Where the file sets chip, topology and wrap ("pod.yaml:3:11"; "" when unset), so
+     * that a pod the flags cannot build from them is reported at the file's line. */
+    char chip_at[TPU_CONFIG_STR + 32], topology_at[TPU_CONFIG_STR + 32],
+        wrap_at[TPU_CONFIG_STR + 32];
+    char host_dims_at[TPU_CONFIG_STR + 32]; /* where a custom chip sets host_dims */
 } tpu_config_t;
 
 /* Set every field of 'cfg' to its unset value. */

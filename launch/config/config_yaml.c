@@ -18,8 +18,9 @@
  * Every error is TPU_ERR_CONFIG (TPU_ERR_NO_MEMORY when libyaml or the reader
  * runs out of memory) with one message "name:line:col: what is wrong", where
  * line and col are 1-based and point at the key or the value at fault; control
- * characters echoed from the file are replaced by '?', so the message stays one
- * line.  'cfg' is written only when the whole file is good.
+ * characters echoed from the file are escaped as \xNN and a long value is cut
+ * (tpu_err_set), so the message stays one line and keeps its reason.  'cfg' is written only when
+ * the whole file is good.
  *
  * Aliases are allowed (libyaml shares the node); the walk never descends more
  * than three levels (top, chip, host_dims), so no document makes it expensive.
@@ -31,6 +32,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -39,11 +41,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
 /* A config file is a few hundred bytes; anything past this is not one. */
 #define MAX_FILE_BYTES (1u << 20)
+/* Deepest nesting of flow collections ([ ] and { }) a file may have; a config needs 3. */
+#define MAX_FLOW_DEPTH 64
 /* The longest key the "did you mean" search compares. */
 #define MAX_KEY_LEN 64
 /* Upper bound for counts without a natural one (mxu_dim, tensorcores, ...). */
@@ -126,19 +131,26 @@ static tpu_status_t report(tpu_err_t *err, tpu_status_t status, const char *fmt,
 
 static tpu_status_t report(tpu_err_t *err, tpu_status_t status, const char *fmt, ...)
 {
-    char msg[TPU_ERR_MSG_LEN];
-    va_list ap;
-    char *p;
+    char small[1024], *msg = small;
+    va_list ap, again;
+    int len;
 
+    /* Whole, so that tpu_err_set() can shorten a long echoed value and keep the reason. */
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    for (p = msg; *p != '\0'; p++) {
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-            *p = '?';
-        }
+    va_copy(again, ap);
+    len = vsnprintf(small, sizeof(small), fmt, ap);
+    if (len >= (int)sizeof(small) && (msg = tpu__malloc((size_t)len + 1)) != NULL) {
+        vsnprintf(msg, (size_t)len + 1, fmt, again);
+    } else if (msg == NULL) {
+        msg = small;
     }
-    return tpu_err_set(err, status, "%s", msg);
+    va_end(again);
+    va_end(ap);
+    status = tpu_err_set(err, status, "%s", msg);
+    if (msg != small) {
+        tpu__free(msg);
+    }
+    return status;
 }
 
 /* Record TPU_ERR_CONFIG at the position of 'node': "name:line:col: <fmt>". */
@@ -147,14 +159,27 @@ static tpu_status_t fail_at(load_ctx_t *c, const yaml_node_t *node, const char *
 
 static tpu_status_t fail_at(load_ctx_t *c, const yaml_node_t *node, const char *fmt, ...)
 {
-    char msg[TPU_ERR_MSG_LEN];
-    va_list ap;
+    char small[1024], *msg = small;
+    va_list ap, again;
+    int len;
+    tpu_status_t status;
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_copy(again, ap);
+    len = vsnprintf(small, sizeof(small), fmt, ap);
+    if (len >= (int)sizeof(small) && (msg = tpu__malloc((size_t)len + 1)) != NULL) {
+        vsnprintf(msg, (size_t)len + 1, fmt, again);
+    } else if (msg == NULL) {
+        msg = small;
+    }
+    va_end(again);
     va_end(ap);
-    return report(c->err, TPU_ERR_CONFIG, "%s:%zu:%zu: %s", c->name, node->start_mark.line + 1,
-                  node->start_mark.column + 1, msg);
+    status = report(c->err, TPU_ERR_CONFIG, "%s:%zu:%zu: %s", c->name, node->start_mark.line + 1,
+                    node->start_mark.column + 1, msg);
+    if (msg != small) {
+        tpu__free(msg);
+    }
+    return status;
 }
 
 static const yaml_node_t *node_at(load_ctx_t *c, int index)
@@ -530,6 +555,13 @@ static tpu_status_t chip_pair(load_ctx_t *c, const field_t *f, const yaml_node_t
     return TPU_OK;
 }
 
+/* "name:line:col" of 'node' into 'out'. */
+static void mark(const load_ctx_t *c, const yaml_node_t *node, char *out, size_t len)
+{
+    snprintf(out, len, "%s:%zu:%zu", c->name, node->start_mark.line + 1,
+             node->start_mark.column + 1);
+}
+
 /* 'chip:': a preset name, or a mapping with 'base:' and the fields it overrides. */
 static tpu_status_t parse_chip(load_ctx_t *c, const yaml_node_t *key, const yaml_node_t *val,
                                tpu_config_t *cfg)
@@ -579,6 +611,13 @@ static tpu_status_t parse_chip(load_ctx_t *c, const yaml_node_t *key, const yaml
     }
     if (tpu_chip_check(&spec, &e) != TPU_OK) {
         return fail_at(c, key, "%s", e.msg);
+    }
+    for (p = val->data.mapping.pairs.start; p < val->data.mapping.pairs.top; p++) {
+        const char *k = text_of(node_at(c, p->key));
+
+        if (k != NULL && strcmp(k, "host_dims") == 0) {
+            mark(c, node_at(c, p->value), cfg->host_dims_at, sizeof(cfg->host_dims_at));
+        }
     }
     cfg->custom = spec;
     cfg->chip_custom = 1;
@@ -718,6 +757,7 @@ static tpu_status_t root_pair(load_ctx_t *c, const field_t *f, const yaml_node_t
     tpu_status_t status;
 
     if (strcmp(f->key, "chip") == 0) {
+        mark(c, val, cfg->chip_at, sizeof(cfg->chip_at));
         return parse_chip(c, key, val, cfg);
     }
     if (strcmp(f->key, "topology") == 0) {
@@ -727,6 +767,7 @@ static tpu_status_t root_pair(load_ctx_t *c, const field_t *f, const yaml_node_t
             status = fail_at(c, val, "%s", e.msg);
         }
         st->topology = val;
+        mark(c, val, cfg->topology_at, sizeof(cfg->topology_at));
         return status;
     }
     if (strcmp(f->key, "wrap") == 0) {
@@ -736,6 +777,7 @@ static tpu_status_t root_pair(load_ctx_t *c, const field_t *f, const yaml_node_t
             status = fail_at(c, val, "%s", e.msg);
         }
         st->wrap = val;
+        mark(c, val, cfg->wrap_at, sizeof(cfg->wrap_at));
         return status;
     }
     if (strcmp(f->key, "slices") == 0) {
@@ -815,6 +857,49 @@ static tpu_status_t yaml_error(const yaml_parser_t *parser, const char *text, si
                   mark.column + 1, problem, extra);
 }
 
+/*
+ * The offset of the first '[' or '{' that opens a flow collection deeper than
+ * MAX_FLOW_DEPTH, or 'len' when there is none.  libyaml's scanner does work in
+ * proportion to the flow depth for every token, so a file nested 500,000 deep
+ * would take minutes: this linear pass refuses it first.  Quoted scalars and
+ * comments are skipped; brackets inside a plain scalar count, which can only
+ * refuse a file with 64 of them, not accept a deep one.
+ */
+static size_t too_deep(const char *text, size_t len)
+{
+    size_t i, depth = 0;
+    char quote = 0;
+    int comment = 0;
+
+    for (i = 0; i < len; i++) {
+        char ch = text[i];
+
+        if (comment) {
+            comment = ch != '\n' && ch != '\r';
+        } else if (quote == '\'') {
+            quote = ch == '\'' ? (i + 1 < len && text[i + 1] == '\'' ? (i++, quote) : 0) : quote;
+        } else if (quote == '"') {
+            if (ch == '\\') {
+                i++;
+            } else if (ch == '"') {
+                quote = 0;
+            }
+        } else if (ch == '\'' || ch == '"') {
+            quote = ch;
+        } else if (ch == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' ||
+                                 text[i - 1] == '\n' || text[i - 1] == '\r')) {
+            comment = 1;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > MAX_FLOW_DEPTH) {
+                return i;
+            }
+        } else if ((ch == ']' || ch == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return len;
+}
+
 void tpu_config_init(tpu_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -832,6 +917,7 @@ tpu_status_t tpu_config_load_string(const char *text, size_t len, const char *na
     const yaml_node_t *root;
     tpu_config_t tmp;
     load_ctx_t c;
+    size_t deep;
     tpu_status_t status;
 
     if (name == NULL) {
@@ -844,6 +930,16 @@ tpu_status_t tpu_config_load_string(const char *text, size_t len, const char *na
     if (!yaml_parser_initialize(&parser)) {
         status = report(err, TPU_ERR_NO_MEMORY, "%s: out of memory for the YAML parser", name);
         goto out;
+    }
+    deep = too_deep(text, len);
+    if (deep < len) {
+        yaml_mark_t m = mark_of_offset(text, len, deep);
+
+        status = report(err, TPU_ERR_CONFIG,
+                        "%s:%zu:%zu: lists and mappings nested deeper than %d levels (a config "
+                        "nests at most 3)",
+                        name, m.line + 1, m.column + 1, MAX_FLOW_DEPTH);
+        goto out_delete_parser;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
@@ -892,20 +988,45 @@ tpu_status_t tpu_config_load(const char *path, tpu_config_t *cfg, tpu_err_t *err
     size_t len = 0, cap = 0;
     char *buf = NULL;
     FILE *f;
+    int fd;
     tpu_status_t status;
 
+    memset(&st, 0, sizeof(st));
     if (path == NULL) {
         status = report(err, TPU_ERR_INVALID, "no config file named");
         goto out;
     }
-    f = fopen(path, "rb");
-    if (f == NULL) {
+    if (path[0] == '\0') {
+        status = report(err, TPU_ERR_CONFIG, "--config got an empty file name; give a YAML file");
+        goto out;
+    }
+    /* Non-blocking, so that a FIFO cannot stall the open; refused below anyway. */
+    fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
         status = report(err, TPU_ERR_CONFIG, "%s: cannot open: %s", path, strerror(errno));
         goto out;
     }
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        status = report(err, TPU_ERR_CONFIG, "%s: cannot open: %s", path, strerror(EISDIR));
-        goto out_close;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        status = report(err, TPU_ERR_CONFIG, "%s: not a regular file (%s); give a YAML file", path,
+                        S_ISDIR(st.st_mode)    ? "a directory"
+                        : S_ISFIFO(st.st_mode) ? "a FIFO"
+                        : S_ISCHR(st.st_mode)  ? "a character device"
+                        : S_ISSOCK(st.st_mode) ? "a socket"
+                                               : "not a plain file");
+        close(fd);
+        goto out;
+    }
+    if (st.st_size > MAX_FILE_BYTES) {
+        status = report(err, TPU_ERR_CONFIG, "%s: larger than %u bytes; not a config file", path,
+                        MAX_FILE_BYTES);
+        close(fd);
+        goto out;
+    }
+    f = fdopen(fd, "rb");
+    if (f == NULL) {
+        status = report(err, TPU_ERR_NO_MEMORY, "%s: cannot read: %s", path, strerror(errno));
+        close(fd);
+        goto out;
     }
     for (;;) {
         size_t n;
@@ -942,7 +1063,6 @@ tpu_status_t tpu_config_load(const char *path, tpu_config_t *cfg, tpu_err_t *err
     status = tpu_config_load_string(buf, len, path, cfg, err);
 out_free:
     tpu__free(buf);
-out_close:
     fclose(f);
 out:
     return status;

@@ -573,8 +573,8 @@ static void test_one_line_messages(void **state)
 {
     (void)state;
     /* Text echoed from the file cannot break the message into lines. */
-    expect_error("chip: \"v5\\ne\"\n", "pod.yaml:1:7: unknown chip 'v5?e'", NULL);
-    expect_error("\"top\\nology\": 4x4\n", "pod.yaml:1:1: unknown key 'top?ology'", NULL);
+    expect_error("chip: \"v5\\ne\"\n", "pod.yaml:1:7: unknown chip 'v5\\x0ae'", NULL);
+    expect_error("\"top\\nology\": 4x4\n", "pod.yaml:1:1: unknown key 'top\\x0aology'", NULL);
 }
 
 static void test_first_error_wins(void **state)
@@ -770,7 +770,7 @@ static void test_file_errors(void **state)
     assert_string_equal(err.msg, "/nonexistent/pod.yaml: cannot open: No such file or directory");
     tpu_err_clear(&err);
     assert_int_equal(tpu_config_load(CONFIGS_DIR, &cfg, &err), TPU_ERR_CONFIG);
-    assert_non_null(strstr(err.msg, ": cannot open: Is a directory"));
+    assert_non_null(strstr(err.msg, ": not a regular file (a directory)"));
     assert_non_null(strstr(err.msg, CONFIGS_DIR));
     tpu_err_clear(&err);
 

@@ -1,0 +1,586 @@
+/*
+ * Liveness of an MPI job: the whole-job watchdog, the start-up agreements, and
+ * the monitor that names a rank that died.
+ *
+ * Watchdog.  Every wait of launch/ (barriers, reductions, broadcasts, the
+ * wiring's point-to-point) goes through tpu_job_wait(): a nonblocking MPI call
+ * polled until it completes or --timeout passes.  Before each wait and each
+ * collective a rank enters a numbered sync point and tells rank 0 with one
+ * 8-byte message on a communicator of its own (so no tag meets the transport's):
+ *
+ *     rank r:  point p  --Isend(p)-->  rank 0: seen[r] = max(seen[r], p)
+ *
+ * When rank 0 has waited --timeout at point p, the chips behind are those with
+ * seen[r] < p; the one furthest behind (the smallest seen) is the one the others
+ * wait for, directly or through others, and rank 0 names it and aborts the job.
+ * Any other rank that waits --timeout + 2 s (plus 0.1 s per rank, so the lowest
+ * speaks first) concludes that rank 0 itself is behind or stopped, names it, and
+ * aborts.  Cost: one eager 8-byte message per sync point per rank, drained by
+ * rank 0 while it waits; 50 us sleeps between polls after the first 200.
+ *
+ * Agreements.  A bad input found by some ranks only (a config file missing on
+ * one node, halves of a job with different flags) would leave the others in the
+ * next collective forever.  tpu_job_agree() reduces the lowest failing rank,
+ * which alone prints; tpu_job_agree_opts() compares a hash of every option that
+ * changes the sequence of calls and names the first that differs with both values.
+ *
+ * Monitor.  When one rank is killed (kill -9), Open MPI's runtime kills the
+ * others within a second, before they can see anything.  So rank 0 forks, before
+ * MPI_Init, a small process in a session of its own that learns the pid and chip
+ * of every rank on its node through a pipe and polls them every 50 ms: when one
+ * disappears and no rank announced an abort (a marker file), it prints which chip
+ * was lost.  It exits when rank 0 closes the pipe after a clean end, or when rank
+ * 0 itself is gone.  Restriction: it sees the ranks of rank 0's node only.
+ */
+#include "clock.h"
+#include "job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TAG_PROGRESS 7
+/* Extra seconds a rank other than 0 waits before it blames rank 0. */
+#define GRACE_S 2.0
+/* A rank that waits tells rank 0 it is alive this often. */
+#define HEARTBEAT_S 0.25
+
+/* The world rank the launcher gave this process, from its environment; -1 unknown. */
+int tpu_job_env_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    size_t i;
+
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+
+        if (v != NULL && *v != '\0') {
+            return atoi(v);
+        }
+    }
+    return -1;
+}
+
+static void nap(long ns)
+{
+    struct timespec ts = {0, ns};
+
+    nanosleep(&ts, NULL);
+}
+
+/* "chip 5 (1,1), MPI rank 5" into 'buf'. */
+static void chip_name(const tpu_job_t *job, int rank, char *buf, size_t len)
+{
+    const tpu_topo_t *t = tpu_pod_topo(job->pod);
+    int chip = tpu_place_chip_of_rank(t, tpu_pod_chip(job->pod)->host_dims, rank);
+    int c[TPU_MAX_AXES], slice, a, n;
+
+    slice = tpu_topo_slice_of(t, chip);
+    tpu_topo_coords(t, chip, c);
+    n = snprintf(buf, len, "chip %d (", chip);
+    if (t->slices > 1) {
+        n += snprintf(buf + n, len - (size_t)n, "slice %d: ", slice);
+    }
+    for (a = 0; a < t->naxes; a++) {
+        n += snprintf(buf + n, len - (size_t)n, "%s%d", a ? "," : "", c[a]);
+    }
+    snprintf(buf + n, len - (size_t)n, "), MPI rank %d", rank);
+}
+
+/*
+ * Mark the job as ending on purpose, so that the monitor stays quiet.  Returns
+ * 1 for the first rank to do so (on this node), which alone prints.
+ */
+static int mark_abort(const tpu_job_t *job)
+{
+    int fd;
+
+    if (job->marker[0] == '\0') {
+        return 1;
+    }
+    fd = open(job->marker, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        return errno != EEXIST;
+    }
+    close(fd);
+    return 1;
+}
+
+void tpu_job_abort(tpu_job_t *job, const char *msg)
+{
+    if (mark_abort(job)) {
+        fprintf(stderr, "tpuemu: %s\n", msg);
+        fflush(stderr);
+    }
+    MPI_Abort(MPI_COMM_WORLD, TPU_EXIT_FAIL);
+}
+
+/* Rank 0: take every progress message that has arrived. */
+static void drain(tpu_job_t *job)
+{
+    int flag = 1;
+    MPI_Status st;
+    uint64_t p;
+
+    while (job->seen != NULL && job->watch != MPI_COMM_NULL) {
+        MPI_Iprobe(MPI_ANY_SOURCE, TAG_PROGRESS, job->watch, &flag, &st);
+        if (!flag) {
+            break;
+        }
+        MPI_Recv(&p, 1, MPI_UINT64_T, st.MPI_SOURCE, TAG_PROGRESS, job->watch, MPI_STATUS_IGNORE);
+        if (p > job->seen[st.MPI_SOURCE]) {
+            job->seen[st.MPI_SOURCE] = p;
+        }
+        job->heard[st.MPI_SOURCE] = tpu__now_s();
+    }
+}
+
+/* Tell rank 0 the point this rank is at (again, as a heartbeat, while it waits). */
+static void tell(tpu_job_t *job)
+{
+    int slot = (int)(++job->sent % TPU_JOB_RING), done = 0;
+
+    if (job->ring[slot] != MPI_REQUEST_NULL) {
+        MPI_Test(&job->ring[slot], &done, MPI_STATUS_IGNORE);
+        if (!done) {
+            return; /* rank 0 is not taking them: it will hear at the next point */
+        }
+    }
+    job->ringbuf[slot] = job->point;
+    MPI_Isend(&job->ringbuf[slot], 1, MPI_UINT64_T, 0, TAG_PROGRESS, job->watch, &job->ring[slot]);
+}
+
+void tpu_job_progress(tpu_job_t *job)
+{
+    job->point++;
+    if (job->watch == MPI_COMM_NULL) {
+        return;
+    }
+    if (job->world_rank == 0) {
+        job->seen[0] = job->point;
+        drain(job);
+        return;
+    }
+    tell(job);
+}
+
+/* The wait of 'what' lasted too long: say who is behind and end the job. */
+static void blame(tpu_job_t *job, const char *what, double waited)
+{
+    char name[96], msg[512];
+    int r, worst = -1, behind = 0;
+
+    if (job->world_rank != 0) {
+        chip_name(job, 0, name, sizeof(name));
+        snprintf(msg, sizeof(msg),
+                 "%s is behind or stopped: chip %d waited %.1f s (--timeout %g) at %s and %s, "
+                 "which watches the job, did not end it; ending the job",
+                 name, job->chip, waited, job->timeout, what, name);
+        tpu_job_abort(job, msg);
+        return;
+    }
+    drain(job);
+    for (r = 0; r < job->nranks; r++) {
+        if (job->seen[r] < job->point) {
+            behind++;
+            if (worst < 0 || job->seen[r] < job->seen[worst]) {
+                worst = r;
+            }
+        }
+    }
+    /* Everyone reached the point, but one stopped inside the wait: the silent one. */
+    for (r = 1; r < job->nranks && worst < 0; r++) {
+        int q;
+
+        for (q = 1; q < job->nranks; q++) {
+            if (job->heard[q] < job->heard[r]) {
+                break;
+            }
+        }
+        if (q == job->nranks && tpu__now_s() - job->heard[r] > 2 * HEARTBEAT_S) {
+            chip_name(job, r, name, sizeof(name));
+            snprintf(msg, sizeof(msg),
+                     "%s is behind: it reached %s but has been silent for %.1f s (--timeout %g); "
+                     "it is stopped or stuck; ending the job",
+                     name, what, tpu__now_s() - job->heard[r], job->timeout);
+            tpu_job_abort(job, msg);
+        }
+    }
+    if (worst < 0) {
+        snprintf(msg, sizeof(msg),
+                 "every chip reached %s, but it did not complete within %.1f s (--timeout %g); "
+                 "ending the job",
+                 what, waited, job->timeout);
+    } else {
+        chip_name(job, worst, name, sizeof(name));
+        snprintf(msg, sizeof(msg),
+                 "%s is behind: it has not reached %s after %.1f s (--timeout %g; it is %llu "
+                 "sync point(s) back%s); it is stopped, stuck or too slow; ending the job",
+                 name, what, waited, job->timeout,
+                 (unsigned long long)(job->point - job->seen[worst]),
+                 behind > 1 ? ", and the other chips behind wait for it" : "");
+    }
+    tpu_job_abort(job, msg);
+}
+
+void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what)
+{
+    double t0 = tpu__now_s(), limit = job->timeout, beat = t0;
+    int flag = 0;
+    long polls = 0;
+
+    if (job->world_rank != 0) {
+        limit += GRACE_S + 0.1 * (job->world_rank < 20 ? job->world_rank : 20);
+    }
+    for (;;) {
+        MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+            return;
+        }
+        if (job->world_rank == 0) {
+            drain(job);
+        }
+        if (++polls > 200) {
+            double waited = tpu__now_s() - t0;
+
+            if (job->timeout > 0 && waited > limit) {
+                blame(job, what, waited);
+            }
+            if (job->world_rank != 0 && job->watch != MPI_COMM_NULL &&
+                t0 + waited - beat > HEARTBEAT_S) {
+                beat = t0 + waited;
+                tell(job);
+            }
+            nap(50000);
+        }
+    }
+}
+
+void tpu_job_barrier(tpu_job_t *job, const char *what)
+{
+    MPI_Request req;
+
+    tpu_job_progress(job);
+    MPI_Ibarrier(job->comm, &req);
+    tpu_job_wait(job, &req, what);
+}
+
+void tpu_job_allreduce(tpu_job_t *job, const void *in, void *out, int count, MPI_Datatype type,
+                       MPI_Op op, const char *what)
+{
+    MPI_Request req;
+
+    tpu_job_progress(job);
+    MPI_Iallreduce(in, out, count, type, op, job->comm, &req);
+    tpu_job_wait(job, &req, what);
+}
+
+void tpu_job_bcast(tpu_job_t *job, void *buf, int count, MPI_Datatype type, int root,
+                   const char *what)
+{
+    MPI_Request req;
+
+    tpu_job_progress(job);
+    MPI_Ibcast(buf, count, type, root, job->comm, &req);
+    tpu_job_wait(job, &req, what);
+}
+
+void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int root,
+                    const char *what)
+{
+    MPI_Request req;
+
+    tpu_job_progress(job);
+    MPI_Igather(in, count, MPI_BYTE, out, count, MPI_BYTE, root, job->comm, &req);
+    tpu_job_wait(job, &req, what);
+}
+
+void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err)
+{
+    char what[TPU_ERR_MSG_LEN + 64];
+
+    if (err->status != TPU_ERR_TIMEOUT) {
+        tpu_job_abort(job, err->msg);
+        return;
+    }
+    /*
+     * A collective's own watchdog fired: this chip waited for a peer, which may
+     * itself wait for another.  Every live chip meets here within seconds; the
+     * chip that never comes is the one behind, and rank 0 names it.
+     */
+    job->timeout = job->timeout < GRACE_S ? job->timeout : GRACE_S;
+    snprintf(what, sizeof(what), "the end of a collective that timed out (%s)", err->msg);
+    tpu_job_barrier(job, what);
+    tpu_job_abort(job, err->msg); /* every chip came: a deadlock among live chips */
+}
+
+int tpu_job_agree(MPI_Comm comm, int failed)
+{
+    int me, lowest;
+
+    MPI_Comm_rank(comm, &me);
+    lowest = failed ? me : INT32_MAX;
+    MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, comm);
+    return lowest == INT32_MAX ? -1 : lowest;
+}
+
+/* FNV-1a of a string (NULL hashes as unset). */
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    if (s == NULL) {
+        return 7;
+    }
+    for (; *s != '\0'; s++) {
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    }
+    return h;
+}
+
+int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len)
+{
+    /* Every option that changes the sequence of MPI calls or their sizes. */
+    char vals[TPU_JOB_NOPTS][64];
+    const char *names[TPU_JOB_NOPTS];
+    uint64_t mine[TPU_JOB_NOPTS], first[TPU_JOB_NOPTS];
+    int n = 0, i, me, diff = -1, who;
+    char theirs[64];
+
+#define OPT_S(name, v) (names[n] = name, snprintf(vals[n++], 64, "%s", (v) ? (v) : "(not given)"))
+#define OPT_I(name, v) (names[n] = name, snprintf(vals[n++], 64, "%d", (int)(v)))
+#define OPT_D(name, v) (names[n] = name, snprintf(vals[n++], 64, "%.17g", (double)(v)))
+    OPT_S("command", o->cmd);
+    OPT_I("--iters", o->iters);
+    OPT_I("--warmup", o->warmup);
+    OPT_I("--compare-mpi", o->compare_mpi);
+    OPT_S("--collective", o->collective);
+    OPT_S("--axes", o->axes);
+    OPT_S("--dtype", o->dtype);
+    OPT_S("--min-bytes", o->min_bytes);
+    OPT_S("--max-bytes", o->max_bytes);
+    OPT_D("--factor", o->factor);
+    OPT_S("--chip", o->chip);
+    OPT_S("--topology", o->topology);
+    OPT_S("--wrap", o->wrap);
+    OPT_I("--slices", o->slices);
+    OPT_S("--config", o->config);
+    OPT_S("--json", o->json);
+    OPT_S("--csv", o->csv);
+    OPT_D("--timeout", o->timeout);
+    OPT_S("--inject", o->inject);
+#undef OPT_S
+#undef OPT_I
+#undef OPT_D
+    for (i = 0; i < n; i++) {
+        mine[i] = hash_str(vals[i]);
+        first[i] = mine[i];
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Bcast(first, n, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    for (i = 0; i < n && diff < 0; i++) {
+        if (first[i] != mine[i]) {
+            diff = i;
+        }
+    }
+    who = tpu_job_agree(MPI_COMM_WORLD, diff >= 0);
+    if (who < 0) {
+        return 0;
+    }
+    MPI_Bcast(&diff, 1, MPI_INT, who, MPI_COMM_WORLD);
+    snprintf(theirs, sizeof(theirs), "%s", vals[diff]);
+    MPI_Bcast(theirs, (int)sizeof(theirs), MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(msg, len,
+             "the ranks of this job were started with different options: %s is '%s' on rank 0 "
+             "but '%s' on rank %d (every rank needs the same command line)",
+             names[diff], theirs, vals[diff], who);
+    return who == me ? 1 : 2;
+}
+
+/* ---- the monitor ---- */
+
+typedef struct mon_rank {
+    int pid, chip, local;
+    char name[96];
+} mon_rank_t;
+
+/* Is 'pid' gone or a zombie? */
+static int pid_gone(int pid)
+{
+    char path[64], buf[256], *p;
+    FILE *f;
+    int gone = 0;
+
+    if (kill(pid, 0) != 0 && errno == ESRCH) {
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL) {
+        gone = p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+    }
+    fclose(f);
+    return gone;
+}
+
+static int read_all(int fd, void *buf, size_t len)
+{
+    size_t got = 0;
+
+    while (got < len) {
+        ssize_t n = read(fd, (char *)buf + got, len - got);
+
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+/* The monitor process: never returns. */
+static void monitor(int fd, int parent)
+{
+    mon_rank_t *ranks = NULL;
+    char marker[256];
+    int n = 0, i, flags;
+    unsigned char byte;
+
+    setsid();
+    signal(SIGPIPE, SIG_IGN);
+    if (read_all(fd, &n, sizeof(n)) != 0 || n <= 0 || n > TPU_MAX_CHIPS ||
+        read_all(fd, marker, sizeof(marker)) != 0) {
+        _exit(0);
+    }
+    ranks = calloc((size_t)n, sizeof(*ranks));
+    if (ranks == NULL || read_all(fd, ranks, (size_t)n * sizeof(*ranks)) != 0) {
+        _exit(0);
+    }
+    marker[sizeof(marker) - 1] = '\0';
+    flags = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    for (;;) {
+        ssize_t got = read(fd, &byte, 1);
+
+        if (got == 0 || (got == 1 && byte == 'q')) {
+            /* Rank 0 ended: cleanly ('q'), or it died (EOF alone). */
+            if (got == 0 && access(marker, F_OK) != 0 && pid_gone(parent)) {
+                nap(20000000);
+                if (access(marker, F_OK) != 0) {
+                    fprintf(stderr, "tpuemu: lost %s (pid %d): the process died; the job ends\n",
+                            ranks[0].name, parent);
+                }
+            }
+            unlink(marker);
+            _exit(0);
+        }
+        for (i = 1; i < n; i++) {
+            if (ranks[i].local && ranks[i].pid > 0 && pid_gone(ranks[i].pid)) {
+                /* Let an abort in progress leave its marker, or a clean end its 'q'. */
+                nap(30000000);
+                if (read(fd, &byte, 1) == 1 && byte == 'q') {
+                    _exit(0);
+                }
+                if (access(marker, F_OK) != 0) {
+                    fprintf(stderr,
+                            "tpuemu: lost %s (pid %d): the process died (killed or crashed); the "
+                            "job ends\n",
+                            ranks[i].name, ranks[i].pid);
+                }
+                unlink(marker);
+                _exit(0);
+            }
+        }
+        nap(50000000);
+    }
+}
+
+void tpu_job_monitor_fork(tpu_job_t *job)
+{
+    int fds[2], pid, parent = (int)getpid();
+
+    job->monitor_fd = -1;
+    if (tpu_job_env_rank() != 0 || pipe(fds) != 0) {
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid = (int)fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return;
+    }
+    if (pid == 0) {
+        close(fds[1]);
+        monitor(fds[0], parent);
+    }
+    close(fds[0]);
+    job->monitor_fd = fds[1];
+}
+
+void tpu_job_monitor_start(tpu_job_t *job)
+{
+    char host[MPI_MAX_PROCESSOR_NAME], *hosts = NULL, marker[256];
+    int len, pid = (int)getpid(), *pids = NULL, r, n = job->nranks;
+    mon_rank_t *ranks = NULL;
+
+    memset(host, 0, sizeof(host));
+    MPI_Get_processor_name(host, &len);
+    if (job->world_rank == 0) {
+        pids = malloc((size_t)n * sizeof(int));
+        hosts = malloc((size_t)n * MPI_MAX_PROCESSOR_NAME);
+        ranks = calloc((size_t)n, sizeof(*ranks));
+    }
+    MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+               MPI_COMM_WORLD);
+    if (job->world_rank == 0) {
+        snprintf(marker, sizeof(marker), "/tmp/tpuemu-%d.abort", pid);
+    }
+    MPI_Bcast(marker, (int)sizeof(marker), MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(job->marker, sizeof(job->marker), "%s", marker);
+    if (job->world_rank == 0 && job->monitor_fd >= 0 && pids && hosts && ranks) {
+        for (r = 0; r < n; r++) {
+            ranks[r].pid = pids[r];
+            ranks[r].local = strncmp(hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME, host,
+                                     MPI_MAX_PROCESSOR_NAME) == 0;
+            chip_name(job, r, ranks[r].name, sizeof(ranks[r].name));
+        }
+        if (write(job->monitor_fd, &n, sizeof(n)) != (ssize_t)sizeof(n) ||
+            write(job->monitor_fd, marker, sizeof(marker)) != (ssize_t)sizeof(marker) ||
+            write(job->monitor_fd, ranks, (size_t)n * sizeof(*ranks)) !=
+                (ssize_t)((size_t)n * sizeof(*ranks))) {
+            close(job->monitor_fd);
+            job->monitor_fd = -1;
+        }
+    }
+    free(pids);
+    free(hosts);
+    free(ranks);
+}
+
+void tpu_job_monitor_stop(tpu_job_t *job)
+{
+    if (job->monitor_fd >= 0) {
+        unsigned char q = 'q';
+
+        if (write(job->monitor_fd, &q, 1) != 1) {
+            /* the monitor is gone already */
+        }
+        close(job->monitor_fd);
+        job->monitor_fd = -1;
+    }
+}
