@@ -718,7 +718,6 @@ static tpu_status_t model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t *o
     tpu_plan_sched_t full;
     tpu_timing_t t;
     tpu_err_t err = {0};
-    int s;
 
     /* Orbit timing holds the flows of one domain of chips: a chip's own end needs
      * its own flows, so walk every chip's schedule (the same modeled time). */
@@ -740,18 +739,7 @@ static tpu_status_t model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t *o
         tpu__plan_sched_fini(&full);
         return TPU_ERR_NO_MEMORY;
     }
-    for (s = 0; s < sc->nsteps; s++) {
-        int64_t first = ps->step_start[s], last = ps->step_start[s + 1], i;
-
-        tpu__timing_load(&t, ps, s);
-        for (i = first; i < last; i++) {
-            tpu__timing_flow(&t, sc, i, first, tpu__timing_ready(&t, sc, &sc->flows[i]));
-        }
-        for (i = first; i < last; i++) {
-            tpu__timing_commit(&t, sc, i, first);
-        }
-        tpu__timing_end_step(&t);
-    }
+    tpu__timing_walk(&t, ps);
     e->end_s = tpu__timing_local_end(&t, sc, NULL);
     e->local_end_s = ps->rep >= 0 ? e->end_s : tpu__timing_local_end(&t, sc, e->is_local);
     tpu__timing_report(&t);

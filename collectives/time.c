@@ -223,7 +223,6 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
     const tpu_sched_t *sc = &ps->s;
     tpu_timing_t t;
     double end;
-    int s;
 
     if (tpu__timing_init(&t, topo, link, ps) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
@@ -232,18 +231,7 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
         tpu__timing_fini(&t);
         return TPU_ERR_NO_MEMORY;
     }
-    for (s = 0; s < sc->nsteps; s++) {
-        int64_t first = ps->step_start[s], last = ps->step_start[s + 1], i;
-
-        tpu__timing_load(&t, ps, s);
-        for (i = first; i < last; i++) {
-            tpu__timing_flow(&t, sc, i, first, tpu__timing_ready(&t, sc, &sc->flows[i]));
-        }
-        for (i = first; i < last; i++) {
-            tpu__timing_commit(&t, sc, i, first);
-        }
-        tpu__timing_end_step(&t);
-    }
+    tpu__timing_walk(&t, ps);
     end = tpu__timing_local_end(&t, sc, NULL);
     if (res != NULL) {
         tpu__linkmodel_stats(&t.lm, end, res);
@@ -252,4 +240,23 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
     tpu__timing_fini(&t);
     *seconds_p = end;
     return TPU_OK;
+}
+
+void tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps)
+{
+    const tpu_sched_t *sc = &ps->s;
+    int s;
+
+    for (s = 0; s < sc->nsteps; s++) {
+        int64_t first = ps->step_start[s], last = ps->step_start[s + 1], i;
+
+        tpu__timing_load(t, ps, s);
+        for (i = first; i < last; i++) {
+            tpu__timing_flow(t, sc, i, first, tpu__timing_ready(t, sc, &sc->flows[i]));
+        }
+        for (i = first; i < last; i++) {
+            tpu__timing_commit(t, sc, i, first);
+        }
+        tpu__timing_end_step(t);
+    }
 }

@@ -45,6 +45,8 @@ void tpu__timing_flow(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t
 void tpu__timing_commit(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t first);
 /* Close the step: clear its loads. */
 void tpu__timing_end_step(tpu_timing_t *t);
+/* Walk every step of 'ps' in order: load, time every flow, commit, end the step. */
+void tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps);
 
 /* The latest arrival over the flows that start or end on a chip marked in 'local'. */
 double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const uint8_t *local);
