@@ -129,22 +129,33 @@ static const field_t link_fields[] = {
 static tpu_status_t report(tpu_err_t *err, tpu_status_t status, const char *fmt, ...)
     TPU_PRINTF(3, 4);
 
-static tpu_status_t report(tpu_err_t *err, tpu_status_t status, const char *fmt, ...)
+/* Format into 'small', or into a heap string when it does not fit (falling back to the
+ * cut 'small' when out of memory).  The caller frees the result when it is not 'small'. */
+static char *vformat(char *small, size_t cap, const char *fmt, va_list ap)
 {
-    char small[1024], *msg = small;
-    va_list ap, again;
+    char *msg = small;
+    va_list again;
     int len;
 
-    /* Whole, so that tpu_err_set() can shorten a long echoed value and keep the reason. */
-    va_start(ap, fmt);
     va_copy(again, ap);
-    len = vsnprintf(small, sizeof(small), fmt, ap);
-    if (len >= (int)sizeof(small) && (msg = tpu__malloc((size_t)len + 1)) != NULL) {
+    len = vsnprintf(small, cap, fmt, ap);
+    if (len >= (int)cap && (msg = tpu__malloc((size_t)len + 1)) != NULL) {
         vsnprintf(msg, (size_t)len + 1, fmt, again);
     } else if (msg == NULL) {
         msg = small;
     }
     va_end(again);
+    return msg;
+}
+
+static tpu_status_t report(tpu_err_t *err, tpu_status_t status, const char *fmt, ...)
+{
+    char small[1024], *msg;
+    va_list ap;
+
+    /* Whole, so that tpu_err_set() can shorten a long echoed value and keep the reason. */
+    va_start(ap, fmt);
+    msg = vformat(small, sizeof(small), fmt, ap);
     va_end(ap);
     status = tpu_err_set(err, status, "%s", msg);
     if (msg != small) {
@@ -159,20 +170,12 @@ static tpu_status_t fail_at(load_ctx_t *c, const yaml_node_t *node, const char *
 
 static tpu_status_t fail_at(load_ctx_t *c, const yaml_node_t *node, const char *fmt, ...)
 {
-    char small[1024], *msg = small;
-    va_list ap, again;
-    int len;
+    char small[1024], *msg;
+    va_list ap;
     tpu_status_t status;
 
     va_start(ap, fmt);
-    va_copy(again, ap);
-    len = vsnprintf(small, sizeof(small), fmt, ap);
-    if (len >= (int)sizeof(small) && (msg = tpu__malloc((size_t)len + 1)) != NULL) {
-        vsnprintf(msg, (size_t)len + 1, fmt, again);
-    } else if (msg == NULL) {
-        msg = small;
-    }
-    va_end(again);
+    msg = vformat(small, sizeof(small), fmt, ap);
     va_end(ap);
     status = report(c->err, TPU_ERR_CONFIG, "%s:%zu:%zu: %s", c->name, node->start_mark.line + 1,
                     node->start_mark.column + 1, msg);
