@@ -38,6 +38,8 @@ typedef struct tpu_opts {
     int compare_mpi, dump_topology, algorithms, help;
     const char *ici_bw, *ici_latency_us, *dcn_bw, *dcn_latency_us;
     const char *inject; /* --inject crash:chip=C,call=N */
+    const char *msg_cost_us, *pcie_bw, *nic_bw, *reduce_bw;
+    int calibrated;
     /* 'model --op': the chip op and its sizes. */
     int op_mode;
     const char *chip_op, *out_dtype, *m, *k, *n, *elements, *cols;

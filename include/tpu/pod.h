@@ -28,6 +28,11 @@ typedef struct tpu_pod_spec {
     double ici_latency; /* seconds per hop; < 0: the chip's */
     double dcn_bw;      /* bytes/s per chip; < 0: the chip's */
     double dcn_latency; /* seconds; < 0: the chip's */
+    double msg_cost;    /* seconds per message start; < 0: the chip's */
+    double pcie_bw;     /* chip <-> host bytes/s each direction; < 0: the chip's */
+    double nic_bw;      /* host NIC bytes/s each direction; < 0: the chip's (0: chips x dcn_bw) */
+    double reduce_bw;   /* bytes/s of a chip's reductions; < 0: the chip's (0: hbm_bw / 3) */
+    int calibrated; /* 1: the link model with the calibrated constants (tpu_link_model_calibrate) */
 } tpu_pod_spec_t;
 
 typedef struct tpu_pod tpu_pod_t;
