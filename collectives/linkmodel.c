@@ -23,11 +23,13 @@
  * after it starts (cut-through: the latency of every hop is paid once, the bytes
  * cross at the bottleneck rate).  Its port is busy for msg_cost + B / bw: the
  * DMA engine starts the messages it is given (descriptors, doorbell, completion
- * semaphore); the messages a port is given at the same moment are one batch and
- * cost one start.  The published 1 us per hop is an end-to-end figure that
- * already holds one message's start; what it does not show is that a port starts
- * its batches one after the other, so a pipeline of K chunks costs its port
- * K * msg_cost more than one message.
+ * semaphore); the messages of one stream of the schedule (one transfer: an
+ * all-to-all's blocks, say) that a port is given at the same moment are one
+ * batch and cost one start, while every chunk of a pipeline and every ordering
+ * of a multi-axis algorithm is a stream of its own.  The published 1 us per hop is an end-to-end
+ * figure that already holds one message's start; what it does not show is that a port starts its
+ * batches one after the other, so a pipeline of K chunks costs its port K * msg_cost more than one
+ * message.
  *
  * Contention by time overlap.  A flow is on all its resources at once during its
  * interval [start, start + msg_cost + B / bottleneck) (cut-through).  On each
@@ -125,6 +127,7 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->e0 = tpu__calloc(n, sizeof(double));
     lm->nfree = tpu__calloc(n, sizeof(double));
     lm->nmsg = tpu__calloc(n, sizeof(int32_t));
+    lm->stream0 = tpu__calloc(n, sizeof(int32_t));
     lm->stamp = tpu__calloc(n, sizeof(int32_t));
     lm->mixed = tpu__calloc(n, 1);
     lm->touched = tpu__calloc(n, sizeof(int32_t));
@@ -132,8 +135,8 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->rw = tpu__calloc((size_t)route_cap, sizeof(double));
     if (lm->bw == NULL || lm->free == NULL || lm->busy == NULL || lm->bytes == NULL ||
         lm->sum == NULL || lm->s0 == NULL || lm->e0 == NULL || lm->nfree == NULL ||
-        lm->nmsg == NULL || lm->stamp == NULL || lm->mixed == NULL || lm->touched == NULL ||
-        lm->rres == NULL || lm->rw == NULL) {
+        lm->nmsg == NULL || lm->stream0 == NULL || lm->stamp == NULL || lm->mixed == NULL ||
+        lm->touched == NULL || lm->rres == NULL || lm->rw == NULL) {
         tpu__linkmodel_fini(lm);
         return TPU_ERR_NO_MEMORY;
     }
@@ -170,6 +173,7 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->e0);
     tpu__free(lm->nfree);
     tpu__free(lm->nmsg);
+    tpu__free(lm->stream0);
     tpu__free(lm->stamp);
     tpu__free(lm->mixed);
     tpu__free(lm->touched);
@@ -329,7 +333,8 @@ static tpu_status_t grow_step(tpu_linkmodel_t *lm, int64_t n)
     return TPU_OK;
 }
 
-static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double w, int port)
+static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double w, int port,
+                              int32_t stream)
 {
     tpu_lm_entry_t *e;
 
@@ -349,6 +354,7 @@ static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double 
     e->port = port;
     e->w = w;
     e->st = lm->st[k];
+    e->stream = stream;
     return TPU_OK;
 }
 
@@ -361,6 +367,9 @@ static int entry_cmp(const void *pa, const void *pb)
     }
     if (a->st != b->st) {
         return a->st < b->st ? -1 : 1;
+    }
+    if (a->stream != b->stream) {
+        return a->stream < b->stream ? -1 : 1;
     }
     return a->k < b->k ? -1 : a->k > b->k;
 }
@@ -388,8 +397,8 @@ static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, in
         }
         m = flow_resources(lm, &flows[k], &lat);
         for (i = 0; i < m; i++) {
-            if (lm->mixed[lm->rres[i]] &&
-                add_entry(lm, lm->rres[i], (int32_t)k, lm->rw[i], i == 0) != TPU_OK) {
+            if (lm->mixed[lm->rres[i]] && add_entry(lm, lm->rres[i], (int32_t)k, lm->rw[i], i == 0,
+                                                    flows[k].stream) != TPU_OK) {
                 return TPU_ERR_NO_MEMORY;
             }
         }
@@ -401,12 +410,15 @@ static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, in
 
         int starts = 0;
         double last = -1;
+        int32_t last_stream = -1;
 
-        /* Entries by start time: a batch of messages started at one moment costs one start. */
+        /* Entries by start time and stream: the messages of one stream started at one
+         * moment are one batch and cost one start. */
         for (b = a; b < lm->nent && lm->ent[b].res == r; b++) {
-            if (lm->ent[b].port && lm->ent[b].st != last) {
+            if (lm->ent[b].port && (lm->ent[b].st != last || lm->ent[b].stream != last_stream)) {
                 starts++;
                 last = lm->ent[b].st;
+                last_stream = lm->ent[b].stream;
             }
         }
         lm->nmsg[r] = starts;
@@ -416,12 +428,15 @@ static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, in
 
             starts = 0;
             last = -1;
+            last_stream = -1;
             for (y = a; y < b; y++) {
                 if (overlap(lm->st, lm->en, lm->ent[y].k, kx)) {
                     sum += lm->ent[y].w;
-                    if (lm->ent[y].port && lm->ent[y].st != last) {
+                    if (lm->ent[y].port &&
+                        (lm->ent[y].st != last || lm->ent[y].stream != last_stream)) {
                         starts++;
                         last = lm->ent[y].st;
+                        last_stream = lm->ent[y].stream;
                     }
                 }
             }
@@ -488,13 +503,22 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
                 lm->nfree[r] = 0;
                 lm->s0[r] = lm->st[k];
                 lm->e0[r] = lm->en[k];
+                lm->stream0[r] = -1;
             } else if ((lm->s0[r] != lm->st[k] || lm->e0[r] != lm->en[k]) && lm->bw[r] > 0) {
                 lm->mixed[r] = 1;
                 lm->any_mixed = 1;
             }
             lm->sum[r] += lm->rw[i];
-            /* Flows that start here together are one batch: one message start. */
-            lm->nmsg[r] |= i == 0;
+            if (i == 0) {
+                /* The messages of one stream that start here together are one batch: one
+                 * start; several streams are counted pairwise (drain_mixed()). */
+                if (lm->stream0[r] >= 0 && lm->stream0[r] != flows[k].stream && lm->bw[r] > 0) {
+                    lm->mixed[r] = 1;
+                    lm->any_mixed = 1;
+                }
+                lm->stream0[r] = flows[k].stream;
+                lm->nmsg[r] = 1;
+            }
         }
     }
     if (lm->any_mixed && drain_mixed(lm, flows, n) != TPU_OK) {

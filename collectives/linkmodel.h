@@ -17,6 +17,7 @@ typedef struct tpu_lm_entry {
     int32_t port; /* 1: the flow starts there (its message start is paid there) */
     double w;     /* bytes it puts on the resource (bytes x hops in representative mode) */
     double st;    /* the flow's start */
+    int32_t stream;
 } tpu_lm_entry_t;
 
 typedef struct tpu_linkmodel {
@@ -36,6 +37,7 @@ typedef struct tpu_linkmodel {
     /* Scratch of the current step, per resource: */
     double *sum, *s0, *e0, *nfree;
     int32_t *nmsg, *stamp; /* nmsg: batches of messages that start on the resource */
+    int32_t *stream0;      /* the stream of the first message that starts there */
     uint8_t *mixed;
     int32_t *touched;
     int ntouched, step_id, any_mixed;
