@@ -89,7 +89,34 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     memset(lm, 0, sizeof(*lm));
 }
 
-tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period)
+/*
+ * The link that stands for link 'l' in orbit timing: the image of 'l' under the
+ * symmetry that maps its source chip into the domain (translations by multiples
+ * of 'period', reflections i -> n-1-i of the axes of 'reflect'); a reflection of
+ * the link's own axis turns its direction.
+ */
+static int orbit_link(const tpu_topo_t *topo, int l, const int *period, unsigned reflect)
+{
+    int src, axis, dir, dst, c[TPU_MAX_AXES], a;
+
+    tpu_topo_link_ends(topo, l, &src, &axis, &dir, &dst);
+    tpu_topo_coords(topo, src, c);
+    for (a = 0; a < TPU_MAX_AXES; a++) {
+        int n = topo->dims[a];
+
+        if ((reflect & (1u << a)) && c[a] >= n / 2) {
+            c[a] = n - 1 - c[a];
+            if (a == axis) {
+                dir = -dir;
+            }
+        } else {
+            c[a] %= period[a];
+        }
+    }
+    return tpu_topo_link(topo, tpu_topo_chip(topo, tpu_topo_slice_of(topo, src), c), axis, dir);
+}
+
+tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, unsigned reflect)
 {
     const tpu_topo_t *topo = lm->topo;
     int l;
@@ -99,15 +126,7 @@ tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period)
         return TPU_ERR_NO_MEMORY;
     }
     for (l = 0; l < topo->nlinks; l++) {
-        int src, axis, dir, dst, c[TPU_MAX_AXES], a;
-
-        tpu_topo_link_ends(topo, l, &src, &axis, &dir, &dst);
-        tpu_topo_coords(topo, src, c);
-        for (a = 0; a < TPU_MAX_AXES; a++) {
-            c[a] %= period[a];
-        }
-        lm->orbit[l] =
-            tpu_topo_link(topo, tpu_topo_chip(topo, tpu_topo_slice_of(topo, src), c), axis, dir);
+        lm->orbit[l] = orbit_link(topo, l, period, reflect);
     }
     return TPU_OK;
 }

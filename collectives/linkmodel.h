@@ -43,8 +43,12 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm);
  * link are counted on the link of the orbit whose source chip is in the domain,
  * which adds up exactly what the full schedule puts on each link of the orbit,
  * so every time comes out bit for bit as in the full schedule.  ICI only.
+ * With 'reflect', the axes named there (of even size, open) are also folded at
+ * their middle: the map i -> n-1-i is a symmetry too (build.c), the domain holds
+ * the coordinates below n/2 there, and a link stands for its mirror image, which
+ * runs the other way along a folded axis (orbit_link() in linkmodel.c is the map).
  */
-tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period);
+tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, unsigned reflect);
 
 /* Count the loads of every flow of step 's' (flows [first, last) of 'sched'). */
 void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,

@@ -424,7 +424,7 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
     }
     res.modeled_us = t * 1e6;
     snprintf(res.algorithm, sizeof(res.algorithm), "%s", plan->name);
-    res.flows = plan->model.s.nflows;
+    res.flows = tpu__plan_sched_pod_flows(&plan->topo, &plan->model);
     res.steps = plan->model.s.nsteps;
     *res_p = res;
     return TPU_OK;

@@ -37,7 +37,7 @@ tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu
     if (tpu__linkmodel_init(&t->lm, topo, link, ps->rep >= 0) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }
-    if (ps->orbit && tpu__linkmodel_set_orbits(&t->lm, ps->period) != TPU_OK) {
+    if (ps->orbit && tpu__linkmodel_set_orbits(&t->lm, ps->period, ps->reflect) != TPU_OK) {
         tpu__linkmodel_fini(&t->lm);
         return TPU_ERR_NO_MEMORY;
     }
