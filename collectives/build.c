@@ -29,7 +29,8 @@ static int torus_domain(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int *p
     int a, smaller = 0;
 
     *reflect_p = 0;
-    if (algo->groups || p->desc.groups != NULL || p->desc.pairs != NULL ||
+    /* Faults break the symmetry (tpu__plan_faulty(), the one check). */
+    if (tpu__plan_faulty(p) || algo->groups || p->desc.groups != NULL || p->desc.pairs != NULL ||
         (p->desc.axes & TPU_AXIS_MASK_DCN) ||
         !(p->desc.kind == TPU_COLL_ALL_GATHER || p->desc.kind == TPU_COLL_REDUCE_SCATTER ||
           p->desc.kind == TPU_COLL_PSUM)) {
