@@ -1,4 +1,5 @@
 /* Building a plan's schedule from the registry: the algorithm, then the step index. */
+#include "lines.h"
 #include "plan.h"
 
 #include <stdio.h>
@@ -82,8 +83,13 @@ tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, i
         args.period = ps->period;
         args.reflect = ps->reflect;
     }
-    status = algo->build(&args, &ps->s, err);
-    if (status == TPU_OK) {
+    ps->lines = 0;
+    if (orbit && rep < 0 && !ps->orbit && tpu__lines_applies(p, algo)) {
+        status = tpu__lines_build(p, ps);
+    } else {
+        status = algo->build(&args, &ps->s, err);
+    }
+    if (status == TPU_OK && !ps->lines) {
         status = tpu__plan_sched_index(ps);
     }
     if (status == TPU_OK) {
@@ -103,6 +109,9 @@ int64_t tpu__plan_sched_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t
     int64_t n = ps->s.nflows;
     int a;
 
+    if (ps->lines) {
+        return tpu__lines_pod_flows(topo, ps);
+    }
     if (ps->rep >= 0) {
         return n * topo->nchips;
     }

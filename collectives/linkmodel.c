@@ -193,6 +193,11 @@ static void add_load(tpu_linkmodel_t *lm, int r, double bytes)
     lm->load[r] += bytes;
 }
 
+void tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes)
+{
+    add_load(lm, r, bytes);
+}
+
 void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
                               int64_t last)
 {

@@ -51,6 +51,9 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm);
  */
 tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, unsigned reflect);
 
+/* Add 'bytes' to the load of resource 'r' in the current step (line timing, lines.c). */
+void tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes);
+
 /* Count the loads of every flow of step 's' (flows [first, last) of 'sched'). */
 void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
                               int64_t last);

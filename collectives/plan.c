@@ -409,7 +409,8 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
 
     memset(&res, 0, sizeof(res));
     memset(&full, 0, sizeof(full));
-    if (obs != NULL && obs->every_chip && (plan->model.rep >= 0 || plan->model.orbit)) {
+    if (obs != NULL &&
+        (plan->model.lines || (obs->every_chip && (plan->model.rep >= 0 || plan->model.orbit)))) {
         /* The schedule of every chip: the same modeled time, flow by flow. */
         status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &full, err);
         if (status != TPU_OK) {

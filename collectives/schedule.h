@@ -113,7 +113,10 @@ typedef struct tpu_plan_sched {
     int orbit;                /* 1: the flows of the chips of a domain only (orbit timing): */
     int period[TPU_MAX_AXES]; /* coordinates below period[a] on every axis, */
     unsigned reflect;         /* and below dims[a] / 2 on these (folded) axes */
-    int lines;                /* 1: no flows, the per-axis line tables of lines.c (all-to-all) */
+    int lines;                /* 1: no flows, the line form of lines.c (direct all-to-all) of: */
+    unsigned lines_mask;      /* its axes, */
+    int64_t lines_blk;        /* its block bytes, */
+    int64_t lines_elem;       /* and its element bytes */
 } tpu_plan_sched_t;
 
 /* Permutations of (0, 1, 2), the axis orders a route can take; index 0 is x, y, z. */

@@ -7,6 +7,7 @@
  */
 #include "tpu/alloc.h"
 
+#include "lines.h"
 #include "plan.h"
 #include "timing.h"
 
@@ -75,6 +76,11 @@ static double model_flows(const tpu_coll_plan_t *p)
     }
     switch (flow_growth[p->desc.kind]) {
     case FLOWS_GROUP:
+        /* The direct all-to-all is timed from its lines (lines.c) unless one is named. */
+        if ((p->desc.algo[0] == '\0' || strcmp(p->desc.algo, "direct") == 0) &&
+            tpu__lines_applies(p, NULL)) {
+            return chips;
+        }
         return chips * p->group;
     case FLOWS_ONE:
         return chips;

@@ -16,6 +16,7 @@
  */
 #include "tpu/alloc.h"
 
+#include "lines.h"
 #include "timing.h"
 
 #include <string.h>
@@ -224,6 +225,10 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
     tpu_timing_t t;
     double end;
 
+    if (ps->lines) {
+        /* No flows to observe: the callers walk every chip's schedule for that. */
+        return tpu__lines_time(topo, link, ps, seconds_p, res);
+    }
     if (tpu__timing_init(&t, topo, link, ps) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }
