@@ -418,7 +418,14 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
         }
         ps = &full;
     }
-    status = tpu__time_schedule_observed(&plan->topo, &plan->link, ps, obs, &t, &res);
+    if (obs == NULL && plan->model_cached) {
+        /* The walk is a pure function of the plan: the selector's is the same. */
+        t = plan->model_s;
+        res = plan->model_res;
+        status = TPU_OK;
+    } else {
+        status = tpu__time_schedule_observed(&plan->topo, &plan->link, ps, obs, &t, &res);
+    }
     tpu__plan_sched_fini(&full);
     if (status != TPU_OK) {
         return tpu_err_set(err, status, "out of memory modelling %s", plan->name);

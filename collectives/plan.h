@@ -15,10 +15,13 @@
 struct tpu_coll_plan {
     tpu_topo_t topo;
     tpu_link_model_t link;
-    tpu_coll_desc_t desc;   /* as resolved: p2p chips filled in */
-    const tpu_algo_t *algo; /* the algorithm chosen */
-    tpu_algo_args_t args;   /* its arguments (chunks chosen; rep of the model schedule) */
-    tpu_plan_sched_t model; /* what tpu_coll_plan_model() times */
+    tpu_coll_desc_t desc;        /* as resolved: p2p chips filled in */
+    const tpu_algo_t *algo;      /* the algorithm chosen */
+    tpu_algo_args_t args;        /* its arguments (chunks chosen; rep of the model schedule) */
+    tpu_plan_sched_t model;      /* what tpu_coll_plan_model() times */
+    int model_cached;            /* 1: the selector's walk of 'model' gave: */
+    double model_s;              /* its modeled time, */
+    tpu_coll_result_t model_res; /* and its per-axis statistics */
     int group;
     int64_t shard;      /* bytes of one block */
     uint64_t in_bytes;  /* per chip */

@@ -126,6 +126,8 @@ int tpu__axis_order_index(const int *order, int naxes);
 
 void tpu__sched_init(tpu_sched_t *sched);
 void tpu__sched_fini(tpu_sched_t *sched);
+/* Make room for 'nflows' more flows and 'ndeps' more dependencies. */
+tpu_status_t tpu__sched_reserve(tpu_sched_t *sched, int64_t nflows, int64_t ndeps);
 /* Append a flow; returns its index, or -1 when out of memory. */
 int64_t tpu__sched_add(tpu_sched_t *sched, const tpu_flow_t *flow);
 /* Append 'n' dependencies to flow 'f' (which must be the last flow added). */

@@ -423,6 +423,11 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
             ctx.chips[ctx.nbuilt++] = a;
         }
     }
+    /* Room for every flow at once: no copies while the schedule grows. */
+    if (tpu__sched_reserve(sched, (int64_t)ctx.nbuilt * total_rx * nord * K, 0) != TPU_OK) {
+        status = TPU_ERR_NO_MEMORY;
+        goto out;
+    }
     ctx.elem = args->elem;
     ctx.rep = args->rep;
     ctx.args = args;
