@@ -22,8 +22,10 @@ typedef struct tpu_algo_args {
                                    representative of a translation-invariant pod, see linkmodel.c) */
     const tpu_groups_t *groups; /* groups that are not whole axes (group algorithms), or NULL */
     const int32_t *member;      /* with groups: chip -> member index */
-    const int *period; /* group algorithms: non-NULL to build only the flows of the chips whose
-                          coordinates are below period[] (orbit timing, linkmodel.h) */
+    const int *period;          /* non-NULL to build only the flows of the chips of a domain (orbit
+                                   timing, linkmodel.h): coordinates below period[] on every axis, and
+                                   below dims/2 on the axes of 'reflect' */
+    unsigned reflect; /* with period: axes (even, open) folded at their middle, i -> n-1-i */
 } tpu_algo_args_t;
 
 typedef tpu_status_t (*tpu_algo_fn_t)(const tpu_algo_args_t *args, tpu_sched_t *sched,
@@ -68,6 +70,9 @@ tpu_status_t tpu__reversed(const tpu_algo_args_t *args, tpu_algo_fn_t ag_fn, int
 int tpu__algo_in_domain(const tpu_algo_args_t *args, int chip);
 /* The chip of the domain that stands for 'chip' (itself without a period). */
 int tpu__algo_canon(const tpu_algo_args_t *args, int chip);
+/* The same, and in '*refl_p' the axes along which the symmetry that maps 'chip' to
+ * its stand-in reflects (a flow along such an axis runs the other way there). */
+int tpu__algo_canon_refl(const tpu_algo_args_t *args, int chip, unsigned *refl_p);
 
 /*
  * The groups a group algorithm works on (group_args.c): 'gr' is args->groups, or

@@ -1,4 +1,5 @@
 /* Building a plan's schedule from the registry: the algorithm, then the step index. */
+#include "lines.h"
 #include "plan.h"
 
 #include <stdio.h>
@@ -10,6 +11,48 @@ void tpu__plan_label(const tpu_algo_t *algo, int chunks, char *buf, size_t len)
     } else {
         snprintf(buf, len, "%s", algo->name);
     }
+}
+
+/*
+ * The domain of the torus family's orbit timing (linkmodel.h): the all-gather,
+ * reduce-scatter and psum torus schedules map onto themselves under a shift by
+ * one along a wrapped axis of the collective or along an axis outside it (its
+ * groups are alike and apart), and under the reflection i -> n-1-i of an open
+ * axis (a line run from both ends alike).  A reflection is used on axes of even
+ * size only, where it fixes no chip, so every flow of the pod is the image of
+ * exactly one flow of a domain chip.  Returns 1 when the domain is smaller than
+ * the pod.
+ */
+static int torus_domain(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int *period,
+                        unsigned *reflect_p)
+{
+    const tpu_topo_t *topo = &p->topo;
+    int a, smaller = 0;
+
+    *reflect_p = 0;
+    /* Faults break the symmetry (tpu__plan_faulty(), the one check). */
+    if (tpu__plan_faulty(p) || algo->groups || p->desc.groups != NULL || p->desc.pairs != NULL ||
+        (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+        !(p->desc.kind == TPU_COLL_ALL_GATHER || p->desc.kind == TPU_COLL_REDUCE_SCATTER ||
+          p->desc.kind == TPU_COLL_PSUM)) {
+        return 0;
+    }
+    for (a = 0; a < TPU_MAX_AXES; a++) {
+        int n = topo->dims[a];
+
+        period[a] = n;
+        if (a >= topo->naxes || n < 2) {
+            continue;
+        }
+        if (!(p->desc.axes & (1u << a)) || topo->wrap[a]) {
+            period[a] = 1;
+            smaller = 1;
+        } else if (n % 2 == 0) {
+            *reflect_p |= 1u << a;
+            smaller = 1;
+        }
+    }
+    return smaller;
 }
 
 tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, int rep,
@@ -24,17 +67,29 @@ tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, i
     args.chunks = chunks;
     args.rep = rep;
     args.period = NULL;
+    args.reflect = 0;
+    ps->reflect = 0;
     ps->orbit = orbit && p->orbit && algo->groups;
     if (ps->orbit) {
         int a;
 
-        args.period = p->period;
         for (a = 0; a < TPU_MAX_AXES; a++) {
             ps->period[a] = p->period[a];
         }
+    } else if (orbit && rep < 0 && torus_domain(p, algo, ps->period, &ps->reflect)) {
+        ps->orbit = 1;
     }
-    status = algo->build(&args, &ps->s, err);
-    if (status == TPU_OK) {
+    if (ps->orbit) {
+        args.period = ps->period;
+        args.reflect = ps->reflect;
+    }
+    ps->lines = 0;
+    if (orbit && rep < 0 && !ps->orbit && tpu__lines_applies(p, algo)) {
+        status = tpu__lines_build(p, ps);
+    } else {
+        status = algo->build(&args, &ps->s, err);
+    }
+    if (status == TPU_OK && !ps->lines) {
         status = tpu__plan_sched_index(ps);
     }
     if (status == TPU_OK) {
@@ -47,4 +102,21 @@ tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, i
                     tpu_coll_name(p->desc.kind), algo->name);
     }
     return status;
+}
+
+int64_t tpu__plan_sched_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t *ps)
+{
+    int64_t n = ps->s.nflows;
+    int a;
+
+    if (ps->lines) {
+        return tpu__lines_pod_flows(topo, ps);
+    }
+    if (ps->rep >= 0) {
+        return n * topo->nchips;
+    }
+    for (a = 0; ps->orbit && a < TPU_MAX_AXES; a++) {
+        n *= (ps->reflect & (1u << a)) ? 2 : topo->dims[a] / ps->period[a];
+    }
+    return n;
 }

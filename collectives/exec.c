@@ -728,7 +728,7 @@ static tpu_status_t model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t *o
     /* Orbit timing holds the flows of one domain of chips: a chip's own end needs
      * its own flows, so walk every chip's schedule (the same modeled time). */
     memset(&full, 0, sizeof(full));
-    if (ps->orbit) {
+    if (ps->orbit || ps->lines) {
         if (tpu__plan_build(e->plan, e->plan->algo, e->plan->args.chunks, -1, 0, &full, &err) !=
             TPU_OK) {
             return TPU_ERR_NO_MEMORY;
@@ -988,7 +988,7 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
         }
         e->ps = &e->data;
         e->send_from_recv = e->data.s.nlocal > 0;
-    } else if (plan->model.rep >= 0 || plan->model.orbit ||
+    } else if (plan->model.rep >= 0 || plan->model.orbit || plan->model.lines ||
                (plan->algo->pipelined && plan->args.chunks > 1)) {
         status = tpu__plan_build(plan, plan->algo, 1, -1, 0, &e->data, err);
         if (status != TPU_OK) {

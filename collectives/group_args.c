@@ -20,25 +20,42 @@ int tpu__algo_in_domain(const tpu_algo_args_t *args, int chip)
     }
     tpu_topo_coords(args->topo, chip, c);
     for (a = 0; a < TPU_MAX_AXES; a++) {
-        if (c[a] >= args->period[a]) {
+        int lim = (args->reflect & (1u << a)) ? args->topo->dims[a] / 2 : args->period[a];
+
+        if (c[a] >= lim) {
             return 0;
         }
     }
     return 1;
 }
 
-int tpu__algo_canon(const tpu_algo_args_t *args, int chip)
+int tpu__algo_canon_refl(const tpu_algo_args_t *args, int chip, unsigned *refl_p)
 {
     int c[TPU_MAX_AXES], a;
 
+    *refl_p = 0;
     if (args->period == NULL) {
         return chip;
     }
     tpu_topo_coords(args->topo, chip, c);
     for (a = 0; a < TPU_MAX_AXES; a++) {
-        c[a] %= args->period[a];
+        int n = args->topo->dims[a];
+
+        if ((args->reflect & (1u << a)) && c[a] >= n / 2) {
+            c[a] = n - 1 - c[a];
+            *refl_p |= 1u << a;
+        } else {
+            c[a] %= args->period[a];
+        }
     }
     return tpu_topo_chip(args->topo, tpu_topo_slice_of(args->topo, chip), c);
+}
+
+int tpu__algo_canon(const tpu_algo_args_t *args, int chip)
+{
+    unsigned refl;
+
+    return tpu__algo_canon_refl(args, chip, &refl);
 }
 
 tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_algo_groups_t *ag, tpu_err_t *err)

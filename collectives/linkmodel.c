@@ -106,6 +106,7 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->topo = topo;
     lm->link = *link;
     lm->classes = classes;
+    lm->step_id = 1; /* no stamp yet: every resource's scratch starts a step */
     hosts = classes ? 0 : tpu_topo_host_count(topo, link->host_dims);
     if (classes) {
         lm->port0 = lm->nic0 = lm->vpu0 = 2 * TPU_MAX_AXES;
@@ -144,14 +145,17 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     }
     for (r = 0; r < lm->port0; r++) {
         lm->bw[r] = link->ici_bw / 2 * eff;
+        if (!classes && link->faults != NULL) {
+            lm->bw[r] *= tpu_faults_link_factor(link->faults, r);
+        }
     }
     for (c = 0; c < (classes ? 0 : topo->nchips); c++) {
         int h = tpu_topo_host_of(topo, link->host_dims, c);
 
         /* The chip's path to the NIC: PCIe (pcie_bw; 0: not modeled) and the chip's
          * own share of the NIC, the book's per-chip DCN figure (dcn_bw). */
-        double port = link->pcie_bw > 0 && link->pcie_bw < link->dcn_bw ? link->pcie_bw
-                                                                          : link->dcn_bw;
+        double port =
+            link->pcie_bw > 0 && link->pcie_bw < link->dcn_bw ? link->pcie_bw : link->dcn_bw;
 
         lm->bw[lm->port0 + 2 * c] = lm->bw[lm->port0 + 2 * c + 1] = port;
         /* The NIC: nic_bw, or the sum of its chips' dcn_bw. */
@@ -160,6 +164,16 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     }
     for (r = lm->nic0; r < lm->vpu0 && link->nic_bw > 0; r++) {
         lm->bw[r] = link->nic_bw;
+    }
+    for (r = lm->nic0; r < lm->vpu0 && link->faults != NULL; r++) {
+        lm->bw[r] *= tpu_faults_nic_factor(link->faults, (r - lm->nic0) / 2);
+    }
+    if (tpu_faults_down_count(link->faults) > 0) {
+        lm->route_scratch = tpu__malloc((size_t)topo->chips_per_slice * 2 * sizeof(int32_t));
+        if (lm->route_scratch == NULL) {
+            tpu__linkmodel_fini(lm);
+            return TPU_ERR_NO_MEMORY;
+        }
     }
     for (r = lm->vpu0; r < lm->nres; r++) {
         /* reduce_bw 0: reductions are not modeled (an infinite VPU). */
@@ -192,13 +206,41 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->ent);
     tpu__free(lm->orbit);
     tpu__free(lm->orbit_chip);
+    tpu__free(lm->route_scratch);
     memset(lm, 0, sizeof(*lm));
 }
 
-tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period)
+/*
+ * The chip that stands for chip 'ch' in orbit timing: its image under the
+ * symmetry that maps it into the domain (translations by multiples of 'period',
+ * reflections i -> n-1-i of the axes of 'reflect'); '*flip_p' gets the axes
+ * reflected.
+ */
+static int orbit_chip(const tpu_topo_t *topo, int ch, const int *period, unsigned reflect,
+                      unsigned *flip_p)
+{
+    int c[TPU_MAX_AXES], a;
+
+    *flip_p = 0;
+    tpu_topo_coords(topo, ch, c);
+    for (a = 0; a < TPU_MAX_AXES; a++) {
+        int n = topo->dims[a];
+
+        if ((reflect & (1u << a)) && c[a] >= n / 2) {
+            c[a] = n - 1 - c[a];
+            *flip_p |= 1u << a;
+        } else {
+            c[a] %= period[a];
+        }
+    }
+    return tpu_topo_chip(topo, tpu_topo_slice_of(topo, ch), c);
+}
+
+tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, unsigned reflect)
 {
     const tpu_topo_t *topo = lm->topo;
     int l, ch;
+    unsigned flip;
 
     lm->orbit = tpu__malloc((size_t)(topo->nlinks > 0 ? topo->nlinks : 1) * sizeof(int32_t));
     lm->orbit_chip = tpu__malloc((size_t)topo->nchips * sizeof(int32_t));
@@ -206,19 +248,15 @@ tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period)
         return TPU_ERR_NO_MEMORY;
     }
     for (ch = 0; ch < topo->nchips; ch++) {
-        int c[TPU_MAX_AXES], a;
-
-        tpu_topo_coords(topo, ch, c);
-        for (a = 0; a < TPU_MAX_AXES; a++) {
-            c[a] %= period[a];
-        }
-        lm->orbit_chip[ch] = tpu_topo_chip(topo, tpu_topo_slice_of(topo, ch), c);
+        lm->orbit_chip[ch] = orbit_chip(topo, ch, period, reflect, &flip);
     }
     for (l = 0; l < topo->nlinks; l++) {
-        int src, axis, dir, dst;
+        int src, axis, dir, dst, img = 0;
 
         tpu_topo_link_ends(topo, l, &src, &axis, &dir, &dst);
-        lm->orbit[l] = tpu_topo_link(topo, lm->orbit_chip[src], axis, dir);
+        img = orbit_chip(topo, src, period, reflect, &flip);
+        /* A reflection of the link's own axis turns its direction. */
+        lm->orbit[l] = tpu_topo_link(topo, img, axis, (flip & (1u << axis)) ? -dir : dir);
     }
     return TPU_OK;
 }
@@ -232,7 +270,8 @@ static int link_res(const tpu_linkmodel_t *lm, int l)
 /* The ICI route of a flow, from 'from' (the chip where its ICI part starts). */
 static void flow_route(const tpu_linkmodel_t *lm, const tpu_flow_t *f, int from, tpu_route_t *route)
 {
-    tpu_topo_route(lm->topo, from, f->dst, tpu__axis_orders[f->order], f->tie, route);
+    tpu_faults_route(lm->link.faults, lm->topo, from, f->dst, tpu__axis_orders[f->order], f->tie,
+                     lm->route_scratch, route);
 }
 
 /* Where the ICI part of flow 'f' starts: its src, or after DCN the chip in dst's slice. */
@@ -448,8 +487,15 @@ static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, in
                 lm->nfree[r] = lm->st[kx] + d;
             }
             /* The starts hold up the messages of the port's own DMA engine, not the
-             * bytes passing through; its own start is inside the hop latency. */
-            d -= lm->ent[x].port ? msg : starts * msg;
+             * bytes passing through; its own start is inside the hop latency.  (Added
+             * only when there are some, so that a drain is bit for bit load / bw.) */
+            d = sum / bw;
+            if (lm->ent[x].port && starts > 1) {
+                d += (starts - 1) * msg;
+            }
+            if (q > 0) {
+                d += q;
+            }
             if (d > lm->md[kx]) {
                 lm->md[kx] = d;
             }
@@ -548,7 +594,11 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
             if (lm->st[k] + dr > lm->nfree[r]) {
                 lm->nfree[r] = lm->st[k] + dr;
             }
-            dr -= i == 0 ? msg : lm->nmsg[r] * msg;
+            /* One batch here, its own or one it passes through: only the bytes. */
+            dr = lm->sum[r] / lm->bw[r];
+            if (q > 0) {
+                dr += q;
+            }
             if (dr > d) {
                 d = dr;
             }
@@ -622,4 +672,75 @@ int tpu__linkmodel_flow_links(const tpu_linkmodel_t *lm, const tpu_flow_t *f, in
 double tpu__linkmodel_bw(const tpu_linkmodel_t *lm, int r)
 {
     return lm->bw[r];
+}
+
+/*
+ * One step whose flows all start together, as one stream (line timing of the
+ * direct all-to-all, lines.c): every flow overlaps every other, so a resource's
+ * drain is its whole load over its bandwidth and the one batch of message starts
+ * is inside the hop latency; these give exactly what tpu__linkmodel_step() gives
+ * for such a step, without a flow list.
+ */
+void tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes)
+{
+    if (lm->stamp[r] != lm->step_id) {
+        lm->stamp[r] = lm->step_id;
+        lm->touched[lm->ntouched++] = r;
+        lm->sum[r] = 0;
+        lm->nmsg[r] = 0;
+    }
+    lm->sum[r] += bytes;
+}
+
+void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
+                              int64_t last)
+{
+    int64_t k;
+    int i, m;
+    double lat;
+
+    for (k = first; k < last; k++) {
+        m = flow_resources(lm, &sched->flows[k], &lat);
+        for (i = 0; i < m; i++) {
+            tpu__linkmodel_add_load(lm, lm->rres[i], lm->rw[i]);
+        }
+    }
+}
+
+void tpu__linkmodel_time_flow(tpu_linkmodel_t *lm, const tpu_flow_t *f, double ready,
+                              double *start_p, double *arrival_p)
+{
+    double lat, d = 0;
+    int i, m = flow_resources(lm, f, &lat);
+
+    for (i = 0; i < m; i++) {
+        int32_t r = lm->rres[i];
+
+        if (lm->stamp[r] == lm->step_id && lm->bw[r] > 0 && lm->sum[r] / lm->bw[r] > d) {
+            d = lm->sum[r] / lm->bw[r];
+        }
+    }
+    *start_p = ready;
+    *arrival_p = m > 0 ? ready + lat + d : ready;
+}
+
+void tpu__linkmodel_end_step(tpu_linkmodel_t *lm)
+{
+    int t;
+
+    for (t = 0; t < lm->ntouched; t++) {
+        int32_t r = lm->touched[t];
+
+        if (lm->bw[r] > 0) {
+            lm->busy[r] += lm->sum[r] / lm->bw[r] + (lm->sum[r] > 0 ? lm->link.msg_cost : 0);
+            lm->bytes[r] += lm->sum[r];
+        }
+    }
+    lm->ntouched = 0;
+    lm->step_id++;
+}
+
+double tpu__linkmodel_load(const tpu_linkmodel_t *lm, int r)
+{
+    return lm->stamp[r] == lm->step_id ? lm->sum[r] : 0;
 }

@@ -23,17 +23,18 @@ typedef struct tpu_lm_entry {
 typedef struct tpu_linkmodel {
     const tpu_topo_t *topo;
     tpu_link_model_t link;
-    int classes;         /* 1: ICI resources are link classes (axis, direction) */
-    int32_t *orbit;      /* orbit mode: link -> the link that stands for its orbit, or NULL */
-    int32_t *orbit_chip; /* orbit mode: chip -> the chip of the domain that stands for it */
-    int nres;            /* ICI links (or classes), host ports, host NICs, VPUs */
-    int port0;           /* first chip host port (PCIe; 2 per chip: out, in) */
-    int nic0;            /* first host NIC (2 per host: out, in) */
-    int vpu0;            /* first VPU (one per chip; one in representative mode) */
-    double *bw;          /* bytes/s of each resource (0: not modeled) */
-    double *free;        /* when each resource has drained what it was given so far */
-    double *busy;        /* total busy seconds of each resource */
-    double *bytes;       /* total bytes of each resource */
+    int classes;            /* 1: ICI resources are link classes (axis, direction) */
+    int32_t *orbit;         /* orbit mode: link -> the link that stands for its orbit, or NULL */
+    int32_t *orbit_chip;    /* orbit mode: chip -> the chip of the domain that stands for it */
+    int32_t *route_scratch; /* with failed links: the search of tpu_faults_route(), or NULL */
+    int nres;               /* ICI links (or classes), host ports, host NICs, VPUs */
+    int port0;              /* first chip host port (PCIe; 2 per chip: out, in) */
+    int nic0;               /* first host NIC (2 per host: out, in) */
+    int vpu0;               /* first VPU (one per chip; one in representative mode) */
+    double *bw;             /* bytes/s of each resource (0: not modeled) */
+    double *free;           /* when each resource has drained what it was given so far */
+    double *busy;           /* total busy seconds of each resource */
+    double *bytes;          /* total bytes of each resource */
     /* Scratch of the current step, per resource: */
     double *sum, *s0, *e0, *nfree;
     int32_t *nmsg, *stamp; /* nmsg: batches of messages that start on the resource */
@@ -70,7 +71,21 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm);
  * which adds up exactly what the full schedule puts on each link of the orbit,
  * so every time comes out bit for bit as in the full schedule.  ICI only.
  */
-tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period);
+tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, unsigned reflect);
+
+/*
+ * One step whose flows all start at once as one stream (line timing, lines.c):
+ * count loads (load_step, add_load), read one (load), time a flow from them
+ * (time_flow: start = ready, arrival = ready + latency + the largest load / bw
+ * on its route, what tpu__linkmodel_step() gives such a step), close the step.
+ */
+void tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes);
+void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
+                              int64_t last);
+double tpu__linkmodel_load(const tpu_linkmodel_t *lm, int r);
+void tpu__linkmodel_time_flow(tpu_linkmodel_t *lm, const tpu_flow_t *f, double ready,
+                              double *start_p, double *arrival_p);
+void tpu__linkmodel_end_step(tpu_linkmodel_t *lm);
 
 /*
  * Time the 'n' flows of one step ('flows'): start[k] holds when flow k's data is

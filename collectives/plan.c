@@ -77,7 +77,7 @@ static tpu_status_t resolve_groups(tpu_coll_plan_t *p, tpu_err_t *err)
     }
     tpu_groups_index(&p->groups, p->topo.nchips, p->group_of, p->member);
     /* Symmetric groups are timed from the chips of one domain (linkmodel.h). */
-    p->orbit = tpu_groups_period(&p->topo, &p->groups, p->period) > 1;
+    p->orbit = !tpu__plan_faulty(p) && tpu_groups_period(&p->topo, &p->groups, p->period) > 1;
     d->groups = &p->groups;
     d->axes = 0;
     return TPU_OK;
@@ -397,26 +397,6 @@ tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_result_t 
     return tpu_coll_plan_model_observed(plan, NULL, res_p, err);
 }
 
-/*
- * The flows of the whole pod (issue 13 item 7): a representative schedule holds
- * one chip's flows, which every chip runs translated; an orbit schedule holds the
- * flows of one domain of period[0] x period[1] x period[2] chips, which every
- * translate of the domain runs.
- */
-static int64_t whole_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t *ps)
-{
-    int64_t n = ps->s.nflows;
-    int a;
-
-    if (ps->rep >= 0) {
-        return n * topo->nchips;
-    }
-    for (a = 0; ps->orbit && a < topo->naxes; a++) {
-        n *= ps->period[a] > 0 ? topo->dims[a] / ps->period[a] : 1;
-    }
-    return n;
-}
-
 tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
                                           const tpu_coll_observer_t *obs, tpu_coll_result_t *res_p,
                                           tpu_err_t *err)
@@ -429,7 +409,8 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
 
     memset(&res, 0, sizeof(res));
     memset(&full, 0, sizeof(full));
-    if (obs != NULL && obs->every_chip && (plan->model.rep >= 0 || plan->model.orbit)) {
+    if (obs != NULL &&
+        (plan->model.lines || (obs->every_chip && (plan->model.rep >= 0 || plan->model.orbit)))) {
         /* The schedule of every chip: the same modeled time, flow by flow. */
         status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &full, err);
         if (status != TPU_OK) {
@@ -437,14 +418,21 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
         }
         ps = &full;
     }
-    status = tpu__time_schedule_observed(&plan->topo, &plan->link, ps, obs, &t, &res);
+    if (obs == NULL && plan->model_cached) {
+        /* The walk is a pure function of the plan: the selector's is the same. */
+        t = plan->model_s;
+        res = plan->model_res;
+        status = TPU_OK;
+    } else {
+        status = tpu__time_schedule_observed(&plan->topo, &plan->link, ps, obs, &t, &res);
+    }
     tpu__plan_sched_fini(&full);
     if (status != TPU_OK) {
         return tpu_err_set(err, status, "out of memory modelling %s", plan->name);
     }
     res.modeled_us = t * 1e6;
     snprintf(res.algorithm, sizeof(res.algorithm), "%s", plan->name);
-    res.flows = whole_pod_flows(&plan->topo, &plan->model);
+    res.flows = tpu__plan_sched_pod_flows(&plan->topo, &plan->model);
     res.steps = plan->model.s.nsteps;
     *res_p = res;
     return TPU_OK;

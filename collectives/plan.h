@@ -15,10 +15,13 @@
 struct tpu_coll_plan {
     tpu_topo_t topo;
     tpu_link_model_t link;
-    tpu_coll_desc_t desc;   /* as resolved: p2p chips filled in */
-    const tpu_algo_t *algo; /* the algorithm chosen */
-    tpu_algo_args_t args;   /* its arguments (chunks chosen; rep of the model schedule) */
-    tpu_plan_sched_t model; /* what tpu_coll_plan_model() times */
+    tpu_coll_desc_t desc;        /* as resolved: p2p chips filled in */
+    const tpu_algo_t *algo;      /* the algorithm chosen */
+    tpu_algo_args_t args;        /* its arguments (chunks chosen; rep of the model schedule) */
+    tpu_plan_sched_t model;      /* what tpu_coll_plan_model() times */
+    int model_cached;            /* 1: the selector's walk of 'model' gave: */
+    double model_s;              /* its modeled time, */
+    tpu_coll_result_t model_res; /* and its per-axis statistics */
     int group;
     int64_t shard;      /* bytes of one block */
     uint64_t in_bytes;  /* per chip */
@@ -53,15 +56,26 @@ static inline int tpu__plan_member(const tpu_coll_plan_t *p, int chip, int j)
     return tpu_topo_group_member(&p->topo, p->desc.axes, chip, j);
 }
 
+/* Does the plan's link model carry faults?  Then no chip stands for another. */
+static inline int tpu__plan_faulty(const tpu_coll_plan_t *p)
+{
+    return tpu_faults_count(p->link.faults) > 0;
+}
+
 /*
  * Is the collective the same from every chip?  Then the model times one chip's
  * flows (linkmodel.c, representative mode): every selected axis wraps, nothing
- * crosses DCN, and the algorithm treats every chip alike (all but p2p).
+ * crosses DCN, the algorithm treats every chip alike (all but p2p), and no fault
+ * makes one chip or link differ from the others.
  */
 static inline int tpu__plan_translation_invariant(const tpu_coll_plan_t *p)
 {
     int a;
 
+    /* Slow or failed links, chips or NICs break the symmetry (the one check). */
+    if (tpu__plan_faulty(p)) {
+        return 0;
+    }
     if (p->desc.kind == TPU_COLL_P2P || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
         p->desc.groups != NULL || p->desc.pairs != NULL) {
         return 0;

@@ -42,6 +42,31 @@ void tpu__sched_fini(tpu_sched_t *sched)
     memset(sched, 0, sizeof(*sched));
 }
 
+tpu_status_t tpu__sched_reserve(tpu_sched_t *sched, int64_t nflows, int64_t ndeps)
+{
+    if (sched->nflows + nflows > sched->cap_flows) {
+        int64_t cap = sched->nflows + nflows;
+        tpu_flow_t *flows = tpu__realloc(sched->flows, (size_t)cap * sizeof(*flows));
+
+        if (flows == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        sched->flows = flows;
+        sched->cap_flows = cap;
+    }
+    if (sched->ndeps + ndeps > sched->cap_deps) {
+        int64_t cap = sched->ndeps + ndeps;
+        int32_t *d = tpu__realloc(sched->deps, (size_t)cap * sizeof(*d));
+
+        if (d == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        sched->deps = d;
+        sched->cap_deps = cap;
+    }
+    return TPU_OK;
+}
+
 int64_t tpu__sched_add(tpu_sched_t *sched, const tpu_flow_t *flow)
 {
     if (sched->nflows == sched->cap_flows) {
@@ -106,6 +131,13 @@ tpu_status_t tpu__sched_sort(tpu_sched_t *sched)
     tpu_status_t status = TPU_ERR_NO_MEMORY;
     int s;
 
+    /* Already in step order (a concatenation of sorted schedules): the stable sort
+     * is the identity. */
+    for (i = 1; i < n && sched->flows[i - 1].step <= sched->flows[i].step; i++) {
+    }
+    if (i >= n) {
+        return TPU_OK;
+    }
     pos = tpu__calloc((size_t)sched->nsteps + 1, sizeof(*pos));
     newidx = tpu__malloc((size_t)(n ? n : 1) * sizeof(*newidx));
     flows = tpu__malloc((size_t)(n ? n : 1) * sizeof(*flows));
@@ -198,6 +230,9 @@ tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs)
             list[first[f] + fill[f]++] = (int32_t)i;
         }
     }
+    if (tpu__sched_reserve(rs, n, ag->ndeps) != TPU_OK) {
+        goto out;
+    }
     /* Flow i of 'ag' becomes flow i of 'rs', so dependents keep their indices. */
     for (i = 0; i < n; i++) {
         const tpu_flow_t *f = &ag->flows[i];
@@ -281,6 +316,18 @@ tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second)
             int k = first->flows[i].dst * nstreams + first->flows[i].stream;
 
             byk[start[k] + fill[k]++] = (int32_t)i;
+        }
+        {
+            int64_t nd = second->ndeps;
+
+            for (i = 0; i < second->nflows; i++) {
+                if (second->flows[i].ndeps == 0) {
+                    nd += count[second->flows[i].src * nstreams + second->flows[i].stream];
+                }
+            }
+            if (tpu__sched_reserve(first, second->nflows, nd) != TPU_OK) {
+                goto out;
+            }
         }
         for (i = 0; i < second->nflows; i++) {
             tpu_flow_t f = second->flows[i];

@@ -108,10 +108,15 @@ typedef struct tpu_sched {
 /* A built schedule with its step index. */
 typedef struct tpu_plan_sched {
     tpu_sched_t s;
-    int64_t *step_start; /* flows of step s are [step_start[s], step_start[s+1]) */
-    int rep;             /* representative chip (link-class timing), or -1: every chip */
-    int orbit;           /* 1: the flows of the chips below 'period' only (orbit timing) */
-    int period[TPU_MAX_AXES];
+    int64_t *step_start;      /* flows of step s are [step_start[s], step_start[s+1]) */
+    int rep;                  /* representative chip (link-class timing), or -1: every chip */
+    int orbit;                /* 1: the flows of the chips of a domain only (orbit timing): */
+    int period[TPU_MAX_AXES]; /* coordinates below period[a] on every axis, */
+    unsigned reflect;         /* and below dims[a] / 2 on these (folded) axes */
+    int lines;                /* 1: no flows, the line form of lines.c (direct all-to-all) of: */
+    unsigned lines_mask;      /* its axes, */
+    int64_t lines_blk;        /* its block bytes, */
+    int64_t lines_elem;       /* and its element bytes */
 } tpu_plan_sched_t;
 
 /* Permutations of (0, 1, 2), the axis orders a route can take; index 0 is x, y, z. */
@@ -121,6 +126,8 @@ int tpu__axis_order_index(const int *order, int naxes);
 
 void tpu__sched_init(tpu_sched_t *sched);
 void tpu__sched_fini(tpu_sched_t *sched);
+/* Make room for 'nflows' more flows and 'ndeps' more dependencies. */
+tpu_status_t tpu__sched_reserve(tpu_sched_t *sched, int64_t nflows, int64_t ndeps);
 /* Append a flow; returns its index, or -1 when out of memory. */
 int64_t tpu__sched_add(tpu_sched_t *sched, const tpu_flow_t *flow);
 /* Append 'n' dependencies to flow 'f' (which must be the last flow added). */
@@ -155,6 +162,8 @@ static inline int64_t tpu__layout_offset(const tpu_layout_t *l, int64_t g)
 
 /* Index the steps of 'ps->s' into 'ps->step_start'. */
 tpu_status_t tpu__plan_sched_index(tpu_plan_sched_t *ps);
+/* The flows of the whole pod the schedule stands for (it may hold a part of them). */
+int64_t tpu__plan_sched_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t *ps);
 /* Free the schedule and its index (safe on a zeroed or freed one). */
 void tpu__plan_sched_fini(tpu_plan_sched_t *ps);
 

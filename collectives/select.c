@@ -7,6 +7,7 @@
  */
 #include "tpu/alloc.h"
 
+#include "lines.h"
 #include "plan.h"
 #include "timing.h"
 
@@ -75,6 +76,11 @@ static double model_flows(const tpu_coll_plan_t *p)
     }
     switch (flow_growth[p->desc.kind]) {
     case FLOWS_GROUP:
+        /* The direct all-to-all is timed from its lines (lines.c) unless one is named. */
+        if ((p->desc.algo[0] == '\0' || strcmp(p->desc.algo, "direct") == 0) &&
+            tpu__lines_applies(p, NULL)) {
+            return chips;
+        }
         return chips * p->group;
     case FLOWS_ONE:
         return chips;
@@ -92,32 +98,44 @@ static int depth_worth_trying(const tpu_coll_plan_t *p, int c, int chunks)
                        (int64_t)chunks * TPU_MAX_AXES > p->shard / p->args.elem);
 }
 
-/* Make 'algo' with 'chunks' the plan's choice: name it and build its model schedule. */
-static tpu_status_t choose(tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, tpu_err_t *err)
+/* Build the model schedule of 'algo' with 'chunks' into 'ps'. */
+static tpu_status_t build_choice(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks,
+                                 tpu_plan_sched_t *ps, tpu_err_t *err)
 {
     /* Group algorithms treat members by their place in a group, not by their
      * coordinates: their schedules are built for every chip. */
     int rep = tpu__plan_translation_invariant(p) && !algo->groups ? 0 : -1;
 
+    return tpu__plan_build(p, algo, chunks, rep, 1, ps, err);
+}
+
+/* Make 'algo' with 'chunks' the plan's choice, with its model schedule 'ps' (moved). */
+static void choose(tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, tpu_plan_sched_t *ps)
+{
     p->algo = algo;
     p->args.chunks = chunks;
-    p->args.rep = rep;
+    p->args.rep = ps->rep;
     tpu__plan_label(algo, chunks, p->name, sizeof(p->name));
-    return tpu__plan_build(p, algo, chunks, rep, 1, &p->model, err);
+    tpu__plan_sched_fini(&p->model);
+    p->model = *ps;
+    memset(ps, 0, sizeof(*ps));
 }
+
+typedef struct candidate {
+    const tpu_algo_t *algo;
+    int chunks;
+    double t;
+    tpu_coll_result_t res; /* its per-axis statistics */
+    tpu_plan_sched_t ps;   /* its model schedule, kept while it may still be chosen */
+} candidate_t;
 
 tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
 {
     const tpu_coll_desc_t *desc = &p->desc;
-    const tpu_algo_t *best = NULL;
-    struct {
-        const tpu_algo_t *algo;
-        int chunks;
-        double t;
-    } cand[TPU_SELECT_MAX_CAND];
-    int best_chunks = 1, i, c, found = 0, ncand = 0;
+    candidate_t *cand = NULL;
+    int best_chunks = 1, i, c, found = 0, ncand = 0, best = -1, k;
     double best_t = 0;
-    tpu_status_t status;
+    tpu_status_t status = TPU_OK;
 
     if (model_flows(p) > TPU_MAX_MODEL_FLOWS) {
         return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
@@ -127,7 +145,12 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                            tpu_coll_name(desc->kind), p->group, model_flows(p) / 1e6,
                            TPU_MAX_MODEL_FLOWS / 1e6);
     }
-    for (i = 0; i < tpu__nalgos; i++) {
+    cand = tpu__calloc(TPU_SELECT_MAX_CAND, sizeof(*cand));
+    if (cand == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory choosing the %s algorithm",
+                           tpu_coll_name(desc->kind));
+    }
+    for (i = 0; i < tpu__nalgos && status == TPU_OK; i++) {
         const tpu_algo_t *algo = &tpu__algos[i];
         int nchoices = algo->pipelined && desc->chunks == 0 ? NCHOICES : 1;
 
@@ -142,57 +165,70 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
             continue;
         }
         found = 1;
-        for (c = 0; c < nchoices; c++) {
+        for (c = 0; c < nchoices && ncand < TPU_SELECT_MAX_CAND; c++) {
             int chunks = !algo->pipelined ? 1 : desc->chunks > 0 ? desc->chunks : chunk_choices[c];
-            double t;
+            candidate_t *cd = &cand[ncand];
 
             if (!depth_worth_trying(p, c, chunks)) {
                 break;
             }
-            status = choose(p, algo, chunks, err);
+            status = build_choice(p, algo, chunks, &cd->ps, err);
             if (status == TPU_OK) {
-                status = tpu__time_schedule(&p->topo, &p->link, &p->model, &t, NULL);
+                status = tpu__time_schedule(&p->topo, &p->link, &cd->ps, &cd->t, &cd->res);
                 if (status != TPU_OK) {
                     tpu_err_set(err, status, "out of memory timing the %s schedule (%s)",
                                 tpu_coll_name(desc->kind), algo->name);
                 }
             }
             if (status != TPU_OK) {
-                return status;
+                tpu__plan_sched_fini(&cd->ps);
+                break;
             }
-            if (ncand < TPU_SELECT_MAX_CAND) {
-                cand[ncand].algo = algo;
-                cand[ncand].chunks = chunks;
-                cand[ncand++].t = t;
-            }
-            if (best == NULL || t < best_t) {
-                best = algo;
+            cd->algo = algo;
+            cd->chunks = chunks;
+            ncand++;
+            if (best < 0 || cd->t < best_t) {
+                best = ncand - 1;
                 best_chunks = chunks;
-                best_t = t;
+                best_t = cd->t;
+            }
+            /* A schedule slower than the slack allows is never chosen: free it. */
+            for (k = 0; k < ncand; k++) {
+                if (cand[k].t > best_t * (1 + TPU_SELECT_SLACK)) {
+                    tpu__plan_sched_fini(&cand[k].ps);
+                }
             }
         }
     }
-    /*
-     * The shallowest pipeline within TPU_SELECT_SLACK of the fastest: a deeper one
-     * buys less than that in modeled time and costs proportionally more messages,
-     * each with a fixed DMA cost on the TPU that the link model leaves out (and a
-     * real cost on the host that emulates it).
-     */
-    for (i = 0; i < ncand; i++) {
-        if (cand[i].t <= best_t * (1 + TPU_SELECT_SLACK) &&
-            (cand[i].chunks < best_chunks ||
-             (cand[i].chunks == best_chunks && cand[i].t < best_t))) {
-            best = cand[i].algo;
-            best_chunks = cand[i].chunks;
+    if (status == TPU_OK && !found) {
+        status = tpu_err_set(err, TPU_ERR_INVALID,
+                             "unknown algorithm '%s' for %s (see tpuemu info --algorithms)",
+                             desc->algo, tpu_coll_name(desc->kind));
+    }
+    if (status == TPU_OK) {
+        /*
+         * The shallowest pipeline within TPU_SELECT_SLACK of the fastest: a deeper
+         * one buys less than that in modeled time and costs proportionally more
+         * messages, each with a fixed DMA cost on the TPU that the link model
+         * leaves out (and a real cost on the host that emulates it).
+         */
+        for (i = 0; i < ncand; i++) {
+            if (cand[i].t <= best_t * (1 + TPU_SELECT_SLACK) &&
+                (cand[i].chunks < best_chunks ||
+                 (cand[i].chunks == best_chunks && cand[i].t < best_t))) {
+                best = i;
+                best_chunks = cand[i].chunks;
+            }
         }
+        choose(p, cand[best].algo, cand[best].chunks, &cand[best].ps);
+        /* tpu_coll_plan_model() without an observer gives what the walk just gave. */
+        p->model_s = cand[best].t;
+        p->model_res = cand[best].res;
+        p->model_cached = 1;
     }
-    if (!found) {
-        return tpu_err_set(err, TPU_ERR_INVALID,
-                           "unknown algorithm '%s' for %s (see tpuemu info --algorithms)",
-                           desc->algo, tpu_coll_name(desc->kind));
+    for (k = 0; k < ncand; k++) {
+        tpu__plan_sched_fini(&cand[k].ps);
     }
-    if (best != p->algo || best_chunks != p->args.chunks) {
-        return choose(p, best, best_chunks, err);
-    }
-    return TPU_OK;
+    tpu__free(cand);
+    return status;
 }

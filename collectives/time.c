@@ -17,6 +17,7 @@
  */
 #include "tpu/alloc.h"
 
+#include "lines.h"
 #include "timing.h"
 
 #include <string.h>
@@ -38,7 +39,7 @@ tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu
     if (tpu__linkmodel_init(&t->lm, topo, link, ps->rep >= 0) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }
-    if (ps->orbit && tpu__linkmodel_set_orbits(&t->lm, ps->period) != TPU_OK) {
+    if (ps->orbit && tpu__linkmodel_set_orbits(&t->lm, ps->period, ps->reflect) != TPU_OK) {
         tpu__linkmodel_fini(&t->lm);
         return TPU_ERR_NO_MEMORY;
     }
@@ -191,6 +192,10 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
     tpu_timing_t t;
     double end;
 
+    if (ps->lines) {
+        /* No flows to observe: the callers walk every chip's schedule for that. */
+        return tpu__lines_time(topo, link, ps, seconds_p, res);
+    }
     if (tpu__timing_init(&t, topo, link, ps) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }

@@ -40,6 +40,9 @@ typedef struct tpu_opts {
     const char *inject; /* --inject crash:chip=C,call=N */
     const char *msg_cost_us, *pcie_bw, *nic_bw, *reduce_bw;
     int calibrated;
+    /* --fault KIND:key=value,... (repeatable; checked by tpu_opts_parse) */
+    const char *fault[TPU_MAX_FAULTS];
+    int nfault;
     /* 'model --op': the chip op and its sizes. */
     int op_mode;
     const char *chip_op, *out_dtype, *m, *k, *n, *elements, *cols;

@@ -56,8 +56,11 @@ typedef struct phase_ctx {
     int nprior;
     int64_t sub_off; /* the stream's part of every block */
     int64_t sub_len;
-    int64_t elem;            /* bytes per element: halves split between elements */
-    int rep;                 /* representative chip, or -1 for all */
+    int64_t elem;                /* bytes per element: halves split between elements */
+    int rep;                     /* representative chip, or -1 for all */
+    const tpu_algo_args_t *args; /* its period: the chips of a domain only (orbit timing) */
+    int32_t *chips; /* the chips whose flows are built (the representative, a domain, or all) */
+    int nbuilt;
     const tpu_layout_t *lay; /* the current stream's working layout */
     int stream;
     unsigned mask;
@@ -299,9 +302,11 @@ static void note_pending(phase_ctx_t *ctx, int chip, int64_t flow)
 
 static void end_phase(phase_ctx_t *ctx)
 {
-    int c;
+    int i, c;
 
-    for (c = 0; c < ctx->topo->nchips; c++) {
+    /* Flows are received (or stood for) by the chips that are built only. */
+    for (i = 0; i < ctx->nbuilt; i++) {
+        c = ctx->chips[i];
         memcpy(ctx->seen + (int64_t)c * ctx->seen_cap + ctx->nseen[c],
                ctx->pending + (int64_t)c * ctx->seen_cap, (size_t)ctx->npending[c] * 4);
         ctx->nseen[c] += ctx->npending[c];
@@ -313,15 +318,12 @@ static void end_phase(phase_ctx_t *ctx)
 static tpu_status_t dcn_phase(phase_ctx_t *ctx, int step)
 {
     const tpu_topo_t *topo = ctx->topo;
-    int c, s;
+    int i, s;
 
-    for (c = 0; c < topo->nchips; c++) {
-        int coords[TPU_MAX_AXES];
+    for (i = 0; i < ctx->nbuilt; i++) {
+        int coords[TPU_MAX_AXES], c = ctx->chips[i];
         tpu_span_t span;
 
-        if (ctx->rep >= 0 && c != ctx->rep) {
-            continue;
-        }
         tpu_topo_coords(topo, c, coords);
         item_span(ctx, c, &span);
         for (s = 1; s < topo->slices; s++) {
@@ -348,17 +350,14 @@ static tpu_status_t ring_phase(phase_ctx_t *ctx, int axis, int step0)
     const tpu_topo_t *topo = ctx->topo;
     int n = topo->dims[axis], wrap = topo->wrap[axis];
     int T = axis_steps(topo, axis);
-    int t, c, di;
+    int t, i, di;
 
     for (t = 1; t <= T; t++) {
         int half = wrap && n % 2 == 0 && t == n / 2;
 
-        for (c = 0; c < topo->nchips; c++) {
-            int coords[TPU_MAX_AXES];
+        for (i = 0; i < ctx->nbuilt; i++) {
+            int coords[TPU_MAX_AXES], c = ctx->chips[i];
 
-            if (ctx->rep >= 0 && c != ctx->rep) {
-                continue;
-            }
             tpu_topo_coords(topo, c, coords);
             for (di = 0; di < 2; di++) {
                 int dir = di == 0 ? 1 : -1;
@@ -370,6 +369,8 @@ static tpu_status_t ring_phase(phase_ctx_t *ctx, int axis, int step0)
                 int32_t dep1;
                 int ndeps;
                 int64_t idx;
+                int rdi = di;
+                unsigned refl;
                 tpu_status_t status;
 
                 if (dst < 0) {
@@ -415,8 +416,13 @@ static tpu_status_t ring_phase(phase_ctx_t *ctx, int axis, int step0)
                 }
                 if (ctx->rep >= 0) {
                     dst = ctx->rep; /* it receives the translate of what it sends */
+                } else {
+                    /* A domain chip receives what its stand-in's image sends: the
+                     * flow runs the other way there if the symmetry reflects it. */
+                    dst = tpu__algo_canon_refl(ctx->args, dst, &refl);
+                    rdi = (refl & (1u << axis)) ? 1 - di : di;
                 }
-                ctx->phase_rx[((int64_t)dst * 2 + di) * ctx->phase_cap + t] = (int32_t)idx;
+                ctx->phase_rx[((int64_t)dst * 2 + rdi) * ctx->phase_cap + t] = (int32_t)idx;
                 note_pending(ctx, dst, idx);
             }
         }
@@ -485,13 +491,25 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     ctx.nseen = tpu__calloc((size_t)topo->nchips, sizeof(int));
     ctx.npending = tpu__calloc((size_t)topo->nchips, sizeof(int));
     ctx.phase_rx = tpu__malloc((size_t)topo->nchips * 2 * maxT * sizeof(int32_t));
+    ctx.chips = tpu__malloc((size_t)topo->nchips * sizeof(int32_t));
     if (ctx.seen == NULL || ctx.pending == NULL || ctx.nseen == NULL || ctx.npending == NULL ||
-        ctx.phase_rx == NULL) {
+        ctx.phase_rx == NULL || ctx.chips == NULL) {
+        status = TPU_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (a = 0; a < topo->nchips; a++) {
+        if (args->rep >= 0 ? a == args->rep : tpu__algo_in_domain(args, a)) {
+            ctx.chips[ctx.nbuilt++] = a;
+        }
+    }
+    /* Room for every flow at once: no copies while the schedule grows. */
+    if (tpu__sched_reserve(sched, (int64_t)ctx.nbuilt * total_rx * nord * K, 0) != TPU_OK) {
         status = TPU_ERR_NO_MEMORY;
         goto out;
     }
     ctx.elem = args->elem;
     ctx.rep = args->rep;
+    ctx.args = args;
     sched->layout = tpu__calloc((size_t)(nord * K), sizeof(*sched->layout));
     if (sched->layout == NULL) {
         status = TPU_ERR_NO_MEMORY;
@@ -565,6 +583,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     }
     status = tpu__sched_sort(sched);
 out:
+    tpu__free(ctx.chips);
     tpu__free(ctx.phase_rx);
     tpu__free(ctx.npending);
     tpu__free(ctx.nseen);

@@ -277,6 +277,7 @@ void tpu_chip_link_model(const tpu_chip_spec_t *spec, tpu_link_model_t *link)
     link->reduce_bw = spec->reduce_bw > 0 ? spec->reduce_bw : spec->hbm_bw / 3;
     link->ici_efficiency = 1;
     link->launch = 0;
+    link->faults = NULL;
     for (a = 0; a < TPU_MAX_AXES; a++) {
         link->host_dims[a] = spec->host_dims[a] > 0 ? spec->host_dims[a] : 1;
     }

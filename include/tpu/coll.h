@@ -18,6 +18,7 @@
 #define TPU_COLL_H
 
 #include "tpu/dtype.h"
+#include "tpu/fault.h"
 #include "tpu/groups.h"
 #include "tpu/redop.h"
 #include "tpu/status.h"
@@ -58,6 +59,9 @@ typedef struct tpu_link_model {
     double nic_bw;               /* a host's NIC bytes/s, each direction; 0: its chips x dcn_bw */
     double ici_efficiency;       /* fraction of ici_bw the links reach (1: the formula model) */
     double launch;               /* seconds added once per collective (0: the formula model) */
+    /* Slow and failed links, slow chips and NICs (tpu/fault.h), for the topology the
+     * model times; NULL: none.  Borrowed: it must outlive every plan made with it. */
+    const tpu_faults_t *faults;
 } tpu_link_model_t;
 
 /*

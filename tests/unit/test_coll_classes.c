@@ -1,0 +1,211 @@
+/*
+ * The shortcut timings of the model against the walk over every chip's flows,
+ * compared with == on doubles (issue 13 item 6): whatever part of the pod the
+ * model builds (one chip's flows when every axis wraps, the flows of a domain
+ * of a symmetry elsewhere, the per-axis line loads of an all-to-all), the
+ * modeled time and every per-axis statistic must be bit for bit those of the
+ * full schedule, and the flow and step counts those of the whole pod.
+ *
+ * Shapes up to 8x8x8, open, wrapped and mixed, every collective over all its
+ * axes and over a subset, every algorithm of the registry that takes axes at
+ * pipeline depths 1, 2 and 4, and blocks of 1, 3 (halves of unequal size at a
+ * tie) and 1000 elements.
+ */
+#include "tpu/coll.h"
+#include "tpu/topo.h"
+
+#include "plan.h"
+#include "timing.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+typedef struct counts {
+    int compared;  /* (plan, algorithm, depth) triples compared */
+    int shortcuts; /* of which the model took a shortcut */
+} counts_t;
+
+static int make(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape, const char *wrap)
+{
+    tpu_err_t err = {0};
+    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto, a;
+
+    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
+    if (tpu_topo_parse_wrap(wrap, naxes, w, &is_auto, &err) != TPU_OK) {
+        return 0; /* "x,z" on a 2D shape */
+    }
+    assert_int_equal(tpu_topo_init(topo, naxes, dims, w, 1, &err), TPU_OK);
+    memset(link, 0, sizeof(*link));
+    link->ici_bw = 90e9;
+    link->ici_latency = 1e-6;
+    link->dcn_bw = 12.5e9;
+    link->dcn_latency = 10e-6;
+    for (a = 0; a < TPU_MAX_AXES; a++) {
+        link->host_dims[a] = a < naxes ? (dims[a] % 2 == 0 ? 2 : 1) : 1;
+    }
+    return 1;
+}
+
+static void same_stats(const tpu_coll_result_t *a, const tpu_coll_result_t *b)
+{
+    int k;
+
+    for (k = 0; k <= TPU_MAX_AXES; k++) {
+        assert_true(a->axis[k].bytes == b->axis[k].bytes);
+        assert_true(a->axis[k].busy_us == b->axis[k].busy_us);
+        assert_true(a->axis[k].utilisation == b->axis[k].utilisation);
+    }
+}
+
+/* Every algorithm and depth for the plan's request: the model's part == every chip's. */
+static void compare_plan(const tpu_coll_plan_t *p, counts_t *n)
+{
+    tpu_err_t err = {0};
+    int i, c;
+
+    for (i = 0; i < tpu__nalgos; i++) {
+        const tpu_algo_t *algo = &tpu__algos[i];
+        static const int depths[] = {1, 2, 4};
+
+        if (algo->kind != p->desc.kind || algo->groups) {
+            continue;
+        }
+        for (c = 0; c < (algo->pipelined ? 3 : 1); c++) {
+            tpu_plan_sched_t part, full;
+            tpu_coll_result_t rp, rf;
+            double tp = -1, tf = -2;
+            int rep = tpu__plan_translation_invariant(p) ? 0 : -1;
+
+            memset(&part, 0, sizeof(part));
+            memset(&full, 0, sizeof(full));
+            if (tpu__plan_build(p, algo, depths[c], rep, 1, &part, &err) != TPU_OK) {
+                continue; /* the algorithm refuses the request (both ways alike) */
+            }
+            assert_int_equal(tpu__plan_build(p, algo, depths[c], -1, 0, &full, &err), TPU_OK);
+            assert_int_equal(tpu__time_schedule(&p->topo, &p->link, &part, &tp, &rp), TPU_OK);
+            assert_int_equal(tpu__time_schedule(&p->topo, &p->link, &full, &tf, &rf), TPU_OK);
+            if (tp != tf) {
+                print_error("%s %s chunks=%d: %.17g != %.17g\n", tpu_coll_name(p->desc.kind),
+                            algo->name, depths[c], tp, tf);
+            }
+            assert_true(tp == tf);
+            same_stats(&rp, &rf);
+            assert_int_equal(tpu__plan_sched_pod_flows(&p->topo, &part), full.s.nflows);
+            assert_int_equal(part.s.nsteps, full.s.nsteps);
+            n->compared++;
+            n->shortcuts += part.rep >= 0 || part.orbit || part.lines;
+            tpu__plan_sched_fini(&part);
+            tpu__plan_sched_fini(&full);
+        }
+    }
+}
+
+/* Whole-element block sizes that every collective takes over a group of 'group'. */
+static void run_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, const char *axes,
+                     int64_t elems, counts_t *n)
+{
+    tpu_err_t err = {0};
+    tpu_topo_t topo;
+    tpu_link_model_t link;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+    unsigned mask;
+    int group;
+
+    if (!make(&topo, &link, shape, wrap) ||
+        tpu_topo_parse_axes(&topo, axes, &mask, &err) != TPU_OK) {
+        return;
+    }
+    group = tpu_topo_group_size(&topo, mask);
+    tpu_coll_desc_init(&d);
+    d.kind = kind;
+    d.axes = mask;
+    d.bytes =
+        (uint64_t)(elems * 4 * (kind == TPU_COLL_PPERMUTE || kind == TPU_COLL_P2P ? 1 : group));
+    if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
+        print_error("%s %s %s over %s, %lld elements: %s\n", shape, wrap, tpu_coll_name(kind), axes,
+                    (long long)elems, err.msg);
+        fail();
+    }
+    compare_plan(plan, n);
+    tpu_coll_plan_destroy(plan);
+}
+
+static void run_shapes(const char *const *shapes, int nshapes, const int64_t *sizes, int nsizes)
+{
+    static const char *const wraps[] = {"none", "all", "x", "y,z"};
+    static const char *const axes[] = {"x,y,z", "x,y", "y", "x,z"};
+    counts_t n = {0, 0};
+    int s, w, k, a, e;
+
+    for (s = 0; s < nshapes; s++) {
+        for (w = 0; w < 4; w++) {
+            for (k = 0; k < TPU_COLL_COUNT; k++) {
+                for (a = 0; a < 4; a++) {
+                    for (e = 0; e < nsizes; e++) {
+                        char ax[16];
+
+                        /* 1D and 2D shapes: the axes they have. */
+                        snprintf(ax, sizeof(ax), "%s", axes[a]);
+                        if (strchr(shapes[s], 'x') == NULL) {
+                            snprintf(ax, sizeof(ax), "x");
+                        } else if (strchr(strchr(shapes[s], 'x') + 1, 'x') == NULL &&
+                                   strchr(ax, 'z') != NULL) {
+                            snprintf(ax, sizeof(ax), "%s", a == 0 ? "x,y" : "x");
+                        }
+                        if (k == TPU_COLL_PPERMUTE) {
+                            ax[1] = '\0'; /* a shift moves along one axis */
+                        }
+                        run_case(shapes[s], wraps[w], (tpu_coll_kind_t)k, ax, sizes[e], &n);
+                    }
+                }
+            }
+        }
+    }
+    assert_true(n.compared > 0);
+    assert_true(n.shortcuts * 2 > n.compared); /* the shortcuts are what is tested */
+}
+
+static void test_lines_1d_2d(void **state)
+{
+    static const char *const shapes[] = {"8", "7", "4x4", "3x5", "6x4", "8x2"};
+    static const int64_t sizes[] = {1, 3, 1000};
+
+    (void)state;
+    run_shapes(shapes, 6, sizes, 3);
+}
+
+static void test_classes_3d(void **state)
+{
+    static const char *const shapes[] = {"2x3x4", "4x4x4", "6x4x2", "3x5x2"};
+    static const int64_t sizes[] = {1, 3, 1000};
+
+    (void)state;
+    run_shapes(shapes, 4, sizes, 3);
+}
+
+static void test_classes_8x8x8(void **state)
+{
+    static const char *const shapes[] = {"8x8x8", "8x6x7"};
+    static const int64_t sizes[] = {3};
+
+    (void)state;
+    run_shapes(shapes, 2, sizes, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lines_1d_2d),
+        cmocka_unit_test(test_classes_3d),
+        cmocka_unit_test(test_classes_8x8x8),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
