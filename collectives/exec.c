@@ -126,6 +126,12 @@ static uint64_t link_hash(const tpu_link_model_t *l)
     h = fnv(h, &l->dcn_bw, sizeof(l->dcn_bw));
     h = fnv(h, &l->dcn_latency, sizeof(l->dcn_latency));
     h = fnv(h, l->host_dims, sizeof(l->host_dims));
+    h = fnv(h, &l->msg_cost, sizeof(l->msg_cost));
+    h = fnv(h, &l->reduce_bw, sizeof(l->reduce_bw));
+    h = fnv(h, &l->pcie_bw, sizeof(l->pcie_bw));
+    h = fnv(h, &l->nic_bw, sizeof(l->nic_bw));
+    h = fnv(h, &l->ici_efficiency, sizeof(l->ici_efficiency));
+    h = fnv(h, &l->launch, sizeof(l->launch));
     return h;
 }
 
@@ -739,7 +745,11 @@ static tpu_status_t model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t *o
         tpu__plan_sched_fini(&full);
         return TPU_ERR_NO_MEMORY;
     }
-    tpu__timing_walk(&t, ps);
+    if (tpu__timing_walk(&t, ps) != TPU_OK) {
+        tpu__timing_fini(&t);
+        tpu__plan_sched_fini(&full);
+        return TPU_ERR_NO_MEMORY;
+    }
     e->end_s = tpu__timing_local_end(&t, sc, NULL);
     e->local_end_s = ps->rep >= 0 ? e->end_s : tpu__timing_local_end(&t, sc, e->is_local);
     tpu__timing_report(&t);

@@ -1,52 +1,96 @@
 /*
  * The link model (DESIGN.md section 3).
  *
- * Resources: every directed ICI link, and two per TPU host for DCN (the host's
- * egress and ingress NICs).  One direction of an ICI link carries half the
- * published bidirectional bandwidth W; a host's NICs carry dcn_bw times the
- * number of chips of the host, which they share.
+ * Resources, each with a bandwidth in bytes/s:
+ *   - every directed ICI link: half the published bidirectional W, times
+ *     ici_efficiency (1 in the default model, below 1 when calibrated);
+ *   - per chip, its PCIe path to its host, out and in (pcie_bw), which carries
+ *     that chip's DCN traffic;
+ *   - per TPU host, its NIC out and in (nic_bw, by default its chips x dcn_bw,
+ *     the book's per-chip DCN figure), which the host's chips share;
+ *   - per chip, the VPU that adds received data into the accumulator (reduce_bw).
  *
- * A flow of B bytes over h hops takes  h * alpha + B / bw  (cut-through: the
- * latency of every hop is paid once, the bytes cross at the bottleneck rate).
- * Flows of one step that cross a resource share it: the resource's load is the
- * sum of their bytes, and a flow is done when the most loaded resource on its
- * route has drained:
+ * A DCN flow crosses chip -> PCIe -> NIC -> datacenter network (dcn_latency) ->
+ * NIC -> PCIe -> the chip of the same coordinates in the other slice, then ICI
+ * hops in that slice if it is not the destination itself.
  *
- *     arrival = start + hops * alpha + max over route resources (load / bw)
+ * One flow alone.  A flow (one message) of B bytes starts when its data is at
+ * its source and its first resource (its "port") has drained what the earlier
+ * steps gave it.  It is usable at its destination
  *
- * For k equal flows this is equal sharing (each at bw / k); for unequal ones it is
- * the finish time of the largest under processor sharing.  The sharing is
- * computed from the schedule, which every chip knows, never measured.
+ *     hops * alpha (+ dcn_latency) + B / (the smallest bandwidth on its route)
  *
- * A flow starts when its data is at its source (the arrival of the flows it
- * depends on) and its first resource is free of the previous steps' traffic.
- * That is what pipelines chunked schedules: the latency of a hop overlaps the
- * next chunk's bytes, and only the bandwidth of a link serialises them.
+ * after it starts (cut-through: the latency of every hop is paid once, the bytes
+ * cross at the bottleneck rate).  Its port is busy for msg_cost + B / bw: the
+ * DMA engine starts the messages it is given (descriptors, doorbell, completion
+ * semaphore); the messages of one stream of the schedule (one transfer: an
+ * all-to-all's blocks, say) that a port is given at the same moment are one
+ * batch and cost one start, while every chunk of a pipeline and every ordering
+ * of a multi-axis algorithm is a stream of its own.  The published 1 us per hop is an end-to-end
+ * figure that already holds one message's start; what it does not show is that a port starts its
+ * batches one after the other, so a pipeline of K chunks costs its port K * msg_cost more than one
+ * message.
+ *
+ * Contention by time overlap.  A flow is on all its resources at once during its
+ * interval [start, start + msg_cost + B / bottleneck) (cut-through).  On each
+ * resource it shares the bandwidth with the flows of its step whose intervals
+ * overlap its own, and it waits for what the earlier steps still have there:
+ *
+ *     drain(r) = (bytes of the overlapping flows on r) / bw(r)
+ *              + max(0, free(r) - start)
+ *              + on its port: (batches of the overlapping flows that start
+ *                there, its own not counted: it is in alpha) * msg_cost
+ *     arrival  = start + latency + max over its route of drain(r)
+ *
+ * (the starts occupy the DMA engine of the port's chip, not the bytes passing
+ * through; the port stays busy for every batch's start).
+ *
+ * For k equal flows at once this is equal sharing (each at bw / k); for unequal
+ * ones it is the finish time of the largest under processor sharing; two flows
+ * of a step that cross a resource at different times do not slow each other.
+ * After a step, free(r) becomes the latest start + drain(r) of its flows there.
+ *
+ * Reductions.  A flow that reduces is usable once the destination's VPU has
+ * added it.  The VPU reduces the bytes as they land (it reads the accumulator
+ * and the bytes and writes the sum: reduce_bw is a chip's HBM bandwidth over the
+ * 3 bytes it moves per byte reduced), so the VPU is one more resource on the
+ * flow's route, shared by the reductions of the chip that overlap in time.  At
+ * the published HBM rates it keeps up with every link into the chip; it binds
+ * when reduce_bw is set lower.
+ *
+ * Diagram, two flows a (4 KiB) and b (8 KiB) sharing link L, each alone at bw:
+ *
+ *     L   |msg|== a and b share ==|== b alone ==|
+ *         start                   a done        b done: (4K+8K)/bw + 2 msg
  *
  * Everything is a pure function of the schedule and the constants, evaluated in
- * a fixed order, so every transport gets bit-identical times.
+ * a fixed order, so every transport gets bit-identical times.  Byte sums are sums
+ * of integers (exact in a double), so their order does not matter.
  *
  * Representative mode.  When every selected axis wraps and no flow crosses DCN,
  * the pod looks the same from every chip: the schedule is a set of templates
  * that every chip runs translated, and every chip's clock is the same.  Then one
  * chip's flows are enough.  A template whose route makes h hops in the class
- * (axis a, direction d) puts its bytes h times on the links of that class, spread
- * evenly by translation, so each link of the class carries
- *     load(a, d) = sum over templates of bytes * h(a, d),
- * exactly the sum the full schedule adds up link by link (bytes are integers, so
- * the sums are exact), and every time below comes out bit for bit the same.
- * That is what lets 'tpuemu model' time an all-to-all of 8,960 chips.
+ * (axis a, direction d) is on each link of that class h times (its h translated
+ * copies that cross it), all with the template's interval, so each link of the
+ * class sees exactly the entries (template, bytes * h(a, d), interval), the
+ * entries the full schedule records link by link; one of the copies starts there
+ * when (a, d) is the template's first class.  A chip's VPU sees one translated
+ * copy of every reducing template.  Every time comes out bit for bit the same as
+ * with the full schedule.  That is what lets 'tpuemu model' time an all-to-all
+ * of 8,960 chips.
  *
  * Faults (tpu/fault.h, link->faults): a resource's bandwidth is multiplied by its
  * factor (a slow link, the links of a slow chip, a slow host's NICs), and routes
  * come from tpu_faults_route(), which goes around failed links.  Faults break
  * the symmetry the representative and orbit modes rely on, so a plan with
- * faults walks every chip's flows (plan.h, tpu__plan_translation_invariant).
+ * faults walks every chip's flows (plan.h, tpu__plan_faulty).
  */
 #include "linkmodel.h"
 
 #include "tpu/alloc.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The resource of a class (axis, direction) in representative mode. */
@@ -58,51 +102,108 @@ static int class_of(int axis, int dir)
 tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
                                  const tpu_link_model_t *link, int classes)
 {
-    int h, c;
+    double eff = link->ici_efficiency > 0 ? link->ici_efficiency : 1;
+    int r, c, hosts, a, route_cap = 8;
+    size_t n;
 
     memset(lm, 0, sizeof(*lm));
     lm->topo = topo;
     lm->link = *link;
     lm->classes = classes;
-    lm->nics = classes ? 0 : 2 * tpu_topo_host_count(topo, link->host_dims);
-    lm->nres = classes ? 2 * TPU_MAX_AXES : topo->nlinks + lm->nics;
-    lm->load = tpu__calloc((size_t)lm->nres, sizeof(double));
-    lm->free_at = tpu__calloc((size_t)lm->nres + (size_t)topo->nchips, sizeof(double));
-    lm->busy = tpu__calloc((size_t)lm->nres, sizeof(double));
-    lm->nic_bw = tpu__calloc((size_t)lm->nics + 1, sizeof(double));
-    lm->touched = tpu__malloc((size_t)lm->nres * sizeof(int));
-    if (lm->load == NULL || lm->free_at == NULL || lm->busy == NULL || lm->nic_bw == NULL ||
-        lm->touched == NULL) {
+    hosts = classes ? 0 : tpu_topo_host_count(topo, link->host_dims);
+    if (classes) {
+        lm->port0 = lm->nic0 = lm->vpu0 = 2 * TPU_MAX_AXES;
+        lm->nres = lm->vpu0 + 1;
+    } else {
+        lm->port0 = topo->nlinks;
+        lm->nic0 = lm->port0 + 2 * topo->nchips;
+        lm->vpu0 = lm->nic0 + 2 * hosts;
+        lm->nres = lm->vpu0 + topo->nchips;
+    }
+    for (a = 0; a < topo->naxes; a++) {
+        route_cap += topo->dims[a];
+    }
+    if (tpu_faults_down_count(link->faults) > 0) {
+        /* A route around failed links may be longer than a minimal one. */
+        route_cap += topo->chips_per_slice;
+        lm->route_scratch = tpu__malloc((size_t)topo->chips_per_slice * 2 * sizeof(int32_t));
+        if (lm->route_scratch == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
+    n = (size_t)lm->nres;
+    lm->bw = tpu__calloc(n, sizeof(double));
+    lm->free = tpu__calloc(n, sizeof(double));
+    lm->busy = tpu__calloc(n, sizeof(double));
+    lm->bytes = tpu__calloc(n, sizeof(double));
+    lm->sum = tpu__calloc(n, sizeof(double));
+    lm->s0 = tpu__calloc(n, sizeof(double));
+    lm->e0 = tpu__calloc(n, sizeof(double));
+    lm->nfree = tpu__calloc(n, sizeof(double));
+    lm->nmsg = tpu__calloc(n, sizeof(int32_t));
+    lm->stream0 = tpu__calloc(n, sizeof(int32_t));
+    lm->stamp = tpu__calloc(n, sizeof(int32_t));
+    lm->mixed = tpu__calloc(n, 1);
+    lm->touched = tpu__calloc(n, sizeof(int32_t));
+    lm->rres = tpu__calloc((size_t)route_cap, sizeof(int32_t));
+    lm->rw = tpu__calloc((size_t)route_cap, sizeof(double));
+    if (lm->bw == NULL || lm->free == NULL || lm->busy == NULL || lm->bytes == NULL ||
+        lm->sum == NULL || lm->s0 == NULL || lm->e0 == NULL || lm->nfree == NULL ||
+        lm->nmsg == NULL || lm->stream0 == NULL || lm->stamp == NULL || lm->mixed == NULL ||
+        lm->touched == NULL || lm->rres == NULL || lm->rw == NULL) {
         tpu__linkmodel_fini(lm);
         return TPU_ERR_NO_MEMORY;
     }
-    for (c = 0; c < topo->nchips && !classes; c++) {
-        h = tpu_topo_host_of(topo, link->host_dims, c);
-        lm->nic_bw[2 * h] += link->dcn_bw;
-        lm->nic_bw[2 * h + 1] += link->dcn_bw;
+    for (r = 0; r < lm->port0; r++) {
+        lm->bw[r] =
+            link->ici_bw / 2 * eff * (classes ? 1 : tpu_faults_link_factor(link->faults, r));
     }
-    for (h = 0; h < lm->nics / 2 && link->faults != NULL; h++) {
-        lm->nic_bw[2 * h] *= tpu_faults_nic_factor(link->faults, h);
-        lm->nic_bw[2 * h + 1] *= tpu_faults_nic_factor(link->faults, h);
+    for (c = 0; c < (classes ? 0 : topo->nchips); c++) {
+        int h = tpu_topo_host_of(topo, link->host_dims, c);
+
+        /* pcie_bw 0: the PCIe hop is not modeled (an infinite path to the host). */
+        lm->bw[lm->port0 + 2 * c] = lm->bw[lm->port0 + 2 * c + 1] = link->pcie_bw;
+        /* The NIC: nic_bw, or the sum of its chips' dcn_bw. */
+        lm->bw[lm->nic0 + 2 * h] += link->nic_bw > 0 ? 0 : link->dcn_bw;
+        lm->bw[lm->nic0 + 2 * h + 1] += link->nic_bw > 0 ? 0 : link->dcn_bw;
     }
-    if (tpu_faults_down_count(link->faults) > 0) {
-        lm->route_scratch = tpu__malloc((size_t)topo->chips_per_slice * 2 * sizeof(int32_t));
-        if (lm->route_scratch == NULL) {
-            tpu__linkmodel_fini(lm);
-            return TPU_ERR_NO_MEMORY;
-        }
+    for (r = lm->nic0; r < lm->vpu0 && link->nic_bw > 0; r++) {
+        lm->bw[r] = link->nic_bw;
+    }
+    for (r = lm->nic0; r < lm->vpu0 && link->faults != NULL; r++) {
+        lm->bw[r] *= tpu_faults_nic_factor(link->faults, (r - lm->nic0) / 2);
+    }
+    for (r = lm->vpu0; r < lm->nres; r++) {
+        /* reduce_bw 0: reductions are not modeled (an infinite VPU). */
+        lm->bw[r] = link->reduce_bw > 0 ? link->reduce_bw : 0;
     }
     return TPU_OK;
 }
 
 void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
 {
-    tpu__free(lm->load);
-    tpu__free(lm->free_at);
+    tpu__free(lm->bw);
+    tpu__free(lm->free);
     tpu__free(lm->busy);
-    tpu__free(lm->nic_bw);
+    tpu__free(lm->bytes);
+    tpu__free(lm->sum);
+    tpu__free(lm->s0);
+    tpu__free(lm->e0);
+    tpu__free(lm->nfree);
+    tpu__free(lm->nmsg);
+    tpu__free(lm->stream0);
+    tpu__free(lm->stamp);
+    tpu__free(lm->mixed);
     tpu__free(lm->touched);
+    tpu__free(lm->rres);
+    tpu__free(lm->rw);
+    tpu__free(lm->st);
+    tpu__free(lm->en);
+    tpu__free(lm->lat);
+    tpu__free(lm->md);
+    tpu__free(lm->ent);
     tpu__free(lm->orbit);
+    tpu__free(lm->orbit_chip);
     tpu__free(lm->route_scratch);
     memset(lm, 0, sizeof(*lm));
 }
@@ -110,22 +211,27 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
 tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period)
 {
     const tpu_topo_t *topo = lm->topo;
-    int l;
+    int l, ch;
 
     lm->orbit = tpu__malloc((size_t)(topo->nlinks > 0 ? topo->nlinks : 1) * sizeof(int32_t));
-    if (lm->orbit == NULL) {
+    lm->orbit_chip = tpu__malloc((size_t)topo->nchips * sizeof(int32_t));
+    if (lm->orbit == NULL || lm->orbit_chip == NULL) {
         return TPU_ERR_NO_MEMORY;
     }
-    for (l = 0; l < topo->nlinks; l++) {
-        int src, axis, dir, dst, c[TPU_MAX_AXES], a;
+    for (ch = 0; ch < topo->nchips; ch++) {
+        int c[TPU_MAX_AXES], a;
 
-        tpu_topo_link_ends(topo, l, &src, &axis, &dir, &dst);
-        tpu_topo_coords(topo, src, c);
+        tpu_topo_coords(topo, ch, c);
         for (a = 0; a < TPU_MAX_AXES; a++) {
             c[a] %= period[a];
         }
-        lm->orbit[l] =
-            tpu_topo_link(topo, tpu_topo_chip(topo, tpu_topo_slice_of(topo, src), c), axis, dir);
+        lm->orbit_chip[ch] = tpu_topo_chip(topo, tpu_topo_slice_of(topo, ch), c);
+    }
+    for (l = 0; l < topo->nlinks; l++) {
+        int src, axis, dir, dst;
+
+        tpu_topo_link_ends(topo, l, &src, &axis, &dir, &dst);
+        lm->orbit[l] = tpu_topo_link(topo, lm->orbit_chip[src], axis, dir);
     }
     return TPU_OK;
 }
@@ -134,17 +240,6 @@ tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period)
 static int link_res(const tpu_linkmodel_t *lm, int l)
 {
     return lm->orbit != NULL ? lm->orbit[l] : l;
-}
-
-static double res_bw(const tpu_linkmodel_t *lm, int r)
-{
-    if (lm->classes) {
-        return lm->link.ici_bw / 2;
-    }
-    if (r < lm->topo->nlinks) {
-        return lm->link.ici_bw / 2 * tpu_faults_link_factor(lm->link.faults, r);
-    }
-    return lm->nic_bw[r - lm->topo->nlinks];
 }
 
 /* The ICI route of a flow, from 'from' (the chip where its ICI part starts). */
@@ -166,178 +261,331 @@ static int ici_start(const tpu_linkmodel_t *lm, const tpu_flow_t *f)
     return tpu_topo_chip(lm->topo, tpu_topo_slice_of(lm->topo, f->dst), c);
 }
 
-static void add_load(tpu_linkmodel_t *lm, int r, double bytes)
-{
-    if (lm->load[r] == 0) {
-        lm->touched[lm->ntouched++] = r;
-    }
-    lm->load[r] += bytes;
-}
-
-void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
-                              int64_t last)
-{
-    int64_t i;
-
-    for (i = first; i < last; i++) {
-        const tpu_flow_t *f = &sched->flows[i];
-        double bytes = (double)tpu__span_bytes(&f->span);
-        tpu_route_t route;
-        int chip, s, h;
-
-        if (bytes == 0) {
-            continue;
-        }
-        if (lm->classes) {
-            flow_route(lm, f, f->src, &route);
-            for (s = 0; s < route.nseg; s++) {
-                add_load(lm, class_of(route.seg[s].axis, route.seg[s].dir),
-                         bytes * route.seg[s].hops);
-            }
-            continue;
-        }
-        if (f->kind == TPU_ROUTE_DCN) {
-            int nl = lm->topo->nlinks;
-            int hs = tpu_topo_host_of(lm->topo, lm->link.host_dims, f->src);
-            int hd = tpu_topo_host_of(lm->topo, lm->link.host_dims, ici_start(lm, f));
-
-            add_load(lm, nl + 2 * hs, bytes);
-            add_load(lm, nl + 2 * hd + 1, bytes);
-        }
-        chip = ici_start(lm, f);
-        flow_route(lm, f, chip, &route);
-        for (s = 0; s < route.nseg; s++) {
-            for (h = 0; h < route.seg[s].hops; h++) {
-                add_load(lm,
-                         link_res(lm, tpu_topo_link(lm->topo, chip, route.seg[s].axis,
-                                                    route.seg[s].dir)),
-                         bytes);
-                chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
-            }
-        }
-    }
-}
-
 /*
- * The first resource a flow loads, and the "port" whose free time orders the
- * source's sends: the first link for ICI; for DCN the source chip's own DCN port
- * (an id after all resources), so that a chip's clock depends only on its own
- * sends and the loads of the schedule, never on another chip's start times.
- * Returns 0 for an empty flow.
+ * The resources of flow 'f' into lm->rres / lm->rw, port first, and its latency;
+ * returns how many (0: the flow moves nothing).
  */
-static int first_res(const tpu_linkmodel_t *lm, const tpu_flow_t *f, int *res_p, int *port_p)
+static int flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, double *lat_p)
 {
+    double bytes = (double)tpu__span_bytes(&f->span), lat = 0;
     tpu_route_t route;
+    int chip, s, h, n = 0;
 
-    if (tpu__span_bytes(&f->span) == 0) {
+    *lat_p = 0;
+    if (bytes == 0) {
         return 0;
-    }
-    if (f->kind == TPU_ROUTE_DCN) {
-        *res_p = lm->topo->nlinks + 2 * tpu_topo_host_of(lm->topo, lm->link.host_dims, f->src);
-        *port_p = lm->nres + f->src;
-        return 1;
-    }
-    flow_route(lm, f, f->src, &route);
-    if (route.nseg == 0) {
-        return 0;
-    }
-    if (lm->classes) {
-        *res_p = class_of(route.seg[0].axis, route.seg[0].dir);
-        *port_p = *res_p;
-        return 1;
-    }
-    *res_p = link_res(lm, tpu_topo_link(lm->topo, f->src, route.seg[0].axis, route.seg[0].dir));
-    *port_p = *res_p;
-    return 1;
-}
-
-void tpu__linkmodel_time_flow(const tpu_linkmodel_t *lm, const tpu_flow_t *f, double ready,
-                              double *start_p, double *arrival_p)
-{
-    double start = ready, drain = 0, lat = 0;
-    int r, port;
-    tpu_route_t route;
-    int chip, s, h;
-
-    if (!first_res(lm, f, &r, &port)) {
-        *start_p = ready;
-        *arrival_p = ready;
-        return;
-    }
-    if (lm->free_at[port] > start) {
-        start = lm->free_at[port];
     }
     if (lm->classes) {
         flow_route(lm, f, f->src, &route);
         for (s = 0; s < route.nseg; s++) {
-            double d = lm->load[class_of(route.seg[s].axis, route.seg[s].dir)] / res_bw(lm, 0);
-
-            if (d > drain) {
-                drain = d;
-            }
+            lm->rres[n] = class_of(route.seg[s].axis, route.seg[s].dir);
+            lm->rw[n++] = bytes * route.seg[s].hops;
             /* The same additions, in the same order, as the full mode's hop by hop. */
             for (h = 0; h < route.seg[s].hops; h++) {
                 lat += lm->link.ici_latency;
             }
         }
-        *start_p = start;
-        *arrival_p = start + lat + drain;
-        return;
-    }
-    if (f->kind == TPU_ROUTE_DCN) {
-        int nl = lm->topo->nlinks;
-        int hs = tpu_topo_host_of(lm->topo, lm->link.host_dims, f->src);
-        int hd = tpu_topo_host_of(lm->topo, lm->link.host_dims, ici_start(lm, f));
-        double d1 = lm->load[nl + 2 * hs] / res_bw(lm, nl + 2 * hs);
-        double d2 = lm->load[nl + 2 * hd + 1] / res_bw(lm, nl + 2 * hd + 1);
+    } else {
+        chip = ici_start(lm, f);
+        if (f->kind == TPU_ROUTE_DCN) {
+            int hs = tpu_topo_host_of(lm->topo, lm->link.host_dims, f->src);
+            int hd = tpu_topo_host_of(lm->topo, lm->link.host_dims, chip);
+            int32_t dres[4] = {lm->port0 + 2 * f->src, lm->nic0 + 2 * hs, lm->nic0 + 2 * hd + 1,
+                               lm->port0 + 2 * chip + 1};
+            int i;
 
-        drain = d1 > d2 ? d1 : d2;
-        lat += lm->link.dcn_latency;
-    }
-    chip = ici_start(lm, f);
-    flow_route(lm, f, chip, &route);
-    for (s = 0; s < route.nseg; s++) {
-        for (h = 0; h < route.seg[s].hops; h++) {
-            int l =
-                link_res(lm, tpu_topo_link(lm->topo, chip, route.seg[s].axis, route.seg[s].dir));
-            double d = lm->load[l] / res_bw(lm, l);
-
-            if (d > drain) {
-                drain = d;
+            for (i = 0; i < 4; i++) {
+                /* A resource of bandwidth 0 (pcie_bw 0) is not on the path. */
+                if (lm->bw[dres[i]] > 0 || i == 0) {
+                    lm->rres[n] = dres[i];
+                    lm->rw[n++] = bytes;
+                }
             }
-            lat += lm->link.ici_latency;
-            chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
+            lat += lm->link.dcn_latency;
+        }
+        flow_route(lm, f, chip, &route);
+        for (s = 0; s < route.nseg; s++) {
+            for (h = 0; h < route.seg[s].hops; h++) {
+                lm->rres[n] = link_res(
+                    lm, tpu_topo_link(lm->topo, chip, route.seg[s].axis, route.seg[s].dir));
+                lm->rw[n++] = bytes;
+                lat += lm->link.ici_latency;
+                chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
+            }
         }
     }
-    *start_p = start;
-    *arrival_p = start + lat + drain;
+    if (n > 0 && f->reduce && lm->link.reduce_bw > 0) {
+        /* The destination's VPU adds the bytes as they land. */
+        int v = lm->classes ? 0 : lm->orbit_chip != NULL ? lm->orbit_chip[f->dst] : f->dst;
+
+        lm->rres[n] = lm->vpu0 + v;
+        lm->rw[n++] = bytes;
+    }
+    *lat_p = lat;
+    return n;
 }
 
-void tpu__linkmodel_commit_flow(tpu_linkmodel_t *lm, const tpu_flow_t *f, double start)
+int tpu__linkmodel_port(tpu_linkmodel_t *lm, const tpu_flow_t *f)
 {
-    int r, port;
-    double end;
+    double lat;
 
-    if (!first_res(lm, f, &r, &port)) {
-        return;
-    }
-    end = start + lm->load[r] / res_bw(lm, r);
-    if (end > lm->free_at[port]) {
-        lm->free_at[port] = end;
-    }
+    return flow_resources(lm, f, &lat) > 0 ? lm->rres[0] : -1;
 }
 
-void tpu__linkmodel_end_step(tpu_linkmodel_t *lm)
+static tpu_status_t grow_step(tpu_linkmodel_t *lm, int64_t n)
 {
-    int i;
-
-    for (i = 0; i < lm->ntouched; i++) {
-        int r = lm->touched[i];
-
-        lm->busy[r] += lm->load[r] / res_bw(lm, r);
-        lm->load[r] = 0;
+    if (n <= lm->cap_step) {
+        return TPU_OK;
     }
+    tpu__free(lm->st);
+    tpu__free(lm->en);
+    tpu__free(lm->lat);
+    tpu__free(lm->md);
+    lm->st = tpu__malloc((size_t)n * sizeof(double));
+    lm->en = tpu__malloc((size_t)n * sizeof(double));
+    lm->lat = tpu__malloc((size_t)n * sizeof(double));
+    lm->md = tpu__malloc((size_t)n * sizeof(double));
+    lm->cap_step = n;
+    if (lm->st == NULL || lm->en == NULL || lm->lat == NULL || lm->md == NULL) {
+        lm->cap_step = 0;
+        return TPU_ERR_NO_MEMORY;
+    }
+    return TPU_OK;
+}
+
+static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double w, int port,
+                              int32_t stream)
+{
+    tpu_lm_entry_t *e;
+
+    if (lm->nent == lm->cap_ent) {
+        int64_t cap = lm->cap_ent ? 2 * lm->cap_ent : 1024;
+        tpu_lm_entry_t *p = tpu__realloc(lm->ent, (size_t)cap * sizeof(*p));
+
+        if (p == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        lm->ent = p;
+        lm->cap_ent = cap;
+    }
+    e = &lm->ent[lm->nent++];
+    e->res = r;
+    e->k = k;
+    e->port = port;
+    e->w = w;
+    e->st = lm->st[k];
+    e->stream = stream;
+    return TPU_OK;
+}
+
+static int entry_cmp(const void *pa, const void *pb)
+{
+    const tpu_lm_entry_t *a = pa, *b = pb;
+
+    if (a->res != b->res) {
+        return a->res < b->res ? -1 : 1;
+    }
+    if (a->st != b->st) {
+        return a->st < b->st ? -1 : 1;
+    }
+    if (a->stream != b->stream) {
+        return a->stream < b->stream ? -1 : 1;
+    }
+    return a->k < b->k ? -1 : a->k > b->k;
+}
+
+/* Do the intervals of flows j and k of the step overlap? */
+static int overlap(const double *s, const double *e, int32_t j, int32_t k)
+{
+    return j == k || (s[j] < e[k] && s[k] < e[j]);
+}
+
+/*
+ * The resources whose flows do not share one interval: each entry's drain from
+ * the entries that overlap it, pairwise; the flow's worst drain goes to md[k].
+ */
+static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n)
+{
+    double msg = lm->link.msg_cost, lat;
+    int64_t k, a = 0, b, x, y;
+    int i, m;
+
+    lm->nent = 0;
+    for (k = 0; k < n; k++) {
+        if (lm->lat[k] < 0) {
+            continue;
+        }
+        m = flow_resources(lm, &flows[k], &lat);
+        for (i = 0; i < m; i++) {
+            if (lm->mixed[lm->rres[i]] && add_entry(lm, lm->rres[i], (int32_t)k, lm->rw[i], i == 0,
+                                                    flows[k].stream) != TPU_OK) {
+                return TPU_ERR_NO_MEMORY;
+            }
+        }
+    }
+    qsort(lm->ent, (size_t)lm->nent, sizeof(lm->ent[0]), entry_cmp);
+    while (a < lm->nent) {
+        int32_t r = lm->ent[a].res;
+        double bw = lm->bw[r];
+
+        int starts = 0;
+        double last = -1;
+        int32_t last_stream = -1;
+
+        /* Entries by start time and stream: the messages of one stream started at one
+         * moment are one batch and cost one start. */
+        for (b = a; b < lm->nent && lm->ent[b].res == r; b++) {
+            if (lm->ent[b].port && (lm->ent[b].st != last || lm->ent[b].stream != last_stream)) {
+                starts++;
+                last = lm->ent[b].st;
+                last_stream = lm->ent[b].stream;
+            }
+        }
+        lm->nmsg[r] = starts;
+        for (x = a; x < b; x++) {
+            int32_t kx = lm->ent[x].k;
+            double sum = 0, d, q = lm->free[r] - lm->st[kx];
+
+            starts = 0;
+            last = -1;
+            last_stream = -1;
+            for (y = a; y < b; y++) {
+                if (overlap(lm->st, lm->en, lm->ent[y].k, kx)) {
+                    sum += lm->ent[y].w;
+                    if (lm->ent[y].port &&
+                        (lm->ent[y].st != last || lm->ent[y].stream != last_stream)) {
+                        starts++;
+                        last = lm->ent[y].st;
+                        last_stream = lm->ent[y].stream;
+                    }
+                }
+            }
+            d = sum / bw + starts * msg + (q > 0 ? q : 0);
+            if (lm->st[kx] + d > lm->nfree[r]) {
+                lm->nfree[r] = lm->st[kx] + d;
+            }
+            /* The starts hold up the messages of the port's own DMA engine, not the
+             * bytes passing through; its own start is inside the hop latency. */
+            d -= lm->ent[x].port ? msg : starts * msg;
+            if (d > lm->md[kx]) {
+                lm->md[kx] = d;
+            }
+        }
+        a = b;
+    }
+    return TPU_OK;
+}
+
+tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n,
+                                 double *start, double *arrival)
+{
+    double msg = lm->link.msg_cost;
+    int64_t k;
+    int i, m, t;
+
+    if (grow_step(lm, n) != TPU_OK) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    lm->step_id++;
     lm->ntouched = 0;
+    lm->any_mixed = 0;
+    /* Each flow's start and its interval alone; the step's totals per resource. */
+    for (k = 0; k < n; k++) {
+        double bytes = (double)tpu__span_bytes(&flows[k].span), minbw = 0;
+
+        lm->md[k] = 0;
+        lm->st[k] = lm->en[k] = start[k];
+        m = flow_resources(lm, &flows[k], &lm->lat[k]);
+        if (m == 0) {
+            lm->lat[k] = -1;
+            continue;
+        }
+        if (lm->free[lm->rres[0]] > lm->st[k]) {
+            lm->st[k] = lm->free[lm->rres[0]];
+        }
+        for (i = 0; i < m; i++) {
+            double bw = lm->bw[lm->rres[i]];
+
+            if (bw > 0 && (minbw == 0 || bw < minbw)) {
+                minbw = bw;
+            }
+        }
+        lm->en[k] = lm->st[k] + (msg + (minbw > 0 ? bytes / minbw : 0));
+        for (i = 0; i < m; i++) {
+            int32_t r = lm->rres[i];
+
+            if (lm->stamp[r] != lm->step_id) {
+                lm->stamp[r] = lm->step_id;
+                lm->touched[lm->ntouched++] = r;
+                lm->sum[r] = 0;
+                lm->nmsg[r] = 0;
+                lm->mixed[r] = 0;
+                lm->nfree[r] = 0;
+                lm->s0[r] = lm->st[k];
+                lm->e0[r] = lm->en[k];
+                lm->stream0[r] = -1;
+            } else if ((lm->s0[r] != lm->st[k] || lm->e0[r] != lm->en[k]) && lm->bw[r] > 0) {
+                lm->mixed[r] = 1;
+                lm->any_mixed = 1;
+            }
+            lm->sum[r] += lm->rw[i];
+            if (i == 0) {
+                /* The messages of one stream that start here together are one batch: one
+                 * start; several streams are counted pairwise (drain_mixed()). */
+                if (lm->stream0[r] >= 0 && lm->stream0[r] != flows[k].stream && lm->bw[r] > 0) {
+                    lm->mixed[r] = 1;
+                    lm->any_mixed = 1;
+                }
+                lm->stream0[r] = flows[k].stream;
+                lm->nmsg[r] = 1;
+            }
+        }
+    }
+    if (lm->any_mixed && drain_mixed(lm, flows, n) != TPU_OK) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    /* Arrivals: the most loaded resource of the route drains last. */
+    for (k = 0; k < n; k++) {
+        double d = lm->md[k], lat;
+
+        start[k] = lm->st[k];
+        if (lm->lat[k] < 0) {
+            arrival[k] = lm->st[k];
+            continue;
+        }
+        m = flow_resources(lm, &flows[k], &lat);
+        for (i = 0; i < m; i++) {
+            int32_t r = lm->rres[i];
+            double q = lm->free[r] - lm->st[k], dr;
+
+            if (lm->mixed[r] || lm->bw[r] <= 0) {
+                continue;
+            }
+            dr = lm->sum[r] / lm->bw[r] + lm->nmsg[r] * msg + (q > 0 ? q : 0);
+            if (lm->st[k] + dr > lm->nfree[r]) {
+                lm->nfree[r] = lm->st[k] + dr;
+            }
+            dr -= i == 0 ? msg : lm->nmsg[r] * msg;
+            if (dr > d) {
+                d = dr;
+            }
+        }
+        arrival[k] = lm->st[k] + lm->lat[k] + d;
+    }
+    /* Every resource is busy until its flows of the step have drained. */
+    for (t = 0; t < lm->ntouched; t++) {
+        int32_t r = lm->touched[t];
+
+        if (lm->bw[r] <= 0) {
+            continue;
+        }
+        if (lm->nfree[r] > lm->free[r]) {
+            lm->free[r] = lm->nfree[r];
+        }
+        lm->busy[r] += lm->sum[r] / lm->bw[r] + lm->nmsg[r] * msg;
+        lm->bytes[r] += lm->sum[r];
+    }
+    return TPU_OK;
 }
 
 void tpu__linkmodel_stats(const tpu_linkmodel_t *lm, double total_s, tpu_coll_result_t *res)
@@ -345,18 +593,20 @@ void tpu__linkmodel_stats(const tpu_linkmodel_t *lm, double total_s, tpu_coll_re
     int r;
 
     memset(res->axis, 0, sizeof(res->axis));
-    for (r = 0; r < lm->nres; r++) {
+    for (r = 0; r < lm->vpu0; r++) {
         int axis = TPU_AXIS_DCN, src, dir, dst;
         double busy_us = lm->busy[r] * 1e6;
 
         if (lm->classes) {
             axis = r / 2;
-        } else if (r < lm->topo->nlinks) {
+        } else if (r < lm->port0) {
             tpu_topo_link_ends(lm->topo, r, &src, &axis, &dir, &dst);
+        } else if (r < lm->nic0) {
+            continue; /* PCIe: the NICs stand for DCN */
         }
         if (busy_us > res->axis[axis].busy_us) {
             res->axis[axis].busy_us = busy_us;
-            res->axis[axis].bytes = lm->busy[r] * res_bw(lm, r);
+            res->axis[axis].bytes = lm->bytes[r];
         }
     }
     for (r = 0; r <= TPU_MAX_AXES; r++) {
@@ -388,5 +638,5 @@ int tpu__linkmodel_flow_links(const tpu_linkmodel_t *lm, const tpu_flow_t *f, in
 
 double tpu__linkmodel_bw(const tpu_linkmodel_t *lm, int r)
 {
-    return res_bw(lm, r);
+    return lm->bw[r];
 }

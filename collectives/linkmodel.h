@@ -1,5 +1,5 @@
 /*
- * The link model: how long a flow of a schedule takes.  See linkmodel.c.
+ * The link model: how long the flows of a schedule take.  See linkmodel.c.
  */
 #ifndef TPU_LINKMODEL_H
 #define TPU_LINKMODEL_H
@@ -9,19 +9,45 @@
 
 #include "schedule.h"
 
+/* One (flow, resource) crossing of the current step on a resource whose flows do not
+ * all share one interval (see linkmodel.c, "contention by time overlap"). */
+typedef struct tpu_lm_entry {
+    int32_t res;  /* the resource */
+    int32_t k;    /* the flow, as its index in the step */
+    int32_t port; /* 1: the flow starts there (its message start is paid there) */
+    double w;     /* bytes it puts on the resource (bytes x hops in representative mode) */
+    double st;    /* the flow's start */
+    int32_t stream;
+} tpu_lm_entry_t;
+
 typedef struct tpu_linkmodel {
     const tpu_topo_t *topo;
     tpu_link_model_t link;
-    int nics;        /* DCN NIC ids follow the ICI links: 2 per host (out, in) */
-    int nres;        /* ICI links + NIC ids */
-    double *load;    /* bytes on each resource in the current step */
-    double *free_at; /* when each resource's sender side is next free */
-    double *busy;    /* total busy seconds of each resource */
-    double *nic_bw;  /* bytes/s of each NIC (the host's chips x dcn_bw) */
-    int *touched;    /* resources with a non-zero load in the current step */
-    int ntouched;
-    int classes;            /* 1: resources are link classes (axis, direction), see below */
-    int32_t *orbit;         /* orbit mode: link -> the link that stands for its orbit, or NULL */
+    int classes;         /* 1: ICI resources are link classes (axis, direction) */
+    int32_t *orbit;      /* orbit mode: link -> the link that stands for its orbit, or NULL */
+    int32_t *orbit_chip; /* orbit mode: chip -> the chip of the domain that stands for it */
+    int nres;            /* ICI links (or classes), host ports, host NICs, VPUs */
+    int port0;           /* first chip host port (PCIe; 2 per chip: out, in) */
+    int nic0;            /* first host NIC (2 per host: out, in) */
+    int vpu0;            /* first VPU (one per chip; one in representative mode) */
+    double *bw;          /* bytes/s of each resource (0: not modeled) */
+    double *free;        /* when each resource has drained what it was given so far */
+    double *busy;        /* total busy seconds of each resource */
+    double *bytes;       /* total bytes of each resource */
+    /* Scratch of the current step, per resource: */
+    double *sum, *s0, *e0, *nfree;
+    int32_t *nmsg, *stamp; /* nmsg: batches of messages that start on the resource */
+    int32_t *stream0;      /* the stream of the first message that starts there */
+    uint8_t *mixed;
+    int32_t *touched;
+    int ntouched, step_id, any_mixed;
+    /* Scratch per flow of the current step: */
+    double *st, *en, *lat, *md;
+    int64_t cap_step;
+    tpu_lm_entry_t *ent;
+    int64_t nent, cap_ent;
+    int32_t *rres;          /* one flow's resources (route order, the port first) */
+    double *rw;             /* and the bytes it puts on each */
     int32_t *route_scratch; /* with failed links: the search of tpu_faults_route(), or NULL */
 } tpu_linkmodel_t;
 
@@ -47,19 +73,17 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm);
  */
 tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period);
 
-/* Count the loads of every flow of step 's' (flows [first, last) of 'sched'). */
-void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
-                              int64_t last);
 /*
- * Time flow 'f' of the current step: it may start at 'ready' (its data is there)
- * once its first resource is free; writes its start and its arrival at dst.
+ * Time the 'n' flows of one step ('flows'): start[k] holds when flow k's data is
+ * at its source (the latest arrival of the flows it depends on) and receives when
+ * it starts; arrival[k] receives when it is usable at its destination.
+ * @return TPU_OK or TPU_ERR_NO_MEMORY (no message).
  */
-void tpu__linkmodel_time_flow(const tpu_linkmodel_t *lm, const tpu_flow_t *f, double ready,
-                              double *start_p, double *arrival_p);
-/* After all flows of the step are timed: mark the first resources busy until drained. */
-void tpu__linkmodel_commit_flow(tpu_linkmodel_t *lm, const tpu_flow_t *f, double start);
-/* Clear the loads of the step. */
-void tpu__linkmodel_end_step(tpu_linkmodel_t *lm);
+tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n,
+                                 double *start, double *arrival);
+
+/* The first resource of flow 'f' (its port), or -1 when it moves nothing. */
+int tpu__linkmodel_port(tpu_linkmodel_t *lm, const tpu_flow_t *f);
 
 /* The per-axis statistics of the whole schedule, given its modeled time. */
 void tpu__linkmodel_stats(const tpu_linkmodel_t *lm, double total_s, tpu_coll_result_t *res);

@@ -10,7 +10,7 @@
  * costs it charges a flow:
  *
  *     start   = max(ready, port free)
- *     left    = start + bytes / (W/2)                 (the port drained)
+ *     left    = start + msg_cost + bytes / (W/2)      (the port drained)
  *     arrival = start + hops * alpha + bytes / (W/2)  (link model, one flow alone)
  *
  * Diagram, two copies of one chip on the same link, then one on another link:
@@ -67,9 +67,8 @@ void tpu_coll_link_timer_flow(tpu_coll_link_timer_t *timer, int src, int dst, ui
                               double ready, double *left_p, double *arrival_p, int *hops_p)
 {
     tpu_linkmodel_t *lm = &timer->lm;
-    tpu_sched_t one;
     tpu_flow_t f;
-    double start, arrival;
+    double start = ready, arrival = ready;
     int dcn = tpu_topo_slice_of(lm->topo, src) != tpu_topo_slice_of(lm->topo, dst);
     int port;
 
@@ -81,25 +80,12 @@ void tpu_coll_link_timer_flow(tpu_coll_link_timer_t *timer, int src, int dst, ui
     f.tie = 1;
     f.span.len = (int64_t)bytes;
     f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
-    memset(&one, 0, sizeof(one));
-    one.flows = &f;
-    one.nflows = 1;
-    one.nsteps = 1;
-    tpu__linkmodel_load_step(lm, &one, 0, 1);
-    tpu__linkmodel_time_flow(lm, &f, ready, &start, &arrival);
-    /* The port's free time after the commit is when the bytes have left. */
-    if (dcn) {
-        port = lm->nres + src;
-    } else {
-        int32_t first;
-        int sh, dh;
-
-        /* The first link of the route (around failed links, if any). */
-        port = tpu__linkmodel_flow_links(lm, &f, &first, 1, &sh, &dh) > 0 ? first : -1;
+    port = tpu__linkmodel_port(lm, &f);
+    if (tpu__linkmodel_step(lm, &f, 1, &start, &arrival) != TPU_OK) {
+        port = -1; /* no memory for the step's scratch: the flow alone, untimed */
     }
-    tpu__linkmodel_commit_flow(lm, &f, start);
-    tpu__linkmodel_end_step(lm);
-    *left_p = port >= 0 ? lm->free_at[port] : arrival;
+    /* The port's free time after the step is when the bytes have left. */
+    *left_p = port >= 0 ? lm->free[port] : arrival;
     if (*left_p > arrival) {
         *left_p = arrival;
     }

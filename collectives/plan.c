@@ -397,6 +397,26 @@ tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_result_t 
     return tpu_coll_plan_model_observed(plan, NULL, res_p, err);
 }
 
+/*
+ * The flows of the whole pod (issue 13 item 7): a representative schedule holds
+ * one chip's flows, which every chip runs translated; an orbit schedule holds the
+ * flows of one domain of period[0] x period[1] x period[2] chips, which every
+ * translate of the domain runs.
+ */
+static int64_t whole_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t *ps)
+{
+    int64_t n = ps->s.nflows;
+    int a;
+
+    if (ps->rep >= 0) {
+        return n * topo->nchips;
+    }
+    for (a = 0; ps->orbit && a < topo->naxes; a++) {
+        n *= ps->period[a] > 0 ? topo->dims[a] / ps->period[a] : 1;
+    }
+    return n;
+}
+
 tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
                                           const tpu_coll_observer_t *obs, tpu_coll_result_t *res_p,
                                           tpu_err_t *err)
@@ -424,7 +444,7 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
     }
     res.modeled_us = t * 1e6;
     snprintf(res.algorithm, sizeof(res.algorithm), "%s", plan->name);
-    res.flows = plan->model.s.nflows;
+    res.flows = whole_pod_flows(&plan->topo, &plan->model);
     res.steps = plan->model.s.nsteps;
     *res_p = res;
     return TPU_OK;

@@ -1,13 +1,14 @@
 /*
  * The timing walk: modeled time of a schedule from the link model.
  *
- * Steps run in order.  In each step the loads of every flow are counted first
- * (every chip computes them from the schedule, which it knows), then each flow is
- * timed from the arrivals of the flows it depends on and the loads of its
- * links, and only then are the links marked busy.  tpu__time_schedule() walks a
- * whole schedule at once (the sim path of 'tpuemu model' and the selector); the
- * executor (exec.c) calls the same step functions as its sends become ready, so
- * both give the same modeled time, bit for bit.
+ * Steps run in order; linkmodel.c times the flows of a step from the arrivals
+ * of the flows they depend on and the overlap in time of the flows on every
+ * resource.  Because the overlap couples the flows of every chip, the walk is
+ * done in full, from the schedule (which every chip knows): tpu__time_schedule()
+ * (the sim path of 'tpuemu model' and the selector) and the executor (exec.c,
+ * which reads the arrival of each flow it sends) therefore give the same modeled
+ * time, bit for bit.  A calibrated link model adds its launch cost once per
+ * collective (tpu__timing_local_end()).
  *
  * An observer (tpu__timing_observe()) is told of every flow as it is timed and,
  * at the end, of every resource's bytes and busy time; it only reads what the
@@ -41,6 +42,7 @@ tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu
         tpu__linkmodel_fini(&t->lm);
         return TPU_ERR_NO_MEMORY;
     }
+    t->launch = link->launch > 0 ? link->launch : 0;
     t->arrival = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
     t->start = tpu__calloc((size_t)maxstep, sizeof(double));
     if (t->arrival == NULL || t->start == NULL) {
@@ -54,9 +56,8 @@ void tpu__timing_fini(tpu_timing_t *t)
 {
     tpu__free(t->arrival);
     tpu__free(t->start);
-    tpu__free(t->obs_bytes);
     tpu__free(t->obs_links);
-    t->arrival = t->start = t->obs_bytes = NULL;
+    t->arrival = t->start = NULL;
     t->obs_links = NULL;
     t->obs = NULL;
     tpu__linkmodel_fini(&t->lm);
@@ -74,13 +75,8 @@ tpu_status_t tpu__timing_observe(tpu_timing_t *t, const tpu_coll_observer_t *obs
     for (a = 0; a < topo->naxes; a++) {
         t->obs_cap += topo->dims[a];
     }
-    t->obs_bytes = tpu__calloc((size_t)t->lm.nres, sizeof(double));
     t->obs_links = tpu__malloc((size_t)t->obs_cap * sizeof(int32_t));
-    if (t->obs_bytes == NULL || t->obs_links == NULL) {
-        tpu__free(t->obs_bytes);
-        tpu__free(t->obs_links);
-        t->obs_bytes = NULL;
-        t->obs_links = NULL;
+    if (t->obs_links == NULL) {
         return TPU_ERR_NO_MEMORY;
     }
     t->obs = obs;
@@ -134,28 +130,23 @@ void tpu__timing_report(const tpu_timing_t *t)
         ev.link = l;
         ev.host = -1;
         ev.egress = 0;
-        ev.bytes = t->obs_bytes[r];
+        ev.bytes = lm->bytes[r];
         ev.busy_s = lm->busy[r];
         t->obs->on_link(t->obs->user, &ev);
     }
-    for (r = lm->classes ? lm->nres : nl; r < lm->nres; r++) {
+    for (r = lm->classes ? lm->vpu0 : lm->nic0; r < lm->vpu0; r++) {
         tpu_coll_link_event_t ev;
 
         ev.link = -1;
-        ev.host = (r - nl) / 2;
-        ev.egress = (r - nl) % 2 == 0;
-        ev.bytes = t->obs_bytes[r];
+        ev.host = (r - lm->nic0) / 2;
+        ev.egress = (r - lm->nic0) % 2 == 0;
+        ev.bytes = lm->bytes[r];
         ev.busy_s = lm->busy[r];
         t->obs->on_link(t->obs->user, &ev);
     }
 }
 
-void tpu__timing_load(tpu_timing_t *t, const tpu_plan_sched_t *ps, int s)
-{
-    tpu__linkmodel_load_step(&t->lm, &ps->s, ps->step_start[s], ps->step_start[s + 1]);
-}
-
-double tpu__timing_ready(const tpu_timing_t *t, const tpu_sched_t *sc, const tpu_flow_t *f)
+static double ready_of(const tpu_timing_t *t, const tpu_sched_t *sc, const tpu_flow_t *f)
 {
     double ready = 0;
     int32_t k;
@@ -170,30 +161,6 @@ double tpu__timing_ready(const tpu_timing_t *t, const tpu_sched_t *sc, const tpu
     return ready;
 }
 
-void tpu__timing_flow(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t first,
-                      double ready)
-{
-    tpu__linkmodel_time_flow(&t->lm, &sc->flows[i], ready, &t->start[i - first], &t->arrival[i]);
-    if (t->obs != NULL) {
-        observe_flow(t, sc, i, first);
-    }
-}
-
-void tpu__timing_commit(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t first)
-{
-    tpu__linkmodel_commit_flow(&t->lm, &sc->flows[i], t->start[i - first]);
-}
-
-void tpu__timing_end_step(tpu_timing_t *t)
-{
-    int k;
-
-    for (k = 0; t->obs_bytes != NULL && k < t->lm.ntouched; k++) {
-        t->obs_bytes[t->lm.touched[k]] += t->lm.load[t->lm.touched[k]];
-    }
-    tpu__linkmodel_end_step(&t->lm);
-}
-
 double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const uint8_t *local)
 {
     double end = 0;
@@ -206,7 +173,7 @@ double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const
             end = t->arrival[i];
         }
     }
-    return end;
+    return end + t->launch;
 }
 
 tpu_status_t tpu__time_schedule(const tpu_topo_t *topo, const tpu_link_model_t *link,
@@ -231,7 +198,10 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
         tpu__timing_fini(&t);
         return TPU_ERR_NO_MEMORY;
     }
-    tpu__timing_walk(&t, ps);
+    if (tpu__timing_walk(&t, ps) != TPU_OK) {
+        tpu__timing_fini(&t);
+        return TPU_ERR_NO_MEMORY;
+    }
     end = tpu__timing_local_end(&t, sc, NULL);
     if (res != NULL) {
         tpu__linkmodel_stats(&t.lm, end, res);
@@ -242,7 +212,7 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
     return TPU_OK;
 }
 
-void tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps)
+tpu_status_t tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps)
 {
     const tpu_sched_t *sc = &ps->s;
     int s;
@@ -250,13 +220,16 @@ void tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps)
     for (s = 0; s < sc->nsteps; s++) {
         int64_t first = ps->step_start[s], last = ps->step_start[s + 1], i;
 
-        tpu__timing_load(t, ps, s);
         for (i = first; i < last; i++) {
-            tpu__timing_flow(t, sc, i, first, tpu__timing_ready(t, sc, &sc->flows[i]));
+            t->start[i - first] = ready_of(t, sc, &sc->flows[i]);
         }
-        for (i = first; i < last; i++) {
-            tpu__timing_commit(t, sc, i, first);
+        if (tpu__linkmodel_step(&t->lm, &sc->flows[first], last - first, t->start,
+                                &t->arrival[first]) != TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
         }
-        tpu__timing_end_step(t);
+        for (i = first; i < last && t->obs != NULL; i++) {
+            observe_flow(t, sc, i, first);
+        }
     }
+    return TPU_OK;
 }

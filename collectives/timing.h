@@ -15,9 +15,9 @@ typedef struct tpu_timing {
     tpu_linkmodel_t lm;
     double *arrival; /* per flow: modeled arrival at its destination, seconds */
     double *start;   /* per flow of the current step: when it starts */
+    double launch;   /* seconds added once to the collective (the calibrated launch cost) */
     /* With an observer (tpu__timing_observe()), else NULL: */
     const tpu_coll_observer_t *obs;
-    double *obs_bytes;  /* per resource: bytes carried so far */
     int32_t *obs_links; /* room for the links of one flow */
     int obs_cap;
 } tpu_timing_t;
@@ -34,21 +34,14 @@ void tpu__timing_fini(tpu_timing_t *t);
 tpu_status_t tpu__timing_observe(tpu_timing_t *t, const tpu_coll_observer_t *obs);
 void tpu__timing_report(const tpu_timing_t *t);
 
-/* Count the loads of step 's', once, before its first flow is timed. */
-void tpu__timing_load(tpu_timing_t *t, const tpu_plan_sched_t *ps, int s);
-/* When flow 'f' may start: the latest arrival of the flows it depends on. */
-double tpu__timing_ready(const tpu_timing_t *t, const tpu_sched_t *sc, const tpu_flow_t *f);
-/* Time flow 'i' of the step that starts at flow 'first' from 'ready'. */
-void tpu__timing_flow(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t first,
-                      double ready);
-/* Once the flows of the step are timed: mark their first resources busy. */
-void tpu__timing_commit(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int64_t first);
-/* Close the step: clear its loads. */
-void tpu__timing_end_step(tpu_timing_t *t);
-/* Walk every step of 'ps' in order: load, time every flow, commit, end the step. */
-void tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps);
+/*
+ * Walk every step of 'ps' in order through the link model (linkmodel.c).
+ * @return TPU_OK or TPU_ERR_NO_MEMORY (no message).
+ */
+tpu_status_t tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps);
 
-/* The latest arrival over the flows that start or end on a chip marked in 'local'. */
+/* The latest arrival over the flows that start or end on a chip marked in 'local', plus the
+ * launch cost. */
 double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const uint8_t *local);
 
 /*

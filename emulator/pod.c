@@ -32,6 +32,10 @@ void tpu_pod_spec_init(tpu_pod_spec_t *spec)
     spec->ici_latency = -1;
     spec->dcn_bw = -1;
     spec->dcn_latency = -1;
+    spec->msg_cost = -1;
+    spec->pcie_bw = -1;
+    spec->nic_bw = -1;
+    spec->reduce_bw = -1;
 }
 
 /* Sort 'v' (TPU_MAX_AXES ints) largest first. */
@@ -157,6 +161,18 @@ tpu_status_t tpu_pod_create(const tpu_pod_spec_t *spec, tpu_pod_t **pod_p, tpu_e
     if (spec->dcn_latency >= 0) {
         pod->chip.dcn_latency = spec->dcn_latency;
     }
+    if (spec->msg_cost >= 0) {
+        pod->chip.msg_cost = spec->msg_cost;
+    }
+    if (spec->pcie_bw >= 0) {
+        pod->chip.pcie_bw = spec->pcie_bw;
+    }
+    if (spec->nic_bw >= 0) {
+        pod->chip.nic_bw = spec->nic_bw;
+    }
+    if (spec->reduce_bw >= 0) {
+        pod->chip.reduce_bw = spec->reduce_bw;
+    }
     status = tpu_chip_check(&pod->chip, err);
     if (status != TPU_OK) {
         goto fail;
@@ -169,6 +185,9 @@ tpu_status_t tpu_pod_create(const tpu_pod_spec_t *spec, tpu_pod_t **pod_p, tpu_e
             goto fail;
         }
         pod->link.faults = pod->faults;
+    }
+    if (spec->calibrated) {
+        tpu_link_model_calibrate(&pod->link);
     }
     tpu_topo_shape_str(&pod->topo, pod->shape, sizeof(pod->shape));
     tpu_topo_wrap_str(&pod->topo, pod->wrap, sizeof(pod->wrap));

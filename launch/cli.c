@@ -97,6 +97,11 @@ static const opt_def_t defs[] = {
     S("ici-latency-us", ici_latency_us, "rmbti", "microseconds from 0 to 1e6, such as 1.5"),
     S("dcn-bw", dcn_bw, "rmbti", "bytes/s from 1e3 to 1e15, such as 2.5e10"),
     S("dcn-latency-us", dcn_latency_us, "rmbti", "microseconds from 0 to 1e6, such as 10"),
+    S("msg-cost-us", msg_cost_us, "rmbti", "microseconds from 0 to 1e6, such as 0.2"),
+    S("pcie-bw", pcie_bw, "rmbti", "bytes/s from 0 to 1e15, such as 1.6e10"),
+    S("nic-bw", nic_bw, "rmbti", "bytes/s from 0 to 1e15, such as 2.5e10"),
+    S("reduce-bw", reduce_bw, "rmbti", "bytes/s from 0 to 1e15, such as 2.7e11"),
+    F("calibrated", calibrated, "rmbti"),
     F("help", help, "rmbtio"),
     S("op", chip_op, "o", "matmul or a VPU op such as add"),
     S("out-dtype", out_dtype, "o", "bf16 or f32"),
@@ -240,7 +245,11 @@ static tpu_status_t check_values(const tpu_opts_t *o, tpu_err_t *err)
     } links[] = {{"ici-bw", OFF(ici_bw), MIN_BW, MAX_BW},
                  {"ici-latency-us", OFF(ici_latency_us), 0, MAX_LAT_US},
                  {"dcn-bw", OFF(dcn_bw), MIN_BW, MAX_BW},
-                 {"dcn-latency-us", OFF(dcn_latency_us), 0, MAX_LAT_US}};
+                 {"dcn-latency-us", OFF(dcn_latency_us), 0, MAX_LAT_US},
+                 {"msg-cost-us", OFF(msg_cost_us), 0, MAX_LAT_US},
+                 {"pcie-bw", OFF(pcie_bw), 0, MAX_BW},
+                 {"nic-bw", OFF(nic_bw), 0, MAX_BW},
+                 {"reduce-bw", OFF(reduce_bw), 0, MAX_BW}};
     unsigned long long lo = 1024, hi = 1u << 20, b;
     tpu_coll_kind_t kind;
     tpu_dtype_t dtype;
@@ -445,6 +454,12 @@ void tpu_usage(FILE *out, const char *cmd)
         "                             its outgoing links carry F x their bandwidth\n"
         "       slow-nic:host=H,factor=F    host H's DCN NICs at F x their bandwidth\n"
         "                             F is above 0 and at most 1; YAML: faults: (README)\n"
+        "  --msg-cost-us US --pcie-bw B/s --nic-bw B/s --reduce-bw B/s\n"
+        "                             message start (DMA, per message), chip-host PCIe\n"
+        "                             (0: not modeled), host NIC (0: chips x dcn-bw),\n"
+        "                             reduction rate (0: HBM bytes/s / 3)\n"
+        "  --calibrated               link efficiency and launch cost fitted to the\n"
+        "                             book's measured v5e figures (README, link model)\n"
         "  --json FILE|-              write JSON (- for stdout)\n"
         "  --trace FILE               Chrome trace / Perfetto JSON of the modeled timeline\n"
         "                             (run, model, bench); --trace-measured adds the\n"
@@ -637,6 +652,19 @@ tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *er
     if (o->dcn_latency_us) {
         spec.dcn_latency = strtod(o->dcn_latency_us, NULL) * 1e-6;
     }
+    if (o->msg_cost_us) {
+        spec.msg_cost = strtod(o->msg_cost_us, NULL) * 1e-6;
+    }
+    if (o->pcie_bw) {
+        spec.pcie_bw = strtod(o->pcie_bw, NULL);
+    }
+    if (o->nic_bw) {
+        spec.nic_bw = strtod(o->nic_bw, NULL);
+    }
+    if (o->reduce_bw) {
+        spec.reduce_bw = strtod(o->reduce_bw, NULL);
+    }
+    spec.calibrated = o->calibrated;
     status = tpu_pod_create(&spec, &pod, &e);
     if (status == TPU_OK) {
         status = check_pod(o, &cfg, pod, &e);

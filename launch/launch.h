@@ -41,6 +41,8 @@ typedef struct tpu_opts {
     /* --fault KIND:key=value,... (repeatable; checked by tpu_opts_parse) */
     const char *fault[TPU_MAX_FAULTS];
     int nfault;
+    const char *msg_cost_us, *pcie_bw, *nic_bw, *reduce_bw;
+    int calibrated;
     /* 'model --op': the chip op and its sizes. */
     int op_mode;
     const char *chip_op, *out_dtype, *m, *k, *n, *elements, *cols;

@@ -165,6 +165,83 @@ static void solve_fractions(const tpu_topo_t *topo, const int *axes, int d, doub
 }
 
 /*
+ * An estimate of the time of the split 'frac' with 'K' chunks, in seconds.  Phase
+ * j of order r moves its items in axis_steps() ring steps: bw(r, j) = frac_r x
+ * (blocks gathered before) x tau x block / W of bytes time, steps x alpha of
+ * hops.  The phases of the orders advance in windows (phase j of every order in
+ * window j), a chunk's window lasts as long as its slowest phase (bw / K +
+ * hops), and the other K - 1 chunks follow at the rate of the busiest phase
+ * (bw / K + one message start per ring step); never below the load of the most
+ * loaded axis.
+ */
+static double split_estimate(const tpu_algo_args_t *args, const int *axes, int d, int K,
+                             const double *frac)
+{
+    const tpu_topo_t *topo = args->topo;
+    const tpu_link_model_t *link = args->link;
+    double eff = link->ici_efficiency > 0 ? link->ici_efficiency : 1;
+    double unit = (double)args->shard / (link->ici_bw * eff);
+    double win[TPU_MAX_AXES] = {0}, tot[TPU_MAX_AXES] = {0}, rate = 0, t = 0;
+    int r, j;
+
+    for (r = 0; r < d; r++) {
+        double prod = 1;
+
+        for (j = 0; j < d; j++) {
+            int a = (r + j) % d, steps = axis_steps(topo, axes[a]);
+            double bw = frac[r] * prod * axis_tau(topo, axes[a]) * unit;
+            double chunk = bw / K + steps * link->ici_latency;
+            double follow = bw / K + steps * link->msg_cost;
+
+            win[j] = chunk > win[j] ? chunk : win[j];
+            rate = follow > rate ? follow : rate;
+            tot[a] += bw;
+            prod *= topo->dims[axes[a]];
+        }
+    }
+    for (j = 0; j < d; j++) {
+        t += win[j];
+    }
+    t += (K - 1) * rate;
+    for (j = 0; j < d; j++) {
+        t = tot[j] > t ? tot[j] : t;
+    }
+    return t;
+}
+
+/*
+ * The split used: the fractions of the orders that minimise split_estimate() for
+ * K chunks, over the equal-load split of solve_fractions() and a grid of the
+ * simplex (steps of 1/SPLIT_GRID).  With unequal or open axes the phases of the
+ * orders differ in length (bytes and ring steps); equal loads keep every link
+ * busy only if the chunks overlap the phases completely, and a shallow pipeline
+ * does better with the data split so that the phases of a window end together.
+ */
+#define SPLIT_GRID 120
+static void choose_split(const tpu_algo_args_t *args, const int *axes, int d, int K, double *frac)
+{
+    double best, f[TPU_MAX_AXES];
+    int i, j;
+
+    solve_fractions(args->topo, axes, d, frac);
+    best = split_estimate(args, axes, d, K, frac);
+    for (i = 0; i <= SPLIT_GRID; i++) {
+        for (j = 0; j <= (d == 3 ? SPLIT_GRID - i : 0); j++) {
+            double t;
+
+            f[0] = (double)i / SPLIT_GRID;
+            f[1] = d == 3 ? (double)j / SPLIT_GRID : 1 - f[0];
+            f[2] = d == 3 ? 1 - f[0] - f[1] : 0;
+            t = split_estimate(args, axes, d, K, f);
+            if (t < best) {
+                best = t;
+                memcpy(frac, f, sizeof(f));
+            }
+        }
+    }
+}
+
+/*
  * The span of the item chip 'origin' holds in the current phase: its blocks over
  * the axes gathered so far, which the working layout keeps contiguous (the
  * fastest 'nprior' digits), each the stream's 'sub_len' bytes.
@@ -361,8 +438,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     /* The DCN phase is a stage of its own (reduce-scatter over ICI, then DCN, then
      * all-gather over ICI, as the hierarchical algorithm is defined), so chunks
      * do not pipeline it with the ICI phases. */
-    int K = nord > 1 && !((args->mask & TPU_AXIS_MASK_DCN) && topo->slices > 1) ? args->chunks : 1;
-    int r, k, j, a, maxT = 1, total_rx;
+    int K, r, k, j, a, maxT = 1, total_rx;
     tpu_status_t status = TPU_OK;
 
     (void)err;
@@ -374,6 +450,9 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     if (nord > d) {
         nord = d > 0 ? d : 1;
     }
+    /* Chunks pipeline the phases of several axes into each other; one axis is one
+     * phase, which the ring already keeps busy (chunks would only hide its hops). */
+    K = nord > 1 && !dcn ? args->chunks : 1;
     if (K < 1) {
         K = 1;
     }
@@ -390,7 +469,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
         ctx.stride[TPU_AXIS_DCN] = s;
     }
     if (nord > 1) {
-        solve_fractions(topo, axes, d, frac);
+        choose_split(args, axes, d, K, frac);
     }
     total_rx = dcn ? topo->slices : 0;
     for (j = 0; j < d; j++) {

@@ -28,8 +28,32 @@
  *   1.4e13 scaled by bf16 peak, since the VPU and the MXUs share a clock and grow
  *   together.
  * - f32 matmul: a third of bf16 peak (XLA's 3-pass bf16 emulation of f32).
- * - DCN latency: 0, because no source publishes one (fidelity.md); set it in YAML.
+ * - DCN latency (DCN_LATENCY, 10 us chip to chip): no source publishes one
+ *   (fidelity.md).  The path is chip -> PCIe -> host -> NIC -> datacenter network
+ *   -> NIC -> host -> PCIe -> chip; 10 us is the order of a one-way RDMA message
+ *   between two hosts of a datacenter including both PCIe crossings.  An
+ *   assumption: set dcn_latency_us in YAML or --dcn-latency-us.
+ * - PCIe (PCIE_BW, 16e9 bytes/s each direction per chip): [S] "PCIe (Host)
+ *   (~16 GB/s)" in the memory hierarchy list.  A chip's DCN traffic crosses it
+ *   to its host; at the published DCN figures it never binds (pcie_bw in YAML).
+ * - Host NIC: the book's DCN bandwidth is per chip; a host's NIC carries its
+ *   chips x dcn_bw unless nic_bw says otherwise (YAML nic_bw, --nic-bw).
+ * - Per-message cost (MSG_COST, 0.2 us): a chip's DMA engine starting a batch of
+ *   messages on a link (descriptors, doorbell, the completion semaphore).  No
+ *   source publishes it; the book's small all-gather (measured ~8 us for 3 ring
+ *   steps, 5.2 us by the formula) bounds the per-step overheads at ~1 us, and we
+ *   take a fifth of the 1 us hop for the message start (an assumption).  It is
+ *   what makes a deep pipeline cost something.  YAML msg_cost_us, --msg-cost-us.
+ * - Reduction rate (reduce_bw 0 = hbm_bw / 3): the VPU adds received bytes into
+ *   the accumulator in HBM: it reads the accumulator and the received bytes and
+ *   writes the sum, 3 HBM bytes per byte reduced; HBM, not the VPU's FLOP/s,
+ *   binds (v5e: 6.1e12 FLOP/s is 1.5e12 f32 adds/s, 6e12 B/s of operands, far
+ *   above 8.1e11 B/s).  YAML reduce_bw, --reduce-bw.
  */
+#define DCN_LATENCY 10e-6
+#define MSG_COST    0.2e-6
+#define PCIE_BW     16e9
+
 #include "tpu/chip.h"
 
 #include <stdio.h>
@@ -54,10 +78,12 @@ static const tpu_chip_spec_t presets[] = {
         .ici_bw = 9e10,                    /* [S] */
         .ici_latency = 1e-6,               /* [S] */
         .ici_axes = 3,
-        .max_pod = {16, 16, 16}, /* [S] */
-        .host_dims = {2, 2, 1},  /* [B] */
-        .dcn_bw = 6.25e9,        /* [B] */
-        .dcn_latency = 0,        /* not published */
+        .max_pod = {16, 16, 16},    /* [S] */
+        .host_dims = {2, 2, 1},     /* [B] */
+        .dcn_bw = 6.25e9,           /* [B] */
+        .dcn_latency = DCN_LATENCY, /* assumption, see above */
+        .msg_cost = MSG_COST,       /* assumption, see above */
+        .pcie_bw = PCIE_BW,         /* [S] */
         .wrap_rule = TPU_WRAP_RULE_CUBES,
     },
     {
@@ -78,7 +104,9 @@ static const tpu_chip_spec_t presets[] = {
         .max_pod = {16, 16, 1},
         .host_dims = {4, 2, 1},
         .dcn_bw = 3.125e9,
-        .dcn_latency = 0,
+        .dcn_latency = DCN_LATENCY, /* assumption, see above */
+        .msg_cost = MSG_COST,       /* assumption, see above */
+        .pcie_bw = PCIE_BW,         /* [S] */
         .wrap_rule = TPU_WRAP_RULE_FULL_AXIS,
     },
     {
@@ -99,7 +127,9 @@ static const tpu_chip_spec_t presets[] = {
         .max_pod = {16, 20, 28},
         .host_dims = {2, 2, 1},
         .dcn_bw = 6.25e9,
-        .dcn_latency = 0,
+        .dcn_latency = DCN_LATENCY, /* assumption, see above */
+        .msg_cost = MSG_COST,       /* assumption, see above */
+        .pcie_bw = PCIE_BW,         /* [S] */
         .wrap_rule = TPU_WRAP_RULE_CUBES,
     },
     {
@@ -120,7 +150,9 @@ static const tpu_chip_spec_t presets[] = {
         .max_pod = {16, 16, 1},
         .host_dims = {4, 2, 1},
         .dcn_bw = 12.5e9,
-        .dcn_latency = 0,
+        .dcn_latency = DCN_LATENCY, /* assumption, see above */
+        .msg_cost = MSG_COST,       /* assumption, see above */
+        .pcie_bw = PCIE_BW,         /* [S] */
         .wrap_rule = TPU_WRAP_RULE_FULL_AXIS,
     },
     {
@@ -138,10 +170,12 @@ static const tpu_chip_spec_t presets[] = {
         .ici_bw = 1.8e11, /* [F] */
         .ici_latency = 1e-6,
         .ici_axes = 3,
-        .max_pod = {16, 24, 24}, /* choice: 9,216 chips [F] as whole cubes */
-        .host_dims = {2, 2, 1},  /* [F] 4 chips per host */
-        .dcn_bw = 12.5e9,        /* choice */
-        .dcn_latency = 0,
+        .max_pod = {16, 24, 24},    /* choice: 9,216 chips [F] as whole cubes */
+        .host_dims = {2, 2, 1},     /* [F] 4 chips per host */
+        .dcn_bw = 12.5e9,           /* choice */
+        .dcn_latency = DCN_LATENCY, /* assumption, see above */
+        .msg_cost = MSG_COST,       /* assumption, see above */
+        .pcie_bw = PCIE_BW,         /* [S] */
         .wrap_rule = TPU_WRAP_RULE_CUBES,
     },
 };
@@ -215,8 +249,12 @@ tpu_status_t tpu_chip_check(const tpu_chip_spec_t *spec, tpu_err_t *err)
                                spec->name, fields[i].name, fields[i].value);
         }
     }
-    if (spec->ici_latency < 0 || spec->dcn_latency < 0) {
-        return tpu_err_set(err, TPU_ERR_CONFIG, "chip '%s': latencies must be >= 0", spec->name);
+    if (spec->ici_latency < 0 || spec->dcn_latency < 0 || spec->msg_cost < 0 || spec->pcie_bw < 0 ||
+        spec->nic_bw < 0 || spec->reduce_bw < 0) {
+        return tpu_err_set(
+            err, TPU_ERR_CONFIG,
+            "chip '%s': latencies, msg_cost, pcie_bw, nic_bw and reduce_bw must be >= 0",
+            spec->name);
     }
     if (spec->ici_axes < 1 || spec->ici_axes > TPU_MAX_AXES) {
         return tpu_err_set(err, TPU_ERR_CONFIG, "chip '%s': ici_axes must be 1 to 3, got %d",
@@ -234,6 +272,12 @@ void tpu_chip_link_model(const tpu_chip_spec_t *spec, tpu_link_model_t *link)
     link->dcn_bw = spec->dcn_bw;
     link->dcn_latency = spec->dcn_latency;
     link->faults = NULL;
+    link->msg_cost = spec->msg_cost;
+    link->pcie_bw = spec->pcie_bw;
+    link->nic_bw = spec->nic_bw;
+    link->reduce_bw = spec->reduce_bw > 0 ? spec->reduce_bw : spec->hbm_bw / 3;
+    link->ici_efficiency = 1;
+    link->launch = 0;
     for (a = 0; a < TPU_MAX_AXES; a++) {
         link->host_dims[a] = spec->host_dims[a] > 0 ? spec->host_dims[a] : 1;
     }

@@ -37,7 +37,11 @@ typedef struct tpu_chip_spec {
     int max_pod[TPU_MAX_AXES];    /* largest pod shape */
     int host_dims[TPU_MAX_AXES];  /* the block of chips one TPU host drives */
     double dcn_bw;                /* DCN egress bytes/s per chip */
-    double dcn_latency;           /* seconds per DCN transfer */
+    double dcn_latency;           /* seconds per DCN transfer, chip to chip */
+    double msg_cost;              /* seconds the DMA engine takes to start one message */
+    double pcie_bw;               /* chip <-> host bytes/s, each direction */
+    double nic_bw;                /* host NIC bytes/s each direction; 0: chips x dcn_bw */
+    double reduce_bw;             /* bytes/s the VPU reduces received data; 0: hbm_bw / 3 */
     tpu_wrap_rule_t wrap_rule;    /* how --wrap auto decides */
 } tpu_chip_spec_t;
 

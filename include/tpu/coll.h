@@ -51,11 +51,17 @@ typedef struct tpu_link_model {
     double ici_bw;               /* bytes/s per ICI link, both directions together */
     double ici_latency;          /* seconds per hop */
     double dcn_bw;               /* DCN bytes/s per chip (a host's NICs carry chips x this) */
-    double dcn_latency;          /* seconds per DCN transfer */
+    double dcn_latency;          /* seconds per DCN transfer, chip to chip through both hosts */
     int host_dims[TPU_MAX_AXES]; /* the block of chips that share one host's NICs */
     /* Slow and failed links, slow chips and NICs (tpu/fault.h), for the topology the
      * model times; NULL: none.  Borrowed: it must outlive every plan made with it. */
     const tpu_faults_t *faults;
+    double msg_cost;       /* seconds a chip's DMA engine takes to start one message */
+    double reduce_bw;      /* bytes/s a chip reduces received data at (VPU, HBM bound) */
+    double pcie_bw;        /* chip <-> host bytes/s, each direction */
+    double nic_bw;         /* a host's NIC bytes/s, each direction; 0: its chips x dcn_bw */
+    double ici_efficiency; /* fraction of ici_bw the links reach (1: the formula model) */
+    double launch;         /* seconds added once per collective (0: the formula model) */
 } tpu_link_model_t;
 
 /*
@@ -64,6 +70,12 @@ typedef struct tpu_link_model {
  * working type, doubles exact to 2^53); larger requests are refused.
  */
 #define TPU_COLL_MAX_BYTES ((uint64_t)1 << 48)
+
+/*
+ * The calibrated constants (collectives/ideal.c): ici_efficiency and launch fitted
+ * to the scaling book's measured v5e figures.  Sets them in 'link'.
+ */
+TPU_API void tpu_link_model_calibrate(tpu_link_model_t *link);
 
 /* The deepest pipeline a torus algorithm takes (--chunks). */
 #define TPU_MAX_CHUNKS 64

@@ -32,6 +32,11 @@ typedef struct tpu_pod_spec {
     /* Slow and failed links, slow chips and NICs (tpu/fault.h); copied by the pod. */
     const tpu_fault_t *faults;
     int nfaults;
+    double msg_cost;  /* seconds per message start; < 0: the chip's */
+    double pcie_bw;   /* chip <-> host bytes/s each direction; < 0: the chip's */
+    double nic_bw;    /* host NIC bytes/s each direction; < 0: the chip's (0: chips x dcn_bw) */
+    double reduce_bw; /* bytes/s of a chip's reductions; < 0: the chip's (0: hbm_bw / 3) */
+    int calibrated; /* 1: the link model with the calibrated constants (tpu_link_model_calibrate) */
 } tpu_pod_spec_t;
 
 typedef struct tpu_pod tpu_pod_t;

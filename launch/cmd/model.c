@@ -8,10 +8,46 @@
 
 #include <string.h>
 
+/* Does the link model carry the calibrated constants (--calibrated)? */
+static int is_calibrated(const tpu_link_model_t *link)
+{
+    return link->launch > 0 || (link->ici_efficiency > 0 && link->ici_efficiency != 1);
+}
+
+/*
+ * The modeled time in the default mode (mode_us[0]) and the calibrated one
+ * (mode_us[1]), from the same request over the same pod: the pod's own mode is
+ * 'res', the other is planned and modeled here.
+ */
+static tpu_status_t both_modes(const tpu_pod_t *pod, const tpu_coll_plan_t *plan,
+                               const tpu_coll_result_t *res, double mode_us[2], tpu_err_t *err)
+{
+    tpu_link_model_t link = *tpu_pod_link(pod);
+    int mine = is_calibrated(&link);
+    tpu_coll_plan_t *other = NULL;
+    tpu_coll_result_t r;
+    tpu_status_t status;
+
+    mode_us[mine] = res->modeled_us;
+    if (mine) {
+        link.ici_efficiency = 1;
+        link.launch = 0;
+    } else {
+        tpu_link_model_calibrate(&link);
+    }
+    status = tpu_coll_plan_create(tpu_pod_topo(pod), &link, tpu_coll_plan_desc(plan), &other, err);
+    if (status == TPU_OK) {
+        status = tpu_coll_plan_model(other, &r, err);
+    }
+    tpu_coll_plan_destroy(other);
+    mode_us[!mine] = status == TPU_OK ? r.modeled_us : 0;
+    return status;
+}
+
 /* The JSON document of one modeled collective. */
 static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu_coll_desc_t *desc,
                                const char *axes, const tpu_coll_result_t *res, double ideal,
-                               double wall_s, tpu_err_t *err)
+                               const double mode_us[2], double wall_s, tpu_err_t *err)
 {
     const tpu_topo_t *t = tpu_pod_topo(pod);
     tpu_sink_t sink;
@@ -36,6 +72,10 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
     tpu_json_kstr(&j, "dtype", tpu_dtype_name(desc->dtype));
     tpu_json_kfixed(&j, "modeled_us", res->modeled_us, 6);
     tpu_json_kfixed(&j, "ideal_us", ideal, 6);
+    /* Both modes: the default (formula) model and --calibrated (collectives/ideal.c). */
+    tpu_json_kfixed(&j, "default_us", mode_us[0], 6);
+    tpu_json_kfixed(&j, "calibrated_us", mode_us[1], 6);
+    tpu_json_kstr(&j, "mode", is_calibrated(tpu_pod_link(pod)) ? "calibrated" : "default");
     tpu_json_kstr(&j, "algorithm", res->algorithm);
     tpu_json_kint(&j, "flows", (long long)res->flows);
     tpu_json_kint(&j, "steps", res->steps);
@@ -68,7 +108,7 @@ int tpu_cmd_model(const tpu_opts_t *o)
     tpu_coll_result_t res;
     FILE *txt = tpu_sink_text(o->json, NULL);
     char axes[32];
-    double ideal, t0, wall_s;
+    double ideal, t0, wall_s, mode_us[2];
     int a, code = TPU_EXIT_OK;
 
     if (tpu_pod_setup(o, &pod, &err) != TPU_OK ||
@@ -125,7 +165,8 @@ int tpu_cmd_model(const tpu_opts_t *o)
                 tpu_pod_chip(pod)->hbm_bytes / 1e9);
     }
     if (o->json != NULL) {
-        if (write_json(o->json, pod, &desc, axes, &res, ideal, wall_s, &err) != TPU_OK) {
+        if (both_modes(pod, plan, &res, mode_us, &err) != TPU_OK ||
+            write_json(o->json, pod, &desc, axes, &res, ideal, mode_us, wall_s, &err) != TPU_OK) {
             tpu_die_msg(err.msg);
             code = TPU_EXIT_FAIL;
         }
@@ -140,7 +181,8 @@ int tpu_cmd_model(const tpu_opts_t *o)
             tpu_dtype_name(desc.dtype));
     fprintf(txt, "algorithm  %s (%lld flows in %d steps)\n", res.algorithm, (long long)res.flows,
             res.steps);
-    fprintf(txt, "modeled    %.3f us\n", res.modeled_us);
+    fprintf(txt, "modeled    %.3f us%s\n", res.modeled_us,
+            is_calibrated(tpu_pod_link(pod)) ? " (calibrated)" : "");
     fprintf(txt, "formula    %.3f us (published formula, fidelity.md)\n", ideal);
     fprintf(txt, "links      busiest link busy:");
     for (a = 0; a <= TPU_AXIS_DCN; a++) {

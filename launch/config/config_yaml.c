@@ -117,6 +117,10 @@ static const field_t chip_fields[] = {
     {"host_dims", KIND_DIMS, offsetof(tpu_chip_spec_t, host_dims), TPU_MAX_DIM},
     {"dcn_bw", KIND_NUMBER, offsetof(tpu_chip_spec_t, dcn_bw), 0},
     {"dcn_latency_us", KIND_MICROS, offsetof(tpu_chip_spec_t, dcn_latency), 0},
+    {"msg_cost_us", KIND_MICROS, offsetof(tpu_chip_spec_t, msg_cost), 0},
+    {"pcie_bw", KIND_NUMBER, offsetof(tpu_chip_spec_t, pcie_bw), 0},
+    {"nic_bw", KIND_NUMBER, offsetof(tpu_chip_spec_t, nic_bw), 0},
+    {"reduce_bw", KIND_NUMBER, offsetof(tpu_chip_spec_t, reduce_bw), 0},
     {"wrap_rule", KIND_OTHER, 0, 0},
     {NULL, KIND_OTHER, 0, 0},
 };

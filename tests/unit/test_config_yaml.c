@@ -266,7 +266,15 @@ static void test_custom_chip_keeps_base(void **state)
     assert_int_equal(cfg.custom.host_dims[0], 4);
     assert_int_equal(cfg.custom.host_dims[1], 1);
     assert_int_equal(cfg.custom.wrap_rule, TPU_WRAP_RULE_CUBES);
-    assert_true(cfg.custom.dcn_latency == 0);
+    assert_true(cfg.custom.dcn_latency == tpu_chip_preset_at(4)->dcn_latency);
+    /* The link model's newer constants: message start, PCIe, NIC, reduction rate. */
+    load_ok("chip:\n  base: v5e\n  msg_cost_us: 0.5\n  pcie_bw: 8e9\n  nic_bw: 1e10\n"
+            "  reduce_bw: 1e11\n",
+            &cfg);
+    assert_true(cfg.custom.msg_cost == 0.5e-6);
+    assert_true(cfg.custom.pcie_bw == 8e9);
+    assert_true(cfg.custom.nic_bw == 1e10);
+    assert_true(cfg.custom.reduce_bw == 1e11);
     /* Latencies may be zero; everything else must be positive. */
     load_ok("chip:\n  base: v4\n  ici_latency_us: 0\n", &cfg);
     assert_true(cfg.custom.ici_latency == 0);
