@@ -4,8 +4,10 @@
  * Resources, each with a bandwidth in bytes/s:
  *   - every directed ICI link: half the published bidirectional W, times
  *     ici_efficiency (1 in the default model, below 1 when calibrated);
- *   - per chip, its PCIe path to its host, out and in (pcie_bw), which carries
- *     that chip's DCN traffic;
+ *   - per chip, its path to its host's NIC, out and in: PCIe (pcie_bw) and the
+ *     chip's own share of the NIC (the book publishes DCN bandwidth per chip,
+ *     dcn_bw), one resource at the smaller of the two, which carries that
+ *     chip's DCN traffic: a chip alone gets dcn_bw, not its host's whole NIC;
  *   - per TPU host, its NIC out and in (nic_bw, by default its chips x dcn_bw,
  *     the book's per-chip DCN figure), which the host's chips share;
  *   - per chip, the VPU that adds received data into the accumulator (reduce_bw).
@@ -161,8 +163,12 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     for (c = 0; c < (classes ? 0 : topo->nchips); c++) {
         int h = tpu_topo_host_of(topo, link->host_dims, c);
 
-        /* pcie_bw 0: the PCIe hop is not modeled (an infinite path to the host). */
-        lm->bw[lm->port0 + 2 * c] = lm->bw[lm->port0 + 2 * c + 1] = link->pcie_bw;
+        /* The chip's path to the NIC: PCIe (pcie_bw; 0: not modeled) and the chip's
+         * own share of the NIC, the book's per-chip DCN figure (dcn_bw). */
+        double port = link->pcie_bw > 0 && link->pcie_bw < link->dcn_bw ? link->pcie_bw
+                                                                          : link->dcn_bw;
+
+        lm->bw[lm->port0 + 2 * c] = lm->bw[lm->port0 + 2 * c + 1] = port;
         /* The NIC: nic_bw, or the sum of its chips' dcn_bw. */
         lm->bw[lm->nic0 + 2 * h] += link->nic_bw > 0 ? 0 : link->dcn_bw;
         lm->bw[lm->nic0 + 2 * h + 1] += link->nic_bw > 0 ? 0 : link->dcn_bw;
@@ -295,11 +301,8 @@ static int flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, double *lat_
             int i;
 
             for (i = 0; i < 4; i++) {
-                /* A resource of bandwidth 0 (pcie_bw 0) is not on the path. */
-                if (lm->bw[dres[i]] > 0 || i == 0) {
-                    lm->rres[n] = dres[i];
-                    lm->rw[n++] = bytes;
-                }
+                lm->rres[n] = dres[i];
+                lm->rw[n++] = bytes;
             }
             lat += lm->link.dcn_latency;
         }
