@@ -375,6 +375,17 @@ int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len)
     OPT_S("--csv", o->csv);
     OPT_D("--timeout", o->timeout);
     OPT_S("--inject", o->inject);
+    {
+        /* Every --fault, in order, as one value (a count and a hash of the texts). */
+        uint64_t h = 1469598103934665603ull;
+        int k;
+
+        for (k = 0; k < o->nfault; k++) {
+            h = h * 31 + hash_str(o->fault[k]);
+        }
+        names[n] = "--fault";
+        snprintf(vals[n++], 64, "%d given (hash %016llx)", o->nfault, (unsigned long long)h);
+    }
 #undef OPT_S
 #undef OPT_I
 #undef OPT_D

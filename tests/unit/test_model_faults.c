@@ -479,8 +479,15 @@ static void test_slow_nic(void **state)
  * 1 changes no time, so the full walk must give the representative's time bit for
  * bit (linkmodel.c).
  */
+static void note_rep(void *user, const tpu_coll_flow_event_t *ev)
+{
+    *(int *)user |= ev->representative;
+}
+
 static void test_shortcuts_off(void **state)
 {
+    tpu_coll_observer_t obs;
+    int walked_rep = 0;
     static const char *const idle[] = {"slow-link:chip=0,dir=+x,factor=1"};
     tpu_topo_t topo;
     tpu_link_model_t link;
@@ -497,17 +504,23 @@ static void test_shortcuts_off(void **state)
     d.kind = TPU_COLL_ALL_TO_ALL;
     d.axes = 3;
     d.bytes = 1 << 20;
+    memset(&obs, 0, sizeof(obs));
+    obs.on_flow = note_rep;
+    obs.user = &walked_rep;
     assert_int_equal(tpu_coll_plan_create(&topo, &link, &d, &plan, &err), TPU_OK);
-    assert_int_equal(tpu_coll_plan_model(plan, &rep, &err), TPU_OK);
+    assert_int_equal(tpu_coll_plan_model_observed(plan, &obs, &rep, &err), TPU_OK);
+    assert_int_equal(walked_rep, 1); /* the representative walk without faults */
+    walked_rep = 0;
     tpu_coll_plan_destroy(plan);
     f = faults_of(&topo, &link, idle, 1, &err);
     link.faults = f;
     assert_int_equal(tpu_coll_plan_create(&topo, &link, &d, &plan, &err), TPU_OK);
-    assert_int_equal(tpu_coll_plan_model(plan, &full, &err), TPU_OK);
+    assert_int_equal(tpu_coll_plan_model_observed(plan, &obs, &full, &err), TPU_OK);
     tpu_coll_plan_destroy(plan);
     /* Both count the whole pod's flows (issue 13 item 7): walked for every chip, or
      * one chip's walked and counted for all. */
     assert_true(full.flows == rep.flows);
+    assert_int_equal(walked_rep, 0); /* every chip's flows, not one chip's */
     assert_true(full.modeled_us == rep.modeled_us);
     tpu_faults_destroy(f);
 }
