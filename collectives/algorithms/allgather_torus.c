@@ -193,12 +193,47 @@ static void item_span(const phase_ctx_t *ctx, int origin, tpu_span_t *span)
     span->len = blocks * l->sub_len;
 }
 
+/*
+ * Can chip 'c' send to or receive from a chip of args->local?  Its flows go to its
+ * neighbours on the collective's axes and to its twins in the other slices.
+ */
+static int near_local(const tpu_topo_t *topo, const tpu_algo_args_t *args, int c)
+{
+    int coords[TPU_MAX_AXES], a, dir, s;
+
+    if (args->local == NULL || args->local[c]) {
+        return 1;
+    }
+    for (a = 0; a < topo->naxes; a++) {
+        for (dir = -1; dir <= 1 && (args->mask & (1u << a)); dir += 2) {
+            int nb = tpu_topo_neighbor(topo, c, a, dir);
+
+            if (nb >= 0 && args->local[nb]) {
+                return 1;
+            }
+        }
+    }
+    tpu_topo_coords(topo, c, coords);
+    for (s = 0; s < topo->slices && (args->mask & TPU_AXIS_MASK_DCN); s++) {
+        if (args->local[tpu_topo_chip(topo, s, coords)]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static tpu_status_t add_flow(phase_ctx_t *ctx, int src, int dst, int step, int kind, int tie,
                              const tpu_span_t *span, const int32_t *deps, int ndeps, int64_t *idx_p)
 {
+    const uint8_t *local = ctx->args->local;
     tpu_flow_t f;
     int64_t idx;
 
+    /* A rank's own part: flows that touch none of its chips are left out. */
+    if (local != NULL && !local[src] && !local[dst]) {
+        *idx_p = -1;
+        return TPU_OK;
+    }
     memset(&f, 0, sizeof(f));
     f.src = src;
     f.dst = dst;
@@ -257,6 +292,9 @@ static tpu_status_t dcn_phase(phase_ctx_t *ctx, int step)
 
             if (status != TPU_OK) {
                 return status;
+            }
+            if (idx < 0) {
+                continue;
             }
             /* A representative receives the translate of what it sends. */
             note_pending(ctx, ctx->rep >= 0 ? ctx->rep : dst, idx);
@@ -336,6 +374,9 @@ static tpu_status_t ring_phase(phase_ctx_t *ctx, int axis, int step0)
                                   ndeps, &idx);
                 if (status != TPU_OK) {
                     return status;
+                }
+                if (idx < 0) {
+                    continue;
                 }
                 if (ctx->rep >= 0) {
                     dst = ctx->rep; /* it receives the translate of what it sends */
@@ -419,7 +460,8 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
         goto out;
     }
     for (a = 0; a < topo->nchips; a++) {
-        if (args->rep >= 0 ? a == args->rep : tpu__algo_in_domain(args, a)) {
+        if (args->rep >= 0 ? a == args->rep
+                           : tpu__algo_in_domain(args, a) && near_local(topo, args, a)) {
             ctx.chips[ctx.nbuilt++] = a;
         }
     }
