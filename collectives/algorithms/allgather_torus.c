@@ -409,7 +409,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
      * all-gather over ICI, as the hierarchical algorithm is defined), so chunks
      * do not pipeline it with the ICI phases. */
     int K = nord > 1 && !((args->mask & TPU_AXIS_MASK_DCN) && topo->slices > 1) ? args->chunks : 1;
-    int r, k, j, a, maxT = 1, total_rx;
+    int r, k, j, a, maxT = 1, total_rx, nsteps = 0;
     tpu_status_t status = TPU_OK;
 
     (void)err;
@@ -517,6 +517,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
             }
             memset(ctx.nseen, 0, (size_t)topo->nchips * sizeof(int));
             if (dcn) {
+                nsteps = step + 1 > nsteps ? step + 1 : nsteps;
                 status = dcn_phase(&ctx, step);
                 if (status != TPU_OK) {
                     goto out;
@@ -527,6 +528,11 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
                 int axis = axes[(r + j) % d];
 
                 memset(ctx.phase_rx, 0xff, (size_t)topo->nchips * 2 * maxT * sizeof(int32_t));
+                /* The steps of every chip's schedule, also when a part leaves the
+                 * last ones out (args->local). */
+                if (step + axis_steps(topo, axis) > nsteps) {
+                    nsteps = step + axis_steps(topo, axis);
+                }
                 status = ring_phase(&ctx, axis, step);
                 if (status != TPU_OK) {
                     goto out;
@@ -543,6 +549,9 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     }
     if (sched->nstreams < nord * K) {
         sched->nstreams = nord * K;
+    }
+    if (args->local != NULL && sched->nsteps < nsteps) {
+        sched->nsteps = nsteps;
     }
     status = tpu__sched_sort(sched);
 out:
