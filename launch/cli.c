@@ -87,7 +87,7 @@ static const opt_def_t defs[] = {
     S("dst", dst, "mb", "a chip as coordinates such as 1,2 or an id"),
     D("timeout", timeout, "rb", 0.1, 86400),
     F("compare-mpi", compare_mpi, "b"),
-    S("inject", inject, "rb", "crash:chip=C,call=N"),
+    S("inject", inject, "rb", "crash|stop:chip=C,call=N"),
     F("dump-topology", dump_topology, "i"),
     F("algorithms", algorithms, "i"),
     S("ici-bw", ici_bw, "rmbti", "bytes/s from 1e3 to 1e15, such as 9e10"),
@@ -256,12 +256,15 @@ static tpu_status_t check_values(const tpu_opts_t *o, tpu_err_t *err)
     if (o->inject != NULL) {
         int chip = -1, n = -1;
         long call = -1;
+        char ikind[8] = "";
 
-        if (sscanf(o->inject, "crash:chip=%d,call=%ld%n", &chip, &call, &n) != 2 ||
-            n != (int)strlen(o->inject) || chip < 0 || call < 0) {
+        if (sscanf(o->inject, "%5[a-z]:chip=%d,call=%ld%n", ikind, &chip, &call, &n) != 3 ||
+            n != (int)strlen(o->inject) || chip < 0 || call < 0 ||
+            (strcmp(ikind, "crash") != 0 && strcmp(ikind, "stop") != 0)) {
             return tpu_err_set(err, TPU_ERR_INVALID,
                                "--inject '%s': expected crash:chip=C,call=N (chip C dies at its "
-                               "collective call N, counted from 0)",
+                               "collective call N, counted from 0) or stop:chip=C,call=N (it "
+                               "stops there, as with SIGSTOP)",
                                o->inject);
         }
     }
