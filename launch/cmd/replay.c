@@ -15,6 +15,7 @@
 
 #include "tpu/hlo.h"
 
+#include "file.h"
 #include "json.h"
 #include "launch.h"
 #include "replay_mpi.h"
@@ -164,17 +165,23 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
     static const struct {
         const char *name;
         size_t off;
+        const char *valid;
     } pod_flags[] = {
-        {"chip", offsetof(tpu_opts_t, chip)},
-        {"topology", offsetof(tpu_opts_t, topology)},
-        {"wrap", offsetof(tpu_opts_t, wrap)},
-        {"config", offsetof(tpu_opts_t, config)},
-        {"json", offsetof(tpu_opts_t, json)},
-        {"ici-bw", offsetof(tpu_opts_t, ici_bw)},
-        {"ici-latency-us", offsetof(tpu_opts_t, ici_latency_us)},
-        {"dcn-bw", offsetof(tpu_opts_t, dcn_bw)},
-        {"dcn-latency-us", offsetof(tpu_opts_t, dcn_latency_us)},
+        {"chip", offsetof(tpu_opts_t, chip), "a chip such as v4, v5e, v5p, v6e, v7"},
+        {"topology", offsetof(tpu_opts_t, topology), "a shape such as 16, 4x4 or 4x4x4"},
+        {"wrap", offsetof(tpu_opts_t, wrap), "auto, all, none or axes such as x,z"},
+        {"config", offsetof(tpu_opts_t, config), "a YAML file"},
+        {"json", offsetof(tpu_opts_t, json), "a file name or - for stdout"},
+        {"ici-bw", offsetof(tpu_opts_t, ici_bw), "bytes/s from 1e3 to 1e15, such as 9e10"},
+        {"ici-latency-us", offsetof(tpu_opts_t, ici_latency_us),
+         "microseconds from 0 to 1e6, such as 1.5"},
+        {"dcn-bw", offsetof(tpu_opts_t, dcn_bw), "bytes/s from 1e3 to 1e15, such as 2.5e10"},
+        {"dcn-latency-us", offsetof(tpu_opts_t, dcn_latency_us),
+         "microseconds from 0 to 1e6, such as 10"},
     };
+    /* Flags given so far (each at most once; --trip-count and --custom-call-us repeat). */
+    const char *given[sizeof(pod_flags) / sizeof(pod_flags[0]) + 6] = {NULL};
+    static const char *const own[] = {"slices", "module", "top", "device-order", "list", "quiet"};
     int i;
     size_t k;
 
@@ -191,6 +198,9 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
             o->help = 1;
             continue;
         }
+        if (strncmp(arg, "--help=", 7) == 0) {
+            return tpu_err_set(err, TPU_ERR_INVALID, "--help takes no value");
+        }
         if (strncmp(arg, "--", 2) != 0) {
             if (a->path != NULL) {
                 return tpu_err_set(err, TPU_ERR_INVALID,
@@ -204,6 +214,15 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         if (strchr(name, '=') != NULL) {
             *strchr(name, '=') = '\0';
             val = strchr(arg, '=') + 1;
+        }
+        for (k = 0; k < sizeof(own) / sizeof(own[0]); k++) {
+            if (strcmp(own[k], name) == 0) {
+                if (given[sizeof(pod_flags) / sizeof(pod_flags[0]) + k] != NULL) {
+                    return tpu_err_set(err, TPU_ERR_INVALID, "--%s is given twice: give it once",
+                                       name);
+                }
+                given[sizeof(pod_flags) / sizeof(pod_flags[0]) + k] = arg;
+            }
         }
         if (strcmp(name, "list") == 0 || strcmp(name, "quiet") == 0) {
             if (val != NULL) {
@@ -220,6 +239,16 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         }
         for (k = 0; k < sizeof(pod_flags) / sizeof(pod_flags[0]); k++) {
             if (strcmp(pod_flags[k].name, name) == 0) {
+                if (given[k] != NULL) {
+                    return tpu_err_set(err, TPU_ERR_INVALID,
+                                       "--%s is given twice ('%.40s', then '%.40s'): give it once",
+                                       name, given[k], val);
+                }
+                if (*val == '\0') {
+                    return tpu_err_set(err, TPU_ERR_INVALID, "--%s got an empty value; give %s",
+                                       name, pod_flags[k].valid);
+                }
+                given[k] = val;
                 *(const char **)(void *)((char *)o + pod_flags[k].off) = val;
                 found = 1;
             }
@@ -231,6 +260,10 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
             if (parse_int_flag(name, val, 1, &o->slices, err) != TPU_OK) {
                 return TPU_ERR_INVALID;
             }
+            if (o->slices > TPU_MAX_SLICES) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--slices must be 1 to %d, got %s",
+                                   TPU_MAX_SLICES, val);
+            }
         } else if (strcmp(name, "module") == 0) {
             if (parse_int_flag(name, val, 1, &a->module, err) != TPU_OK) {
                 return TPU_ERR_INVALID;
@@ -240,11 +273,24 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
                 return TPU_ERR_INVALID;
             }
         } else if (strcmp(name, "device-order") == 0) {
+            if (*val == '\0') {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--device-order got an empty value; give chip ids such as "
+                                   "0,4,8,12,1,...");
+            }
             a->device_order = val;
-        } else if (strcmp(name, "trip-count") == 0 && a->ntrips_args < MAX_LIST) {
-            a->trips[a->ntrips_args++] = val;
-        } else if (strcmp(name, "custom-call-us") == 0 && a->ncustom_args < MAX_LIST) {
-            a->customs[a->ncustom_args++] = val;
+        } else if (strcmp(name, "trip-count") == 0 || strcmp(name, "custom-call-us") == 0) {
+            int trip = name[0] == 't';
+
+            if ((trip ? a->ntrips_args : a->ncustom_args) >= MAX_LIST) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s is given more than %d times", name,
+                                   MAX_LIST);
+            }
+            if (trip) {
+                a->trips[a->ntrips_args++] = val;
+            } else {
+                a->customs[a->ncustom_args++] = val;
+            }
         } else {
             return tpu_err_set(err, TPU_ERR_INVALID,
                                "unknown option '--%s' for 'tpuemu replay' (see tpuemu replay "
@@ -256,17 +302,18 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "replay needs a module file: tpuemu replay MODULE.hlo (see --help)");
     }
-    return TPU_OK;
+    /* The link constants' ranges, as for the other commands. */
+    return o->help ? TPU_OK : tpu_opts_check(o, err);
 }
 
 static tpu_status_t read_file(const char *path, char **buf_p, size_t *len_p, tpu_err_t *err)
 {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
+    char why[96], *buf = NULL;
+    FILE *f = tpu__fopen_regular(path, why, sizeof(why));
     size_t len = 0, cap = 0, n;
 
     if (f == NULL) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "cannot read '%s': %s", path, strerror(errno));
+        return tpu_err_set(err, TPU_ERR_INVALID, "cannot read '%s': %s", path, why);
     }
     for (;;) {
         if (cap - len < 65536) {
@@ -618,6 +665,7 @@ int tpu_cmd_replay(int argc, char **argv)
     replay_args_t a;
     tpu_pod_t *pod = NULL;
     FILE *txt;
+    tpu_sink_t sink = {NULL, NULL};
     kv_list_t *trips = NULL, *customs = NULL;
     char *text = NULL;
     size_t len = 0;
@@ -784,18 +832,18 @@ int tpu_cmd_replay(int argc, char **argv)
             fprintf(stderr, "tpuemu: warning: %s\n", rep->warnings[i]);
         }
     }
+    /* Open the JSON target first: one that cannot be written is the only line. */
+    if (o.json != NULL && tpu_sink_open(&sink, o.json, &err) != TPU_OK) {
+        goto fail;
+    }
     txt = tpu_sink_text(o.json, NULL);
     print_text(txt, pod, a.path, m, hf->nmodules, mod, rep, ci, oi, a.top);
     if (mpi) {
         print_measured(txt, rep, &ms, ci, job.nranks);
     }
     if (o.json != NULL) {
-        tpu_sink_t sink;
         tpu_json_t j;
 
-        if (tpu_sink_open(&sink, o.json, &err) != TPU_OK) {
-            goto fail;
-        }
         tpu_json_init(&j, sink.f);
         write_json(&j, pod, a.path, m, mod, rep, ci, oi, mpi ? &ms : NULL);
         status = tpu_json_end(&j, &err);
