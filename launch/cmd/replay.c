@@ -151,8 +151,8 @@ static tpu_status_t parse_int_flag(const char *flag, const char *v, int lo, int 
     errno = 0;
     x = strtol(v, &end, 10);
     if (*v == '\0' || *end != '\0' || errno != 0 || x < lo || x > 1000000) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes an integer >= %d, got '%s'", flag, lo,
-                           v);
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--%s takes an integer from %d to 1000000, got '%s'", flag, lo, v);
     }
     *out = (int)x;
     return TPU_OK;
@@ -297,6 +297,17 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
                                "--help)",
                                name);
         }
+    }
+    if (a->list && (a->module || a->device_order || a->ntrips_args || a->ncustom_args ||
+                    a->top != 20 || o->json)) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--list only lists the modules of the file: drop --%s",
+                           a->module         ? "module"
+                           : a->device_order ? "device-order"
+                           : a->ntrips_args  ? "trip-count"
+                           : a->ncustom_args ? "custom-call-us"
+                           : o->json         ? "json"
+                                             : "top");
     }
     if (!o->help && a->path == NULL) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -793,6 +804,29 @@ int tpu_cmd_replay(int argc, char **argv)
             tpu_err_set(&err, TPU_ERR_INVALID,
                         "--trip-count %s: the module has no while loop named '%s'", trips->names[i],
                         trips->names[i]);
+            goto fail;
+        }
+    }
+    /* A --custom-call-us that names no custom-call (by name or target) would be
+     * dropped without a word. */
+    for (i = 0; i < customs->n; i++) {
+        int found = 0, c, k;
+
+        for (c = 0; c < mod->ncomps && !found; c++) {
+            for (k = 0; k < mod->comps[c].ninstrs && !found; k++) {
+                const tpu_hlo_instr_t *in = &mod->comps[c].instrs[k];
+
+                found = in->op == TPU_HLO_OP_CUSTOM_CALL &&
+                        (strcmp(in->name, customs->names[i]) == 0 ||
+                         (in->custom_call_target != NULL &&
+                          strcmp(in->custom_call_target, customs->names[i]) == 0));
+            }
+        }
+        if (!found) {
+            tpu_err_set(&err, TPU_ERR_INVALID,
+                        "--custom-call-us %s: the module has no custom-call named or targeting "
+                        "'%s'",
+                        customs->names[i], customs->names[i]);
             goto fail;
         }
     }

@@ -209,7 +209,9 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
                                    : "a number");
         }
         if (strcmp(name, "steps") == 0) {
-            if (parse_i64(name, val, 1, &v, err) != TPU_OK || v > 1000000) {
+            tpu_err_t scratch = {0};
+
+            if (parse_i64(name, val, 1, &v, &scratch) != TPU_OK || v > 1000000) {
                 return tpu_err_set(err, TPU_ERR_INVALID,
                                    "--steps takes an integer from 1 to 1000000, got '%s'", val);
             }
@@ -240,12 +242,11 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
                                    "--%s takes a number from %g to %g, got '%s'", name, lo, hi,
                                    val);
             }
-            /* The learning rate: above 0 (0 or below does not train); the watchdog: as
-             * the other commands' --timeout. */
-            if (!(d >= lo && d <= hi) || (name[0] == 'l' && d <= 0)) {
-                return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be %s%g%s%g, got %s", name,
-                                   name[0] == 'l' ? "above " : "", lo,
-                                   name[0] == 'l' ? " and at most " : " to ", hi, val);
+            /* The learning rate: 0 (weights kept, as the round-trip test uses) to 1000;
+             * the watchdog: as the other commands' --timeout. */
+            if (!(d >= lo && d <= hi)) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be %g to %g, got %s", name, lo,
+                                   hi, val);
             }
             *(name[0] == 'l' ? &a->lr : &a->timeout) = d;
         } else if (strcmp(name, "dtype") == 0) {
