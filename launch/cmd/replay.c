@@ -666,6 +666,48 @@ static void print_measured(FILE *out, const tpu_replay_report_t *r, const tpu_re
     }
 }
 
+/* Join 'n' values with ';' into 'buf' (a digest: only equality matters). */
+static const char *joined(const char *const *v, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; i < n && used + 1 < len; i++) {
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ";" : "", v[i]);
+    }
+    return n > 0 ? buf : NULL;
+}
+
+/*
+ * Halves of an MPI job started with different replay flags would replay
+ * different calls and wait for each other forever: compare them at start.
+ * Returns 0 when they agree; else the rank that prints has printed.
+ */
+static int agree_replay(const replay_args_t *a)
+{
+    static const char *const names[] = {"the module file", "--module",         "--device-order",
+                                        "--trip-count",    "--custom-call-us", "--top"};
+    char trips[8192], customs[8192];
+    char num[2][32], msg[TPU_ERR_MSG_LEN];
+    const char *vals[6];
+    int who;
+
+    snprintf(num[0], sizeof(num[0]), "%d", a->module);
+    snprintf(num[1], sizeof(num[1]), "%d", a->top);
+    vals[0] = a->path;
+    vals[1] = num[0];
+    vals[2] = a->device_order;
+    vals[3] = joined(a->trips, a->ntrips_args, trips, sizeof(trips));
+    vals[4] = joined(a->customs, a->ncustom_args, customs, sizeof(customs));
+    vals[5] = num[1];
+    who = tpu_job_agree_values(6, names, vals, msg, sizeof(msg));
+    if (who == 1) {
+        tpu_die_msg(msg);
+    }
+    return who;
+}
+
 int tpu_cmd_replay(int argc, char **argv)
 {
     tpu_job_t job;
@@ -691,15 +733,8 @@ int tpu_cmd_replay(int argc, char **argv)
     memset(&ms, 0, sizeof(ms));
     if (parse_args(argc, argv, &o, &a, &err) != TPU_OK) {
         if (mpi) {
-            int rank;
-
-            MPI_Init(&argc, &argv);
-            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-            if (rank == 0) {
-                tpu_die_msg(err.msg);
-            }
-            MPI_Finalize();
-            return TPU_EXIT_USAGE;
+            /* Meet the ranks that parsed theirs (tpu_job_start) and end with them. */
+            return tpu_job_refuse(err.msg, &argc, &argv);
         }
         tpu_die_msg(err.msg);
         return TPU_EXIT_USAGE;
@@ -712,6 +747,9 @@ int tpu_cmd_replay(int argc, char **argv)
         rc = tpu_job_start(&o, &argc, &argv, &job);
         if (rc >= 0) {
             return rc;
+        }
+        if (agree_replay(&a) != 0) {
+            return tpu_job_end(&job, TPU_EXIT_USAGE);
         }
         rc = TPU_EXIT_USAGE;
         pod = job.pod;
