@@ -135,7 +135,7 @@ static tpu_status_t model(tpu_report_t *r, const tpu_coll_plan_t *plan, const ch
     tpu_coll_observer_t obs;
     tpu_coll_result_t res;
     tpu_status_t status;
-    int trace = r->trace != NULL && !tpu_trace_truncated(r->trace);
+    int trace = name != NULL && r->trace != NULL && !tpu_trace_truncated(r->trace);
 
     r->heat_times = r->link_bytes != NULL ? heat_times : 0;
     if (!trace && r->heat_times == 0) {

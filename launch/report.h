@@ -43,7 +43,8 @@ tpu_status_t tpu_report_model(tpu_report_t *r, const tpu_coll_plan_t *plan, cons
  * may overlap compute (train, replay): the position does not move
  * (tpu_report_advance() after the step).  The heatmap counts its links' bytes
  * 'heat_times' times (0: not at all; replay counts a row once, times its
- * executions).  Once the trace is truncated, only the heatmap is fed.
+ * executions).  Once the trace is truncated, only the heatmap is fed; 'name'
+ * NULL: the heatmap only.
  */
 tpu_status_t tpu_report_model_at(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
                                  double at_us, double modeled_us, double heat_times,

@@ -3,7 +3,7 @@
  *
  *   tpuemu replay MODULE.hlo [pod options] [--module N] [--list] [--device-order LIST]
  *                 [--trip-count NAME=K,...] [--custom-call-us NAME=US,...] [--top N]
- *                 [--json FILE|-]
+ *                 [--json FILE|-] [--trace FILE [--trace-measured]] [--heatmap FILE.svg]
  *
  * Reads the HLO text (the library's parser, include/tpu/hlo.h), picks one module
  * (--module N counts from 1; by default the first whose device count equals the
@@ -17,7 +17,9 @@
 
 #include "json.h"
 #include "launch.h"
+#include "progress.h"
 #include "replay_mpi.h"
+#include "report.h"
 #include "sink.h"
 
 #include <errno.h>
@@ -66,7 +68,17 @@ static void usage(FILE *out)
             "                      (default: device d on chip d, row-major over the torus)\n"
             "  --trip-count NAME=K trip count of the while loop NAME (overrides the module)\n"
             "  --custom-call-us NAME=US  time of a custom-call (instruction name or target)\n"
-            "  --top N             collectives and ops listed (default 20)\n\n"
+            "  --top N             collectives and ops listed (default 20)\n"
+            "  --json FILE|-       one JSON object (- for stdout; the text goes to stderr)\n"
+            "  --trace FILE        Chrome trace / Perfetto JSON of one step on the modeled\n"
+            "                      timeline: per chip the module's ops in order on a compute\n"
+            "                      track, its collectives with their steps, a counter per\n"
+            "                      link (summarised above 256 chips, at most 4 MB)\n"
+            "  --trace-measured    with --trace under mpirun: each chip's measured\n"
+            "                      collective executions too\n"
+            "  --heatmap FILE.svg  the torus, every link coloured by the bytes it carried\n"
+            "                      over the step (every collective, every execution)\n"
+            "  --quiet             no warnings, no progress bar\n\n"
             "Pod options: --chip --topology --wrap --slices --config --ici-bw --ici-latency-us\n"
             "--dcn-bw --dcn-latency-us (see tpuemu --help).  The module's partitions (or\n"
             "replicas) must equal the pod's chips.\n");
@@ -170,6 +182,8 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         {"wrap", offsetof(tpu_opts_t, wrap)},
         {"config", offsetof(tpu_opts_t, config)},
         {"json", offsetof(tpu_opts_t, json)},
+        {"trace", offsetof(tpu_opts_t, trace)},
+        {"heatmap", offsetof(tpu_opts_t, heatmap)},
         {"ici-bw", offsetof(tpu_opts_t, ici_bw)},
         {"ici-latency-us", offsetof(tpu_opts_t, ici_latency_us)},
         {"dcn-bw", offsetof(tpu_opts_t, dcn_bw)},
@@ -205,11 +219,12 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
             *strchr(name, '=') = '\0';
             val = strchr(arg, '=') + 1;
         }
-        if (strcmp(name, "list") == 0 || strcmp(name, "quiet") == 0) {
+        if (strcmp(name, "list") == 0 || strcmp(name, "quiet") == 0 ||
+            strcmp(name, "trace-measured") == 0) {
             if (val != NULL) {
                 return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes no value", name);
             }
-            *(name[0] == 'l' ? &a->list : &o->quiet) = 1;
+            *(name[0] == 'l' ? &a->list : name[0] == 'q' ? &o->quiet : &o->trace_measured) = 1;
             continue;
         }
         if (val == NULL) {
@@ -220,6 +235,11 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         }
         for (k = 0; k < sizeof(pod_flags) / sizeof(pod_flags[0]); k++) {
             if (strcmp(pod_flags[k].name, name) == 0) {
+                if (*val == '\0' && (strcmp(name, "trace") == 0 || strcmp(name, "heatmap") == 0)) {
+                    return tpu_err_set(err, TPU_ERR_INVALID,
+                                       "--%s got an empty value; give a file name or - for stdout",
+                                       name);
+                }
                 *(const char **)(void *)((char *)o + pod_flags[k].off) = val;
                 found = 1;
             }
@@ -577,6 +597,92 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
     }
 }
 
+/*
+ * --trace and --heatmap: the step's timeline (compute ops on every chip's
+ * compute track under "module NAME", each collective execution at its start
+ * with its steps), and every collective row's links counted once per execution.
+ * 'spans' (--trace-measured under mpirun): nranks x nspans (start, duration) of
+ * each rank's executions of the sequence.  Plans are made once per row.
+ */
+static tpu_status_t write_report(tpu_report_t *report, const tpu_pod_t *pod,
+                                 const tpu_hlo_module_t *mod, const tpu_replay_report_t *r,
+                                 const double *spans, int64_t nspans, FILE *txt, int quiet,
+                                 tpu_err_t *err)
+{
+    tpu_coll_plan_t **plans = calloc((size_t)r->ncolls + 1, sizeof(*plans));
+    tpu_status_t status = TPU_OK;
+    tpu_progress_t progress;
+    char name[256];
+    int64_t k;
+    int i, c;
+
+    if (plans == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the trace");
+    }
+    for (i = 0; i < r->ncolls && status == TPU_OK; i++) {
+        tpu_groups_t groups;
+        tpu_coll_desc_t desc;
+
+        if (!r->colls[i].supported || r->colls[i].executions == 0) {
+            continue;
+        }
+        tpu_replay_coll_desc(&r->colls[i], &groups, &desc);
+        status = tpu_coll_plan_create(tpu_pod_topo(pod), tpu_pod_link(pod), &desc, &plans[i], err);
+        if (status == TPU_OK) {
+            /* The heatmap: the row's links, once per execution. */
+            status = tpu_report_model_at(report, plans[i], NULL, 0, r->colls[i].modeled_us,
+                                         (double)r->colls[i].executions, err);
+        }
+    }
+    if (status == TPU_OK && !tpu_report_trace_done(report)) {
+        snprintf(name, sizeof(name), "module %s", mod->name[0] ? mod->name : "(no header)");
+        tpu_report_compute(report, name, 0, r->step_us);
+    }
+    tpu_progress_init(&progress, !quiet, (long)r->ntimeline, txt);
+    for (k = 0; k < r->ntimeline && status == TPU_OK && !tpu_report_trace_done(report); k++) {
+        const tpu_replay_event_t *e = &r->timeline[k];
+        double end = e->start_us + e->dur_us;
+
+        /* Inside the module's slice, whatever the rounding of the loop's copies. */
+        end = end < r->step_us ? end : r->step_us;
+        if (k % 64 == 0) {
+            tpu_progress_update(&progress, (long)k, "writing the trace");
+        }
+        if (!e->coll) {
+            const tpu_replay_op_t *op = &r->ops[e->row];
+
+            snprintf(name, sizeof(name), "%s (%s)", op->name, op->opcode);
+            tpu_report_compute(report, name, e->start_us, end - e->start_us);
+        } else if (plans[e->row] != NULL) {
+            const tpu_replay_coll_t *cl = &r->colls[e->row];
+
+            snprintf(name, sizeof(name), "%s %s", tpu_coll_name(cl->desc.kind), cl->name);
+            status = tpu_report_model_at(report, plans[e->row], name, e->start_us,
+                                         end - e->start_us, 0, err);
+        }
+    }
+    tpu_progress_end(&progress);
+    if (status == TPU_OK && r->timeline_truncated && !quiet) {
+        fprintf(stderr, "tpuemu: warning: the trace shows the first %d events of the step\n",
+                TPU_REPLAY_MAX_TIMELINE);
+    }
+    for (c = 0; spans != NULL && c < tpu_pod_topo(pod)->nchips; c++) {
+        for (k = 0; k < nspans && k < r->nseq; k++) {
+            const double *sp = &spans[2 * ((size_t)c * (size_t)nspans + (size_t)k)];
+
+            if (sp[0] >= 0) {
+                tpu_report_measured(report, c, r->colls[r->seq[k]].name, sp[0], sp[1]);
+            }
+        }
+    }
+    tpu_report_advance(report, r->step_us);
+    for (i = 0; i < r->ncolls; i++) {
+        tpu_coll_plan_destroy(plans[i]);
+    }
+    free(plans);
+    return status;
+}
+
 /* Started by mpirun (Open MPI, or a PMI launcher)? */
 static int under_mpirun(void)
 {
@@ -624,13 +730,22 @@ int tpu_cmd_replay(int argc, char **argv)
     tpu_hlo_file_t *hf = NULL;
     tpu_replay_report_t *rep = NULL;
     tpu_replay_opts_t ropts;
+    tpu_report_t report;
+    double *spans = NULL;
     int32_t *order = NULL;
     int norder = 0, m, i, rc = TPU_EXIT_USAGE, *ci = NULL, *oi = NULL;
     const tpu_hlo_module_t *mod;
     tpu_status_t status;
 
     memset(&ms, 0, sizeof(ms));
-    if (parse_args(argc, argv, &o, &a, &err) != TPU_OK) {
+    memset(&report, 0, sizeof(report));
+    if (parse_args(argc, argv, &o, &a, &err) == TPU_OK && o.trace_measured && !mpi) {
+        tpu_err_set(&err, TPU_ERR_INVALID,
+                    "--trace-measured needs a run under mpirun (without it replay measures "
+                    "nothing)");
+        err.status = TPU_ERR_INVALID;
+    }
+    if (err.status != TPU_OK) {
         if (mpi) {
             int rank;
 
@@ -657,6 +772,14 @@ int tpu_cmd_replay(int argc, char **argv)
         rc = TPU_EXIT_USAGE;
         pod = job.pod;
         rank0 = job.world_rank == 0;
+        if (!a.list) {
+            /* Every rank learns whether rank 0 could open the files. */
+            rc = tpu_job_report_open(&job, &o, "replay", &report);
+            if (rc >= 0) {
+                return rc;
+            }
+            rc = TPU_EXIT_USAGE;
+        }
     }
     trips = calloc(1, sizeof(*trips));
     customs = calloc(1, sizeof(*customs));
@@ -699,6 +822,16 @@ int tpu_cmd_replay(int argc, char **argv)
     if (!mpi && tpu_pod_setup(&o, &pod, &err) != TPU_OK) {
         goto fail;
     }
+    if (!mpi && (o.trace != NULL || o.heatmap != NULL || o.trace_measured)) {
+        char title[256];
+
+        snprintf(title, sizeof(title), "tpuemu replay %s: %d chips of %s as %s (wrap %s)", a.path,
+                 tpu_pod_topo(pod)->nchips, tpu_pod_chip(pod)->name, tpu_pod_shape(pod),
+                 tpu_pod_wrap(pod));
+        if (tpu_report_open(&report, &o, pod, title, &err) != TPU_OK) {
+            goto fail;
+        }
+    }
     if (a.module > hf->nmodules) {
         tpu_err_set(&err, TPU_ERR_INVALID, "--module %d: '%s' holds %d module%s", a.module, a.path,
                     hf->nmodules, hf->nmodules > 1 ? "s" : "");
@@ -725,6 +858,7 @@ int tpu_cmd_replay(int argc, char **argv)
     ropts.ncustom = customs->n;
     ropts.custom_names = (const char *const *)customs->names;
     ropts.custom_us = customs->values;
+    ropts.timeline = report.trace != NULL;
     status = tpu_replay_run(mod, tpu_pod_topo(pod), tpu_pod_link(pod), tpu_pod_chip(pod), &ropts,
                             &rep, &err);
     if (status != TPU_OK) {
@@ -770,9 +904,21 @@ int tpu_cmd_replay(int argc, char **argv)
         goto out;
     }
     if (mpi) {
-        status = tpu__replay_run_mpi(&job, rep, &ms, &err);
+        status =
+            tpu__replay_run_mpi(&job, rep, &ms, o.quiet ? NULL : tpu_sink_text(o.json, NULL), &err);
         if (status != TPU_OK) {
             goto fail;
+        }
+        if (o.trace_measured) {
+            /* Every rank's executions, to rank 0 (with the watchdog). */
+            if (rank0) {
+                spans = malloc(2 * sizeof(double) * (size_t)(ms.nspans + 1) * (size_t)job.nranks);
+                if (spans == NULL) {
+                    tpu_job_abort(&job, "out of host memory for the measured trace");
+                }
+            }
+            tpu_job_gather(&job, ms.spans, (int)(2 * sizeof(double) * (size_t)ms.nspans), spans, 0,
+                           "the gather of the measured executions");
         }
     }
     if (!rank0) {
@@ -785,6 +931,17 @@ int tpu_cmd_replay(int argc, char **argv)
         }
     }
     txt = tpu_sink_text(o.json, NULL);
+    if (tpu_report_active(&report)) {
+        status = write_report(&report, pod, mod, rep, spans, ms.nspans, txt, o.quiet, &err);
+        if (status == TPU_OK) {
+            status = tpu_report_close(&report, &err);
+        }
+        if (status != TPU_OK) {
+            tpu_die_msg(err.msg);
+            rc = TPU_EXIT_FAIL;
+            goto out;
+        }
+    }
     print_text(txt, pod, a.path, m, hf->nmodules, mod, rep, ci, oi, a.top);
     if (mpi) {
         print_measured(txt, rep, &ms, ci, job.nranks);
@@ -815,6 +972,8 @@ fail:
     }
     rc = err.status == TPU_ERR_NO_MEMORY ? TPU_EXIT_FAIL : TPU_EXIT_USAGE;
 out:
+    tpu_report_close(&report, NULL);
+    free(spans);
     tpu__replay_measured_fini(&ms);
     free(ci);
     free(oi);

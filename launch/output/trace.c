@@ -71,6 +71,12 @@ static int64_t to_ns(double s)
     return ns > 0 ? (int64_t)llround(ns) : 0;
 }
 
+/* Microseconds to whole nanoseconds, the one rounding of every placed time. */
+static int64_t us_ns(double us)
+{
+    return us > 0 ? (int64_t)llround(us * 1e3) : 0;
+}
+
 static void put_us(FILE *f, int64_t ns)
 {
     if (ns < 0) {
@@ -832,14 +838,14 @@ tpu_status_t tpu_trace_op_end(tpu_trace_t *tr, double modeled_us, tpu_err_t *err
 
 tpu_status_t tpu_trace_op_end_at(tpu_trace_t *tr, double at_us, double modeled_us, tpu_err_t *err)
 {
-    int64_t at = to_ns(at_us * 1e-6);
+    int64_t at = us_ns(at_us);
 
-    return op_end(tr, at, (int64_t)llround((at_us + modeled_us) * 1e3) - at, err);
+    return op_end(tr, at, us_ns(at_us + modeled_us) - at, err);
 }
 
 void tpu_trace_compute(tpu_trace_t *tr, int chip, const char *name, double at_us, double dur_us)
 {
-    int64_t at = to_ns(at_us * 1e-6), end = to_ns((at_us + dur_us) * 1e-6);
+    int64_t at = us_ns(at_us), end = us_ns(at_us + dur_us);
     int c;
 
     if (!ensure_header(tr) || tr->truncated) {
@@ -866,7 +872,7 @@ void tpu_trace_advance(tpu_trace_t *tr, double us)
 
 void tpu_trace_measured(tpu_trace_t *tr, int chip, const char *name, double start_us, double dur_us)
 {
-    int64_t at = to_ns(start_us * 1e-6), end = to_ns((start_us + dur_us) * 1e-6);
+    int64_t at = us_ns(start_us), end = us_ns(start_us + dur_us);
 
     if (!ensure_header(tr) || !tr->measured || tr->truncated) {
         tr->dropped += tr->truncated;
