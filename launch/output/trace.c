@@ -894,9 +894,10 @@ tpu_status_t tpu_trace_close(tpu_trace_t *tr, tpu_err_t *err)
     if (tr->truncated) {
         /* Outside the budget: at most a few hundred bytes. */
         fprintf(tr->sink.f,
-                ",\n{\"name\": \"trace truncated: the %lld-byte limit was reached; %lld later "
-                "calls left out\", \"ph\": \"i\", \"s\": \"g\", \"pid\": 1, \"tid\": 0, \"ts\": ",
-                tr->budget, tr->dropped);
+                ",\n{\"name\": \"trace truncated: the %lld-byte limit was reached here; what "
+                "follows is not shown\", \"ph\": \"i\", \"s\": \"g\", \"pid\": 1, \"tid\": 0, "
+                "\"ts\": ",
+                tr->budget);
         put_us(tr->sink.f, tr->truncated_at);
         fputs("}", tr->sink.f);
     }
