@@ -62,7 +62,7 @@ static const opt_def_t defs[] = {
     I("slices", slices, "rmbti", 1, TPU_MAX_SLICES),
     S("config", config, "rmbti", "a YAML file"),
     S("json", json, "rmbtio", "a file name or - for stdout"),
-    S("csv", csv, "b", "a file name or - for stdout"),
+    S("csv", csv, "bt", "a file name or - for stdout"),
     S("trace", trace, "rmbt", "a file name or - for stdout"),
     F("trace-measured", trace_measured, "rbt"),
     S("heatmap", heatmap, "rmbt", "a file name or - for stdout"),

@@ -15,6 +15,7 @@
 
 #include "tpu/hlo.h"
 
+#include "csv.h"
 #include "json.h"
 #include "launch.h"
 #include "progress.h"
@@ -70,6 +71,7 @@ static void usage(FILE *out)
             "  --custom-call-us NAME=US  time of a custom-call (instruction name or target)\n"
             "  --top N             collectives and ops listed (default 20)\n"
             "  --json FILE|-       one JSON object (- for stdout; the text goes to stderr)\n"
+            "  --csv FILE|-        the collectives, then the ops, one row each\n"
             "  --trace FILE        Chrome trace / Perfetto JSON of one step on the modeled\n"
             "                      timeline: per chip the module's ops in order on a compute\n"
             "                      track, its collectives with their steps, a counter per\n"
@@ -182,6 +184,7 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         {"wrap", offsetof(tpu_opts_t, wrap)},
         {"config", offsetof(tpu_opts_t, config)},
         {"json", offsetof(tpu_opts_t, json)},
+        {"csv", offsetof(tpu_opts_t, csv)},
         {"trace", offsetof(tpu_opts_t, trace)},
         {"heatmap", offsetof(tpu_opts_t, heatmap)},
         {"ici-bw", offsetof(tpu_opts_t, ici_bw)},
@@ -496,6 +499,84 @@ static void write_json(tpu_json_t *j, const tpu_pod_t *pod, const char *path, in
     tpu_json_object_end(j);
 }
 
+/*
+ * --csv: one row per collective (slowest first), then one per op; the columns
+ * that do not apply to a row are empty (measured_us, runs, wrong: under mpirun).
+ */
+static void write_csv(FILE *f, const tpu_replay_report_t *r, const int *ci, const int *oi,
+                      const tpu_replay_measured_t *ms)
+{
+    static const char *const cols[] = {
+        "type",  "name",  "opcode",      "kind",       "axes",     "groups",     "group_size",
+        "bytes", "flops", "executions",  "modeled_us", "total_us", "exposed_us", "algorithm",
+        "bound", "line",  "measured_us", "runs",       "wrong"};
+    tpu_csv_t c;
+    int i;
+
+    tpu_csv_init(&c, f);
+    tpu_csv_header(&c, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+    for (i = 0; i < r->ncolls; i++) {
+        const tpu_replay_coll_t *x = &r->colls[ci[i]];
+
+        if (x->executions == 0) {
+            continue;
+        }
+        tpu_csv_str(&c, "collective");
+        tpu_csv_str(&c, x->name);
+        tpu_csv_str(&c, x->opcode);
+        tpu_csv_str(&c, tpu_coll_name(x->desc.kind));
+        tpu_csv_str(&c, x->axes);
+        tpu_csv_str(&c, x->groups);
+        tpu_csv_int(&c, x->group_size);
+        tpu_csv_uint(&c, (unsigned long long)x->bytes);
+        tpu_csv_empty(&c);
+        tpu_csv_int(&c, (long long)x->executions);
+        tpu_csv_fixed(&c, x->modeled_us, 6);
+        tpu_csv_fixed(&c, x->modeled_us * (double)x->executions, 6);
+        tpu_csv_fixed(&c, x->exposed_us, 6);
+        tpu_csv_str(&c, x->supported ? x->algorithm : "");
+        tpu_csv_empty(&c);
+        tpu_csv_int(&c, x->line);
+        if (ms != NULL) {
+            tpu_csv_fixed(&c, ms->measured_us[ci[i]], 3);
+            tpu_csv_int(&c, (long long)ms->runs[ci[i]]);
+            tpu_csv_int(&c, ms->wrong[ci[i]]);
+        } else {
+            tpu_csv_empty(&c);
+            tpu_csv_empty(&c);
+            tpu_csv_empty(&c);
+        }
+        tpu_csv_end_row(&c);
+    }
+    for (i = 0; i < r->nops; i++) {
+        const tpu_replay_op_t *op = &r->ops[oi[i]];
+
+        if (op->executions == 0) {
+            continue;
+        }
+        tpu_csv_str(&c, "op");
+        tpu_csv_str(&c, op->name);
+        tpu_csv_str(&c, op->opcode);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_fixed(&c, op->bytes, 0);
+        tpu_csv_fixed(&c, op->flops, 0);
+        tpu_csv_int(&c, (long long)op->executions);
+        tpu_csv_fixed(&c, op->modeled_us, 6);
+        tpu_csv_fixed(&c, op->modeled_us * (double)op->executions, 6);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_str(&c, op->custom ? "given" : op->compute_bound ? "compute" : "memory");
+        tpu_csv_int(&c, op->line);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_end_row(&c);
+    }
+}
+
 static const char *human_bytes(double b, char *buf, size_t size)
 {
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -739,7 +820,8 @@ int tpu_cmd_replay(int argc, char **argv)
 
     memset(&ms, 0, sizeof(ms));
     memset(&report, 0, sizeof(report));
-    if (parse_args(argc, argv, &o, &a, &err) == TPU_OK && o.trace_measured && !mpi) {
+    if (parse_args(argc, argv, &o, &a, &err) == TPU_OK &&
+        tpu_sink_check(o.json, o.csv, &err) == TPU_OK && o.trace_measured && !mpi) {
         tpu_err_set(&err, TPU_ERR_INVALID,
                     "--trace-measured needs a run under mpirun (without it replay measures "
                     "nothing)");
@@ -904,8 +986,8 @@ int tpu_cmd_replay(int argc, char **argv)
         goto out;
     }
     if (mpi) {
-        status =
-            tpu__replay_run_mpi(&job, rep, &ms, o.quiet ? NULL : tpu_sink_text(o.json, NULL), &err);
+        status = tpu__replay_run_mpi(&job, rep, &ms, o.quiet ? NULL : tpu_sink_text(o.json, o.csv),
+                                     &err);
         if (status != TPU_OK) {
             goto fail;
         }
@@ -930,7 +1012,7 @@ int tpu_cmd_replay(int argc, char **argv)
             fprintf(stderr, "tpuemu: warning: %s\n", rep->warnings[i]);
         }
     }
-    txt = tpu_sink_text(o.json, NULL);
+    txt = tpu_sink_text(o.json, o.csv);
     if (tpu_report_active(&report)) {
         status = write_report(&report, pod, mod, rep, spans, ms.nspans, txt, o.quiet, &err);
         if (status == TPU_OK) {
@@ -960,6 +1042,19 @@ int tpu_cmd_replay(int argc, char **argv)
             if (rank0) {
                 tpu_die_msg(err.msg);
             }
+            rc = TPU_EXIT_FAIL;
+            goto out;
+        }
+    }
+    if (o.csv != NULL) {
+        tpu_sink_t sink;
+
+        if (tpu_sink_open(&sink, o.csv, &err) != TPU_OK) {
+            goto fail;
+        }
+        write_csv(sink.f, rep, ci, oi, mpi ? &ms : NULL);
+        if (tpu_sink_close(&sink, &err) != TPU_OK) {
+            tpu_die_msg(err.msg);
             rc = TPU_EXIT_FAIL;
             goto out;
         }

@@ -27,6 +27,7 @@
 #include "tpu/npy.h"
 #include "tpu/pod.h"
 
+#include "csv.h"
 #include "json.h"
 #include "progress.h"
 #include "report.h"
@@ -110,6 +111,8 @@ static void usage(FILE *out)
             "  --model-only     no mpirun, no data: model one step on any pod (an uneven\n"
             "                   hidden is padded up to a multiple of model, as XLA pads)\n"
             "  --json FILE|-    one JSON object (- for stdout; the text goes to stderr)\n"
+            "  --csv FILE|-     one row per step: step, loss, modeled_us, compute_us,\n"
+            "                   comm_us, exposed_comm_us, measured_us\n"
             "  --trace FILE     Chrome trace / Perfetto JSON of the steps on the modeled\n"
             "                   timeline: per chip a compute track (each matmul and VPU pass)\n"
             "                   and a collectives track (each collective and its steps),\n"
@@ -599,6 +602,7 @@ typedef struct run {
     tpu_mlp_t *mlp;
     float *losses;
     double *wall_us;
+    double (*modeled)[4]; /* per step: step, compute, comm, exposed comm (us) */
     tpu_mlp_report_t first, last;
     int replicas_ok;
     tpu_report_t *report;      /* --trace, --heatmap (root; NULL or inactive: none) */
@@ -614,6 +618,7 @@ static void run_fini(run_t *r)
     tpu_mlp_destroy(r->mlp);
     free(r->losses);
     free(r->wall_us);
+    free(r->modeled);
     for (p = 0; p < TPU_MLP_NPARAMS; p++) {
         tpu__free(r->w[p]);
     }
@@ -625,7 +630,8 @@ static tpu_status_t run_create(run_t *r, tpu_err_t *err)
     r->replicas_ok = 1;
     r->losses = calloc((size_t)r->steps, sizeof(*r->losses));
     r->wall_us = calloc((size_t)r->steps, sizeof(*r->wall_us));
-    if (r->losses == NULL || r->wall_us == NULL) {
+    r->modeled = calloc((size_t)r->steps, sizeof(*r->modeled));
+    if (r->losses == NULL || r->wall_us == NULL || r->modeled == NULL) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for %d steps", r->steps);
     }
     return tpu_mlp_create(&r->spec, tpu_pod_topo(r->pod), tpu_pod_link(r->pod),
@@ -734,6 +740,10 @@ static tpu_status_t run_train(run_t *r, int gather, FILE *txt, int print_steps, 
         }
         r->wall_us[s] = max_all(&r->where, (now_s() - t0) * 1e6);
         r->losses[s] = (float)rep.loss;
+        r->modeled[s][0] = rep.step_us;
+        r->modeled[s][1] = rep.compute_us;
+        r->modeled[s][2] = rep.comm_us;
+        r->modeled[s][3] = rep.exposed_us;
         if (s == 0) {
             r->first = rep;
         }
@@ -786,7 +796,7 @@ int tpu_cmd_train(int argc, char **argv)
     const tpu_pod_t *pod;
     const tpu_topo_t *topo;
     const tpu_chip_spec_t *chip;
-    tpu_sink_t sink = {NULL, NULL};
+    tpu_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
     tpu_json_t json_w, *json = NULL;
     tpu_report_t report;
     run_t r;
@@ -844,7 +854,7 @@ int tpu_cmd_train(int argc, char **argv)
     r.pod = pod;
     topo = tpu_pod_topo(pod);
     chip = tpu_pod_chip(pod);
-    txt = tpu_sink_text(o.json, NULL);
+    txt = tpu_sink_text(o.json, o.csv);
     r.steps = a.model_only ? 1 : a.steps;
     tpu_mlp_spec_init(&r.spec);
     r.spec.batch = a.batch;
@@ -894,6 +904,12 @@ int tpu_cmd_train(int argc, char **argv)
     }
     if (status == TPU_OK && !mpi && !a.model_only) {
         status = tpu_xport_loopback_create(topo->nchips, &r.x, &err);
+    }
+    if (status == TPU_OK) {
+        status = tpu_sink_check(o.json, o.csv, &err);
+    }
+    if (status == TPU_OK && o.csv != NULL && r.where.root) {
+        status = tpu_sink_open(&csv_sink, o.csv, &err);
     }
     if (status == TPU_OK && o.json != NULL && r.where.root) {
         status = tpu_sink_open(&sink, o.json, &err);
@@ -1037,6 +1053,35 @@ int tpu_cmd_train(int argc, char **argv)
         }
         json = NULL;
     }
+    if (csv_sink.f != NULL) {
+        static const char *const cols[] = {"step",       "loss",    "modeled_us",
+                                           "compute_us", "comm_us", "exposed_comm_us",
+                                           "measured_us"};
+        tpu_csv_t csv;
+        int s;
+
+        tpu_csv_init(&csv, csv_sink.f);
+        tpu_csv_header(&csv, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+        for (s = 0; s < r.steps; s++) {
+            int k;
+
+            tpu_csv_int(&csv, s);
+            if (a.model_only) {
+                tpu_csv_empty(&csv);
+            } else {
+                tpu_csv_fixed(&csv, r.losses[s], 9); /* empty when not finite */
+            }
+            for (k = 0; k < 4; k++) {
+                tpu_csv_fixed(&csv, r.modeled[s][k], 6);
+            }
+            tpu_csv_fixed(&csv, r.wall_us[s], 1);
+            tpu_csv_end_row(&csv);
+        }
+        if (tpu_sink_close(&csv_sink, &err) != TPU_OK) {
+            code = TPU_EXIT_FAIL;
+            tpu_die_msg(err.msg);
+        }
+    }
     if (!r.replicas_ok) {
         code = TPU_EXIT_FAIL;
     }
@@ -1053,6 +1098,9 @@ out:
     }
     if (status != TPU_OK && (printer < 0 ? r.where.root : printer == (mpi ? job.chip : 0))) {
         tpu_die_msg(err.msg);
+    }
+    if (csv_sink.f != NULL) {
+        tpu_sink_close(&csv_sink, NULL);
     }
     if (sink.f != NULL && tpu_sink_close(&sink, &err) != TPU_OK && code == TPU_EXIT_OK) {
         code = TPU_EXIT_FAIL;
