@@ -3,6 +3,7 @@
 
 #include "tpu/alloc.h"
 
+#include "sink.h"
 #include "svg.h"
 
 #include <errno.h>
@@ -46,23 +47,17 @@ tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod
                            "two documents would go to stdout (-); give all but one a file");
     }
     if (o->heatmap != NULL) {
-        FILE *f;
-
         r->link_bytes = tpu__calloc((size_t)t->nlinks + 1, sizeof(double));
         if (r->link_bytes == NULL) {
             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the heatmap");
         }
-        /* Refuse a path that cannot be written now, not after the work. */
-        if (!is_stdout(o->heatmap)) {
-            f = fopen(o->heatmap, "w");
-            if (f == NULL) {
-                status = tpu_err_set(err, TPU_ERR_INVALID, "cannot write '%s': %s", o->heatmap,
-                                     strerror(errno));
-                tpu__free(r->link_bytes);
-                r->link_bytes = NULL;
-                return status;
-            }
-            fclose(f);
+        /* Refuse a path that cannot be written now, not after the work (without
+         * opening it: a FIFO would block). */
+        status = tpu_sink_check_target("heatmap", o->heatmap, err);
+        if (status != TPU_OK) {
+            tpu__free(r->link_bytes);
+            r->link_bytes = NULL;
+            return status;
         }
         r->heatmap = o->heatmap;
     }

@@ -16,6 +16,7 @@
 #include "tpu/hlo.h"
 
 #include "csv.h"
+#include "file.h"
 #include "json.h"
 #include "launch.h"
 #include "progress.h"
@@ -178,20 +179,27 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
     static const struct {
         const char *name;
         size_t off;
+        const char *valid;
     } pod_flags[] = {
-        {"chip", offsetof(tpu_opts_t, chip)},
-        {"topology", offsetof(tpu_opts_t, topology)},
-        {"wrap", offsetof(tpu_opts_t, wrap)},
-        {"config", offsetof(tpu_opts_t, config)},
-        {"json", offsetof(tpu_opts_t, json)},
-        {"csv", offsetof(tpu_opts_t, csv)},
-        {"trace", offsetof(tpu_opts_t, trace)},
-        {"heatmap", offsetof(tpu_opts_t, heatmap)},
-        {"ici-bw", offsetof(tpu_opts_t, ici_bw)},
-        {"ici-latency-us", offsetof(tpu_opts_t, ici_latency_us)},
-        {"dcn-bw", offsetof(tpu_opts_t, dcn_bw)},
-        {"dcn-latency-us", offsetof(tpu_opts_t, dcn_latency_us)},
+        {"chip", offsetof(tpu_opts_t, chip), "a chip such as v4, v5e, v5p, v6e, v7"},
+        {"topology", offsetof(tpu_opts_t, topology), "a shape such as 16, 4x4 or 4x4x4"},
+        {"wrap", offsetof(tpu_opts_t, wrap), "auto, all, none or axes such as x,z"},
+        {"config", offsetof(tpu_opts_t, config), "a YAML file"},
+        {"json", offsetof(tpu_opts_t, json), "a file name or - for stdout"},
+        {"csv", offsetof(tpu_opts_t, csv), "a file name or - for stdout"},
+        {"trace", offsetof(tpu_opts_t, trace), "a file name or - for stdout"},
+        {"heatmap", offsetof(tpu_opts_t, heatmap), "a file name or - for stdout"},
+        {"ici-bw", offsetof(tpu_opts_t, ici_bw), "bytes/s from 1e3 to 1e15, such as 9e10"},
+        {"ici-latency-us", offsetof(tpu_opts_t, ici_latency_us),
+         "microseconds from 0 to 1e6, such as 1.5"},
+        {"dcn-bw", offsetof(tpu_opts_t, dcn_bw), "bytes/s from 1e3 to 1e15, such as 2.5e10"},
+        {"dcn-latency-us", offsetof(tpu_opts_t, dcn_latency_us),
+         "microseconds from 0 to 1e6, such as 10"},
     };
+    /* Flags given so far (each at most once; --trip-count and --custom-call-us repeat). */
+    const char *given[sizeof(pod_flags) / sizeof(pod_flags[0]) + 7] = {NULL};
+    static const char *const own[] = {"slices", "module", "top",           "device-order",
+                                      "list",   "quiet",  "trace-measured"};
     int i;
     size_t k;
 
@@ -208,6 +216,9 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
             o->help = 1;
             continue;
         }
+        if (strncmp(arg, "--help=", 7) == 0) {
+            return tpu_err_set(err, TPU_ERR_INVALID, "--help takes no value");
+        }
         if (strncmp(arg, "--", 2) != 0) {
             if (a->path != NULL) {
                 return tpu_err_set(err, TPU_ERR_INVALID,
@@ -221,6 +232,15 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         if (strchr(name, '=') != NULL) {
             *strchr(name, '=') = '\0';
             val = strchr(arg, '=') + 1;
+        }
+        for (k = 0; k < sizeof(own) / sizeof(own[0]); k++) {
+            if (strcmp(own[k], name) == 0) {
+                if (given[sizeof(pod_flags) / sizeof(pod_flags[0]) + k] != NULL) {
+                    return tpu_err_set(err, TPU_ERR_INVALID, "--%s is given twice: give it once",
+                                       name);
+                }
+                given[sizeof(pod_flags) / sizeof(pod_flags[0]) + k] = arg;
+            }
         }
         if (strcmp(name, "list") == 0 || strcmp(name, "quiet") == 0 ||
             strcmp(name, "trace-measured") == 0) {
@@ -238,11 +258,16 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         }
         for (k = 0; k < sizeof(pod_flags) / sizeof(pod_flags[0]); k++) {
             if (strcmp(pod_flags[k].name, name) == 0) {
-                if (*val == '\0' && (strcmp(name, "trace") == 0 || strcmp(name, "heatmap") == 0)) {
+                if (given[k] != NULL) {
                     return tpu_err_set(err, TPU_ERR_INVALID,
-                                       "--%s got an empty value; give a file name or - for stdout",
-                                       name);
+                                       "--%s is given twice ('%.40s', then '%.40s'): give it once",
+                                       name, given[k], val);
                 }
+                if (*val == '\0') {
+                    return tpu_err_set(err, TPU_ERR_INVALID, "--%s got an empty value; give %s",
+                                       name, pod_flags[k].valid);
+                }
+                given[k] = val;
                 *(const char **)(void *)((char *)o + pod_flags[k].off) = val;
                 found = 1;
             }
@@ -254,6 +279,10 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
             if (parse_int_flag(name, val, 1, &o->slices, err) != TPU_OK) {
                 return TPU_ERR_INVALID;
             }
+            if (o->slices > TPU_MAX_SLICES) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--slices must be 1 to %d, got %s",
+                                   TPU_MAX_SLICES, val);
+            }
         } else if (strcmp(name, "module") == 0) {
             if (parse_int_flag(name, val, 1, &a->module, err) != TPU_OK) {
                 return TPU_ERR_INVALID;
@@ -263,11 +292,24 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
                 return TPU_ERR_INVALID;
             }
         } else if (strcmp(name, "device-order") == 0) {
+            if (*val == '\0') {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--device-order got an empty value; give chip ids such as "
+                                   "0,4,8,12,1,...");
+            }
             a->device_order = val;
-        } else if (strcmp(name, "trip-count") == 0 && a->ntrips_args < MAX_LIST) {
-            a->trips[a->ntrips_args++] = val;
-        } else if (strcmp(name, "custom-call-us") == 0 && a->ncustom_args < MAX_LIST) {
-            a->customs[a->ncustom_args++] = val;
+        } else if (strcmp(name, "trip-count") == 0 || strcmp(name, "custom-call-us") == 0) {
+            int trip = name[0] == 't';
+
+            if ((trip ? a->ntrips_args : a->ncustom_args) >= MAX_LIST) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s is given more than %d times", name,
+                                   MAX_LIST);
+            }
+            if (trip) {
+                a->trips[a->ntrips_args++] = val;
+            } else {
+                a->customs[a->ncustom_args++] = val;
+            }
         } else {
             return tpu_err_set(err, TPU_ERR_INVALID,
                                "unknown option '--%s' for 'tpuemu replay' (see tpuemu replay "
@@ -279,17 +321,18 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "replay needs a module file: tpuemu replay MODULE.hlo (see --help)");
     }
-    return TPU_OK;
+    /* The link constants' ranges, as for the other commands. */
+    return o->help ? TPU_OK : tpu_opts_check(o, err);
 }
 
 static tpu_status_t read_file(const char *path, char **buf_p, size_t *len_p, tpu_err_t *err)
 {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
+    char why[96], *buf = NULL;
+    FILE *f = tpu__fopen_regular(path, why, sizeof(why));
     size_t len = 0, cap = 0, n;
 
     if (f == NULL) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "cannot read '%s': %s", path, strerror(errno));
+        return tpu_err_set(err, TPU_ERR_INVALID, "cannot read '%s': %s", path, why);
     }
     for (;;) {
         if (cap - len < 65536) {
@@ -805,6 +848,7 @@ int tpu_cmd_replay(int argc, char **argv)
     replay_args_t a;
     tpu_pod_t *pod = NULL;
     FILE *txt;
+    tpu_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
     kv_list_t *trips = NULL, *customs = NULL;
     char *text = NULL;
     size_t len = 0;
@@ -1012,6 +1056,13 @@ int tpu_cmd_replay(int argc, char **argv)
             fprintf(stderr, "tpuemu: warning: %s\n", rep->warnings[i]);
         }
     }
+    /* Open the JSON and CSV targets first: one that cannot be written is the only line. */
+    if (o.json != NULL && tpu_sink_open(&sink, o.json, &err) != TPU_OK) {
+        goto fail;
+    }
+    if (o.csv != NULL && tpu_sink_open(&csv_sink, o.csv, &err) != TPU_OK) {
+        goto fail;
+    }
     txt = tpu_sink_text(o.json, o.csv);
     if (tpu_report_active(&report)) {
         status = write_report(&report, pod, mod, rep, spans, ms.nspans, txt, o.quiet, &err);
@@ -1029,12 +1080,8 @@ int tpu_cmd_replay(int argc, char **argv)
         print_measured(txt, rep, &ms, ci, job.nranks);
     }
     if (o.json != NULL) {
-        tpu_sink_t sink;
         tpu_json_t j;
 
-        if (tpu_sink_open(&sink, o.json, &err) != TPU_OK) {
-            goto fail;
-        }
         tpu_json_init(&j, sink.f);
         write_json(&j, pod, a.path, m, mod, rep, ci, oi, mpi ? &ms : NULL);
         status = tpu_json_end(&j, &err);
@@ -1047,13 +1094,8 @@ int tpu_cmd_replay(int argc, char **argv)
         }
     }
     if (o.csv != NULL) {
-        tpu_sink_t sink;
-
-        if (tpu_sink_open(&sink, o.csv, &err) != TPU_OK) {
-            goto fail;
-        }
-        write_csv(sink.f, rep, ci, oi, mpi ? &ms : NULL);
-        if (tpu_sink_close(&sink, &err) != TPU_OK) {
+        write_csv(csv_sink.f, rep, ci, oi, mpi ? &ms : NULL);
+        if (tpu_sink_close(&csv_sink, &err) != TPU_OK) {
             tpu_die_msg(err.msg);
             rc = TPU_EXIT_FAIL;
             goto out;
@@ -1067,6 +1109,8 @@ fail:
     }
     rc = err.status == TPU_ERR_NO_MEMORY ? TPU_EXIT_FAIL : TPU_EXIT_USAGE;
 out:
+    tpu_sink_close(&sink, NULL);
+    tpu_sink_close(&csv_sink, NULL);
     tpu_report_close(&report, NULL);
     free(spans);
     tpu__replay_measured_fini(&ms);

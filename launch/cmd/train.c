@@ -151,6 +151,7 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
     static const char *const with_value[] = {"steps", "batch", "hidden",   "lr",
                                              "seed",  "dtype", "data",     "labels",
                                              "init",  "save",  "strategy", "timeout"};
+    const char *given[sizeof(with_value) / sizeof(with_value[0]) + 1] = {NULL};
     int i;
 
     memset(a, 0, sizeof(*a));
@@ -181,6 +182,10 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
             if (val != NULL) {
                 return tpu_err_set(err, TPU_ERR_INVALID, "--model-only takes no value");
             }
+            if (a->model_only) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--model-only is given twice: give it once");
+            }
             a->model_only = 1;
             continue;
         }
@@ -198,6 +203,21 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
                 return tpu_err_set(err, TPU_ERR_INVALID, "--%s needs a value", name);
             }
             val = argv[++i];
+        }
+        if (given[k] != NULL) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "--%s is given twice ('%.40s', then '%.40s'): give it once", name,
+                               given[k], val);
+        }
+        given[k] = val;
+        if (*val == '\0') {
+            return tpu_err_set(err, TPU_ERR_INVALID, "--%s got an empty value; give %s", name,
+                               strcmp(name, "dtype") == 0      ? "bf16 or f32"
+                               : strcmp(name, "strategy") == 0 ? "auto, dp, tp, dp_tp or fsdp"
+                               : strcmp(name, "init") == 0 || strcmp(name, "save") == 0 ? "a folder"
+                               : strcmp(name, "data") == 0 || strcmp(name, "labels") == 0
+                                   ? "a .npy file"
+                                   : "a number");
         }
         if (strcmp(name, "steps") == 0) {
             if (parse_i64(name, val, 1, &v, err) != TPU_OK || v > 1000000) {
@@ -222,12 +242,21 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
             char *end;
             double d;
 
+            double lo = name[0] == 't' ? 0.1 : 0, hi = name[0] == 't' ? 86400 : 1000;
+
             errno = 0;
             d = strtod(val, &end);
-            if (*val == '\0' || *end != '\0' || errno != 0 || !isfinite(d) ||
-                (name[0] == 't' && d <= 0)) {
-                return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes a%s number, got '%s'", name,
-                                   name[0] == 't' ? " positive" : "", val);
+            if (*val == '\0' || *end != '\0' || isnan(d)) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--%s takes a number from %g to %g, got '%s'", name, lo, hi,
+                                   val);
+            }
+            /* The learning rate: above 0 (0 or below does not train); the watchdog: as
+             * the other commands' --timeout. */
+            if (!(d >= lo && d <= hi) || (name[0] == 'l' && d <= 0)) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be %s%g%s%g, got %s", name,
+                                   name[0] == 'l' ? "above " : "", lo,
+                                   name[0] == 'l' ? " and at most " : " to ", hi, val);
             }
             *(name[0] == 'l' ? &a->lr : &a->timeout) = d;
         } else if (strcmp(name, "dtype") == 0) {
