@@ -63,10 +63,10 @@ static const opt_def_t defs[] = {
     I("slices", slices, "rmbti", 1, TPU_MAX_SLICES),
     S("config", config, "rmbti", "a YAML file"),
     S("json", json, "rmbtio", "a file name or - for stdout"),
-    S("csv", csv, "b", "a file name or - for stdout"),
-    S("trace", trace, "rmb", "a file name or - for stdout"),
-    F("trace-measured", trace_measured, "rb"),
-    S("heatmap", heatmap, "rmb", "a file name or - for stdout"),
+    S("csv", csv, "bt", "a file name or - for stdout"),
+    S("trace", trace, "rmbt", "a file name or - for stdout"),
+    F("trace-measured", trace_measured, "rbt"),
+    S("heatmap", heatmap, "rmbt", "a file name or - for stdout"),
     S("mesh", mesh, "t", "a mesh such as data=4,model=4"),
     F("quiet", quiet, "rmbti"),
     S("collective", collective, "mb",
@@ -468,8 +468,8 @@ void tpu_usage(FILE *out, const char *cmd)
         "                             F is above 0 and at most 1; YAML: faults: (README)\n"
         "  --json FILE|-              write JSON (- for stdout)\n"
         "  --trace FILE               Chrome trace / Perfetto JSON of the modeled timeline\n"
-        "                             (run, model, bench); --trace-measured adds the\n"
-        "                             measured one (run, bench)\n"
+        "                             (run, model, bench, train, replay); --trace-measured\n"
+        "                             adds the measured one (run, bench, train, replay)\n"
         "  --heatmap FILE.svg         the torus with every link coloured by its bytes\n"
         "  --quiet                    print less\n";
 
