@@ -55,6 +55,10 @@
 #define TAG_PROGRESS 7
 /* Extra seconds a rank other than 0 waits before it blames rank 0. */
 #define GRACE_S 2.0
+/* The wait for every live chip after a collective timed out: well under GRACE_S,
+ * since rank 0 spends it on top of the collective's own --timeout while a chip
+ * that finished the collective may already wait in the next barrier. */
+#define FAIL_WAIT_S 1.0
 /* A rank that waits tells rank 0 it is alive this often. */
 #define HEARTBEAT_S 0.25
 /* A rank silent this long is taken as stopped when chains of waits are followed. */
@@ -445,7 +449,7 @@ void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err)
      * itself wait for another.  Every live chip meets here within seconds; the
      * chip that never comes is the one behind, and rank 0 names it.
      */
-    job->timeout = job->timeout < GRACE_S ? job->timeout : GRACE_S;
+    job->timeout = job->timeout < FAIL_WAIT_S ? job->timeout : FAIL_WAIT_S;
     snprintf(what, sizeof(what), "the end of a collective that timed out (%s)", err->msg);
     tpu_job_barrier(job, what);
     tpu_job_abort(job, err->msg); /* every chip came: a deadlock among live chips */
