@@ -657,6 +657,20 @@ static void monitor(int fd, int parent)
                             "tpuemu: lost %s (pid %d): the process died (killed or crashed); the "
                             "job ends\n",
                             ranks[i].name, ranks[i].pid);
+                } else {
+                    /* An abort in progress: keep the marker until the ranks of this
+                     * node are gone, or one still aborting would print again. */
+                    int k, alive = 1, waits;
+
+                    for (waits = 0; alive && waits < 200; waits++) {
+                        alive = !pid_gone(parent);
+                        for (k = 1; k < n && !alive; k++) {
+                            alive = ranks[k].local && ranks[k].pid > 0 && !pid_gone(ranks[k].pid);
+                        }
+                        if (alive) {
+                            nap(50000000);
+                        }
+                    }
                 }
                 unlink(marker);
                 _exit(0);
