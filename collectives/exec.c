@@ -525,6 +525,19 @@ static tpu_status_t watchdog(engine_t *e, tpu_err_t *err)
                        used ? who : "its sends to complete");
 }
 
+/* The source chip of the oldest receive still open; -1 when only sends are. */
+static int waited_chip(const engine_t *e)
+{
+    int i;
+
+    for (i = e->recv_open; i < e->nrecv; i++) {
+        if (e->recv[i].req != NULL) {
+            return e->ctx->ps->s.flows[e->recv[i].flow].src;
+        }
+    }
+    return -1;
+}
+
 static tpu_status_t run_engine(engine_t *e, tpu_err_t *err)
 {
     int rounds = 0;
@@ -548,6 +561,9 @@ static tpu_status_t run_engine(engine_t *e, tpu_err_t *err)
         }
         if (e->deadline > 0 && tpu__now_s() > e->deadline) {
             return watchdog(e, err);
+        }
+        if (e->opts->on_wait != NULL) {
+            e->opts->on_wait(e->opts->on_wait_arg, waited_chip(e));
         }
         if (e->ctx->x->nlocal == e->ctx->x->nchips) {
             /* Every chip is here and none can move: nothing outside can change that. */
@@ -1158,7 +1174,7 @@ tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t 
 {
     const tpu_coll_plan_t *plan = exec->plan;
     const tpu_sched_t *sc = &exec->ps->s;
-    tpu_coll_run_opts_t defaults = {0, 0, 1, 0, NULL};
+    tpu_coll_run_opts_t defaults = {0, 0, 1, 0, NULL, NULL, NULL};
     tpu_coll_exec_t *ctx = exec;
     tpu_xport_t *x = exec->x;
     pending_t *pend = NULL;

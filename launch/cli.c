@@ -63,10 +63,10 @@ static const opt_def_t defs[] = {
     I("slices", slices, "rmbti", 1, TPU_MAX_SLICES),
     S("config", config, "rmbti", "a YAML file"),
     S("json", json, "rmbtio", "a file name or - for stdout"),
-    S("csv", csv, "b", "a file name or - for stdout"),
-    S("trace", trace, "rmb", "a file name or - for stdout"),
-    F("trace-measured", trace_measured, "rb"),
-    S("heatmap", heatmap, "rmb", "a file name or - for stdout"),
+    S("csv", csv, "bt", "a file name or - for stdout"),
+    S("trace", trace, "rmbt", "a file name or - for stdout"),
+    F("trace-measured", trace_measured, "rbt"),
+    S("heatmap", heatmap, "rmbt", "a file name or - for stdout"),
     S("mesh", mesh, "t", "a mesh such as data=4,model=4"),
     F("quiet", quiet, "rmbti"),
     S("collective", collective, "mb",
@@ -88,7 +88,7 @@ static const opt_def_t defs[] = {
     S("dst", dst, "mb", "a chip as coordinates such as 1,2 or an id"),
     D("timeout", timeout, "rb", 0.1, 86400),
     F("compare-mpi", compare_mpi, "b"),
-    S("inject", inject, "rb", "crash:chip=C,call=N"),
+    S("inject", inject, "rb", "crash|stop:chip=C,call=N"),
     {"fault", ARG_LIST, OFF(fault), "rmbt", 0, 0,
      "a fault such as slow-link:chip=5,dir=+x,factor=0.5 (see --help)"},
     F("dump-topology", dump_topology, "i"),
@@ -236,7 +236,7 @@ static tpu_status_t check_applies(const tpu_opts_t *o, tpu_coll_kind_t kind, tpu
 }
 
 /* Every value that can be checked without the pod, at parse time, on every rank. */
-static tpu_status_t check_values(const tpu_opts_t *o, tpu_err_t *err)
+tpu_status_t tpu_opts_check(const tpu_opts_t *o, tpu_err_t *err)
 {
     static const struct {
         const char *name;
@@ -257,6 +257,12 @@ static tpu_status_t check_values(const tpu_opts_t *o, tpu_err_t *err)
     double v;
     size_t i;
 
+    if (tpu_sink_check_target("json", o->json, err) != TPU_OK ||
+        tpu_sink_check_target("csv", o->csv, err) != TPU_OK ||
+        tpu_sink_check_target("trace", o->trace, err) != TPU_OK ||
+        tpu_sink_check_target("heatmap", o->heatmap, err) != TPU_OK) {
+        return TPU_ERR_INVALID;
+    }
     for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
         const char *text = *(const char *const *)((const char *)o + links[i].off);
 
@@ -268,12 +274,15 @@ static tpu_status_t check_values(const tpu_opts_t *o, tpu_err_t *err)
     if (o->inject != NULL) {
         int chip = -1, n = -1;
         long call = -1;
+        char ikind[8] = "";
 
-        if (sscanf(o->inject, "crash:chip=%d,call=%ld%n", &chip, &call, &n) != 2 ||
-            n != (int)strlen(o->inject) || chip < 0 || call < 0) {
+        if (sscanf(o->inject, "%5[a-z]:chip=%d,call=%ld%n", ikind, &chip, &call, &n) != 3 ||
+            n != (int)strlen(o->inject) || chip < 0 || call < 0 ||
+            (strcmp(ikind, "crash") != 0 && strcmp(ikind, "stop") != 0)) {
             return tpu_err_set(err, TPU_ERR_INVALID,
                                "--inject '%s': expected crash:chip=C,call=N (chip C dies at its "
-                               "collective call N, counted from 0)",
+                               "collective call N, counted from 0) or stop:chip=C,call=N (it "
+                               "stops there, as with SIGSTOP)",
                                o->inject);
         }
     }
@@ -325,6 +334,7 @@ static tpu_status_t check_values(const tpu_opts_t *o, tpu_err_t *err)
 
 tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err)
 {
+    const char *given[sizeof(defs) / sizeof(defs[0])] = {NULL};
     int i = 1;
     size_t k;
 
@@ -390,6 +400,10 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
             if (val != NULL) {
                 return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes no value", name);
             }
+            if (given[d - defs] != NULL) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s is given twice: give it once", name);
+            }
+            given[d - defs] = "";
             *(int *)((char *)o + d->off) = 1;
             continue;
         }
@@ -399,6 +413,13 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
             }
             val = argv[++i];
         }
+        /* --fault repeats (a list); every other flag is given once. */
+        if (d->type != ARG_LIST && given[d - defs] != NULL) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "--%s is given twice ('%.40s', then '%.40s'): give it once", name,
+                               given[d - defs], val);
+        }
+        given[d - defs] = val;
         if (d->type == ARG_LIST) {
             if (*val == '\0') {
                 return tpu_err_set(err, TPU_ERR_INVALID, "--%s got an empty value; give %s",
@@ -427,7 +448,7 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
             o->has_shift = 1;
         }
     }
-    return check_values(o, err);
+    return tpu_opts_check(o, err);
 }
 
 void tpu_usage(FILE *out, const char *cmd)
@@ -462,8 +483,8 @@ void tpu_usage(FILE *out, const char *cmd)
         "                             F is above 0 and at most 1; YAML: faults: (README)\n"
         "  --json FILE|-              write JSON (- for stdout)\n"
         "  --trace FILE               Chrome trace / Perfetto JSON of the modeled timeline\n"
-        "                             (run, model, bench); --trace-measured adds the\n"
-        "                             measured one (run, bench)\n"
+        "                             (run, model, bench, train, replay); --trace-measured\n"
+        "                             adds the measured one (run, bench, train, replay)\n"
         "  --heatmap FILE.svg         the torus with every link coloured by its bytes\n"
         "  --quiet                    print less\n";
 

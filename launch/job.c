@@ -10,13 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* --inject crash:chip=C,call=N (checked by tpu_opts_parse). */
+/* --inject crash|stop:chip=C,call=N (checked by tpu_opts_parse). */
 static void parse_inject(const char *text, tpu_job_t *job)
 {
+    char kind[8] = "";
+
     job->crash_chip = -1;
     job->crash_call = -1;
     if (text != NULL) {
-        sscanf(text, "crash:chip=%d,call=%ld", &job->crash_chip, &job->crash_call);
+        sscanf(text, "%5[a-z]:chip=%d,call=%ld", kind, &job->crash_chip, &job->crash_call);
+        job->crash_stop = strcmp(kind, "stop") == 0;
     }
 }
 
@@ -53,6 +56,11 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &job->world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job->nranks);
+    /* First, as tpu_job_refuse() does: did any rank fail to parse its command line
+     * (halves of a job with different flags)?  It printed; every rank ends. */
+    if (tpu_job_agree(MPI_COMM_WORLD, 0) >= 0) {
+        return tpu_job_end(job, TPU_EXIT_USAGE);
+    }
     /* Halves of a job with different options would call different collectives. */
     who = tpu_job_agree_opts(o, msg, sizeof(msg));
     if (who != 0) {
@@ -73,8 +81,9 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
     }
     if (status == TPU_OK && job->crash_chip >= tpu_pod_topo(job->pod)->nchips) {
         status =
-            tpu_err_set(&err, TPU_ERR_INVALID, "--inject crash:chip=%d: the pod has chips 0 to %d",
-                        job->crash_chip, tpu_pod_topo(job->pod)->nchips - 1);
+            tpu_err_set(&err, TPU_ERR_INVALID, "--inject %s:chip=%d: the pod has chips 0 to %d",
+                        job->crash_stop ? "stop" : "crash", job->crash_chip,
+                        tpu_pod_topo(job->pod)->nchips - 1);
     }
     if (status == TPU_OK) {
         status = tpu_sink_check(o->json, o->csv, &err);
@@ -92,11 +101,18 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
     tpu_job_monitor_start(job);
     MPI_Comm_split(MPI_COMM_WORLD, 0, job->chip, &job->comm);
     MPI_Comm_dup(MPI_COMM_WORLD, &job->watch);
+    job->waits = TPU_JOB_WAIT_NONE;
     if (job->world_rank == 0) {
-        job->seen = calloc((size_t)job->nranks, sizeof(*job->seen));
-        job->heard = calloc((size_t)job->nranks, sizeof(*job->heard));
-        if (job->seen == NULL || job->heard == NULL) {
+        job->peers = calloc((size_t)job->nranks, sizeof(*job->peers));
+        job->rank_of_chip = calloc((size_t)job->nranks, sizeof(*job->rank_of_chip));
+        if (job->peers == NULL || job->rank_of_chip == NULL) {
             tpu_job_abort(job, "out of host memory for the watchdog");
+        }
+        for (r = 0; r < job->nranks; r++) {
+            job->peers[r].heard = tpu__now_s();
+            job->peers[r].waits = TPU_JOB_WAIT_NONE;
+            job->rank_of_chip[tpu_place_chip_of_rank(tpu_pod_topo(job->pod),
+                                                     tpu_pod_chip(job->pod)->host_dims, r)] = r;
         }
     }
     status = tpu_xport_mpi_create(job->comm, &job->x, &err);
@@ -124,10 +140,10 @@ int tpu_job_end(tpu_job_t *job, int code)
     if (job->watch != MPI_COMM_NULL) {
         MPI_Comm_free(&job->watch);
     }
-    free(job->seen);
-    free(job->heard);
-    job->seen = NULL;
-    job->heard = NULL;
+    free(job->peers);
+    free(job->rank_of_chip);
+    job->peers = NULL;
+    job->rank_of_chip = NULL;
     if (job->comm != MPI_COMM_NULL) {
         MPI_Comm_free(&job->comm);
     }
@@ -289,19 +305,21 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
     double t0;
     tpu_status_t status;
 
-    (void)job; /* the transport is the case's, from tpu_case_init() */
     memset(&opts, 0, sizeof(opts));
     tpu_job_progress(job);
     if (job->crash_chip == job->chip && (long)call == job->crash_call) {
-        /* --inject crash: die as a killed process does, with no word. */
+        /* --inject crash: die as a killed process does, with no word; stop: stop
+         * as a stopped one does, at the same sync point as the others. */
         fflush(stdout);
         fflush(stderr);
-        raise(SIGKILL);
+        raise(job->crash_stop ? SIGSTOP : SIGKILL);
     }
     opts.call = call;
     opts.timeout_s = timeout;
     opts.check_peers = check_peers;
     opts.local_time = 1;
+    opts.on_wait = tpu_job_on_wait;
+    opts.on_wait_arg = job;
     in[0] = c->in;
     out[0] = c->out;
     t0 = tpu__now_s();

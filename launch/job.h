@@ -15,7 +15,30 @@
 /* Progress messages a rank may have in flight to rank 0 (see watch.c). */
 #define TPU_JOB_RING 64
 /* Options compared across ranks at start. */
-#define TPU_JOB_NOPTS 24
+#define TPU_JOB_NOPTS 32
+
+/* Whom a rank waits for, besides a chip number (see watch.c). */
+#define TPU_JOB_WAIT_NONE (-1) /* not waiting: busy, or it has not said yet */
+#define TPU_JOB_WAIT_ALL  (-2) /* in a wait of the whole job (barrier, reduction) */
+
+/* Rank 0's view of one rank, from its progress messages. */
+typedef struct tpu_job_peer {
+    uint64_t seen;     /* the last sync point it entered */
+    uint64_t waits_at; /* the point at which it said whom it waits for */
+    int waits;         /* that world rank, or TPU_JOB_WAIT_* */
+    double heard;      /* when rank 0 last heard from it (tpu__now_s) */
+} tpu_job_peer_t;
+
+/*
+ * The world rank the job waits for at sync point 'point': of the ranks that have
+ * not reached it, follow whom each waits for (a silent rank, or one that waits
+ * for nobody, ends a chain) and take the rank most chains end at; ties go to the
+ * one silent longest, then the one furthest back.  '*waiters_p' gets how many
+ * ranks behind lead to it (itself included).  -1 when every rank reached it.
+ * Pure: 'now' is the clock, 'silent_s' how long a rank may be quiet while alive.
+ */
+int tpu__job_behind(const tpu_job_peer_t *peers, int n, uint64_t point, double now, double silent_s,
+                    int *waiters_p);
 
 typedef struct tpu_job {
     tpu_pod_t *pod;
@@ -26,18 +49,21 @@ typedef struct tpu_job {
     tpu_xport_t *x; /* the mpi transport (one chip per rank) */
     tpu_place_t place;
     /* The whole-job watchdog (watch.c). */
-    double timeout; /* seconds any wait may last; 0: none */
-    MPI_Comm watch; /* progress messages to rank 0 */
-    uint64_t point; /* sync points this rank has entered */
-    uint64_t sent;  /* progress messages sent */
-    uint64_t *seen; /* rank 0: the last point of each world rank */
-    double *heard;  /* rank 0: when each world rank was last heard from */
+    double timeout;        /* seconds any wait may last; 0: none */
+    MPI_Comm watch;        /* progress messages to rank 0 */
+    uint64_t point;        /* sync points this rank has entered */
+    uint64_t sent;         /* progress messages sent */
+    int waits;             /* whom this rank waits for now: a chip or TPU_JOB_WAIT_* */
+    double beat;           /* when this rank last told rank 0 */
+    tpu_job_peer_t *peers; /* rank 0: what it knows of each world rank */
+    int *rank_of_chip;     /* rank 0: the world rank of each chip */
     MPI_Request ring[TPU_JOB_RING];
-    uint64_t ringbuf[TPU_JOB_RING];
+    uint64_t ringbuf[TPU_JOB_RING][2];
     int monitor_fd;   /* rank 0: the pipe to the monitor process; -1 none */
     char marker[256]; /* the file that says the job ends on purpose */
-    /* --inject crash:chip=C,call=N: chip C dies at collective call N. */
+    /* --inject crash|stop:chip=C,call=N: chip C dies (or stops) at collective call N. */
     int crash_chip;
+    int crash_stop;
     long crash_call;
 } tpu_job_t;
 
@@ -84,10 +110,16 @@ int tpu_job_agree(MPI_Comm comm, int failed);
  * values and returns 1 on the rank that prints it, 2 on the others.
  */
 int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len);
+/* The same for 'n' named values (NULL: not given) of a command's own flags. */
+int tpu_job_agree_values(int n, const char *const *names, const char *const *vals, char *msg,
+                         size_t len);
 /* A collective failed: abort with its message, or for a timeout find the chip behind. */
 void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err);
 /* Enter the next sync point (tells rank 0). */
 void tpu_job_progress(tpu_job_t *job);
+/* A tpu_coll_run_opts_t on_wait hook ('arg' is the job): tells rank 0, at most
+ * every heartbeat, which chip this rank waits for inside a collective. */
+void tpu_job_on_wait(void *arg, int chip);
 /* Wait for 'req' with the watchdog; 'what' names the wait in messages. */
 void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what);
 /* Barrier, allreduce, broadcast and gather (of bytes) over job->comm, with the watchdog. */

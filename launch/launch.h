@@ -50,6 +50,9 @@ typedef struct tpu_opts {
 
 /* Parse argv into 'opts' (argv[1] may be a subcommand).  Prints nothing. */
 tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *opts, tpu_err_t *err);
+/* The checks of tpu_opts_parse() that need no pod (ranges, names, flags that do not
+ * apply), for options a command's own parser filled in. */
+tpu_status_t tpu_opts_check(const tpu_opts_t *opts, tpu_err_t *err);
 /* The help text of a subcommand. */
 void tpu_usage(FILE *out, const char *cmd);
 /* Build the pod from the config file and the flags (flags win); tpu_pod_destroy() it. */

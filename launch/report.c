@@ -3,6 +3,7 @@
 
 #include "tpu/alloc.h"
 
+#include "sink.h"
 #include "svg.h"
 
 #include <errno.h>
@@ -47,23 +48,17 @@ tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod
                            "two documents would go to stdout (-); give all but one a file");
     }
     if (o->heatmap != NULL) {
-        FILE *f;
-
         r->link_bytes = tpu__calloc((size_t)t->nlinks + 1, sizeof(double));
         if (r->link_bytes == NULL) {
             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the heatmap");
         }
-        /* Refuse a path that cannot be written now, not after the work. */
-        if (!is_stdout(o->heatmap)) {
-            f = fopen(o->heatmap, "w");
-            if (f == NULL) {
-                status = tpu_err_set(err, TPU_ERR_INVALID, "cannot write '%s': %s", o->heatmap,
-                                     strerror(errno));
-                tpu__free(r->link_bytes);
-                r->link_bytes = NULL;
-                return status;
-            }
-            fclose(f);
+        /* Refuse a path that cannot be written now, not after the work (without
+         * opening it: a FIFO would block). */
+        status = tpu_sink_check_target("heatmap", o->heatmap, err);
+        if (status != TPU_OK) {
+            tpu__free(r->link_bytes);
+            r->link_bytes = NULL;
+            return status;
         }
         r->heatmap = o->heatmap;
     }
@@ -88,7 +83,7 @@ static void fan_flow(void *user, const tpu_coll_flow_event_t *ev)
 {
     tpu_report_t *r = user;
 
-    if (r->trace != NULL) {
+    if (r->tracing) {
         r->trace_obs.on_flow(r->trace_obs.user, ev);
     }
 }
@@ -97,14 +92,14 @@ static void fan_link(void *user, const tpu_coll_link_event_t *ev)
 {
     tpu_report_t *r = user;
 
-    if (r->trace != NULL) {
+    if (r->tracing) {
         r->trace_obs.on_link(r->trace_obs.user, ev);
     }
-    if (r->link_bytes == NULL) {
+    if (r->link_bytes == NULL || r->heat_times == 0) {
         return;
     }
     if (ev->link >= 0) {
-        r->link_bytes[ev->link] += ev->bytes;
+        r->link_bytes[ev->link] += ev->bytes * r->heat_times;
         return;
     }
     if (ev->host >= r->cap_hosts) {
@@ -125,39 +120,90 @@ static void fan_link(void *user, const tpu_coll_link_event_t *ev)
         r->nic_bytes = n;
         r->cap_hosts = cap;
     }
-    r->nic_bytes[2 * ev->host + (ev->egress ? 0 : 1)] += ev->bytes;
+    r->nic_bytes[2 * ev->host + (ev->egress ? 0 : 1)] += ev->bytes * r->heat_times;
     r->nhosts = ev->host + 1 > r->nhosts ? ev->host + 1 : r->nhosts;
 }
 
-tpu_status_t tpu_report_model(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
-                              double modeled_us, tpu_err_t *err)
+/* One walk of 'plan' feeding the trace ('at_us' < 0: at the position, which moves past it). */
+static tpu_status_t model(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
+                          double at_us, double modeled_us, double heat_times, tpu_err_t *err)
 {
     tpu_coll_observer_t obs;
     tpu_coll_result_t res;
     tpu_status_t status;
+    int trace = name != NULL && r->trace != NULL && !tpu_trace_truncated(r->trace);
 
-    if (!tpu_report_active(r)) {
+    r->heat_times = r->link_bytes != NULL ? heat_times : 0;
+    if (!trace && r->heat_times == 0) {
+        if (r->trace != NULL && at_us < 0) {
+            tpu_trace_advance(r->trace, modeled_us);
+        }
         return TPU_OK;
     }
     memset(&obs, 0, sizeof(obs));
     obs.on_flow = fan_flow;
     obs.on_link = fan_link;
     obs.user = r;
-    if (r->trace != NULL) {
+    if (trace) {
         tpu_trace_op_begin(r->trace, name, modeled_us, &r->trace_obs);
         obs.every_chip = r->trace_obs.every_chip;
+    } else {
+        memset(&r->trace_obs, 0, sizeof(r->trace_obs));
     }
+    r->tracing = trace;
     status = tpu_coll_plan_model_observed(plan, &obs, &res, err);
+    r->tracing = 0;
     if (status != TPU_OK) {
         return status;
     }
     if (r->oom) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the heatmap");
     }
-    if (r->trace != NULL) {
-        return tpu_trace_op_end(r->trace, res.modeled_us, err);
+    if (trace) {
+        return at_us < 0 ? tpu_trace_op_end(r->trace, res.modeled_us, err)
+                         : tpu_trace_op_end_at(r->trace, at_us, res.modeled_us, err);
+    }
+    if (r->trace != NULL && at_us < 0) {
+        tpu_trace_advance(r->trace, res.modeled_us);
     }
     return TPU_OK;
+}
+
+tpu_status_t tpu_report_model(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
+                              double modeled_us, tpu_err_t *err)
+{
+    if (!tpu_report_active(r)) {
+        return TPU_OK;
+    }
+    return model(r, plan, name, -1, modeled_us, 1, err);
+}
+
+tpu_status_t tpu_report_model_at(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
+                                 double at_us, double modeled_us, double heat_times, tpu_err_t *err)
+{
+    if (!tpu_report_active(r)) {
+        return TPU_OK;
+    }
+    return model(r, plan, name, at_us > 0 ? at_us : 0, modeled_us, heat_times, err);
+}
+
+void tpu_report_compute(tpu_report_t *r, const char *name, double at_us, double dur_us)
+{
+    if (r->trace != NULL) {
+        tpu_trace_compute(r->trace, -1, name, at_us, dur_us);
+    }
+}
+
+void tpu_report_advance(tpu_report_t *r, double us)
+{
+    if (r->trace != NULL) {
+        tpu_trace_advance(r->trace, us);
+    }
+}
+
+int tpu_report_trace_done(const tpu_report_t *r)
+{
+    return r->trace == NULL || tpu_trace_truncated(r->trace);
 }
 
 void tpu_report_measured(tpu_report_t *r, int chip, const char *name, double start_us,

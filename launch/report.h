@@ -21,6 +21,8 @@ typedef struct tpu_report {
     double *nic_bytes;          /* per host: egress, ingress */
     int nhosts, cap_hosts;      /* hosts seen */
     int oom;
+    double heat_times; /* the current collective counts this many times in the heatmap */
+    int tracing;       /* the current collective goes to the trace */
     char title[256];
     tpu_coll_observer_t trace_obs; /* the trace's observer of the current collective */
 } tpu_report_t;
@@ -37,6 +39,23 @@ int tpu_report_active(const tpu_report_t *r);
 /* Record the collective of 'plan' (named 'name', of 'modeled_us') on the timeline. */
 tpu_status_t tpu_report_model(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
                               double modeled_us, tpu_err_t *err);
+/*
+ * The same for a collective that starts 'at_us' after the trace's position and
+ * may overlap compute (train, replay): the position does not move
+ * (tpu_report_advance() after the step).  The heatmap counts its links' bytes
+ * 'heat_times' times (0: not at all; replay counts a row once, times its
+ * executions).  Once the trace is truncated, only the heatmap is fed; 'name'
+ * NULL: the heatmap only.
+ */
+tpu_status_t tpu_report_model_at(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
+                                 double at_us, double modeled_us, double heat_times,
+                                 tpu_err_t *err);
+/* A compute slice on every chip's compute track, 'at_us' after the trace's position. */
+void tpu_report_compute(tpu_report_t *r, const char *name, double at_us, double dur_us);
+/* Move the trace's position on by 'us'. */
+void tpu_report_advance(tpu_report_t *r, double us);
+/* 1 when there is no trace or it is full (no more events will be written). */
+int tpu_report_trace_done(const tpu_report_t *r);
 /* A wall-clock slice of a chip (microseconds since the job's start), for --trace-measured. */
 void tpu_report_measured(tpu_report_t *r, int chip, const char *name, double start_us,
                          double dur_us);

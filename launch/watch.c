@@ -6,17 +6,24 @@
  * wiring's point-to-point) goes through tpu_job_wait(): a nonblocking MPI call
  * polled until it completes or --timeout passes.  Before each wait and each
  * collective a rank enters a numbered sync point and tells rank 0 with one
- * 8-byte message on a communicator of its own (so no tag meets the transport's):
+ * 16-byte message on a communicator of its own (so no tag meets the transport's):
+ * the point and whom it waits for (a chip, everyone, or nobody yet):
  *
- *     rank r:  point p  --Isend(p)-->  rank 0: seen[r] = max(seen[r], p)
+ *     rank r:  point p, waits w  --Isend-->  rank 0: peers[r] = {p, w, now}
  *
- * When rank 0 has waited --timeout at point p, the chips behind are those with
- * seen[r] < p; the one furthest behind (the smallest seen) is the one the others
- * wait for, directly or through others, and rank 0 names it and aborts the job.
- * Any other rank that waits --timeout + 2 s (plus 0.1 s per rank, so the lowest
- * speaks first) concludes that rank 0 itself is behind or stopped, names it, and
- * aborts.  Cost: one eager 8-byte message per sync point per rank, drained by
- * rank 0 while it waits; 50 us sleeps between polls after the first 200.
+ * While it waits (in tpu_job_wait, or inside a collective through the run's
+ * on_wait hook, which names the source of its oldest open receive) a rank says
+ * so again every 0.25 s: a heartbeat.  When rank 0 has waited --timeout at point
+ * p, the ranks behind are those with seen < p.  It follows who waits on whom
+ * among them (tpu__job_behind): a chain ends at a rank that waits for nobody (it
+ * is busy or stuck) or has been silent over a second (it is stopped); the rank
+ * most chains end at is the chip behind, and rank 0 names it and aborts the job.
+ * Counting sync points alone named, in a race, a chip that waited on a stopped
+ * chip at the same point.  Any other rank that waits --timeout + 2 s (plus 0.1 s
+ * per rank, so the lowest speaks first) concludes that rank 0 itself is behind
+ * or stopped, names it, and aborts.  Cost: one eager 16-byte message per sync
+ * point per rank and one per 0.25 s of waiting, drained by rank 0 while it
+ * waits; 50 us sleeps between polls after the first 200.
  *
  * Agreements.  A bad input found by some ranks only (a config file missing on
  * one node, halves of a job with different flags) would leave the others in the
@@ -48,8 +55,14 @@
 #define TAG_PROGRESS 7
 /* Extra seconds a rank other than 0 waits before it blames rank 0. */
 #define GRACE_S 2.0
+/* The wait for every live chip after a collective timed out: well under GRACE_S,
+ * since rank 0 spends it on top of the collective's own --timeout while a chip
+ * that finished the collective may already wait in the next barrier. */
+#define FAIL_WAIT_S 1.0
 /* A rank that waits tells rank 0 it is alive this often. */
 #define HEARTBEAT_S 0.25
+/* A rank silent this long is taken as stopped when chains of waits are followed. */
+#define SILENT_S 1.0
 
 /* The world rank the launcher gave this process, from its environment; -1 unknown. */
 int tpu_job_env_rank(void)
@@ -121,60 +134,184 @@ void tpu_job_abort(tpu_job_t *job, const char *msg)
     MPI_Abort(MPI_COMM_WORLD, TPU_EXIT_FAIL);
 }
 
+/* Rank 0: record that world rank 'r' is at point 'p' and waits for 'waits'. */
+static void note(tpu_job_t *job, int r, uint64_t p, int waits)
+{
+    tpu_job_peer_t *q = &job->peers[r];
+
+    if (p < q->seen) {
+        return; /* an older message overtaken by a newer one */
+    }
+    q->seen = p;
+    q->waits = waits;
+    q->waits_at = p;
+    q->heard = tpu__now_s();
+}
+
+/* A chip number (or TPU_JOB_WAIT_*) as the world rank rank 0 stores. */
+static int waits_rank(const tpu_job_t *job, int waits)
+{
+    return waits >= 0 && waits < job->nranks ? job->rank_of_chip[waits] : waits;
+}
+
 /* Rank 0: take every progress message that has arrived. */
 static void drain(tpu_job_t *job)
 {
     int flag = 1;
     MPI_Status st;
-    uint64_t p;
+    uint64_t m[2];
 
-    while (job->seen != NULL && job->watch != MPI_COMM_NULL) {
+    while (job->peers != NULL && job->watch != MPI_COMM_NULL) {
         MPI_Iprobe(MPI_ANY_SOURCE, TAG_PROGRESS, job->watch, &flag, &st);
         if (!flag) {
             break;
         }
-        MPI_Recv(&p, 1, MPI_UINT64_T, st.MPI_SOURCE, TAG_PROGRESS, job->watch, MPI_STATUS_IGNORE);
-        if (p > job->seen[st.MPI_SOURCE]) {
-            job->seen[st.MPI_SOURCE] = p;
-        }
-        job->heard[st.MPI_SOURCE] = tpu__now_s();
+        MPI_Recv(m, 2, MPI_UINT64_T, st.MPI_SOURCE, TAG_PROGRESS, job->watch, MPI_STATUS_IGNORE);
+        note(job, st.MPI_SOURCE, m[0], waits_rank(job, (int)m[1] - 2));
     }
 }
 
-/* Tell rank 0 the point this rank is at (again, as a heartbeat, while it waits). */
+/* Tell rank 0 the point this rank is at and whom it waits for (again, as a
+ * heartbeat, while it waits). */
 static void tell(tpu_job_t *job)
 {
     int slot = (int)(++job->sent % TPU_JOB_RING), done = 0;
 
+    job->beat = tpu__now_s();
+    if (job->watch == MPI_COMM_NULL) {
+        return;
+    }
+    if (job->world_rank == 0) {
+        note(job, 0, job->point, waits_rank(job, job->waits));
+        drain(job);
+        return;
+    }
     if (job->ring[slot] != MPI_REQUEST_NULL) {
         MPI_Test(&job->ring[slot], &done, MPI_STATUS_IGNORE);
         if (!done) {
             return; /* rank 0 is not taking them: it will hear at the next point */
         }
     }
-    job->ringbuf[slot] = job->point;
-    MPI_Isend(&job->ringbuf[slot], 1, MPI_UINT64_T, 0, TAG_PROGRESS, job->watch, &job->ring[slot]);
+    job->ringbuf[slot][0] = job->point;
+    job->ringbuf[slot][1] = (uint64_t)(job->waits + 2);
+    MPI_Isend(job->ringbuf[slot], 2, MPI_UINT64_T, 0, TAG_PROGRESS, job->watch, &job->ring[slot]);
+}
+
+/* Enter the next point, waiting for 'waits' (a chip or TPU_JOB_WAIT_*). */
+static void enter(tpu_job_t *job, int waits)
+{
+    job->point++;
+    job->waits = waits;
+    tell(job);
 }
 
 void tpu_job_progress(tpu_job_t *job)
 {
-    job->point++;
-    if (job->watch == MPI_COMM_NULL) {
-        return;
-    }
-    if (job->world_rank == 0) {
-        job->seen[0] = job->point;
+    enter(job, TPU_JOB_WAIT_NONE);
+}
+
+void tpu_job_on_wait(void *arg, int chip)
+{
+    tpu_job_t *job = arg;
+    int waits = chip >= 0 ? chip : TPU_JOB_WAIT_ALL;
+
+    if (waits != job->waits || tpu__now_s() - job->beat > HEARTBEAT_S) {
+        if (waits != job->waits && tpu__now_s() - job->beat < 0.05) {
+            return; /* short waits come and go: say only those that last */
+        }
+        job->waits = waits;
+        tell(job);
+    } else if (job->world_rank == 0) {
         drain(job);
-        return;
     }
-    tell(job);
+}
+
+/* One end of a chain of waits starting at 'r' (see tpu__job_behind); -1 none. */
+static int next_in_chain(const tpu_job_peer_t *p, int n, uint64_t point, double now,
+                         double silent_s, int r)
+{
+    int w = p[r].waits_at == p[r].seen ? p[r].waits : TPU_JOB_WAIT_NONE, q, best = -1;
+
+    if (now - p[r].heard > silent_s || w == TPU_JOB_WAIT_NONE) {
+        return r; /* stopped, or busy: the chain ends here */
+    }
+    if (w >= 0 && w < n && w != r) {
+        return p[w].seen < point ? w : -1; /* -1: waits for one that gave up */
+    }
+    /* A wait of everyone: for the one furthest back, if any is behind this one. */
+    for (q = 0; q < n; q++) {
+        if (p[q].seen < p[r].seen && (best < 0 || p[q].seen < p[best].seen)) {
+            best = q;
+        }
+    }
+    return best;
+}
+
+int tpu__job_behind(const tpu_job_peer_t *peers, int n, uint64_t point, double now, double silent_s,
+                    int *waiters_p)
+{
+    int r, best = -1;
+    int *count = calloc((size_t)n, sizeof(int));
+
+    *waiters_p = 0;
+    for (r = 0; r < n; r++) {
+        int cur = r, steps, nx, end = -1;
+
+        if (peers[r].seen >= point) {
+            continue;
+        }
+        for (steps = 0; steps <= n && end < 0; steps++) {
+            nx = next_in_chain(peers, n, point, now, silent_s, cur);
+            if (nx < 0) {
+                break; /* a live wait for one that is not behind */
+            }
+            if (nx == cur) {
+                end = cur;
+            }
+            cur = nx;
+        }
+        if (end >= 0 && count != NULL) {
+            count[end]++;
+        }
+        if (best < 0) {
+            best = r; /* with no end at all (a cycle of live waits), a fallback */
+        }
+    }
+    if (best < 0) {
+        free(count);
+        return -1;
+    }
+    for (r = 0; r < n; r++) {
+        if (peers[r].seen >= point) {
+            continue;
+        }
+        if (count != NULL && count[r] != count[best]) {
+            if (count[r] > count[best]) {
+                best = r;
+            }
+            continue;
+        }
+        if (peers[r].heard != peers[best].heard) {
+            if (peers[r].heard < peers[best].heard) {
+                best = r;
+            }
+            continue;
+        }
+        if (peers[r].seen < peers[best].seen) {
+            best = r;
+        }
+    }
+    *waiters_p = count != NULL ? count[best] : 1;
+    free(count);
+    return best;
 }
 
 /* The wait of 'what' lasted too long: say who is behind and end the job. */
 static void blame(tpu_job_t *job, const char *what, double waited)
 {
     char name[96], msg[512];
-    int r, worst = -1, behind = 0;
+    int r, worst, waiters = 0;
+    double now;
 
     if (job->world_rank != 0) {
         chip_name(job, 0, name, sizeof(name));
@@ -186,29 +323,23 @@ static void blame(tpu_job_t *job, const char *what, double waited)
         return;
     }
     drain(job);
-    for (r = 0; r < job->nranks; r++) {
-        if (job->seen[r] < job->point) {
-            behind++;
-            if (worst < 0 || job->seen[r] < job->seen[worst]) {
-                worst = r;
-            }
-        }
-    }
+    now = tpu__now_s();
+    worst = tpu__job_behind(job->peers, job->nranks, job->point, now, SILENT_S, &waiters);
     /* Everyone reached the point, but one stopped inside the wait: the silent one. */
     for (r = 1; r < job->nranks && worst < 0; r++) {
         int q;
 
         for (q = 1; q < job->nranks; q++) {
-            if (job->heard[q] < job->heard[r]) {
+            if (job->peers[q].heard < job->peers[r].heard) {
                 break;
             }
         }
-        if (q == job->nranks && tpu__now_s() - job->heard[r] > 2 * HEARTBEAT_S) {
+        if (q == job->nranks && now - job->peers[r].heard > 2 * HEARTBEAT_S) {
             chip_name(job, r, name, sizeof(name));
             snprintf(msg, sizeof(msg),
                      "%s is behind: it reached %s but has been silent for %.1f s (--timeout %g); "
                      "it is stopped or stuck; ending the job",
-                     name, what, tpu__now_s() - job->heard[r], job->timeout);
+                     name, what, now - job->peers[r].heard, job->timeout);
             tpu_job_abort(job, msg);
         }
     }
@@ -218,20 +349,26 @@ static void blame(tpu_job_t *job, const char *what, double waited)
                  "ending the job",
                  what, waited, job->timeout);
     } else {
+        char others[64] = "";
+
+        if (waiters > 1) {
+            snprintf(others, sizeof(others), "; %d other chip(s) behind wait for it", waiters - 1);
+        }
         chip_name(job, worst, name, sizeof(name));
         snprintf(msg, sizeof(msg),
                  "%s is behind: it has not reached %s after %.1f s (--timeout %g; it is %llu "
-                 "sync point(s) back%s); it is stopped, stuck or too slow; ending the job",
+                 "sync point(s) back, silent for %.1f s%s); it is stopped, stuck or too slow; "
+                 "ending the job",
                  name, what, waited, job->timeout,
-                 (unsigned long long)(job->point - job->seen[worst]),
-                 behind > 1 ? ", and the other chips behind wait for it" : "");
+                 (unsigned long long)(job->point - job->peers[worst].seen),
+                 now - job->peers[worst].heard, others);
     }
     tpu_job_abort(job, msg);
 }
 
 void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what)
 {
-    double t0 = tpu__now_s(), limit = job->timeout, beat = t0;
+    double t0 = tpu__now_s(), limit = job->timeout;
     int flag = 0;
     long polls = 0;
 
@@ -252,9 +389,7 @@ void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what)
             if (job->timeout > 0 && waited > limit) {
                 blame(job, what, waited);
             }
-            if (job->world_rank != 0 && job->watch != MPI_COMM_NULL &&
-                t0 + waited - beat > HEARTBEAT_S) {
-                beat = t0 + waited;
+            if (job->world_rank != 0 && t0 + waited - job->beat > HEARTBEAT_S) {
                 tell(job);
             }
             nap(50000);
@@ -266,7 +401,7 @@ void tpu_job_barrier(tpu_job_t *job, const char *what)
 {
     MPI_Request req;
 
-    tpu_job_progress(job);
+    enter(job, TPU_JOB_WAIT_ALL);
     MPI_Ibarrier(job->comm, &req);
     tpu_job_wait(job, &req, what);
 }
@@ -276,7 +411,7 @@ void tpu_job_allreduce(tpu_job_t *job, const void *in, void *out, int count, MPI
 {
     MPI_Request req;
 
-    tpu_job_progress(job);
+    enter(job, TPU_JOB_WAIT_ALL);
     MPI_Iallreduce(in, out, count, type, op, job->comm, &req);
     tpu_job_wait(job, &req, what);
 }
@@ -286,7 +421,7 @@ void tpu_job_bcast(tpu_job_t *job, void *buf, int count, MPI_Datatype type, int 
 {
     MPI_Request req;
 
-    tpu_job_progress(job);
+    enter(job, job->chip == root ? TPU_JOB_WAIT_ALL : root);
     MPI_Ibcast(buf, count, type, root, job->comm, &req);
     tpu_job_wait(job, &req, what);
 }
@@ -296,7 +431,7 @@ void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int ro
 {
     MPI_Request req;
 
-    tpu_job_progress(job);
+    enter(job, TPU_JOB_WAIT_ALL);
     MPI_Igather(in, count, MPI_BYTE, out, count, MPI_BYTE, root, job->comm, &req);
     tpu_job_wait(job, &req, what);
 }
@@ -314,7 +449,7 @@ void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err)
      * itself wait for another.  Every live chip meets here within seconds; the
      * chip that never comes is the one behind, and rank 0 names it.
      */
-    job->timeout = job->timeout < GRACE_S ? job->timeout : GRACE_S;
+    job->timeout = job->timeout < FAIL_WAIT_S ? job->timeout : FAIL_WAIT_S;
     snprintf(what, sizeof(what), "the end of a collective that timed out (%s)", err->msg);
     tpu_job_barrier(job, what);
     tpu_job_abort(job, err->msg); /* every chip came: a deadlock among live chips */
@@ -344,14 +479,53 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
+int tpu_job_agree_values(int n, const char *const *names, const char *const *vals, char *msg,
+                         size_t len)
+{
+    uint64_t *mine = calloc((size_t)n + 1, sizeof(uint64_t)), *first;
+    int i, me, diff = -1, who;
+    char theirs[64];
+
+    first = calloc((size_t)n + 1, sizeof(uint64_t));
+    if (mine == NULL || first == NULL) {
+        free(mine);
+        free(first);
+        snprintf(msg, len, "out of host memory comparing the options of the ranks");
+        return 1;
+    }
+    for (i = 0; i < n; i++) {
+        mine[i] = hash_str(vals[i]);
+        first[i] = mine[i];
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Bcast(first, n, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    for (i = 0; i < n && diff < 0; i++) {
+        if (first[i] != mine[i]) {
+            diff = i;
+        }
+    }
+    free(mine);
+    free(first);
+    who = tpu_job_agree(MPI_COMM_WORLD, diff >= 0);
+    if (who < 0) {
+        return 0;
+    }
+    MPI_Bcast(&diff, 1, MPI_INT, who, MPI_COMM_WORLD);
+    snprintf(theirs, sizeof(theirs), "%s", vals[diff] != NULL ? vals[diff] : "(not given)");
+    MPI_Bcast(theirs, (int)sizeof(theirs), MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(msg, len,
+             "the ranks of this job were started with different options: %s is '%s' on rank 0 "
+             "but '%.63s' on rank %d (every rank needs the same command line)",
+             names[diff], theirs, vals[diff] != NULL ? vals[diff] : "(not given)", who);
+    return who == me ? 1 : 2;
+}
+
 int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len)
 {
     /* Every option that changes the sequence of MPI calls or their sizes. */
     char vals[TPU_JOB_NOPTS][64];
-    const char *names[TPU_JOB_NOPTS];
-    uint64_t mine[TPU_JOB_NOPTS], first[TPU_JOB_NOPTS];
-    int n = 0, i, me, diff = -1, who;
-    char theirs[64];
+    const char *names[TPU_JOB_NOPTS], *pv[TPU_JOB_NOPTS];
+    int n = 0, i;
 
 #define OPT_S(name, v) (names[n] = name, snprintf(vals[n++], 64, "%s", (v) ? (v) : "(not given)"))
 #define OPT_I(name, v) (names[n] = name, snprintf(vals[n++], 64, "%d", (int)(v)))
@@ -375,6 +549,10 @@ int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len)
     OPT_S("--csv", o->csv);
     OPT_D("--timeout", o->timeout);
     OPT_S("--inject", o->inject);
+    OPT_S("--mesh", o->mesh);
+    OPT_S("--trace", o->trace);
+    OPT_S("--heatmap", o->heatmap);
+    OPT_I("--trace-measured", o->trace_measured);
     {
         /* Every --fault, in order, as one value (a count and a hash of the texts). */
         uint64_t h = 1469598103934665603ull;
@@ -390,28 +568,9 @@ int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len)
 #undef OPT_I
 #undef OPT_D
     for (i = 0; i < n; i++) {
-        mine[i] = hash_str(vals[i]);
-        first[i] = mine[i];
+        pv[i] = vals[i];
     }
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Bcast(first, n, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    for (i = 0; i < n && diff < 0; i++) {
-        if (first[i] != mine[i]) {
-            diff = i;
-        }
-    }
-    who = tpu_job_agree(MPI_COMM_WORLD, diff >= 0);
-    if (who < 0) {
-        return 0;
-    }
-    MPI_Bcast(&diff, 1, MPI_INT, who, MPI_COMM_WORLD);
-    snprintf(theirs, sizeof(theirs), "%s", vals[diff]);
-    MPI_Bcast(theirs, (int)sizeof(theirs), MPI_CHAR, 0, MPI_COMM_WORLD);
-    snprintf(msg, len,
-             "the ranks of this job were started with different options: %s is '%s' on rank 0 "
-             "but '%s' on rank %d (every rank needs the same command line)",
-             names[diff], theirs, vals[diff], who);
-    return who == me ? 1 : 2;
+    return tpu_job_agree_values(n, names, pv, msg, len);
 }
 
 /* ---- the monitor ---- */
@@ -509,6 +668,20 @@ static void monitor(int fd, int parent)
                             "tpuemu: lost %s (pid %d): the process died (killed or crashed); the "
                             "job ends\n",
                             ranks[i].name, ranks[i].pid);
+                } else {
+                    /* An abort in progress: keep the marker until the ranks of this
+                     * node are gone, or one still aborting would print again. */
+                    int k, alive = 1, waits;
+
+                    for (waits = 0; alive && waits < 200; waits++) {
+                        alive = !pid_gone(parent);
+                        for (k = 1; k < n && !alive; k++) {
+                            alive = ranks[k].local && ranks[k].pid > 0 && !pid_gone(ranks[k].pid);
+                        }
+                        if (alive) {
+                            nap(50000000);
+                        }
+                    }
                 }
                 unlink(marker);
                 _exit(0);

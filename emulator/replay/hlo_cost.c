@@ -68,6 +68,8 @@ typedef struct walker {
     int **rowmap; /* [comp][instr] -> row (colls: >= 0; ops: -(row + 2)); -1 none */
     int collcap, opcap, warncap;
     int64_t seqcap;
+    int64_t tlcap;
+    double base;   /* the timeline: when the computation being walked started */
     int32_t *memo; /* rows already timed, by their engine request (open addressing, index + 1) */
     uint32_t memo_mask;
     int memo_n;
@@ -1309,6 +1311,57 @@ static tpu_status_t trip_count(walker_t *w, const tpu_hlo_comp_t *caller,
                 w->mod->file, loop->line, loop->name, loop->name);
 }
 
+/*
+ * Append to the timeline: one event (from < 0), or a copy of events [from, from +
+ * n) shifted by 'shift' us (a loop's later iterations).
+ */
+static tpu_status_t tl_append(walker_t *w, int64_t from, int64_t n, double shift, int coll,
+                              int32_t row, double start, double dur)
+{
+    tpu_replay_report_t *r = w->rep;
+    int64_t k;
+
+    if (!w->record || w->opts == NULL || !w->opts->timeline || r->timeline_truncated) {
+        return TPU_OK;
+    }
+    if (from < 0) {
+        n = 1;
+    }
+    if (r->ntimeline + n > TPU_REPLAY_MAX_TIMELINE) {
+        r->timeline_truncated = 1;
+        return TPU_OK;
+    }
+    if (r->ntimeline + n > w->tlcap) {
+        int64_t ncap = w->tlcap ? w->tlcap : 256;
+        tpu_replay_event_t *nb;
+
+        while (ncap < r->ntimeline + n) {
+            ncap *= 2;
+        }
+        nb = tpu__realloc(r->timeline, (size_t)ncap * sizeof(*nb));
+        if (nb == NULL) {
+            return oom(w);
+        }
+        r->timeline = nb;
+        w->tlcap = ncap;
+    }
+    for (k = 0; k < n; k++) {
+        tpu_replay_event_t *e = &r->timeline[r->ntimeline + k];
+
+        if (from >= 0) {
+            *e = r->timeline[from + k];
+            e->start_us += shift;
+        } else {
+            e->coll = coll;
+            e->row = row;
+            e->start_us = start;
+            e->dur_us = dur;
+        }
+    }
+    r->ntimeline += n;
+    return TPU_OK;
+}
+
 static void add_times(times_t *t, const times_t *s, double n)
 {
     t->clock += n * s->clock;
@@ -1320,7 +1373,7 @@ static void add_times(times_t *t, const times_t *s, double n)
 static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
 {
     const tpu_hlo_comp_t *c = &w->mod->comps[ci];
-    double comm_free = 0, *end_at = NULL;
+    double comm_free = 0, *end_at = NULL, base = w->base;
     tpu_status_t status = TPU_OK;
     times_t t = {0, 0, 0, 0};
     int i;
@@ -1355,7 +1408,9 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                 cls = TPU_HLO_CLASS_COLL;
             } else {
                 /* An async computation that is not a collective: run it in place. */
+                w->base = base + t.clock;
                 status = walk(w, in->calls_c, mult, &sub);
+                w->base = base;
                 add_times(&t, &sub, 1);
                 continue;
             }
@@ -1397,6 +1452,10 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
             {
                 double start = t.clock > comm_free ? t.clock : comm_free;
 
+                if (row->supported) {
+                    status =
+                        tl_append(w, -1, 1, 0, 1, (int32_t)(row - w->rep->colls), base + start, us);
+                }
                 comm_free = start + us;
                 t.comm += us;
                 if (in->async == TPU_HLO_START) {
@@ -1426,11 +1485,21 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                                      (long long)mult);
             }
             if (status == TPU_OK && n > 0) {
-                int64_t a = w->rep->nseq, b, k;
+                int64_t a = w->rep->nseq, b, k, ta = w->rep->ntimeline, tb;
 
+                w->base = base + t.clock;
                 status = walk(w, in->body_c, mult * n, &sub);
                 if (status == TPU_OK) {
+                    w->base = base + t.clock + sub.clock;
                     status = walk(w, in->condition_c, mult * n, &cond);
+                }
+                w->base = base;
+                /* The timeline: the iteration just walked, n - 1 more times. */
+                tb = w->rep->ntimeline;
+                for (k = 1; k < n && status == TPU_OK && tb > ta && !w->rep->timeline_truncated;
+                     k++) {
+                    status =
+                        tl_append(w, ta, tb - ta, (double)k * (sub.clock + cond.clock), 0, 0, 0, 0);
                 }
                 if (status == TPU_OK) {
                     add_times(&t, &sub, (double)n);
@@ -1446,7 +1515,9 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
         }
         case TPU_HLO_CLASS_CALL:
             if (in->to_apply_c >= 0) {
+                w->base = base + t.clock;
                 status = walk(w, in->to_apply_c, mult, &sub);
+                w->base = base;
                 add_times(&t, &sub, 1);
             }
             break;
@@ -1469,7 +1540,9 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                 }
             }
             if (status == TPU_OK && best >= 0) {
+                w->base = base + t.clock;
                 status = walk(w, best, mult, &sub);
+                w->base = base;
                 add_times(&t, &sub, 1);
                 if (status == TPU_OK && nb > 1) {
                     status = warn(w,
@@ -1491,6 +1564,9 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
             break;
         default:
             status = op_at(w, c, i, mult, &us);
+            if (status == TPU_OK) {
+                status = tl_append(w, -1, 1, 0, 0, (int32_t)*rowslot(w, c, i), base + t.clock, us);
+            }
             if (status == TPU_OK) {
                 t.clock += us;
                 t.compute += us;
@@ -1549,6 +1625,7 @@ void tpu_replay_report_destroy(tpu_replay_report_t *r)
     tpu__free(r->ops);
     tpu__free(r->warnings);
     tpu__free(r->seq);
+    tpu__free(r->timeline);
     tpu__free(r);
 }
 

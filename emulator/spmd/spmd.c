@@ -468,6 +468,7 @@ tpu_status_t tpu__spmd_coll(tpu_spmd_t *s, const char *name, tpu_coll_kind_t kin
         goto out;
     }
     snprintf(call.algorithm, sizeof(call.algorithm), "%s", tpu_coll_plan_algo(sp->plan));
+    call.plan = sp->plan;
     if (!s->moves_data) {
         tpu_coll_result_t res;
 

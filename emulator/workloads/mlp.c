@@ -128,6 +128,7 @@ struct tpu_mlp {
     float *teacher;
     /* The step's timeline (local chip 0). */
     double t_compute, t_comm, done[6]; /* async collectives: grads 0-2, gathers 3-5 */
+    const char *section;               /* the part of the step that runs, for its ops */
     tpu_mlp_report_t *rep;
 };
 
@@ -249,14 +250,27 @@ static void hbm_put(tpu_mlp_t *mlp, chip_st_t *c, void *p, int64_t count, size_t
     }
 }
 
-/* Add 'us' of compute on local chip 'i' (only chip 0 keeps the books). */
-static void charge(tpu_mlp_t *mlp, int i, double us)
+/*
+ * Add 'us' of compute on local chip 'i' (only chip 0 keeps the books), named
+ * 'what' in the section of the step that runs ('mlp->section') on the timeline.
+ */
+static void charge(tpu_mlp_t *mlp, int i, double us, const char *what)
 {
-    us /= mlp->pace;
-    if (i == 0 && mlp->rep != NULL) {
-        mlp->rep->compute_us += us;
-        mlp->t_compute += us;
+    tpu_mlp_report_t *r = mlp->rep;
+
+    us /= mlp->pace; /* a slow chip (faults) paces its compute */
+    if (i != 0 || r == NULL) {
+        return;
     }
+    if (r->nops < TPU_MLP_MAX_OPS) {
+        tpu_mlp_op_t *op = &r->ops[r->nops++];
+
+        snprintf(op->what, sizeof(op->what), "%s: %s", mlp->section, what);
+        op->start_us = mlp->t_compute;
+        op->dur_us = us;
+    }
+    r->compute_us += us;
+    mlp->t_compute += us;
 }
 
 static tpu_status_t vpu_cost(tpu_mlp_t *mlp, int i, tpu_vpu_op_t op, int64_t rows, int64_t cols,
@@ -272,7 +286,7 @@ static tpu_status_t vpu_cost(tpu_mlp_t *mlp, int i, tpu_vpu_op_t op, int64_t row
     tpu_vpu_desc_init(&d, op, TPU_DTYPE_F32, rows, cols);
     status = tpu_vpu_roofline(&mlp->chip, &d, &rl, err);
     if (status == TPU_OK) {
-        charge(mlp, i, rl.modeled_us);
+        charge(mlp, i, rl.modeled_us, tpu_vpu_op_name(op));
     }
     return status;
 }
@@ -308,6 +322,7 @@ static tpu_status_t mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n, c
     size_t es = bf16 ? 2 : 4;
     float *ta_buf = NULL, *tb_buf = NULL;
     void *a16 = NULL, *b16 = NULL;
+    char what[64];
     const void *a = A, *b = B;
 
     if (m == 0 || n == 0 || k == 0) {
@@ -315,10 +330,11 @@ static tpu_status_t mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n, c
     }
     tpu_mxu_desc_init(&d, m, k, n, bf16 ? TPU_DTYPE_BF16 : TPU_DTYPE_F32);
     d.out = TPU_DTYPE_F32;
+    snprintf(what, sizeof(what), "matmul %lldx%lldx%lld", (long long)m, (long long)k, (long long)n);
     if (mlp->spec.model_only) {
         status = tpu_mxu_roofline(&mlp->chip, &d, &rl, err);
         if (status == TPU_OK) {
-            charge(mlp, i, rl.modeled_us);
+            charge(mlp, i, rl.modeled_us, what);
         }
         return status;
     }
@@ -354,7 +370,7 @@ static tpu_status_t mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n, c
     }
     status = tpu_mxu_matmul(mlp->vmem, &d, a, b, C, &rep, err);
     if (status == TPU_OK) {
-        charge(mlp, i, rep.roofline.modeled_us);
+        charge(mlp, i, rep.roofline.modeled_us, what);
     }
 out:
     tpu__free(ta_buf);
@@ -376,13 +392,14 @@ static tpu_status_t coll(tpu_mlp_t *mlp, const char *what, tpu_coll_kind_t kind,
                          int64_t count, void **in, void **out, int unit, tpu_err_t *err)
 {
     tpu_mlp_report_t *rep = mlp->rep;
+    const tpu_coll_plan_t *plan = NULL;
     char algo[64] = "";
     double us = 0, start;
     tpu_status_t status;
     uint64_t bytes = (uint64_t)count * sizeof(float);
 
     status = tpu__mlp_comm_run(&mlp->comm, kind, axis, bytes, mlp->spec.model_only ? NULL : in,
-                               mlp->spec.model_only ? NULL : out, &us, algo, err);
+                               mlp->spec.model_only ? NULL : out, &us, algo, &plan, err);
     if (status != TPU_OK || mlp->comm.size[axis] == 1 || rep == NULL) {
         return status;
     }
@@ -405,6 +422,8 @@ static tpu_status_t coll(tpu_mlp_t *mlp, const char *what, tpu_coll_kind_t kind,
         c->group = mlp->comm.size[axis];
         c->bytes = bytes;
         c->modeled_us = us;
+        c->start_us = start;
+        c->plan = plan;
         c->overlapped = unit >= 0;
         snprintf(c->algorithm, sizeof(c->algorithm), "%s", algo);
     }
@@ -879,6 +898,7 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
     int i, u;
 
     /* The batch, and layer 1. */
+    mlp->section = "forward 1";
     if (mlp->fsdp) {
         /* Layer 1's weights now; layer 2's fetched while layer 1 computes. */
         status = gather_unit(mlp, 0, "gather w1,b1", 0, in, out, err);
@@ -922,6 +942,7 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
         }
     }
     /* Layer 2: partial sums over this chip's H' rows of w2, psum over model. */
+    mlp->section = "forward 2";
     for (i = 0; i < mlp->nlocal; i++) {
         act_t *a = &mlp->act[i];
         chip_st_t *c = &mlp->chips[i];
@@ -964,6 +985,7 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
         wait_slot(mlp, 3 + 2);
     }
     /* Layer 3 (replicated over model), the loss and its gradient. */
+    mlp->section = "forward 3, loss";
     for (i = 0; i < mlp->nlocal; i++) {
         act_t *a = &mlp->act[i];
         chip_st_t *c = &mlp->chips[i];
@@ -1009,6 +1031,7 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
         goto out;
     }
     /* Backward, layer 3: dw3 = h2^T dl, db3 = sum dl, dh2 = dl w3^T. */
+    mlp->section = "backward 3";
     for (i = 0; i < mlp->nlocal; i++) {
         act_t *a = &mlp->act[i];
         chip_st_t *c = &mlp->chips[i];
@@ -1037,6 +1060,7 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
         goto out;
     }
     /* Layer 2: dz2 = dh2 * (z2 > 0), db2 = sum dz2, dw2 = h1^T dz2, dh1 = dz2 w2^T. */
+    mlp->section = "backward 2";
     if (mlp->fsdp) {
         wait_slot(mlp, 3 + 1);
     }
@@ -1068,6 +1092,7 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
         goto out;
     }
     /* Layer 1: dz1 = dh1 * (z1 > 0), db1 = sum dz1, dw1 = x^T dz1. */
+    mlp->section = "backward 1";
     for (i = 0; i < mlp->nlocal; i++) {
         act_t *a = &mlp->act[i];
 
@@ -1092,7 +1117,10 @@ static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **ou
     for (u = 2; u >= 0; u--) {
         int64_t n = mlp->fsdp ? mlp->ulen[u] / mlp->D : mlp->ulen[u];
 
+        static const char *const upd[3] = {"update w1,b1", "update w2,b2", "update w3,b3"};
+
         wait_slot(mlp, u);
+        mlp->section = upd[u];
         for (i = 0; i < mlp->nlocal; i++) {
             chip_st_t *c = &mlp->chips[i];
             float *p = mlp->fsdp ? c->shard[u] : c->unit[u];
@@ -1191,7 +1219,7 @@ tpu_status_t tpu_mlp_gather(tpu_mlp_t *mlp, float *const out_p[TPU_MLP_NPARAMS],
         }
         if (mlp->fsdp) {
             status = tpu__mlp_comm_run(&mlp->comm, TPU_COLL_ALL_GATHER, MLP_AXIS_DATA,
-                                       (uint64_t)L * 4, in, out, &(double){0}, NULL, err);
+                                       (uint64_t)L * 4, in, out, &(double){0}, NULL, NULL, err);
         } else {
             for (i = 0; i < mlp->nlocal; i++) {
                 memcpy(out[i], in[i], (size_t)L * 4);
@@ -1202,9 +1230,9 @@ tpu_status_t tpu_mlp_gather(tpu_mlp_t *mlp, float *const out_p[TPU_MLP_NPARAMS],
             out[i] = all + (size_t)i * (size_t)(mlp->M * L);
         }
         if (status == TPU_OK) {
-            status =
-                tpu__mlp_comm_run(&mlp->comm, TPU_COLL_ALL_GATHER, MLP_AXIS_MODEL,
-                                  (uint64_t)(mlp->M * L) * 4, in, out, &(double){0}, NULL, err);
+            status = tpu__mlp_comm_run(&mlp->comm, TPU_COLL_ALL_GATHER, MLP_AXIS_MODEL,
+                                       (uint64_t)(mlp->M * L) * 4, in, out, &(double){0}, NULL,
+                                       NULL, err);
         }
         if (status != TPU_OK) {
             break;

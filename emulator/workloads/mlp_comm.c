@@ -72,7 +72,7 @@ tpu_hbm_t *tpu__mlp_comm_hbm(const mlp_comm_t *c, int i)
 
 tpu_status_t tpu__mlp_comm_run(mlp_comm_t *c, tpu_coll_kind_t kind, int axis, uint64_t bytes,
                                void *const *in, void *const *out, double *modeled_us_p, char *algo,
-                               tpu_err_t *err)
+                               const tpu_coll_plan_t **plan_p, tpu_err_t *err)
 {
     const char *axes = axis == MLP_AXIS_DATA ? "data" : "model";
     const tpu_spmd_call_t *call;
@@ -103,6 +103,9 @@ tpu_status_t tpu__mlp_comm_run(mlp_comm_t *c, tpu_coll_kind_t kind, int axis, ui
     *modeled_us_p = call != NULL ? call->modeled_us : 0;
     if (algo != NULL) {
         snprintf(algo, 64, "%s", call != NULL ? call->algorithm : "");
+    }
+    if (plan_p != NULL) {
+        *plan_p = call != NULL ? call->plan : NULL;
     }
     /* The runtime keeps a log of every call; the MLP keeps its own per step. */
     tpu_spmd_log_clear(c->spmd);

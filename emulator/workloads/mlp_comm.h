@@ -55,10 +55,11 @@ tpu_hbm_t *tpu__mlp_comm_hbm(const mlp_comm_t *c, int i);
  * 'bytes'), all-gather ('bytes' out, bytes/size in), reduce-scatter ('bytes'
  * in, bytes/size out).  A group of one chip copies in to out.  'in'/'out'
  * NULL: model only.  '*modeled_us_p' is the collective's modeled time, and
- * 'algo' (may be NULL; 64 bytes) gets its algorithm's name.
+ * 'algo' (may be NULL; 64 bytes) gets its algorithm's name, and '*plan_p' (may
+ * be NULL) its plan (the runtime's, valid while 'c' lives).
  */
 tpu_status_t tpu__mlp_comm_run(mlp_comm_t *c, tpu_coll_kind_t kind, int axis, uint64_t bytes,
                                void *const *in, void *const *out, double *modeled_us_p, char *algo,
-                               tpu_err_t *err);
+                               const tpu_coll_plan_t **plan_p, tpu_err_t *err);
 
 #endif

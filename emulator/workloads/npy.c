@@ -18,6 +18,8 @@
 
 #include "tpu/alloc.h"
 
+#include "file.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -290,14 +292,15 @@ tpu_status_t tpu_npy_read(const char *path, tpu_npy_t *arr_p, tpu_err_t *err)
     tpu_status_t status;
     FILE *f;
     int d;
+    char why[96];
 
     if (path == NULL || arr_p == NULL) {
         return tpu_err_set(err, TPU_ERR_INVALID, "npy read: NULL argument");
     }
     memset(&a, 0, sizeof(a));
-    f = fopen(path, "rb");
+    f = tpu__fopen_regular(path, why, sizeof(why));
     if (f == NULL) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "%s: cannot open: %s", path, strerror(errno));
+        return tpu_err_set(err, TPU_ERR_INVALID, "%s: %s", path, why);
     }
     if (fread(pre, 1, MAGIC_LEN + 2, f) != MAGIC_LEN + 2 || memcmp(pre, MAGIC, MAGIC_LEN) != 0) {
         status = tpu_err_set(err, TPU_ERR_INVALID, "%s: not a .npy file (bad magic)", path);

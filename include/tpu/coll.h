@@ -231,6 +231,11 @@ typedef struct tpu_coll_run_opts {
      * totals over the steps in which a local chip sends (the model path,
      * tpu_coll_plan_model_observed(), gives the whole pod's). */
     const tpu_coll_observer_t *observer;
+    /* NULL, or called whenever a round of the run makes no progress, with the chip
+     * of the oldest receive still open (-1: only sends are open), so that a caller
+     * can tell a watchdog whom this chip waits for.  It must return quickly. */
+    void (*on_wait)(void *arg, int chip);
+    void *on_wait_arg;
 } tpu_coll_run_opts_t;
 
 /* The state of runs of one plan over one transport (buffers kept across runs). */

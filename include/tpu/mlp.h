@@ -59,6 +59,7 @@ extern "C" {
 #define TPU_MLP_OUT      10
 #define TPU_MLP_NPARAMS  6 /* w1 b1 w2 b2 w3 b3 */
 #define TPU_MLP_MAX_COLL 16
+#define TPU_MLP_MAX_OPS  48
 
 typedef enum {
     TPU_MLP_AUTO = 0,
@@ -115,9 +116,19 @@ typedef struct tpu_mlp_coll {
     int group;            /* chips per group */
     uint64_t bytes;       /* coll.h's convention (psum: buffer per chip, ...) */
     double modeled_us;
-    int overlapped; /* 1: runs while later compute goes on (see mlp.c) */
+    double start_us; /* when it starts in the step (the links are free and its inputs ready) */
+    int overlapped;  /* 1: runs while later compute goes on (see mlp.c) */
     char algorithm[64];
+    /* Its plan (the object's, valid while it lives): the modeled walk of its steps. */
+    const tpu_coll_plan_t *plan;
 } tpu_mlp_coll_t;
+
+/* One compute op of a step on the compute stream (every chip runs the same). */
+typedef struct tpu_mlp_op {
+    char what[64];   /* "forward 1: matmul 32x784x256", "update w3,b3: add" */
+    double start_us; /* from the start of the step */
+    double dur_us;   /* roofline time */
+} tpu_mlp_op_t;
 
 /* What one step did on a chip and what it would take on the pod. */
 typedef struct tpu_mlp_report {
@@ -131,6 +142,8 @@ typedef struct tpu_mlp_report {
     uint64_t hbm_peak;  /* peak HBM bytes in use on a chip */
     int ncoll;
     tpu_mlp_coll_t coll[TPU_MLP_MAX_COLL];
+    int nops; /* the compute ops of the step in order (the first TPU_MLP_MAX_OPS) */
+    tpu_mlp_op_t ops[TPU_MLP_MAX_OPS];
 } tpu_mlp_report_t;
 
 typedef struct tpu_mlp tpu_mlp_t;

@@ -44,6 +44,7 @@ typedef struct tpu_replay_opts {
     int ncustom; /* --custom-call-us NAME=US: instruction name or custom_call_target */
     const char *const *custom_names;
     const double *custom_us;
+    int timeline; /* 1: record the step's timeline (tpu_replay_report_t.timeline) */
 } tpu_replay_opts_t;
 
 /* One collective instruction of the module. */
@@ -84,7 +85,22 @@ typedef struct tpu_replay_op {
     int custom; /* a custom-call (time given by --custom-call-us or zero) */
 } tpu_replay_op_t;
 
+/*
+ * One execution on the step's timeline: a compute op on the compute stream or a
+ * collective on the communication stream (loops unrolled, in the order the
+ * replay runs them; a collective may start before compute recorded ahead of it
+ * ends, when it is asynchronous).
+ */
+typedef struct tpu_replay_event {
+    int32_t coll; /* 1: colls[row]; 0: ops[row] */
+    int32_t row;
+    double start_us; /* from the start of the step */
+    double dur_us;
+} tpu_replay_event_t;
+
 #define TPU_REPLAY_WARNING_LEN 200
+/* Most events the timeline holds (timeline_truncated past them). */
+#define TPU_REPLAY_MAX_TIMELINE (1 << 18)
 /* Most collective executions the report lists in order (seq). */
 #define TPU_REPLAY_MAX_SEQ (1 << 24)
 
@@ -102,12 +118,15 @@ typedef struct tpu_replay_report {
     tpu_replay_op_t *ops;
     int nwarnings;
     char (*warnings)[TPU_REPLAY_WARNING_LEN];
-    int64_t nseq;        /* collective executions in order, loops unrolled */
-    int32_t *seq;        /* nseq indices into colls */
-    int seq_truncated;   /* 1: more than TPU_REPLAY_MAX_SEQ executions; seq holds the first */
-    int custom_calls;    /* custom-call instructions met */
-    int unknown_opcodes; /* instructions skipped */
-    int unsupported;     /* collectives not timed */
+    int64_t nseq;      /* collective executions in order, loops unrolled */
+    int32_t *seq;      /* nseq indices into colls */
+    int seq_truncated; /* 1: more than TPU_REPLAY_MAX_SEQ executions; seq holds the first */
+    int64_t ntimeline; /* with opts->timeline: the step's events in order */
+    tpu_replay_event_t *timeline;
+    int timeline_truncated; /* 1: more than TPU_REPLAY_MAX_TIMELINE; the first are kept */
+    int custom_calls;       /* custom-call instructions met */
+    int unknown_opcodes;    /* instructions skipped */
+    int unsupported;        /* collectives not timed */
 } tpu_replay_report_t;
 
 /*

@@ -136,6 +136,9 @@ typedef struct tpu_spmd_call {
     double modeled_us;  /* the collective's modeled time */
     double measured_us; /* wall time of the call on this process */
     char algorithm[64]; /* "torus chunks=2", "group_ring", ... */
+    /* The collective's plan (the runtime's, valid while it lives); NULL for a kernel.
+     * Its modeled walk (tpu_coll_plan_model_observed) is the call's timeline. */
+    const tpu_coll_plan_t *plan;
 } tpu_spmd_call_t;
 
 /* Calls logged since the last clear, and call 'i'. */

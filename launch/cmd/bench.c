@@ -519,11 +519,12 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             snprintf(row.algo, sizeof(row.algo), "%s", tpu_coll_plan_algo(c.plan));
             failed |= row.wrong != 0;
             if (walls != NULL) {
-                /* Every rank's wall-clock calls, to rank 0, for --trace-measured. */
+                /* Every rank's wall-clock calls, to rank 0, for --trace-measured (with the
+                 * watchdog: a rank that never comes ends the job, naming it). */
                 int n = 2 * (warmup + iters);
 
-                MPI_Gather(job.chip == 0 ? MPI_IN_PLACE : walls, n, MPI_DOUBLE, walls, n,
-                           MPI_DOUBLE, 0, job.comm);
+                tpu_job_gather(&job, job.chip == 0 ? MPI_IN_PLACE : walls, n * (int)sizeof(double),
+                               walls, 0, "the gather of the measured calls");
             }
             if (job.chip == 0) {
                 tpu_progress_end(&progress);

@@ -168,7 +168,8 @@ int tpu_cmd_model(const tpu_opts_t *o)
         if (both_modes(pod, plan, &res, mode_us, &err) != TPU_OK ||
             write_json(o->json, pod, &desc, axes, &res, ideal, mode_us, wall_s, &err) != TPU_OK) {
             tpu_die_msg(err.msg);
-            code = TPU_EXIT_FAIL;
+            /* A target refused at open is bad input; a failed write is not. */
+            code = err.status == TPU_ERR_INVALID ? TPU_EXIT_USAGE : TPU_EXIT_FAIL;
         }
         goto cleanup;
     }

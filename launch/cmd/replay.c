@@ -3,7 +3,7 @@
  *
  *   tpuemu replay MODULE.hlo [pod options] [--module N] [--list] [--device-order LIST]
  *                 [--trip-count NAME=K,...] [--custom-call-us NAME=US,...] [--top N]
- *                 [--json FILE|-]
+ *                 [--json FILE|-] [--trace FILE [--trace-measured]] [--heatmap FILE.svg]
  *
  * Reads the HLO text (the library's parser, include/tpu/hlo.h), picks one module
  * (--module N counts from 1; by default the first whose device count equals the
@@ -15,10 +15,14 @@
 
 #include "tpu/hlo.h"
 
+#include "csv.h"
 #include "faults.h"
+#include "file.h"
 #include "json.h"
 #include "launch.h"
+#include "progress.h"
 #include "replay_mpi.h"
+#include "report.h"
 #include "sink.h"
 
 #include <errno.h>
@@ -67,7 +71,18 @@ static void usage(FILE *out)
             "                      (default: device d on chip d, row-major over the torus)\n"
             "  --trip-count NAME=K trip count of the while loop NAME (overrides the module)\n"
             "  --custom-call-us NAME=US  time of a custom-call (instruction name or target)\n"
-            "  --top N             collectives and ops listed (default 20)\n\n"
+            "  --top N             collectives and ops listed (default 20)\n"
+            "  --json FILE|-       one JSON object (- for stdout; the text goes to stderr)\n"
+            "  --csv FILE|-        the collectives, then the ops, one row each\n"
+            "  --trace FILE        Chrome trace / Perfetto JSON of one step on the modeled\n"
+            "                      timeline: per chip the module's ops in order on a compute\n"
+            "                      track, its collectives with their steps, a counter per\n"
+            "                      link (summarised above 256 chips, at most 4 MB)\n"
+            "  --trace-measured    with --trace under mpirun: each chip's measured\n"
+            "                      collective executions too\n"
+            "  --heatmap FILE.svg  the torus, every link coloured by the bytes it carried\n"
+            "                      over the step (every collective, every execution)\n"
+            "  --quiet             no warnings, no progress bar\n\n"
             "Pod options: --chip --topology --wrap --slices --config --ici-bw --ici-latency-us\n"
             "--dcn-bw --dcn-latency-us --fault (see tpuemu --help).  The module's partitions (or\n"
             "replicas) must equal the pod's chips.\n");
@@ -151,8 +166,8 @@ static tpu_status_t parse_int_flag(const char *flag, const char *v, int lo, int 
     errno = 0;
     x = strtol(v, &end, 10);
     if (*v == '\0' || *end != '\0' || errno != 0 || x < lo || x > 1000000) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes an integer >= %d, got '%s'", flag, lo,
-                           v);
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--%s takes an integer from %d to 1000000, got '%s'", flag, lo, v);
     }
     *out = (int)x;
     return TPU_OK;
@@ -165,17 +180,27 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
     static const struct {
         const char *name;
         size_t off;
+        const char *valid;
     } pod_flags[] = {
-        {"chip", offsetof(tpu_opts_t, chip)},
-        {"topology", offsetof(tpu_opts_t, topology)},
-        {"wrap", offsetof(tpu_opts_t, wrap)},
-        {"config", offsetof(tpu_opts_t, config)},
-        {"json", offsetof(tpu_opts_t, json)},
-        {"ici-bw", offsetof(tpu_opts_t, ici_bw)},
-        {"ici-latency-us", offsetof(tpu_opts_t, ici_latency_us)},
-        {"dcn-bw", offsetof(tpu_opts_t, dcn_bw)},
-        {"dcn-latency-us", offsetof(tpu_opts_t, dcn_latency_us)},
+        {"chip", offsetof(tpu_opts_t, chip), "a chip such as v4, v5e, v5p, v6e, v7"},
+        {"topology", offsetof(tpu_opts_t, topology), "a shape such as 16, 4x4 or 4x4x4"},
+        {"wrap", offsetof(tpu_opts_t, wrap), "auto, all, none or axes such as x,z"},
+        {"config", offsetof(tpu_opts_t, config), "a YAML file"},
+        {"json", offsetof(tpu_opts_t, json), "a file name or - for stdout"},
+        {"csv", offsetof(tpu_opts_t, csv), "a file name or - for stdout"},
+        {"trace", offsetof(tpu_opts_t, trace), "a file name or - for stdout"},
+        {"heatmap", offsetof(tpu_opts_t, heatmap), "a file name or - for stdout"},
+        {"ici-bw", offsetof(tpu_opts_t, ici_bw), "bytes/s from 1e3 to 1e15, such as 9e10"},
+        {"ici-latency-us", offsetof(tpu_opts_t, ici_latency_us),
+         "microseconds from 0 to 1e6, such as 1.5"},
+        {"dcn-bw", offsetof(tpu_opts_t, dcn_bw), "bytes/s from 1e3 to 1e15, such as 2.5e10"},
+        {"dcn-latency-us", offsetof(tpu_opts_t, dcn_latency_us),
+         "microseconds from 0 to 1e6, such as 10"},
     };
+    /* Flags given so far (each at most once; --trip-count and --custom-call-us repeat). */
+    const char *given[sizeof(pod_flags) / sizeof(pod_flags[0]) + 7] = {NULL};
+    static const char *const own[] = {"slices", "module", "top",           "device-order",
+                                      "list",   "quiet",  "trace-measured"};
     int i;
     size_t k;
 
@@ -192,6 +217,9 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
             o->help = 1;
             continue;
         }
+        if (strncmp(arg, "--help=", 7) == 0) {
+            return tpu_err_set(err, TPU_ERR_INVALID, "--help takes no value");
+        }
         if (strncmp(arg, "--", 2) != 0) {
             if (a->path != NULL) {
                 return tpu_err_set(err, TPU_ERR_INVALID,
@@ -206,11 +234,21 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
             *strchr(name, '=') = '\0';
             val = strchr(arg, '=') + 1;
         }
-        if (strcmp(name, "list") == 0 || strcmp(name, "quiet") == 0) {
+        for (k = 0; k < sizeof(own) / sizeof(own[0]); k++) {
+            if (strcmp(own[k], name) == 0) {
+                if (given[sizeof(pod_flags) / sizeof(pod_flags[0]) + k] != NULL) {
+                    return tpu_err_set(err, TPU_ERR_INVALID, "--%s is given twice: give it once",
+                                       name);
+                }
+                given[sizeof(pod_flags) / sizeof(pod_flags[0]) + k] = arg;
+            }
+        }
+        if (strcmp(name, "list") == 0 || strcmp(name, "quiet") == 0 ||
+            strcmp(name, "trace-measured") == 0) {
             if (val != NULL) {
                 return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes no value", name);
             }
-            *(name[0] == 'l' ? &a->list : &o->quiet) = 1;
+            *(name[0] == 'l' ? &a->list : name[0] == 'q' ? &o->quiet : &o->trace_measured) = 1;
             continue;
         }
         if (val == NULL) {
@@ -231,6 +269,16 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         }
         for (k = 0; k < sizeof(pod_flags) / sizeof(pod_flags[0]); k++) {
             if (strcmp(pod_flags[k].name, name) == 0) {
+                if (given[k] != NULL) {
+                    return tpu_err_set(err, TPU_ERR_INVALID,
+                                       "--%s is given twice ('%.40s', then '%.40s'): give it once",
+                                       name, given[k], val);
+                }
+                if (*val == '\0') {
+                    return tpu_err_set(err, TPU_ERR_INVALID, "--%s got an empty value; give %s",
+                                       name, pod_flags[k].valid);
+                }
+                given[k] = val;
                 *(const char **)(void *)((char *)o + pod_flags[k].off) = val;
                 found = 1;
             }
@@ -242,6 +290,10 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
             if (parse_int_flag(name, val, 1, &o->slices, err) != TPU_OK) {
                 return TPU_ERR_INVALID;
             }
+            if (o->slices > TPU_MAX_SLICES) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--slices must be 1 to %d, got %s",
+                                   TPU_MAX_SLICES, val);
+            }
         } else if (strcmp(name, "module") == 0) {
             if (parse_int_flag(name, val, 1, &a->module, err) != TPU_OK) {
                 return TPU_ERR_INVALID;
@@ -251,11 +303,24 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
                 return TPU_ERR_INVALID;
             }
         } else if (strcmp(name, "device-order") == 0) {
+            if (*val == '\0') {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--device-order got an empty value; give chip ids such as "
+                                   "0,4,8,12,1,...");
+            }
             a->device_order = val;
-        } else if (strcmp(name, "trip-count") == 0 && a->ntrips_args < MAX_LIST) {
-            a->trips[a->ntrips_args++] = val;
-        } else if (strcmp(name, "custom-call-us") == 0 && a->ncustom_args < MAX_LIST) {
-            a->customs[a->ncustom_args++] = val;
+        } else if (strcmp(name, "trip-count") == 0 || strcmp(name, "custom-call-us") == 0) {
+            int trip = name[0] == 't';
+
+            if ((trip ? a->ntrips_args : a->ncustom_args) >= MAX_LIST) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s is given more than %d times", name,
+                                   MAX_LIST);
+            }
+            if (trip) {
+                a->trips[a->ntrips_args++] = val;
+            } else {
+                a->customs[a->ncustom_args++] = val;
+            }
         } else {
             return tpu_err_set(err, TPU_ERR_INVALID,
                                "unknown option '--%s' for 'tpuemu replay' (see tpuemu replay "
@@ -263,21 +328,33 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
                                name);
         }
     }
+    if (a->list && (a->module || a->device_order || a->ntrips_args || a->ncustom_args ||
+                    a->top != 20 || o->json)) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--list only lists the modules of the file: drop --%s",
+                           a->module         ? "module"
+                           : a->device_order ? "device-order"
+                           : a->ntrips_args  ? "trip-count"
+                           : a->ncustom_args ? "custom-call-us"
+                           : o->json         ? "json"
+                                             : "top");
+    }
     if (!o->help && a->path == NULL) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "replay needs a module file: tpuemu replay MODULE.hlo (see --help)");
     }
-    return TPU_OK;
+    /* The link constants' ranges, as for the other commands. */
+    return o->help ? TPU_OK : tpu_opts_check(o, err);
 }
 
 static tpu_status_t read_file(const char *path, char **buf_p, size_t *len_p, tpu_err_t *err)
 {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
+    char why[96], *buf = NULL;
+    FILE *f = tpu__fopen_regular(path, why, sizeof(why));
     size_t len = 0, cap = 0, n;
 
     if (f == NULL) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "cannot read '%s': %s", path, strerror(errno));
+        return tpu_err_set(err, TPU_ERR_INVALID, "cannot read '%s': %s", path, why);
     }
     for (;;) {
         if (cap - len < 65536) {
@@ -488,6 +565,84 @@ static void write_json(tpu_json_t *j, const tpu_pod_t *pod, const char *path, in
     tpu_json_object_end(j);
 }
 
+/*
+ * --csv: one row per collective (slowest first), then one per op; the columns
+ * that do not apply to a row are empty (measured_us, runs, wrong: under mpirun).
+ */
+static void write_csv(FILE *f, const tpu_replay_report_t *r, const int *ci, const int *oi,
+                      const tpu_replay_measured_t *ms)
+{
+    static const char *const cols[] = {
+        "type",  "name",  "opcode",      "kind",       "axes",     "groups",     "group_size",
+        "bytes", "flops", "executions",  "modeled_us", "total_us", "exposed_us", "algorithm",
+        "bound", "line",  "measured_us", "runs",       "wrong"};
+    tpu_csv_t c;
+    int i;
+
+    tpu_csv_init(&c, f);
+    tpu_csv_header(&c, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+    for (i = 0; i < r->ncolls; i++) {
+        const tpu_replay_coll_t *x = &r->colls[ci[i]];
+
+        if (x->executions == 0) {
+            continue;
+        }
+        tpu_csv_str(&c, "collective");
+        tpu_csv_str(&c, x->name);
+        tpu_csv_str(&c, x->opcode);
+        tpu_csv_str(&c, tpu_coll_name(x->desc.kind));
+        tpu_csv_str(&c, x->axes);
+        tpu_csv_str(&c, x->groups);
+        tpu_csv_int(&c, x->group_size);
+        tpu_csv_uint(&c, (unsigned long long)x->bytes);
+        tpu_csv_empty(&c);
+        tpu_csv_int(&c, (long long)x->executions);
+        tpu_csv_fixed(&c, x->modeled_us, 6);
+        tpu_csv_fixed(&c, x->modeled_us * (double)x->executions, 6);
+        tpu_csv_fixed(&c, x->exposed_us, 6);
+        tpu_csv_str(&c, x->supported ? x->algorithm : "");
+        tpu_csv_empty(&c);
+        tpu_csv_int(&c, x->line);
+        if (ms != NULL) {
+            tpu_csv_fixed(&c, ms->measured_us[ci[i]], 3);
+            tpu_csv_int(&c, (long long)ms->runs[ci[i]]);
+            tpu_csv_int(&c, ms->wrong[ci[i]]);
+        } else {
+            tpu_csv_empty(&c);
+            tpu_csv_empty(&c);
+            tpu_csv_empty(&c);
+        }
+        tpu_csv_end_row(&c);
+    }
+    for (i = 0; i < r->nops; i++) {
+        const tpu_replay_op_t *op = &r->ops[oi[i]];
+
+        if (op->executions == 0) {
+            continue;
+        }
+        tpu_csv_str(&c, "op");
+        tpu_csv_str(&c, op->name);
+        tpu_csv_str(&c, op->opcode);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_fixed(&c, op->bytes, 0);
+        tpu_csv_fixed(&c, op->flops, 0);
+        tpu_csv_int(&c, (long long)op->executions);
+        tpu_csv_fixed(&c, op->modeled_us, 6);
+        tpu_csv_fixed(&c, op->modeled_us * (double)op->executions, 6);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_str(&c, op->custom ? "given" : op->compute_bound ? "compute" : "memory");
+        tpu_csv_int(&c, op->line);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_empty(&c);
+        tpu_csv_end_row(&c);
+    }
+}
+
 static const char *human_bytes(double b, char *buf, size_t size)
 {
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -590,6 +745,92 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
     }
 }
 
+/*
+ * --trace and --heatmap: the step's timeline (compute ops on every chip's
+ * compute track under "module NAME", each collective execution at its start
+ * with its steps), and every collective row's links counted once per execution.
+ * 'spans' (--trace-measured under mpirun): nranks x nspans (start, duration) of
+ * each rank's executions of the sequence.  Plans are made once per row.
+ */
+static tpu_status_t write_report(tpu_report_t *report, const tpu_pod_t *pod,
+                                 const tpu_hlo_module_t *mod, const tpu_replay_report_t *r,
+                                 const double *spans, int64_t nspans, FILE *txt, int quiet,
+                                 tpu_err_t *err)
+{
+    tpu_coll_plan_t **plans = calloc((size_t)r->ncolls + 1, sizeof(*plans));
+    tpu_status_t status = TPU_OK;
+    tpu_progress_t progress;
+    char name[256];
+    int64_t k;
+    int i, c;
+
+    if (plans == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the trace");
+    }
+    for (i = 0; i < r->ncolls && status == TPU_OK; i++) {
+        tpu_groups_t groups;
+        tpu_coll_desc_t desc;
+
+        if (!r->colls[i].supported || r->colls[i].executions == 0) {
+            continue;
+        }
+        tpu_replay_coll_desc(&r->colls[i], &groups, &desc);
+        status = tpu_coll_plan_create(tpu_pod_topo(pod), tpu_pod_link(pod), &desc, &plans[i], err);
+        if (status == TPU_OK) {
+            /* The heatmap: the row's links, once per execution. */
+            status = tpu_report_model_at(report, plans[i], NULL, 0, r->colls[i].modeled_us,
+                                         (double)r->colls[i].executions, err);
+        }
+    }
+    if (status == TPU_OK && !tpu_report_trace_done(report)) {
+        snprintf(name, sizeof(name), "module %s", mod->name[0] ? mod->name : "(no header)");
+        tpu_report_compute(report, name, 0, r->step_us);
+    }
+    tpu_progress_init(&progress, !quiet, (long)r->ntimeline, txt);
+    for (k = 0; k < r->ntimeline && status == TPU_OK && !tpu_report_trace_done(report); k++) {
+        const tpu_replay_event_t *e = &r->timeline[k];
+        double end = e->start_us + e->dur_us;
+
+        /* Inside the module's slice, whatever the rounding of the loop's copies. */
+        end = end < r->step_us ? end : r->step_us;
+        if (k % 64 == 0) {
+            tpu_progress_update(&progress, (long)k, "writing the trace");
+        }
+        if (!e->coll) {
+            const tpu_replay_op_t *op = &r->ops[e->row];
+
+            snprintf(name, sizeof(name), "%s (%s)", op->name, op->opcode);
+            tpu_report_compute(report, name, e->start_us, end - e->start_us);
+        } else if (plans[e->row] != NULL) {
+            const tpu_replay_coll_t *cl = &r->colls[e->row];
+
+            snprintf(name, sizeof(name), "%s %s", tpu_coll_name(cl->desc.kind), cl->name);
+            status = tpu_report_model_at(report, plans[e->row], name, e->start_us,
+                                         end - e->start_us, 0, err);
+        }
+    }
+    tpu_progress_end(&progress);
+    if (status == TPU_OK && r->timeline_truncated && !quiet) {
+        fprintf(stderr, "tpuemu: warning: the trace shows the first %d events of the step\n",
+                TPU_REPLAY_MAX_TIMELINE);
+    }
+    for (c = 0; spans != NULL && c < tpu_pod_topo(pod)->nchips; c++) {
+        for (k = 0; k < nspans && k < r->nseq; k++) {
+            const double *sp = &spans[2 * ((size_t)c * (size_t)nspans + (size_t)k)];
+
+            if (sp[0] >= 0) {
+                tpu_report_measured(report, c, r->colls[r->seq[k]].name, sp[0], sp[1]);
+            }
+        }
+    }
+    tpu_report_advance(report, r->step_us);
+    for (i = 0; i < r->ncolls; i++) {
+        tpu_coll_plan_destroy(plans[i]);
+    }
+    free(plans);
+    return status;
+}
+
 /* Started by mpirun (Open MPI, or a PMI launcher)? */
 static int under_mpirun(void)
 {
@@ -621,6 +862,48 @@ static void print_measured(FILE *out, const tpu_replay_report_t *r, const tpu_re
     }
 }
 
+/* Join 'n' values with ';' into 'buf' (a digest: only equality matters). */
+static const char *joined(const char *const *v, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; i < n && used + 1 < len; i++) {
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ";" : "", v[i]);
+    }
+    return n > 0 ? buf : NULL;
+}
+
+/*
+ * Halves of an MPI job started with different replay flags would replay
+ * different calls and wait for each other forever: compare them at start.
+ * Returns 0 when they agree; else the rank that prints has printed.
+ */
+static int agree_replay(const replay_args_t *a)
+{
+    static const char *const names[] = {"the module file", "--module",         "--device-order",
+                                        "--trip-count",    "--custom-call-us", "--top"};
+    char trips[8192], customs[8192];
+    char num[2][32], msg[TPU_ERR_MSG_LEN];
+    const char *vals[6];
+    int who;
+
+    snprintf(num[0], sizeof(num[0]), "%d", a->module);
+    snprintf(num[1], sizeof(num[1]), "%d", a->top);
+    vals[0] = a->path;
+    vals[1] = num[0];
+    vals[2] = a->device_order;
+    vals[3] = joined(a->trips, a->ntrips_args, trips, sizeof(trips));
+    vals[4] = joined(a->customs, a->ncustom_args, customs, sizeof(customs));
+    vals[5] = num[1];
+    who = tpu_job_agree_values(6, names, vals, msg, sizeof(msg));
+    if (who == 1) {
+        tpu_die_msg(msg);
+    }
+    return who;
+}
+
 int tpu_cmd_replay(int argc, char **argv)
 {
     tpu_job_t job;
@@ -631,29 +914,33 @@ int tpu_cmd_replay(int argc, char **argv)
     replay_args_t a;
     tpu_pod_t *pod = NULL;
     FILE *txt;
+    tpu_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
     kv_list_t *trips = NULL, *customs = NULL;
     char *text = NULL;
     size_t len = 0;
     tpu_hlo_file_t *hf = NULL;
     tpu_replay_report_t *rep = NULL;
     tpu_replay_opts_t ropts;
+    tpu_report_t report;
+    double *spans = NULL;
     int32_t *order = NULL;
     int norder = 0, m, i, rc = TPU_EXIT_USAGE, *ci = NULL, *oi = NULL;
     const tpu_hlo_module_t *mod;
     tpu_status_t status;
 
     memset(&ms, 0, sizeof(ms));
-    if (parse_args(argc, argv, &o, &a, &err) != TPU_OK) {
+    memset(&report, 0, sizeof(report));
+    if (parse_args(argc, argv, &o, &a, &err) == TPU_OK &&
+        tpu_sink_check(o.json, o.csv, &err) == TPU_OK && o.trace_measured && !mpi) {
+        tpu_err_set(&err, TPU_ERR_INVALID,
+                    "--trace-measured needs a run under mpirun (without it replay measures "
+                    "nothing)");
+        err.status = TPU_ERR_INVALID;
+    }
+    if (err.status != TPU_OK) {
         if (mpi) {
-            int rank;
-
-            MPI_Init(&argc, &argv);
-            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-            if (rank == 0) {
-                tpu_die_msg(err.msg);
-            }
-            MPI_Finalize();
-            return TPU_EXIT_USAGE;
+            /* Meet the ranks that parsed theirs (tpu_job_start) and end with them. */
+            return tpu_job_refuse(err.msg, &argc, &argv);
         }
         tpu_die_msg(err.msg);
         return TPU_EXIT_USAGE;
@@ -667,9 +954,20 @@ int tpu_cmd_replay(int argc, char **argv)
         if (rc >= 0) {
             return rc;
         }
+        if (agree_replay(&a) != 0) {
+            return tpu_job_end(&job, TPU_EXIT_USAGE);
+        }
         rc = TPU_EXIT_USAGE;
         pod = job.pod;
         rank0 = job.world_rank == 0;
+        if (!a.list) {
+            /* Every rank learns whether rank 0 could open the files. */
+            rc = tpu_job_report_open(&job, &o, "replay", &report);
+            if (rc >= 0) {
+                return rc;
+            }
+            rc = TPU_EXIT_USAGE;
+        }
     }
     trips = calloc(1, sizeof(*trips));
     customs = calloc(1, sizeof(*customs));
@@ -712,6 +1010,16 @@ int tpu_cmd_replay(int argc, char **argv)
     if (!mpi && tpu_pod_setup(&o, &pod, &err) != TPU_OK) {
         goto fail;
     }
+    if (!mpi && (o.trace != NULL || o.heatmap != NULL || o.trace_measured)) {
+        char title[256];
+
+        snprintf(title, sizeof(title), "tpuemu replay %s: %d chips of %s as %s (wrap %s)", a.path,
+                 tpu_pod_topo(pod)->nchips, tpu_pod_chip(pod)->name, tpu_pod_shape(pod),
+                 tpu_pod_wrap(pod));
+        if (tpu_report_open(&report, &o, pod, title, &err) != TPU_OK) {
+            goto fail;
+        }
+    }
     if (a.module > hf->nmodules) {
         tpu_err_set(&err, TPU_ERR_INVALID, "--module %d: '%s' holds %d module%s", a.module, a.path,
                     hf->nmodules, hf->nmodules > 1 ? "s" : "");
@@ -738,6 +1046,7 @@ int tpu_cmd_replay(int argc, char **argv)
     ropts.ncustom = customs->n;
     ropts.custom_names = (const char *const *)customs->names;
     ropts.custom_us = customs->values;
+    ropts.timeline = report.trace != NULL;
     status = tpu_replay_run(mod, tpu_pod_topo(pod), tpu_pod_link(pod), tpu_pod_chip(pod), &ropts,
                             &rep, &err);
     if (status != TPU_OK) {
@@ -758,6 +1067,29 @@ int tpu_cmd_replay(int argc, char **argv)
             tpu_err_set(&err, TPU_ERR_INVALID,
                         "--trip-count %s: the module has no while loop named '%s'", trips->names[i],
                         trips->names[i]);
+            goto fail;
+        }
+    }
+    /* A --custom-call-us that names no custom-call (by name or target) would be
+     * dropped without a word. */
+    for (i = 0; i < customs->n; i++) {
+        int found = 0, c, k;
+
+        for (c = 0; c < mod->ncomps && !found; c++) {
+            for (k = 0; k < mod->comps[c].ninstrs && !found; k++) {
+                const tpu_hlo_instr_t *in = &mod->comps[c].instrs[k];
+
+                found = in->op == TPU_HLO_OP_CUSTOM_CALL &&
+                        (strcmp(in->name, customs->names[i]) == 0 ||
+                         (in->custom_call_target != NULL &&
+                          strcmp(in->custom_call_target, customs->names[i]) == 0));
+            }
+        }
+        if (!found) {
+            tpu_err_set(&err, TPU_ERR_INVALID,
+                        "--custom-call-us %s: the module has no custom-call named or targeting "
+                        "'%s'",
+                        customs->names[i], customs->names[i]);
             goto fail;
         }
     }
@@ -783,9 +1115,21 @@ int tpu_cmd_replay(int argc, char **argv)
         goto out;
     }
     if (mpi) {
-        status = tpu__replay_run_mpi(&job, rep, &ms, &err);
+        status = tpu__replay_run_mpi(&job, rep, &ms, o.quiet ? NULL : tpu_sink_text(o.json, o.csv),
+                                     &err);
         if (status != TPU_OK) {
             goto fail;
+        }
+        if (o.trace_measured) {
+            /* Every rank's executions, to rank 0 (with the watchdog). */
+            if (rank0) {
+                spans = malloc(2 * sizeof(double) * (size_t)(ms.nspans + 1) * (size_t)job.nranks);
+                if (spans == NULL) {
+                    tpu_job_abort(&job, "out of host memory for the measured trace");
+                }
+            }
+            tpu_job_gather(&job, ms.spans, (int)(2 * sizeof(double) * (size_t)ms.nspans), spans, 0,
+                           "the gather of the measured executions");
         }
     }
     if (!rank0) {
@@ -797,18 +1141,32 @@ int tpu_cmd_replay(int argc, char **argv)
             fprintf(stderr, "tpuemu: warning: %s\n", rep->warnings[i]);
         }
     }
-    txt = tpu_sink_text(o.json, NULL);
+    /* Open the JSON and CSV targets first: one that cannot be written is the only line. */
+    if (o.json != NULL && tpu_sink_open(&sink, o.json, &err) != TPU_OK) {
+        goto fail;
+    }
+    if (o.csv != NULL && tpu_sink_open(&csv_sink, o.csv, &err) != TPU_OK) {
+        goto fail;
+    }
+    txt = tpu_sink_text(o.json, o.csv);
+    if (tpu_report_active(&report)) {
+        status = write_report(&report, pod, mod, rep, spans, ms.nspans, txt, o.quiet, &err);
+        if (status == TPU_OK) {
+            status = tpu_report_close(&report, &err);
+        }
+        if (status != TPU_OK) {
+            tpu_die_msg(err.msg);
+            rc = TPU_EXIT_FAIL;
+            goto out;
+        }
+    }
     print_text(txt, pod, a.path, m, hf->nmodules, mod, rep, ci, oi, a.top);
     if (mpi) {
         print_measured(txt, rep, &ms, ci, job.nranks);
     }
     if (o.json != NULL) {
-        tpu_sink_t sink;
         tpu_json_t j;
 
-        if (tpu_sink_open(&sink, o.json, &err) != TPU_OK) {
-            goto fail;
-        }
         tpu_json_init(&j, sink.f);
         write_json(&j, pod, a.path, m, mod, rep, ci, oi, mpi ? &ms : NULL);
         status = tpu_json_end(&j, &err);
@@ -816,6 +1174,14 @@ int tpu_cmd_replay(int argc, char **argv)
             if (rank0) {
                 tpu_die_msg(err.msg);
             }
+            rc = TPU_EXIT_FAIL;
+            goto out;
+        }
+    }
+    if (o.csv != NULL) {
+        write_csv(csv_sink.f, rep, ci, oi, mpi ? &ms : NULL);
+        if (tpu_sink_close(&csv_sink, &err) != TPU_OK) {
+            tpu_die_msg(err.msg);
             rc = TPU_EXIT_FAIL;
             goto out;
         }
@@ -828,6 +1194,10 @@ fail:
     }
     rc = err.status == TPU_ERR_NO_MEMORY ? TPU_EXIT_FAIL : TPU_EXIT_USAGE;
 out:
+    tpu_sink_close(&sink, NULL);
+    tpu_sink_close(&csv_sink, NULL);
+    tpu_report_close(&report, NULL);
+    free(spans);
     tpu__replay_measured_fini(&ms);
     free(ci);
     free(oi);

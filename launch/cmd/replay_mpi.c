@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "job.h"
+#include "progress.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +49,10 @@ static tpu_status_t run_once(tpu_case_t *c, tpu_job_t *job, uint64_t call, doubl
 }
 
 tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
-                                 tpu_replay_measured_t *m, tpu_err_t *err)
+                                 tpu_replay_measured_t *m, FILE *txt, tpu_err_t *err)
 {
+    tpu_progress_t progress;
+    double t_run;
     tpu_case_t *cases = NULL;
     char *ready = NULL;
     double *wall = NULL;
@@ -67,16 +70,25 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
     wall = calloc((size_t)n + 1, sizeof(double));
     wrong = calloc((size_t)n + 1, sizeof(long));
     runs = calloc((size_t)n + 1, sizeof(int64_t));
+    m->nspans = rep->nseq < TPU_REPLAY_SPANS ? rep->nseq : TPU_REPLAY_SPANS;
+    m->spans = malloc(2 * sizeof(double) * (size_t)(m->nspans + 1));
     if (m->measured_us == NULL || m->runs == NULL || m->wrong == NULL || cases == NULL ||
-        ready == NULL || wall == NULL || wrong == NULL || runs == NULL) {
+        ready == NULL || wall == NULL || wrong == NULL || runs == NULL || m->spans == NULL) {
         status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of host memory");
         goto out;
     }
+    for (k = 0; k < 2 * m->nspans; k++) {
+        m->spans[k] = -1;
+    }
+    /* A bar with the collective running, on a terminal, once the run takes over 2 s. */
+    tpu_progress_init(&progress, job->chip == 0 && txt != NULL, (long)rep->nseq, txt);
+    t_run = tpu__now_s();
     for (k = 0; k < rep->nseq && status == TPU_OK; k++) {
         const tpu_replay_coll_t *c = &rep->colls[rep->seq[k]];
         int r = rep->seq[k];
-        double modeled = 0, wall_s = 0;
+        double modeled = 0, wall_s = 0, t0;
 
+        tpu_progress_update(&progress, (long)k, c->name);
         if (!c->supported || c->group_size < 2 || c->bytes == 0 || c->bytes * 2 > MAX_RUN_BYTES) {
             if (ready[r] == 0) {
                 ready[r] = 2; /* skipped */
@@ -102,9 +114,14 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
             wrong[r] += tpu_case_wrong(&cases[r], job->chip);
             ready[r] = 1;
         }
+        t0 = tpu__now_s();
         status = run_once(&cases[r], job, (uint64_t)k, &modeled, &wall_s, err);
         if (status != TPU_OK) {
             break;
+        }
+        if (k < m->nspans) {
+            m->spans[2 * k] = (t0 - t_run) * 1e6;
+            m->spans[2 * k + 1] = wall_s * 1e6;
         }
         wall[r] += wall_s;
         runs[r]++;
@@ -113,6 +130,7 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
             bad_model++;
         }
     }
+    tpu_progress_end(&progress);
     /* Every rank ran the same sequence; a failure on one rank aborts the job. */
     if (status != TPU_OK) {
         tpu_job_abort(job, err->msg);
@@ -145,5 +163,6 @@ void tpu__replay_measured_fini(tpu_replay_measured_t *m)
     free(m->measured_us);
     free(m->runs);
     free(m->wrong);
+    free(m->spans);
     memset(m, 0, sizeof(*m));
 }

@@ -281,10 +281,12 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
                 tpu_job_fail(&job, &err);
             }
             if (walls != NULL) {
-                /* Every rank's wall-clock call, to rank 0, for --trace-measured. */
-                walls[1] = wall * 1e6;
-                MPI_Gather(job.chip == 0 ? MPI_IN_PLACE : walls, 2, MPI_DOUBLE, walls, 2,
-                           MPI_DOUBLE, 0, job.comm);
+                /* Every rank's wall-clock call, to rank 0, for --trace-measured (with the
+                 * watchdog: a rank that never comes ends the job, naming it). */
+                double mine[2] = {walls[0], wall * 1e6};
+
+                tpu_job_gather(&job, mine, (int)sizeof(mine), walls, 0,
+                               "the gather of the measured calls");
             }
             wrong = tpu_case_wrong(&c, job.chip);
             tpu_job_allreduce(&job, MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM,

@@ -27,9 +27,11 @@
 #include "tpu/npy.h"
 #include "tpu/pod.h"
 
+#include "csv.h"
 #include "faults.h"
 #include "json.h"
 #include "progress.h"
+#include "report.h"
 #include "sink.h"
 
 #include <errno.h>
@@ -110,6 +112,15 @@ static void usage(FILE *out)
             "  --model-only     no mpirun, no data: model one step on any pod (an uneven\n"
             "                   hidden is padded up to a multiple of model, as XLA pads)\n"
             "  --json FILE|-    one JSON object (- for stdout; the text goes to stderr)\n"
+            "  --csv FILE|-     one row per step: step, loss, modeled_us, compute_us,\n"
+            "                   comm_us, exposed_comm_us, measured_us\n"
+            "  --trace FILE     Chrome trace / Perfetto JSON of the steps on the modeled\n"
+            "                   timeline: per chip a compute track (each matmul and VPU pass)\n"
+            "                   and a collectives track (each collective and its steps),\n"
+            "                   a counter per link; --trace-measured adds each chip's\n"
+            "                   measured steps (not with --model-only)\n"
+            "  --heatmap FILE.svg  the torus, every link coloured by the bytes it carried\n"
+            "                   over the whole run\n"
             "  --timeout S      watchdog seconds per collective (default 60)\n\n"
             "Pod options: --chip --topology --wrap --slices --config --ici-bw --ici-latency-us\n"
             "             --dcn-bw --dcn-latency-us --fault --quiet (see tpuemu --help)\n");
@@ -141,6 +152,7 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
     static const char *const with_value[] = {"steps", "batch", "hidden",   "lr",
                                              "seed",  "dtype", "data",     "labels",
                                              "init",  "save",  "strategy", "timeout"};
+    const char *given[sizeof(with_value) / sizeof(with_value[0]) + 1] = {NULL};
     int i;
 
     memset(a, 0, sizeof(*a));
@@ -171,6 +183,10 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
             if (val != NULL) {
                 return tpu_err_set(err, TPU_ERR_INVALID, "--model-only takes no value");
             }
+            if (a->model_only) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--model-only is given twice: give it once");
+            }
             a->model_only = 1;
             continue;
         }
@@ -189,8 +205,25 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
             }
             val = argv[++i];
         }
+        if (given[k] != NULL) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "--%s is given twice ('%.40s', then '%.40s'): give it once", name,
+                               given[k], val);
+        }
+        given[k] = val;
+        if (*val == '\0') {
+            return tpu_err_set(err, TPU_ERR_INVALID, "--%s got an empty value; give %s", name,
+                               strcmp(name, "dtype") == 0      ? "bf16 or f32"
+                               : strcmp(name, "strategy") == 0 ? "auto, dp, tp, dp_tp or fsdp"
+                               : strcmp(name, "init") == 0 || strcmp(name, "save") == 0 ? "a folder"
+                               : strcmp(name, "data") == 0 || strcmp(name, "labels") == 0
+                                   ? "a .npy file"
+                                   : "a number");
+        }
         if (strcmp(name, "steps") == 0) {
-            if (parse_i64(name, val, 1, &v, err) != TPU_OK || v > 1000000) {
+            tpu_err_t scratch = {0};
+
+            if (parse_i64(name, val, 1, &v, &scratch) != TPU_OK || v > 1000000) {
                 return tpu_err_set(err, TPU_ERR_INVALID,
                                    "--steps takes an integer from 1 to 1000000, got '%s'", val);
             }
@@ -212,12 +245,20 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
             char *end;
             double d;
 
+            double lo = name[0] == 't' ? 0.1 : 0, hi = name[0] == 't' ? 86400 : 1000;
+
             errno = 0;
             d = strtod(val, &end);
-            if (*val == '\0' || *end != '\0' || errno != 0 || !isfinite(d) ||
-                (name[0] == 't' && d <= 0)) {
-                return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes a%s number, got '%s'", name,
-                                   name[0] == 't' ? " positive" : "", val);
+            if (*val == '\0' || *end != '\0' || isnan(d)) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--%s takes a number from %g to %g, got '%s'", name, lo, hi,
+                                   val);
+            }
+            /* The learning rate: 0 (weights kept, as the round-trip test uses) to 1000;
+             * the watchdog: as the other commands' --timeout. */
+            if (!(d >= lo && d <= hi)) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be %g to %g, got %s", name, lo,
+                                   hi, val);
             }
             *(name[0] == 'l' ? &a->lr : &a->timeout) = d;
         } else if (strcmp(name, "dtype") == 0) {
@@ -243,6 +284,46 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
         return tpu_err_set(err, TPU_ERR_INVALID, "--data and --labels go together");
     }
     return TPU_OK;
+}
+
+/*
+ * Halves of an MPI job started with different train flags would run different
+ * steps and wait for each other forever: compare them at start.  Returns 0 when
+ * they agree; else the rank that prints has printed, and every rank must end.
+ */
+static int agree_train(const train_args_t *a)
+{
+    static const char *const names[] = {"--steps",  "--batch", "--hidden",   "--lr",
+                                        "--seed",   "--dtype", "--strategy", "--data",
+                                        "--labels", "--init",  "--save",     "--timeout"};
+    char num[6][64], msg[TPU_ERR_MSG_LEN];
+    const char *vals[sizeof(names) / sizeof(names[0])];
+    int who;
+
+    snprintf(num[0], 64, "%d", a->steps);
+    snprintf(num[1], 64, "%lld", (long long)a->batch);
+    snprintf(num[2], 64, "%lld", (long long)a->hidden);
+    snprintf(num[3], 64, "%.17g", a->lr);
+    snprintf(num[4], 64, "%llu", (unsigned long long)a->seed);
+    snprintf(num[5], 64, "%.17g", a->timeout);
+    vals[0] = num[0];
+    vals[1] = num[1];
+    vals[2] = num[2];
+    vals[3] = num[3];
+    vals[4] = num[4];
+    vals[5] = a->dtype;
+    vals[6] = a->strategy;
+    vals[7] = a->data;
+    vals[8] = a->labels;
+    vals[9] = a->init;
+    vals[10] = a->save;
+    vals[11] = num[5];
+    who = tpu_job_agree_values((int)(sizeof(names) / sizeof(names[0])), names, vals, msg,
+                               sizeof(msg));
+    if (who == 1) {
+        tpu_die_msg(msg);
+    }
+    return who;
 }
 
 /* "data=4,model=4", "data=16", "model=8": the sizes of the two axes. */
@@ -513,8 +594,9 @@ static void json_report(tpu_json_t *j, const tpu_mlp_report_t *r)
 
 /* Where the chips are: one per rank (comm), or all in this process. */
 typedef struct where {
-    MPI_Comm comm; /* MPI_COMM_NULL: this process holds every chip */
-    int root;      /* prints */
+    MPI_Comm comm;  /* MPI_COMM_NULL: this process holds every chip */
+    int root;       /* prints */
+    tpu_job_t *job; /* the MPI job (NULL without one) */
 } where_t;
 
 static double max_all(const where_t *w, double v)
@@ -591,8 +673,12 @@ typedef struct run {
     tpu_mlp_t *mlp;
     float *losses;
     double *wall_us;
+    double (*modeled)[4]; /* per step: step, compute, comm, exposed comm (us) */
     tpu_mlp_report_t first, last;
     int replicas_ok;
+    tpu_report_t *report;      /* --trace, --heatmap (root; NULL or inactive: none) */
+    int measured;              /* --trace-measured */
+    double t0;                 /* the job's start (wall clock), for the measured trace */
     float *w[TPU_MLP_NPARAMS]; /* the gathered weights (when asked) */
 } run_t;
 
@@ -603,6 +689,7 @@ static void run_fini(run_t *r)
     tpu_mlp_destroy(r->mlp);
     free(r->losses);
     free(r->wall_us);
+    free(r->modeled);
     for (p = 0; p < TPU_MLP_NPARAMS; p++) {
         tpu__free(r->w[p]);
     }
@@ -614,11 +701,80 @@ static tpu_status_t run_create(run_t *r, tpu_err_t *err)
     r->replicas_ok = 1;
     r->losses = calloc((size_t)r->steps, sizeof(*r->losses));
     r->wall_us = calloc((size_t)r->steps, sizeof(*r->wall_us));
-    if (r->losses == NULL || r->wall_us == NULL) {
+    r->modeled = calloc((size_t)r->steps, sizeof(*r->modeled));
+    if (r->losses == NULL || r->wall_us == NULL || r->modeled == NULL) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for %d steps", r->steps);
     }
     return tpu_mlp_create(&r->spec, tpu_pod_topo(r->pod), tpu_pod_link(r->pod),
                           tpu_pod_chip(r->pod), r->x, &r->mlp, err);
+}
+
+/*
+ * Step 's' on the trace (root): "step s" over the compute ops on every chip's
+ * compute track, each collective at its start with its steps (it may overlap
+ * the compute after it), then the timeline moves on by the step's time.  The
+ * heatmap counts every collective of every step.
+ */
+static tpu_status_t trace_step(run_t *r, int s, const tpu_mlp_report_t *rep, tpu_err_t *err)
+{
+    char name[96];
+    int k;
+
+    if (!tpu_report_active(r->report)) {
+        return TPU_OK;
+    }
+    snprintf(name, sizeof(name), "step %d", s);
+    tpu_report_compute(r->report, name, 0, rep->step_us);
+    for (k = 0; k < rep->nops; k++) {
+        tpu_report_compute(r->report, rep->ops[k].what, rep->ops[k].start_us, rep->ops[k].dur_us);
+    }
+    for (k = 0; k < rep->ncoll; k++) {
+        const tpu_mlp_coll_t *c = &rep->coll[k];
+        tpu_status_t status;
+
+        if (c->plan == NULL) {
+            continue;
+        }
+        snprintf(name, sizeof(name), "%s %s (step %d)", tpu_coll_name(c->kind), c->what, s);
+        status = tpu_report_model_at(r->report, c->plan, name, c->start_us, c->modeled_us, 1, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+    }
+    tpu_report_advance(r->report, rep->step_us);
+    return TPU_OK;
+}
+
+/*
+ * --trace-measured: step 's' ran from 't0' to 't1' (wall clock) on each chip:
+ * under MPI every rank's, gathered to rank 0 with the watchdog; in one process
+ * the same span for every chip.
+ */
+static void trace_measured(run_t *r, int s, double t0, double t1)
+{
+    const tpu_topo_t *t = tpu_pod_topo(r->pod);
+    double mine[2] = {(t0 - r->t0) * 1e6, (t1 - t0) * 1e6}, *all = NULL;
+    char name[32];
+    int c;
+
+    if (r->where.job != NULL) {
+        if (r->where.root) {
+            all = calloc(2 * (size_t)t->nchips, sizeof(double));
+            if (all == NULL) {
+                tpu_job_abort(r->where.job, "out of host memory for the measured trace");
+            }
+        }
+        tpu_job_gather(r->where.job, mine, (int)sizeof(mine), all, 0,
+                       "the gather of the measured steps");
+    }
+    if (r->where.root && r->report != NULL) {
+        snprintf(name, sizeof(name), "step %d", s);
+        for (c = 0; c < t->nchips; c++) {
+            tpu_report_measured(r->report, c, name, all ? all[2 * c] : mine[0],
+                                all ? all[2 * c + 1] : mine[1]);
+        }
+    }
+    free(all);
 }
 
 /* Train, check the replicas after every step, gather the weights if asked. */
@@ -643,8 +799,22 @@ static tpu_status_t run_train(run_t *r, int gather, FILE *txt, int print_steps, 
             tpu_progress_end(&progress);
             return status;
         }
+        if (r->measured) {
+            trace_measured(r, s, t0, now_s());
+        }
+        if (r->report != NULL && r->where.root) {
+            status = trace_step(r, s, &rep, err);
+            if (status != TPU_OK) {
+                tpu_progress_end(&progress);
+                return status;
+            }
+        }
         r->wall_us[s] = max_all(&r->where, (now_s() - t0) * 1e6);
         r->losses[s] = (float)rep.loss;
+        r->modeled[s][0] = rep.step_us;
+        r->modeled[s][1] = rep.compute_us;
+        r->modeled[s][2] = rep.comm_us;
+        r->modeled[s][3] = rep.exposed_us;
         if (s == 0) {
             r->first = rep;
         }
@@ -697,8 +867,9 @@ int tpu_cmd_train(int argc, char **argv)
     const tpu_pod_t *pod;
     const tpu_topo_t *topo;
     const tpu_chip_spec_t *chip;
-    tpu_sink_t sink = {NULL, NULL};
+    tpu_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
     tpu_json_t json_w, *json = NULL;
+    tpu_report_t report;
     run_t r;
     char **rest = calloc((size_t)argc + 1, sizeof(char *));
     float *x = NULL, *init[TPU_MLP_NPARAMS] = {0};
@@ -711,15 +882,20 @@ int tpu_cmd_train(int argc, char **argv)
     int printer = -1; /* the rank that prints a failure all ranks agreed on */
 
     memset(&r, 0, sizeof(r));
+    memset(&report, 0, sizeof(report));
     if (rest == NULL) {
         return TPU_EXIT_FAIL;
     }
     if (parse_args(argc, argv, &a, &nrest, rest, &err) != TPU_OK ||
         tpu_opts_parse(nrest, rest, &o, &err) != TPU_OK) {
+        free(rest);
+        if (!a.model_only && under_mpirun()) {
+            /* Meet the ranks that parsed theirs (tpu_job_start) and end with them. */
+            return tpu_job_refuse(err.msg, &argc, &argv);
+        }
         if (early_root()) {
             tpu_die_msg(err.msg);
         }
-        free(rest);
         return TPU_EXIT_USAGE;
     }
     free(rest);
@@ -735,12 +911,16 @@ int tpu_cmd_train(int argc, char **argv)
         if (code >= 0) {
             return code;
         }
+        if (agree_train(&a) != 0) {
+            return tpu_job_end(&job, TPU_EXIT_USAGE);
+        }
         code = TPU_EXIT_OK;
         mpi = 1;
         pod = job.pod;
         r.x = job.x;
         r.where.comm = job.comm;
         r.where.root = job.chip == 0;
+        r.where.job = &job;
     } else {
         if (tpu_pod_setup(&o, &pod_local, &err) != TPU_OK) {
             tpu_die_msg(err.msg);
@@ -752,7 +932,7 @@ int tpu_cmd_train(int argc, char **argv)
     r.pod = pod;
     topo = tpu_pod_topo(pod);
     chip = tpu_pod_chip(pod);
-    txt = tpu_sink_text(o.json, NULL);
+    txt = tpu_sink_text(o.json, o.csv);
     r.steps = a.model_only ? 1 : a.steps;
     tpu_mlp_spec_init(&r.spec);
     r.spec.batch = a.batch;
@@ -803,12 +983,40 @@ int tpu_cmd_train(int argc, char **argv)
     if (status == TPU_OK && !mpi && !a.model_only) {
         status = tpu_xport_loopback_create(topo->nchips, &r.x, &err);
     }
+    if (status == TPU_OK) {
+        status = tpu_sink_check(o.json, o.csv, &err);
+    }
+    if (status == TPU_OK && o.csv != NULL && r.where.root) {
+        status = tpu_sink_open(&csv_sink, o.csv, &err);
+    }
     if (status == TPU_OK && o.json != NULL && r.where.root) {
         status = tpu_sink_open(&sink, o.json, &err);
         if (status == TPU_OK) {
             tpu_json_init(&json_w, sink.f);
             json = &json_w;
         }
+    }
+    if (status == TPU_OK && a.model_only && o.trace_measured) {
+        status = tpu_err_set(&err, TPU_ERR_INVALID,
+                             "--trace-measured needs measured steps: drop it with --model-only");
+    }
+    if (status == TPU_OK && (o.trace != NULL || o.heatmap != NULL || o.trace_measured)) {
+        /* Rank 0 writes them; the others only check what every rank can. */
+        if (r.where.root) {
+            char title[256];
+
+            snprintf(title, sizeof(title),
+                     "tpuemu train: MLP 784-%lld-%lld-10, mesh data=%d,model=%d, %d steps, on %d "
+                     "chips of %s as %s (wrap %s)",
+                     (long long)a.hidden, (long long)a.hidden, data, model, r.steps, topo->nchips,
+                     chip->name, tpu_pod_shape(pod), tpu_pod_wrap(pod));
+            status = tpu_report_open(&report, &o, pod, title, &err);
+            r.report = &report;
+        } else if (o.trace_measured && o.trace == NULL) {
+            status = tpu_err_set(&err, TPU_ERR_INVALID, "--trace-measured needs --trace FILE");
+        }
+        r.measured = o.trace_measured;
+        r.t0 = wall0;
     }
     if (status == TPU_OK) {
         status = run_create(&r, &err);
@@ -925,12 +1133,54 @@ int tpu_cmd_train(int argc, char **argv)
         }
         json = NULL;
     }
+    if (csv_sink.f != NULL) {
+        static const char *const cols[] = {"step",       "loss",    "modeled_us",
+                                           "compute_us", "comm_us", "exposed_comm_us",
+                                           "measured_us"};
+        tpu_csv_t csv;
+        int s;
+
+        tpu_csv_init(&csv, csv_sink.f);
+        tpu_csv_header(&csv, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+        for (s = 0; s < r.steps; s++) {
+            int k;
+
+            tpu_csv_int(&csv, s);
+            if (a.model_only) {
+                tpu_csv_empty(&csv);
+            } else {
+                tpu_csv_fixed(&csv, r.losses[s], 9); /* empty when not finite */
+            }
+            for (k = 0; k < 4; k++) {
+                tpu_csv_fixed(&csv, r.modeled[s][k], 6);
+            }
+            tpu_csv_fixed(&csv, r.wall_us[s], 1);
+            tpu_csv_end_row(&csv);
+        }
+        if (tpu_sink_close(&csv_sink, &err) != TPU_OK) {
+            code = TPU_EXIT_FAIL;
+            tpu_die_msg(err.msg);
+        }
+    }
     if (!r.replicas_ok) {
         code = TPU_EXIT_FAIL;
     }
+    if (r.report != NULL) {
+        r.report = NULL;
+        if (tpu_report_close(&report, &err) != TPU_OK) {
+            code = TPU_EXIT_FAIL;
+            tpu_die_msg(err.msg);
+        }
+    }
 out:
+    if (r.report != NULL) {
+        tpu_report_close(&report, NULL);
+    }
     if (status != TPU_OK && (printer < 0 ? r.where.root : printer == (mpi ? job.chip : 0))) {
         tpu_die_msg(err.msg);
+    }
+    if (csv_sink.f != NULL) {
+        tpu_sink_close(&csv_sink, NULL);
     }
     if (sink.f != NULL && tpu_sink_close(&sink, &err) != TPU_OK && code == TPU_EXIT_OK) {
         code = TPU_EXIT_FAIL;

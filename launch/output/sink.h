@@ -25,6 +25,12 @@ tpu_status_t tpu_sink_open(tpu_sink_t *sink, const char *path, tpu_err_t *err);
 tpu_status_t tpu_sink_close(tpu_sink_t *sink, tpu_err_t *err);
 /* The stream for text: stderr when 'json' or 'csv' is "-", else stdout. */
 FILE *tpu_sink_text(const char *json, const char *csv);
+/*
+ * Refuse, before any work, an output target given to --'flag' that cannot be
+ * written: a directory, a read-only file, a missing folder.  NULL and "-" pass;
+ * a device or FIFO passes (tpu_sink_open opens it without blocking).
+ */
+tpu_status_t tpu_sink_check_target(const char *flag, const char *path, tpu_err_t *err);
 /* Both on stdout would mix two documents: refuse it. */
 tpu_status_t tpu_sink_check(const char *json, const char *csv, tpu_err_t *err);
 

@@ -35,6 +35,14 @@ typedef struct cross {
 
 struct tpu_trace {
     tpu_sink_t sink;
+    /* The events of the current call, in memory until they are known to fit. */
+    FILE *mem;
+    char *membuf;
+    size_t memlen;
+    long long bytes, budget; /* written to the sink; its limit */
+    int truncated;
+    int64_t truncated_at; /* ns on the timeline */
+    long long dropped;    /* calls left out */
     tpu_topo_t topo;
     int summary, measured, nhosts, first, oom, rep;
     int64_t now;      /* the modeled timeline, ns */
@@ -63,6 +71,12 @@ static int64_t to_ns(double s)
     return ns > 0 ? (int64_t)llround(ns) : 0;
 }
 
+/* Microseconds to whole nanoseconds, the one rounding of every placed time. */
+static int64_t us_ns(double us)
+{
+    return us > 0 ? (int64_t)llround(us * 1e3) : 0;
+}
+
 static void put_us(FILE *f, int64_t ns)
 {
     if (ns < 0) {
@@ -74,7 +88,7 @@ static void put_us(FILE *f, int64_t ns)
 /* Start an event: the separator, then "{". */
 static FILE *ev(tpu_trace_t *tr)
 {
-    FILE *f = tr->sink.f;
+    FILE *f = tr->mem;
 
     fputs(tr->first ? "\n{" : ",\n{", f);
     tr->first = 0;
@@ -194,7 +208,7 @@ static void chip_label(const tpu_topo_t *t, int chip, char *buf, size_t len)
 static void write_header(tpu_trace_t *tr, const char *title)
 {
     const tpu_topo_t *t = &tr->topo;
-    FILE *f = tr->sink.f;
+    FILE *f = tr->mem;
     char buf[160];
     int c, l, h, src;
 
@@ -271,8 +285,17 @@ tpu_status_t tpu_trace_open(const char *path, const tpu_topo_t *topo, const char
             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the trace");
         }
     }
+    tr->budget = tr->summary ? TPU_TRACE_SUMMARY_MAX_BYTES : TPU_TRACE_MAX_BYTES;
+    tr->mem = open_memstream(&tr->membuf, &tr->memlen);
+    if (tr->mem == NULL) {
+        tpu__free(tr->lanes_named);
+        tpu__free(tr);
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the trace");
+    }
     status = tpu_sink_open(&tr->sink, path, err);
     if (status != TPU_OK) {
+        fclose(tr->mem);
+        free(tr->membuf);
         tpu__free(tr->lanes_named);
         tpu__free(tr);
         return status;
@@ -282,14 +305,62 @@ tpu_status_t tpu_trace_open(const char *path, const tpu_topo_t *topo, const char
 }
 
 /*
+ * Write the events built in memory since the last commit, when they fit the
+ * budget ('force': always, for the header); else leave them out and every later
+ * call's too.  The memory stream starts again empty.
+ */
+static void commit(tpu_trace_t *tr, int force)
+{
+    if (tr->mem == NULL) {
+        return;
+    }
+    fflush(tr->mem);
+    if (tr->memlen > 0) {
+        if (force || (!tr->truncated && tr->bytes + (long long)tr->memlen <= tr->budget)) {
+            fwrite(tr->membuf, 1, tr->memlen, tr->sink.f);
+            tr->bytes += (long long)tr->memlen;
+        } else {
+            if (!tr->truncated) {
+                tr->truncated_at = tr->now;
+            }
+            tr->truncated = 1;
+            tr->dropped++;
+        }
+    }
+    fclose(tr->mem);
+    free(tr->membuf);
+    tr->membuf = NULL;
+    tr->memlen = 0;
+    tr->mem = open_memstream(&tr->membuf, &tr->memlen);
+    if (tr->mem == NULL) {
+        tr->oom = 1;
+    }
+}
+
+int tpu_trace_truncated(const tpu_trace_t *tr)
+{
+    return tr->truncated;
+}
+
+long long tpu_trace_bytes(const tpu_trace_t *tr)
+{
+    return tr->bytes;
+}
+
+/*
  * The header is written lazily, at the first collective, once the number of
  * TPU hosts is known (from the link events of the walk).
  */
-static void ensure_header(tpu_trace_t *tr)
+static int ensure_header(tpu_trace_t *tr)
 {
+    if (tr->mem == NULL) {
+        return 0;
+    }
     if (tr->first) {
         write_header(tr, tr->title);
+        commit(tr, 1);
     }
+    return tr->mem != NULL;
 }
 
 int tpu_trace_summary(const tpu_trace_t *tr)
@@ -732,31 +803,66 @@ static void summary_op_end(tpu_trace_t *tr, int64_t dur)
     }
 }
 
-tpu_status_t tpu_trace_op_end(tpu_trace_t *tr, double modeled_us, tpu_err_t *err)
+/* The collective at 'at' ns after the timeline's position. */
+static tpu_status_t op_end(tpu_trace_t *tr, int64_t at, int64_t dur, tpu_err_t *err)
 {
-    int64_t dur = (int64_t)llround(modeled_us * 1e3);
+    tpu_status_t status = TPU_OK;
+    int64_t now = tr->now;
 
-    ensure_header(tr);
-    if (tr->oom) {
+    if (!ensure_header(tr) || tr->oom) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the trace of %s", tr->name);
     }
+    if (tr->truncated) {
+        tr->dropped++;
+        return TPU_OK;
+    }
+    tr->now += at; /* the writers place events at tr->now */
     if (tr->summary) {
         summary_op_end(tr, dur);
     } else if (full_op_end(tr, dur) != TPU_OK) {
-        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the trace of %s", tr->name);
+        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the trace of %s", tr->name);
     }
+    commit(tr, 0);
+    tr->now = now;
+    return status;
+}
+
+tpu_status_t tpu_trace_op_end(tpu_trace_t *tr, double modeled_us, tpu_err_t *err)
+{
+    int64_t dur = (int64_t)llround(modeled_us * 1e3);
+    tpu_status_t status = op_end(tr, 0, dur, err);
+
     tr->now += dur;
-    return TPU_OK;
+    return status;
+}
+
+tpu_status_t tpu_trace_op_end_at(tpu_trace_t *tr, double at_us, double modeled_us, tpu_err_t *err)
+{
+    int64_t at = us_ns(at_us);
+
+    return op_end(tr, at, us_ns(at_us + modeled_us) - at, err);
 }
 
 void tpu_trace_compute(tpu_trace_t *tr, int chip, const char *name, double at_us, double dur_us)
 {
-    ensure_header(tr);
-    if (tr->summary && chip != 0) {
+    int64_t at = us_ns(at_us), end = us_ns(at_us + dur_us);
+    int c;
+
+    if (!ensure_header(tr) || tr->truncated) {
+        tr->dropped += tr->truncated;
         return;
     }
-    slice(tr, tr->summary ? 1 : chip_pid(chip), TID_COMPUTE, name,
-          tr->now + (int64_t)llround(at_us * 1e3), (int64_t)llround(dur_us * 1e3), NULL);
+    if (tr->summary || chip >= 0) {
+        if (!tr->summary || chip <= 0) {
+            slice(tr, tr->summary ? 1 : chip_pid(chip), TID_COMPUTE, name, tr->now + at, end - at,
+                  NULL);
+        }
+    } else {
+        for (c = 0; c < tr->topo.nchips; c++) {
+            slice(tr, chip_pid(c), TID_COMPUTE, name, tr->now + at, end - at, NULL);
+        }
+    }
+    commit(tr, 0);
 }
 
 void tpu_trace_advance(tpu_trace_t *tr, double us)
@@ -766,12 +872,14 @@ void tpu_trace_advance(tpu_trace_t *tr, double us)
 
 void tpu_trace_measured(tpu_trace_t *tr, int chip, const char *name, double start_us, double dur_us)
 {
-    ensure_header(tr);
-    if (!tr->measured) {
+    int64_t at = us_ns(start_us), end = us_ns(start_us + dur_us);
+
+    if (!ensure_header(tr) || !tr->measured || tr->truncated) {
+        tr->dropped += tr->truncated;
         return;
     }
-    slice(tr, measured_pid(tr, chip), TID_COLL, name, (int64_t)llround(start_us * 1e3),
-          (int64_t)llround(dur_us * 1e3), NULL);
+    slice(tr, measured_pid(tr, chip), TID_COLL, name, at, end - at, NULL);
+    commit(tr, 0);
 }
 
 tpu_status_t tpu_trace_close(tpu_trace_t *tr, tpu_err_t *err)
@@ -782,7 +890,22 @@ tpu_status_t tpu_trace_close(tpu_trace_t *tr, tpu_err_t *err)
         return TPU_OK;
     }
     ensure_header(tr);
+    commit(tr, 0);
+    if (tr->truncated) {
+        /* Outside the budget: at most a few hundred bytes. */
+        fprintf(tr->sink.f,
+                ",\n{\"name\": \"trace truncated: the %lld-byte limit was reached here; what "
+                "follows is not shown\", \"ph\": \"i\", \"s\": \"g\", \"pid\": 1, \"tid\": 0, "
+                "\"ts\": ",
+                tr->budget);
+        put_us(tr->sink.f, tr->truncated_at);
+        fputs("}", tr->sink.f);
+    }
     fputs("\n]}\n", tr->sink.f);
+    if (tr->mem != NULL) {
+        fclose(tr->mem);
+    }
+    free(tr->membuf);
     status = tpu_sink_close(&tr->sink, err);
     tpu__free(tr->recs);
     tpu__free(tr->links);

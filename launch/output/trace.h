@@ -25,6 +25,14 @@
  * wall-clock slices the command measured (microseconds since the job started).
  * Times are written in microseconds with nanosecond resolution, rounded once to
  * whole nanoseconds so that nested slices stay nested.
+ *
+ * Size: every call's events are built in memory and written only when the file
+ * stays within its budget, TPU_TRACE_MAX_BYTES for a full trace and
+ * TPU_TRACE_SUMMARY_MAX_BYTES for a summarised one; the first call that would
+ * pass it, and every call after, is left out, and the trace ends with an
+ * instant event "trace truncated ..." (under 512 bytes, with the closing).  So
+ * a file is never larger than its budget plus 512 bytes, and what it holds is
+ * whole: no collective is cut in the middle.
  */
 #ifndef TPU_LAUNCH_OUTPUT_TRACE_H
 #define TPU_LAUNCH_OUTPUT_TRACE_H
@@ -33,10 +41,12 @@
 #include "tpu/status.h"
 #include "tpu/topo.h"
 
-#define TPU_TRACE_FULL_CHIPS 256
-#define TPU_TRACE_ARROWS     128
-#define TPU_TRACE_SENDS      2048
-#define TPU_TRACE_BUCKETS    100
+#define TPU_TRACE_FULL_CHIPS        256
+#define TPU_TRACE_ARROWS            128
+#define TPU_TRACE_SENDS             2048
+#define TPU_TRACE_BUCKETS           100
+#define TPU_TRACE_MAX_BYTES         64000000
+#define TPU_TRACE_SUMMARY_MAX_BYTES 4000000
 
 typedef struct tpu_trace tpu_trace_t;
 
@@ -58,8 +68,22 @@ void tpu_trace_op_begin(tpu_trace_t *tr, const char *name, double expected_us,
                         tpu_coll_observer_t *obs);
 /* Write the collective's events and move the timeline past it; TPU_ERR_NO_MEMORY. */
 tpu_status_t tpu_trace_op_end(tpu_trace_t *tr, double modeled_us, tpu_err_t *err);
-/* A slice of 'dur_us' on chip's compute track, 'at_us' after the timeline's position. */
+/*
+ * The same, the collective starting 'at_us' after the timeline's position, which
+ * does not move (collectives that overlap compute: tpu_trace_advance() after).
+ */
+tpu_status_t tpu_trace_op_end_at(tpu_trace_t *tr, double at_us, double modeled_us, tpu_err_t *err);
+/*
+ * A slice on chip's compute track from 'at_us' to 'at_us' + 'dur_us' after the
+ * timeline's position (the end rounded on its own, so that slices whose ends
+ * are equal sums stay nested); chip -1: on every chip (the pod process of a
+ * summary).
+ */
 void tpu_trace_compute(tpu_trace_t *tr, int chip, const char *name, double at_us, double dur_us);
+/* 1 once the size budget is reached: later events are left out (callers may stop). */
+int tpu_trace_truncated(const tpu_trace_t *tr);
+/* Bytes written so far (the header and every event kept). */
+long long tpu_trace_bytes(const tpu_trace_t *tr);
 /* Move the timeline on by 'us' (compute between collectives). */
 void tpu_trace_advance(tpu_trace_t *tr, double us);
 /* A measured slice of chip 'chip' (wall clock, microseconds since the job's start). */

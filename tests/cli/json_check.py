@@ -2,12 +2,18 @@
 """Run a tpuemu command and check its machine-readable stdout.
 
 usage: json_check.py [--has PATH ...] [--equal PATH=VALUE ...] [--len PATH=N ...]
-                     [--csv-rows N] -- COMMAND...
+                     [--csv-rows N] [--schema README.md:NAME] -- COMMAND...
 
 stdout must be exactly one JSON document (or, with --csv-rows, a CSV table with
 a header and N rows of the same width); everything else the command prints must
 be on stderr.  PATH is dot-separated keys and array indexes ("rows.0.redop").
 VALUE is compared as JSON when it parses as JSON, else as a string.
+
+--schema README.md:NAME reads the row `NAME` of the README's table under "Output:
+JSON and CSV" and checks every key it documents (the first `...` of the row:
+`a, b{c, d}, e[]{f}`; keys in [...] and notes in (...) are optional) is in the
+document (for a key under an array, in its first element when it has one); with
+--csv-rows, the CSV header is exactly the documented columns, in order.
 """
 import csv
 import io
@@ -26,10 +32,70 @@ def lookup(doc, path):
     return cur
 
 
+def schema_keys(readme, name):
+    """The key paths the README documents for the table row `name`."""
+    text = open(readme).read()
+    sec = text[text.index("## Output: JSON and CSV"):]
+    sec = sec[:sec.index("\n## ", 3)]
+    row = None
+    for line in sec.splitlines():
+        cells = line.split(" | ")
+        if len(cells) >= 2 and cells[0].strip("| ") == "`%s`" % name:
+            row = cells[1]
+    if row is None:
+        sys.exit("json_check: no row `%s` in %s" % (name, readme))
+    spec = row.split("`")[1]
+    keys, stack, cur, arr, i = [], [""], None, False, 0
+    while i < len(spec):
+        c = spec[i]
+        if c.isalnum() or c == "_":
+            j = i
+            while j < len(spec) and (spec[j].isalnum() or spec[j] == "_"):
+                j += 1
+            cur, arr = stack[-1] + spec[i:j], False
+            keys.append(cur)
+            i = j
+        elif spec.startswith("[]", i):
+            arr = True
+            i += 2
+        elif c in "[(":
+            close, depth = "])"["[(".index(c)], 0
+            while i < len(spec):  # an optional group or a note: skipped
+                depth += spec[i] == c
+                depth -= spec[i] == close
+                i += 1
+                if depth == 0:
+                    break
+        elif c == "{":
+            stack.append("" if cur is None else cur + (".0." if arr else "."))
+            i += 1
+        elif c == "}":
+            stack.pop()
+            i += 1
+        else:
+            i += 1
+    return keys
+
+
+def has_path(doc, path):
+    """Is 'path' there?  An empty array stands for any element."""
+    cur = doc
+    for part in [p for p in path.split(".") if p]:
+        if isinstance(cur, list):
+            if not cur:
+                return True
+            cur = cur[int(part)]
+        elif isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        else:
+            return False
+    return True
+
+
 def main(argv):
     sep = argv.index("--")
     opts, cmd = argv[:sep], argv[sep + 1:]
-    has, equal, lens, csv_rows = [], [], [], None
+    has, equal, lens, csv_rows, schema = [], [], [], None, None
     i = 0
     while i < len(opts):
         flag, val = opts[i], opts[i + 1]
@@ -42,6 +108,9 @@ def main(argv):
             lens.append((p, int(n)))
         elif flag == "--csv-rows":
             csv_rows = int(val)
+        elif flag == "--schema":
+            readme, name = val.rsplit(":", 1)
+            schema = schema_keys(readme, name)
         else:
             sys.exit("json_check: unknown flag " + flag)
         i += 2
@@ -55,12 +124,17 @@ def main(argv):
             sys.exit("FAIL: %d CSV lines, want a header and %d rows:\n%s" % (len(rows), csv_rows, out))
         if any(len(r) != len(rows[0]) for r in rows):
             sys.exit("FAIL: CSV rows of different widths")
+        if schema is not None and rows[0] != schema:
+            sys.exit("FAIL: CSV header %s, the README documents %s" % (rows[0], schema))
         print("ok: CSV with %d columns, %d rows" % (len(rows[0]), csv_rows))
         return
     try:
         doc = json.loads(out)  # exactly one document: trailing text fails here
     except ValueError as e:
         sys.exit("FAIL: stdout is not one JSON document (%s):\n%s" % (e, out[:2000]))
+    for p in schema or []:
+        if not has_path(doc, p):
+            sys.exit("FAIL: the README documents '%s', not in %s" % (p, out[:2000]))
     for p in has:
         try:
             lookup(doc, p)
@@ -77,7 +151,7 @@ def main(argv):
     for p, n in lens:
         if len(lookup(doc, p)) != n:
             sys.exit("FAIL: %s has %d elements, want %d" % (p, len(lookup(doc, p)), n))
-    print("ok: %s" % " ".join(cmd))
+    print("ok: %s%s" % (" ".join(cmd), " (%d documented keys)" % len(schema) if schema else ""))
 
 
 if __name__ == "__main__":

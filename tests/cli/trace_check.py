@@ -2,7 +2,8 @@
 """Check a Chrome trace-event file written by 'tpuemu ... --trace FILE'.
 
 usage: trace_check.py [--chips N] [--links N] [--summary] [--measured]
-                      [--max-bytes N] [--min-ops N] TRACE [-- COMMAND...]
+                      [--max-bytes N] [--min-ops N] [--truncated] [--compute N]
+                      TRACE [-- COMMAND...]
 
 With a COMMAND, runs it first (it must exit 0).  Then loads TRACE with
 python3's json module and checks:
@@ -15,7 +16,10 @@ python3's json module and checks:
   - summary: one pod process and counters per link class;
   - every flow-arrow start ('s') has its finish ('f');
   - --measured: a "measured" process per chip with slices on it;
-  - the file is at most --max-bytes.
+  - the file is at most --max-bytes;
+  - --truncated: it ends with the "trace truncated" instant event (a trace cut at
+    its size budget); without it, no such event;
+  - --compute N: chip 0's (or the pod's) compute track holds at least N slices.
 """
 import json
 import os
@@ -30,7 +34,7 @@ def ns(v):
 
 def main(argv):
     opts = {"chips": None, "links": None, "summary": False, "measured": False,
-            "max_bytes": None, "min_ops": 1}
+            "max_bytes": None, "min_ops": 1, "truncated": False, "compute": 0}
     cmd = []
     if "--" in argv:
         i = argv.index("--")
@@ -39,10 +43,10 @@ def main(argv):
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--summary", "--measured"):
+        if a in ("--summary", "--measured", "--truncated"):
             opts[a[2:]] = True
             i += 1
-        elif a in ("--chips", "--links", "--max-bytes", "--min-ops"):
+        elif a in ("--chips", "--links", "--max-bytes", "--min-ops", "--compute"):
             opts[a[2:].replace("-", "_")] = int(argv[i + 1])
             i += 2
         else:
@@ -58,10 +62,16 @@ def main(argv):
     ev = doc["traceEvents"]
     procs, threads, counters, tracks = {}, {}, set(), {}
     flows = {}
+    truncated = 0
     for e in ev:
         ph = e["ph"]
-        if ph not in ("M", "X", "C", "s", "f"):
+        if ph not in ("M", "X", "C", "s", "f", "i"):
             sys.exit("FAIL: unknown phase %r" % ph)
+        if ph == "i":
+            if not e["name"].startswith("trace truncated") or e is not ev[-1]:
+                sys.exit("FAIL: an instant event other than the last one's truncation mark")
+            truncated += 1
+            continue
         if ph == "M":
             if e["name"] == "process_name":
                 procs[e["pid"]] = e["args"]["name"]
@@ -123,10 +133,16 @@ def main(argv):
               for s in v if not s[2].startswith("step"))
     if ops < opts["min_ops"]:
         sys.exit("FAIL: %d collective slices, want at least %d" % (ops, opts["min_ops"]))
+    if truncated != (1 if opts["truncated"] else 0):
+        sys.exit("FAIL: truncation mark %s" % ("missing" if opts["truncated"] else "unexpected"))
+    compute = len(tracks.get((1, 1), []))
+    if compute < opts["compute"]:
+        sys.exit("FAIL: %d compute slices on chip 0, want at least %d" % (compute, opts["compute"]))
     if opts["max_bytes"] is not None and size > opts["max_bytes"]:
         sys.exit("FAIL: %d bytes, over %d" % (size, opts["max_bytes"]))
-    print("ok: %s: %d bytes, %d events, %d processes, %d counter tracks, %d tracks of slices"
-          % (path, size, len(ev), len(procs), len(counters), len(tracks)))
+    print("ok: %s: %d bytes, %d events, %d processes, %d counter tracks, %d tracks of slices%s"
+          % (path, size, len(ev), len(procs), len(counters), len(tracks),
+             ", truncated" if truncated else ""))
 
 
 main(sys.argv[1:])

@@ -3,21 +3,22 @@
 #   MODE stop:   SIGSTOP world rank 2 of a 4-rank bench (--timeout 2) once it runs
 #   MODE kill:   kill -9 world rank 2 of a 4-rank bench once it runs
 #   MODE inject: a 4-rank run with --inject crash:chip=3,call=2
+#   MODE injstop: a 4-rank bench with --inject stop:chip=C,call=5, C = 1, 2, 3
 # Passes when the job ends non-zero within the bound (--timeout + 5 s for stop,
-# 10 s for kill and inject, from the signal or the start), and one 'tpuemu:'
+# 10 s for kill and inject, 15 s for injstop, from the signal or the start), and one 'tpuemu:'
 # line names the chip that was behind or lost by its coordinates.  Prints the
 # seconds it took and the line.
 set -u
 mode=$1 tpuemu=$2
-# A stop that lands while two chips are at the same sync point has, rarely (about
-# 1 run in 20 on a loaded 2-core machine), named the chip waiting on the stopped
-# one instead of the stopped one (a known race, in the session note of issue 15).
-# The scenario runs again once in that case, and the retry is printed; the
-# assertion itself is unchanged.
-if [ "${TPU_LIVENESS_RETRY:-1}" = 1 ] && [ "$mode" = stop ]; then
-    TPU_LIVENESS_RETRY=0 bash "$0" "$@" && exit 0
-    echo "RETRY: the stopped chip was not named on the first try; running once more"
-    TPU_LIVENESS_RETRY=0 exec bash "$0" "$@"
+# MODE injstop: --inject stop:chip=C,call=K stops chip C (SIGSTOP, raised by
+# itself) at a sync point the others reach too, so that chips wait on it
+# directly and through others; run 3 times with C = 1, 2, 3 on a 2x2 bench.  The
+# watchdog follows who waits on whom, so the stopped chip is named every time.
+if [ "$mode" = injstop ]; then
+    for c in 1 2 3; do
+        TPU_LIVENESS_CHIP=$c bash "$0" injstop1 "$tpuemu" || exit 1
+    done
+    exit 0
 fi
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -27,12 +28,14 @@ trap 'rm -f "$out"' EXIT
 args=(bench --topology 2x2 --collective psum --min-bytes 4K --max-bytes 4K --iters 1000000
       --warmup 0 --timeout 2)
 [ "$mode" = inject ] && args=(run --topology 2x2 --inject crash:chip=3,call=2 --timeout 20)
+chip=${TPU_LIVENESS_CHIP:-2}
+[ "$mode" = injstop1 ] && args+=(--inject "stop:chip=$chip,call=5")
 start=$(date +%s.%N)
 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -n 4 "$tpuemu" "${args[@]}" >"$out" 2>&1 &
 mpid=$!
 # The pid of world rank 2 (its environment says which rank it is).
 victim=
-if [ "$mode" != inject ]; then
+if [ "$mode" = stop ] || [ "$mode" = kill ]; then
     for _ in $(seq 1 300); do
         if grep -q '^ *4096' "$out" 2>/dev/null || grep -q '^#' "$out" 2>/dev/null; then
             for p in $(pgrep -P "$mpid"); do
@@ -52,6 +55,8 @@ if [ "$mode" != inject ]; then
 fi
 limit=10
 [ "$mode" = stop ] && limit=7
+# injstop counts from the start (the stop comes at call 5, after start-up).
+[ "$mode" = injstop1 ] && limit=15
 rc=0
 for _ in $(seq 1 $((limit * 10 + 50))); do
     kill -0 "$mpid" 2>/dev/null || break
@@ -59,7 +64,7 @@ for _ in $(seq 1 $((limit * 10 + 50))); do
 done
 if kill -0 "$mpid" 2>/dev/null; then
     echo "FAIL: the job still runs $((limit + 5)) s after the $mode"
-    kill -CONT "$victim" 2>/dev/null
+    [ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null
     kill "$mpid"
     cat "$out"
     exit 1
@@ -77,6 +82,7 @@ case $mode in
 stop) want='chip 2 \(1,0\), MPI rank 2 is behind' ;;
 kill) want='lost chip 2 \(1,0\), MPI rank 2' ;;
 inject) want='lost chip 3 \(1,1\), MPI rank 3' ;;
+injstop1) want="chip $chip \\($((chip / 2)),$((chip % 2))\\), MPI rank $chip is behind" ;;
 esac
 n=$(grep -cE "^tpuemu: .*$want" "$out")
 [ "$n" -ge 1 ] || { echo "FAIL: no line matches /$want/"; cat "$out"; exit 1; }

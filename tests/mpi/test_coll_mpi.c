@@ -139,7 +139,7 @@ int main(int argc, char **argv)
                     ref = calloc(1, outb);
                     tpu_coll_fill_exact(rank, in, inb, &d.dtype);
                     {
-                        tpu_coll_run_opts_t o = {call++, 30, 1, 0, NULL};
+                        tpu_coll_run_opts_t o = {call++, 30, 1, 0, NULL, NULL, NULL};
                         void *ins[1] = {in}, *outs[1] = {out};
 
                         tpu_coll_exec_t *exec = NULL;

@@ -114,7 +114,8 @@ int main(int argc, char **argv)
         d.bytes *= 2;
     }
     if (!(watchdog && env.rank == 1)) {
-        tpu_coll_run_opts_t o = {7, watchdog ? 1.0 : 10.0, !watchdog && !chunks && !bytes, 0, NULL};
+        tpu_coll_run_opts_t o = {
+            7, watchdog ? 1.0 : 10.0, !watchdog && !chunks && !bytes, 0, NULL, NULL, NULL};
 
         status = run(&env, &d, &o, &exec, &plan, &wrong, &err);
         printf("rank %d: %s\n", env.rank, err.msg);
@@ -147,7 +148,7 @@ int main(int argc, char **argv)
     d.axes = 3;
     d.bytes = 1u << 20;
     for (i = 0; i < 2; i++) {
-        tpu_coll_run_opts_t o = {8 + (uint64_t)i, 10.0, 0, 0, NULL};
+        tpu_coll_run_opts_t o = {8 + (uint64_t)i, 10.0, 0, 0, NULL, NULL, NULL};
         int reuse = i == 0 && plan != NULL && !chunks && !bytes &&
                     tpu_coll_plan_desc(plan)->kind == TPU_COLL_PSUM &&
                     tpu_coll_plan_desc(plan)->bytes == d.bytes;
