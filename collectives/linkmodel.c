@@ -36,6 +36,12 @@
  * exactly the sum the full schedule adds up link by link (bytes are integers, so
  * the sums are exact), and every time below comes out bit for bit the same.
  * That is what lets 'tpuemu model' time an all-to-all of 8,960 chips.
+ *
+ * Faults (tpu/fault.h, link->faults): a resource's bandwidth is multiplied by its
+ * factor (a slow link, the links of a slow chip, a slow host's NICs), and routes
+ * come from tpu_faults_route(), which goes around failed links.  Faults break
+ * the symmetry the representative and orbit modes rely on, so a plan with
+ * faults walks every chip's flows (plan.h, tpu__plan_translation_invariant).
  */
 #include "linkmodel.h"
 
@@ -75,6 +81,17 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
         lm->nic_bw[2 * h] += link->dcn_bw;
         lm->nic_bw[2 * h + 1] += link->dcn_bw;
     }
+    for (h = 0; h < lm->nics / 2 && link->faults != NULL; h++) {
+        lm->nic_bw[2 * h] *= tpu_faults_nic_factor(link->faults, h);
+        lm->nic_bw[2 * h + 1] *= tpu_faults_nic_factor(link->faults, h);
+    }
+    if (tpu_faults_down_count(link->faults) > 0) {
+        lm->route_scratch = tpu__malloc((size_t)topo->chips_per_slice * 2 * sizeof(int32_t));
+        if (lm->route_scratch == NULL) {
+            tpu__linkmodel_fini(lm);
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
     return TPU_OK;
 }
 
@@ -86,6 +103,7 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->nic_bw);
     tpu__free(lm->touched);
     tpu__free(lm->orbit);
+    tpu__free(lm->route_scratch);
     memset(lm, 0, sizeof(*lm));
 }
 
@@ -120,8 +138,11 @@ static int link_res(const tpu_linkmodel_t *lm, int l)
 
 static double res_bw(const tpu_linkmodel_t *lm, int r)
 {
-    if (lm->classes || r < lm->topo->nlinks) {
+    if (lm->classes) {
         return lm->link.ici_bw / 2;
+    }
+    if (r < lm->topo->nlinks) {
+        return lm->link.ici_bw / 2 * tpu_faults_link_factor(lm->link.faults, r);
     }
     return lm->nic_bw[r - lm->topo->nlinks];
 }
@@ -129,7 +150,8 @@ static double res_bw(const tpu_linkmodel_t *lm, int r)
 /* The ICI route of a flow, from 'from' (the chip where its ICI part starts). */
 static void flow_route(const tpu_linkmodel_t *lm, const tpu_flow_t *f, int from, tpu_route_t *route)
 {
-    tpu_topo_route(lm->topo, from, f->dst, tpu__axis_orders[f->order], f->tie, route);
+    tpu_faults_route(lm->link.faults, lm->topo, from, f->dst, tpu__axis_orders[f->order], f->tie,
+                     lm->route_scratch, route);
 }
 
 /* Where the ICI part of flow 'f' starts: its src, or after DCN the chip in dst's slice. */

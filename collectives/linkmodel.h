@@ -20,8 +20,9 @@ typedef struct tpu_linkmodel {
     double *nic_bw;  /* bytes/s of each NIC (the host's chips x dcn_bw) */
     int *touched;    /* resources with a non-zero load in the current step */
     int ntouched;
-    int classes;    /* 1: resources are link classes (axis, direction), see below */
-    int32_t *orbit; /* orbit mode: link -> the link that stands for its orbit, or NULL */
+    int classes;            /* 1: resources are link classes (axis, direction), see below */
+    int32_t *orbit;         /* orbit mode: link -> the link that stands for its orbit, or NULL */
+    int32_t *route_scratch; /* with failed links: the search of tpu_faults_route(), or NULL */
 } tpu_linkmodel_t;
 
 /*

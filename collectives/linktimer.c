@@ -91,11 +91,11 @@ void tpu_coll_link_timer_flow(tpu_coll_link_timer_t *timer, int src, int dst, ui
     if (dcn) {
         port = lm->nres + src;
     } else {
-        tpu_route_t route;
+        int32_t first;
+        int sh, dh;
 
-        tpu_topo_route(lm->topo, src, dst, tpu__axis_orders[0], 1, &route);
-        port =
-            route.nseg > 0 ? tpu_topo_link(lm->topo, src, route.seg[0].axis, route.seg[0].dir) : -1;
+        /* The first link of the route (around failed links, if any). */
+        port = tpu__linkmodel_flow_links(lm, &f, &first, 1, &sh, &dh) > 0 ? first : -1;
     }
     tpu__linkmodel_commit_flow(lm, &f, start);
     tpu__linkmodel_end_step(lm);

@@ -77,7 +77,7 @@ static tpu_status_t resolve_groups(tpu_coll_plan_t *p, tpu_err_t *err)
     }
     tpu_groups_index(&p->groups, p->topo.nchips, p->group_of, p->member);
     /* Symmetric groups are timed from the chips of one domain (linkmodel.h). */
-    p->orbit = tpu_groups_period(&p->topo, &p->groups, p->period) > 1;
+    p->orbit = !tpu__plan_faulty(p) && tpu_groups_period(&p->topo, &p->groups, p->period) > 1;
     d->groups = &p->groups;
     d->axes = 0;
     return TPU_OK;

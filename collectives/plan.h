@@ -53,15 +53,26 @@ static inline int tpu__plan_member(const tpu_coll_plan_t *p, int chip, int j)
     return tpu_topo_group_member(&p->topo, p->desc.axes, chip, j);
 }
 
+/* Does the plan's link model carry faults?  Then no chip stands for another. */
+static inline int tpu__plan_faulty(const tpu_coll_plan_t *p)
+{
+    return tpu_faults_count(p->link.faults) > 0;
+}
+
 /*
  * Is the collective the same from every chip?  Then the model times one chip's
  * flows (linkmodel.c, representative mode): every selected axis wraps, nothing
- * crosses DCN, and the algorithm treats every chip alike (all but p2p).
+ * crosses DCN, the algorithm treats every chip alike (all but p2p), and no fault
+ * makes one chip or link differ from the others.
  */
 static inline int tpu__plan_translation_invariant(const tpu_coll_plan_t *p)
 {
     int a;
 
+    /* Slow or failed links, chips or NICs break the symmetry (the one check). */
+    if (tpu__plan_faulty(p)) {
+        return 0;
+    }
     if (p->desc.kind == TPU_COLL_P2P || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
         p->desc.groups != NULL || p->desc.pairs != NULL) {
         return 0;

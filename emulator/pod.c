@@ -6,7 +6,7 @@
  * number of axes) -> the shape must have no more axes than the chip's torus and
  * fit its largest pod (sorted sides against sorted sides) -> wrap (auto: the
  * chip's slice rules) -> topology with the slices -> link overrides -> chip check
- * -> link model.  No cost: it runs once per job.
+ * -> link model -> its faults.  No cost: it runs once per job.
  */
 #include "tpu/pod.h"
 
@@ -19,6 +19,7 @@ struct tpu_pod {
     tpu_chip_spec_t chip;
     tpu_topo_t topo;
     tpu_link_model_t link;
+    tpu_faults_t *faults; /* NULL: none */
     char shape[64];
     char wrap[32];
     int wrap_auto;
@@ -161,6 +162,14 @@ tpu_status_t tpu_pod_create(const tpu_pod_spec_t *spec, tpu_pod_t **pod_p, tpu_e
         goto fail;
     }
     tpu_chip_link_model(&pod->chip, &pod->link);
+    if (spec->nfaults > 0) {
+        status = tpu_faults_create(&pod->topo, pod->link.host_dims, spec->faults, spec->nfaults,
+                                   &pod->faults, err);
+        if (status != TPU_OK) {
+            goto fail;
+        }
+        pod->link.faults = pod->faults;
+    }
     tpu_topo_shape_str(&pod->topo, pod->shape, sizeof(pod->shape));
     tpu_topo_wrap_str(&pod->topo, pod->wrap, sizeof(pod->wrap));
     *pod_p = pod;
@@ -172,7 +181,15 @@ fail:
 
 void tpu_pod_destroy(tpu_pod_t *pod)
 {
+    if (pod != NULL) {
+        tpu_faults_destroy(pod->faults);
+    }
     tpu__free(pod);
+}
+
+const tpu_faults_t *tpu_pod_faults(const tpu_pod_t *pod)
+{
+    return pod->faults;
 }
 
 const tpu_topo_t *tpu_pod_topo(const tpu_pod_t *pod)

@@ -15,7 +15,8 @@ enum {
     ARG_NONE = 0,
     ARG_STR,
     ARG_INT,
-    ARG_DBL
+    ARG_DBL,
+    ARG_LIST /* a string flag that may be given several times (--fault) */
 };
 
 typedef struct opt_def {
@@ -88,6 +89,8 @@ static const opt_def_t defs[] = {
     D("timeout", timeout, "rb", 0.1, 86400),
     F("compare-mpi", compare_mpi, "b"),
     S("inject", inject, "rb", "crash|stop:chip=C,call=N"),
+    {"fault", ARG_LIST, OFF(fault), "rmbt", 0, 0,
+     "a fault such as slow-link:chip=5,dir=+x,factor=0.5 (see --help)"},
     F("dump-topology", dump_topology, "i"),
     F("algorithms", algorithms, "i"),
     S("ici-bw", ici_bw, "rmbti", "bytes/s from 1e3 to 1e15, such as 9e10"),
@@ -274,6 +277,14 @@ tpu_status_t tpu_opts_check(const tpu_opts_t *o, tpu_err_t *err)
                                o->inject);
         }
     }
+    for (i = 0; i < (size_t)o->nfault; i++) {
+        tpu_fault_t f;
+        tpu_err_t e = {0};
+
+        if (tpu_fault_parse(o->fault[i], &f, &e) != TPU_OK) {
+            return tpu_err_set(err, TPU_ERR_INVALID, "--%s", e.msg);
+        }
+    }
     if (o->op_mode) {
         return TPU_OK;
     }
@@ -393,13 +404,23 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
             }
             val = argv[++i];
         }
-        if (given[d - defs] != NULL) {
+        if (d->type != ARG_LIST && given[d - defs] != NULL) {
             return tpu_err_set(err, TPU_ERR_INVALID,
                                "--%s is given twice ('%.40s', then '%.40s'): give it once", name,
                                given[d - defs], val);
         }
         given[d - defs] = val;
-        if (d->type == ARG_STR) {
+        if (d->type == ARG_LIST) {
+            if (*val == '\0') {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s got an empty value; give %s",
+                                   d->name, d->valid);
+            }
+            if (o->nfault == TPU_MAX_FAULTS) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s: at most %d faults", d->name,
+                                   TPU_MAX_FAULTS);
+            }
+            o->fault[o->nfault++] = val;
+        } else if (d->type == ARG_STR) {
             if (*val == '\0') {
                 return tpu_err_set(err, TPU_ERR_INVALID, "--%s got an empty value; give %s",
                                    d->name, d->valid);
@@ -432,6 +453,18 @@ void tpu_usage(FILE *out, const char *cmd)
         "  --config FILE.yaml         pod description; flags override it\n"
         "  --ici-bw B/s --ici-latency-us US --dcn-bw B/s --dcn-latency-us US\n"
         "                             override the link constants of the chip\n"
+        "  --fault SPEC               a fault in the model (repeatable; run, model, bench,\n"
+        "                             train, replay); modeled times and routes change, the\n"
+        "                             data stays correct.  C: chip id or coordinates (1,2)\n"
+        "       slow-link:chip=C,dir=+x,factor=F[,both=yes]  the link leaving C along +x\n"
+        "                             (both=yes: and the link back) at F x its bandwidth\n"
+        "       link-down:chip=C,dir=+x[,both=yes]  a failed link: routes go around it\n"
+        "                             (another minimal route, else a longer one; refused\n"
+        "                             when it cuts the torus)\n"
+        "       slow-chip:chip=C,factor=F   computes at F x speed (pacing every step), and\n"
+        "                             its outgoing links carry F x their bandwidth\n"
+        "       slow-nic:host=H,factor=F    host H's DCN NICs at F x their bandwidth\n"
+        "                             F is above 0 and at most 1; YAML: faults: (README)\n"
         "  --json FILE|-              write JSON (- for stdout)\n"
         "  --trace FILE               Chrome trace / Perfetto JSON of the modeled timeline\n"
         "                             (run, model, bench, train, replay); --trace-measured\n"
@@ -540,8 +573,51 @@ static tpu_status_t check_pod(const tpu_opts_t *o, const tpu_config_t *cfg, cons
     return TPU_OK;
 }
 
+/*
+ * The faults of the file, then of the flags, into 'list'; each checked on its own
+ * against the pod, so that a bad one is named where it was given (the file's
+ * line or the flag).  The whole set (a cut needs several) is checked by
+ * tpu_pod_create().  Returns the count, or -1 with 'err' set.
+ */
+static int gather_faults(const tpu_opts_t *o, const tpu_config_t *cfg, const tpu_pod_t *pod,
+                         tpu_fault_t *list, tpu_err_t *err)
+{
+    int n = 0, i;
+
+    if (cfg->nfaults + o->nfault > TPU_MAX_FAULTS) {
+        tpu_err_set(err, TPU_ERR_INVALID, "%d faults in the file and %d flags: at most %d in all",
+                    cfg->nfaults, o->nfault, TPU_MAX_FAULTS);
+        return -1;
+    }
+    for (i = 0; i < cfg->nfaults + o->nfault; i++) {
+        tpu_faults_t *one = NULL;
+        tpu_err_t e = {0};
+
+        if (i < cfg->nfaults) {
+            list[n] = cfg->faults[i];
+        } else if (tpu_fault_parse(o->fault[i - cfg->nfaults], &list[n], &e) != TPU_OK) {
+            tpu_err_set(err, TPU_ERR_INVALID, "--%s", e.msg);
+            return -1;
+        }
+        if (tpu_faults_create(tpu_pod_topo(pod), tpu_pod_link(pod)->host_dims, &list[n], 1, &one,
+                              &e) != TPU_OK) {
+            if (i < cfg->nfaults) {
+                tpu_err_set(err, e.status, "%s: %s", cfg->fault_at[i], e.msg);
+            } else {
+                tpu_err_set(err, e.status, "--fault '%s': %s", o->fault[i - cfg->nfaults], e.msg);
+            }
+            return -1;
+        }
+        tpu_faults_destroy(one);
+        n++;
+    }
+    return n;
+}
+
 tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *err)
 {
+    tpu_fault_t faults[TPU_MAX_FAULTS];
+    int nfaults;
     tpu_config_t cfg;
     tpu_pod_spec_t spec;
     tpu_pod_t *pod = NULL;
@@ -584,6 +660,25 @@ tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *er
     status = tpu_pod_create(&spec, &pod, &e);
     if (status == TPU_OK) {
         status = check_pod(o, &cfg, pod, &e);
+    }
+    if (status == TPU_OK && cfg.nfaults + o->nfault > 0) {
+        /* The pod again, with its faults, once each is known to fit it. */
+        nfaults = gather_faults(o, &cfg, pod, faults, err);
+        tpu_pod_destroy(pod);
+        pod = NULL;
+        if (nfaults < 0) {
+            return TPU_ERR_INVALID;
+        }
+        spec.faults = faults;
+        spec.nfaults = nfaults;
+        status = tpu_pod_create(&spec, &pod, &e);
+        if (status != TPU_OK) {
+            /* Only the set as a whole can fail here: failed links that cut the torus. */
+            if (o->nfault > 0) {
+                return tpu_err_set(err, status, "--fault: %s", e.msg);
+            }
+            return tpu_err_set(err, status, "%s: %s", cfg.fault_at[0], e.msg);
+        }
     }
     if (status != TPU_OK) {
         tpu_pod_destroy(pod);

@@ -38,6 +38,9 @@ typedef struct tpu_opts {
     int compare_mpi, dump_topology, algorithms, help;
     const char *ici_bw, *ici_latency_us, *dcn_bw, *dcn_latency_us;
     const char *inject; /* --inject crash:chip=C,call=N */
+    /* --fault KIND:key=value,... (repeatable; checked by tpu_opts_parse) */
+    const char *fault[TPU_MAX_FAULTS];
+    int nfault;
     /* 'model --op': the chip op and its sizes. */
     int op_mode;
     const char *chip_op, *out_dtype, *m, *k, *n, *elements, *cols;

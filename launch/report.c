@@ -36,6 +36,7 @@ tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod
 
     memset(r, 0, sizeof(*r));
     r->topo = t;
+    r->faults = tpu_pod_faults(pod);
     snprintf(r->title, sizeof(r->title), "%s", title);
     if (o->trace_measured && o->trace == NULL) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--trace-measured needs --trace FILE");
@@ -223,8 +224,8 @@ tpu_status_t tpu_report_close(tpu_report_t *r, tpu_err_t *err)
         r->trace = NULL;
     }
     if (r->heatmap != NULL) {
-        s2 = tpu_svg_heatmap(r->heatmap, r->topo, r->link_bytes, r->nic_bytes, r->nhosts, r->title,
-                             status == TPU_OK ? err : &e2);
+        s2 = tpu_svg_heatmap(r->heatmap, r->topo, r->faults, r->link_bytes, r->nic_bytes, r->nhosts,
+                             r->title, status == TPU_OK ? err : &e2);
         status = status != TPU_OK ? status : s2;
         r->heatmap = NULL;
     }

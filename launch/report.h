@@ -14,11 +14,12 @@
 
 typedef struct tpu_report {
     const tpu_topo_t *topo;
-    tpu_trace_t *trace;    /* NULL: no --trace */
-    const char *heatmap;   /* NULL: no --heatmap */
-    double *link_bytes;    /* per link, summed over the collectives */
-    double *nic_bytes;     /* per host: egress, ingress */
-    int nhosts, cap_hosts; /* hosts seen */
+    const tpu_faults_t *faults; /* the pod's, marked on the heatmap; NULL: none */
+    tpu_trace_t *trace;         /* NULL: no --trace */
+    const char *heatmap;        /* NULL: no --heatmap */
+    double *link_bytes;         /* per link, summed over the collectives */
+    double *nic_bytes;          /* per host: egress, ingress */
+    int nhosts, cap_hosts;      /* hosts seen */
     int oom;
     double heat_times; /* the current collective counts this many times in the heatmap */
     int tracing;       /* the current collective goes to the trace */

@@ -492,7 +492,7 @@ static void seg_starts(const tpu_topo_t *topo, const tpu_route_t *r, int starts[
 
 static int routes_meet(const tpu_topo_t *topo, const tpu_route_t *r1, const tpu_route_t *r2)
 {
-    int st1[TPU_MAX_AXES][TPU_MAX_AXES], st2[TPU_MAX_AXES][TPU_MAX_AXES];
+    int st1[TPU_ROUTE_MAX_SEGS][TPU_MAX_AXES], st2[TPU_ROUTE_MAX_SEGS][TPU_MAX_AXES];
     int i, j;
 
     seg_starts(topo, r1, st1);

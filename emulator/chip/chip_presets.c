@@ -233,6 +233,7 @@ void tpu_chip_link_model(const tpu_chip_spec_t *spec, tpu_link_model_t *link)
     link->ici_latency = spec->ici_latency;
     link->dcn_bw = spec->dcn_bw;
     link->dcn_latency = spec->dcn_latency;
+    link->faults = NULL;
     for (a = 0; a < TPU_MAX_AXES; a++) {
         link->host_dims[a] = spec->host_dims[a] > 0 ? spec->host_dims[a] : 1;
     }

@@ -1130,7 +1130,8 @@ static tpu_status_t op_at(walker_t *w, const tpu_hlo_comp_t *c, int i, int64_t m
             mem_us = k.bytes / w->chip->hbm_bw * 1e6;
             t = k.mxu_us > k.vpu_us ? k.mxu_us : k.vpu_us;
             row->compute_bound = t > mem_us;
-            row->modeled_us = t > mem_us ? t : mem_us;
+            /* A slow chip (tpu/fault.h) paces every op of the SPMD program. */
+            row->modeled_us = (t > mem_us ? t : mem_us) / tpu_faults_slowest_chip(w->link->faults);
             row->flops = k.flops;
             row->bytes = k.bytes;
         }

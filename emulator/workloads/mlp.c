@@ -113,6 +113,7 @@ typedef struct act {
 struct tpu_mlp {
     tpu_mlp_spec_t spec;
     tpu_chip_spec_t chip;
+    double pace; /* the slowest chip's speed (tpu/fault.h): it paces every step's compute */
     const tpu_topo_t *topo;
     mlp_comm_t comm;
     tpu_vmem_t *vmem; /* one executor serves every local chip (one thread) */
@@ -257,6 +258,7 @@ static void charge(tpu_mlp_t *mlp, int i, double us, const char *what)
 {
     tpu_mlp_report_t *r = mlp->rep;
 
+    us /= mlp->pace;
     if (i != 0 || r == NULL) {
         return;
     }
@@ -567,6 +569,7 @@ tpu_status_t tpu_mlp_create(const tpu_mlp_spec_t *spec, const tpu_topo_t *topo,
         mlp->spec.init[p] = NULL; /* borrowed for this call only */
     }
     mlp->chip = *chip;
+    mlp->pace = tpu_faults_slowest_chip(link->faults);
     mlp->topo = topo;
     mlp->D = spec->data;
     mlp->M = spec->model;

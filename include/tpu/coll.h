@@ -18,6 +18,7 @@
 #define TPU_COLL_H
 
 #include "tpu/dtype.h"
+#include "tpu/fault.h"
 #include "tpu/groups.h"
 #include "tpu/redop.h"
 #include "tpu/status.h"
@@ -52,6 +53,9 @@ typedef struct tpu_link_model {
     double dcn_bw;               /* DCN bytes/s per chip (a host's NICs carry chips x this) */
     double dcn_latency;          /* seconds per DCN transfer */
     int host_dims[TPU_MAX_AXES]; /* the block of chips that share one host's NICs */
+    /* Slow and failed links, slow chips and NICs (tpu/fault.h), for the topology the
+     * model times; NULL: none.  Borrowed: it must outlive every plan made with it. */
+    const tpu_faults_t *faults;
 } tpu_link_model_t;
 
 /*

@@ -8,6 +8,7 @@
 
 #include "tpu/chip.h"
 #include "tpu/coll.h"
+#include "tpu/fault.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
 
@@ -28,6 +29,9 @@ typedef struct tpu_pod_spec {
     double ici_latency; /* seconds per hop; < 0: the chip's */
     double dcn_bw;      /* bytes/s per chip; < 0: the chip's */
     double dcn_latency; /* seconds; < 0: the chip's */
+    /* Slow and failed links, slow chips and NICs (tpu/fault.h); copied by the pod. */
+    const tpu_fault_t *faults;
+    int nfaults;
 } tpu_pod_spec_t;
 
 typedef struct tpu_pod tpu_pod_t;
@@ -37,7 +41,8 @@ TPU_API void tpu_pod_spec_init(tpu_pod_spec_t *spec);
 
 /*
  * Build the pod: the chip (preset or custom, with the link overrides), the shape
- * checked against the chip's largest pod, wrap, slices, the link model.
+ * checked against the chip's largest pod, wrap, slices, the link model and its
+ * faults (tpu_faults_create()).
  * @return TPU_OK, TPU_ERR_INVALID naming the bad value, or TPU_ERR_NO_MEMORY.
  */
 TPU_API tpu_status_t tpu_pod_create(const tpu_pod_spec_t *spec, tpu_pod_t **pod_p, tpu_err_t *err);
@@ -46,6 +51,8 @@ TPU_API void tpu_pod_destroy(tpu_pod_t *pod);
 TPU_API const tpu_topo_t *tpu_pod_topo(const tpu_pod_t *pod);
 TPU_API const tpu_link_model_t *tpu_pod_link(const tpu_pod_t *pod);
 TPU_API const tpu_chip_spec_t *tpu_pod_chip(const tpu_pod_t *pod);
+/* The pod's faults (what tpu_pod_link()->faults points to), or NULL when it has none. */
+TPU_API const tpu_faults_t *tpu_pod_faults(const tpu_pod_t *pod);
 /* The shape of one slice as text ("4x4") and the wrap per axis ("x,y", "none"). */
 TPU_API const char *tpu_pod_shape(const tpu_pod_t *pod);
 TPU_API const char *tpu_pod_wrap(const tpu_pod_t *pod);

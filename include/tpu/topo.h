@@ -63,13 +63,19 @@ typedef struct tpu_route_seg {
     int16_t hops;
 } tpu_route_seg_t;
 
-/* A minimal route between two chips of one slice, as at most three straight runs. */
+/*
+ * The most straight runs of a route: a dimension-order route makes at most
+ * TPU_MAX_AXES; a route around failed links (tpu/fault.h) may turn more often.
+ */
+#define TPU_ROUTE_MAX_SEGS 32
+
+/* A route between two chips of one slice, as straight runs. */
 typedef struct tpu_route {
     int src;
     int dst;
     int nseg;
     int nhops;
-    tpu_route_seg_t seg[TPU_MAX_AXES];
+    tpu_route_seg_t seg[TPU_ROUTE_MAX_SEGS];
 } tpu_route_t;
 
 /* The most edge-disjoint minimal routes tpu_topo_routes_disjoint() returns. */

@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "csv.h"
+#include "faults.h"
 #include "job.h"
 #include "json.h"
 #include "progress.h"
@@ -359,6 +360,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
         tpu_json_kint(j, "ranks", job.nranks);
         tpu_json_kint(j, "iters", iters);
         tpu_json_kint(j, "warmup", warmup);
+        tpu_faults_json(j, job.pod);
         tpu_json_karray(j, "rows");
     }
     if (csv_sink.f != NULL) {
@@ -406,6 +408,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                     "# %s over %s on %s %s (wrap %s), %d ranks, %d iterations after %d warm-up\n",
                     tpu_coll_name(desc.kind), axes[0] ? axes : "-", tpu_pod_chip(job.pod)->name,
                     tpu_pod_shape(job.pod), tpu_pod_wrap(job.pod), job.nranks, iters, warmup);
+            tpu_faults_print(txt, job.pod, "# fault: ");
             fprintf(txt, "#\n");
             tpu_table_header(txt, "# ", bench_cols, o->compare_mpi ? 17 : 15);
         }

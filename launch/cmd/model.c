@@ -1,5 +1,6 @@
 /* tpuemu model: a collective modeled in one process, through the sim path. */
 #include "clock.h"
+#include "faults.h"
 #include "json.h"
 #include "launch.h"
 #include "report.h"
@@ -48,6 +49,7 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
         tpu_json_kfixed(&j, tpu_topo_axis_name(a), res->axis[a].bytes, 0);
     }
     tpu_json_object_end(&j);
+    tpu_faults_json(&j, pod);
     tpu_json_kfixed(&j, "model_wall_s", wall_s, 4);
     tpu_json_object_end(&j);
     status = tpu_json_end(&j, err);
@@ -133,6 +135,7 @@ int tpu_cmd_model(const tpu_opts_t *o)
     fprintf(txt, "pod        %s %s (wrap %s), %d slice%s, %d chips\n", tpu_pod_chip(pod)->name,
             tpu_pod_shape(pod), tpu_pod_wrap(pod), tpu_pod_topo(pod)->slices,
             tpu_pod_topo(pod)->slices > 1 ? "s" : "", tpu_pod_topo(pod)->nchips);
+    tpu_faults_print(txt, pod, "fault      ");
     fprintf(txt, "collective %s over %s, %llu bytes %s\n", tpu_coll_name(desc.kind),
             desc.kind == TPU_COLL_P2P ? "-" : axes, (unsigned long long)desc.bytes,
             tpu_dtype_name(desc.dtype));

@@ -16,6 +16,7 @@
 #include "tpu/hlo.h"
 
 #include "csv.h"
+#include "faults.h"
 #include "file.h"
 #include "json.h"
 #include "launch.h"
@@ -83,7 +84,7 @@ static void usage(FILE *out)
             "                      over the step (every collective, every execution)\n"
             "  --quiet             no warnings, no progress bar\n\n"
             "Pod options: --chip --topology --wrap --slices --config --ici-bw --ici-latency-us\n"
-            "--dcn-bw --dcn-latency-us (see tpuemu --help).  The module's partitions (or\n"
+            "--dcn-bw --dcn-latency-us --fault (see tpuemu --help).  The module's partitions (or\n"
             "replicas) must equal the pod's chips.\n");
 }
 
@@ -255,6 +256,16 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
                 return tpu_err_set(err, TPU_ERR_INVALID, "--%s needs a value", name);
             }
             val = argv[++i];
+        }
+        if (strcmp(name, "fault") == 0) {
+            if (*val == '\0' || o->nfault == TPU_MAX_FAULTS) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--fault: %s",
+                                   *val == '\0' ? "empty value; give a fault such as "
+                                                  "slow-link:chip=5,dir=+x,factor=0.5"
+                                                : "too many faults");
+            }
+            o->fault[o->nfault++] = val;
+            continue;
         }
         for (k = 0; k < sizeof(pod_flags) / sizeof(pod_flags[0]); k++) {
             if (strcmp(pod_flags[k].name, name) == 0) {
@@ -461,6 +472,7 @@ static void write_json(tpu_json_t *j, const tpu_pod_t *pod, const char *path, in
     tpu_json_kstr(j, "wrap", tpu_pod_wrap(pod));
     tpu_json_kint(j, "slices", t->slices);
     tpu_json_kint(j, "chips", t->nchips);
+    tpu_faults_json(j, pod);
     tpu_json_kfixed(j, "step_us", r->step_us, 6);
     tpu_json_kfixed(j, "compute_us", r->compute_us, 6);
     tpu_json_kfixed(j, "comm_us", r->comm_us, 6);
@@ -649,6 +661,7 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
     fprintf(out, "pod        %s %s (wrap %s), %d slice%s, %d chips\n", tpu_pod_chip(pod)->name,
             tpu_pod_shape(pod), tpu_pod_wrap(pod), tpu_pod_topo(pod)->slices,
             tpu_pod_topo(pod)->slices > 1 ? "s" : "", tpu_pod_topo(pod)->nchips);
+    tpu_faults_print(out, pod, "fault      ");
     fprintf(out, "step       %12.3f us   critical path of one step\n", r->step_us);
     fprintf(out, "compute    %12.3f us   %.3g GFLOP, HBM traffic %s\n", r->compute_us,
             r->flops / 1e9, human_bytes(r->hbm_bytes, b1, sizeof(b1)));

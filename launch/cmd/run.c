@@ -4,6 +4,7 @@
  * with real data, verified, modeled and measured side by side.
  */
 #include "clock.h"
+#include "faults.h"
 #include "job.h"
 #include "json.h"
 #include "sink.h"
@@ -111,6 +112,7 @@ static void print_pod(const tpu_opts_t *o, tpu_job_t *job, FILE *txt, tpu_json_t
             "\nICI %.3g B/s per link, %.2f us per hop; DCN %.4g B/s per chip; %d chips per "
             "host\n",
             chip->ici_bw, chip->ici_latency * 1e6, chip->dcn_bw, tpu_chip_per_host(chip));
+    tpu_faults_print(txt, job->pod, "fault: ");
     if (!o->quiet) {
         fprintf(txt, "\n");
         tpu_place_print(txt, job->pod, all);
@@ -142,6 +144,7 @@ static void print_pod(const tpu_opts_t *o, tpu_job_t *job, FILE *txt, tpu_json_t
         tpu_json_kint(j, "slices", t->slices);
         tpu_json_kint(j, "chips", t->nchips);
         tpu_json_kint(j, "chips_per_host", tpu_chip_per_host(chip));
+        tpu_faults_json(j, job->pod);
         tpu_json_key(j, "placement");
         tpu_place_json(j, job->pod, all);
         tpu_json_kint(j, "hosts_split_across_nodes", split);

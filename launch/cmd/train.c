@@ -28,6 +28,7 @@
 #include "tpu/pod.h"
 
 #include "csv.h"
+#include "faults.h"
 #include "json.h"
 #include "progress.h"
 #include "report.h"
@@ -122,7 +123,7 @@ static void usage(FILE *out)
             "                   over the whole run\n"
             "  --timeout S      watchdog seconds per collective (default 60)\n\n"
             "Pod options: --chip --topology --wrap --slices --config --ici-bw --ici-latency-us\n"
-            "             --dcn-bw --dcn-latency-us --quiet (see tpuemu --help)\n");
+            "             --dcn-bw --dcn-latency-us --fault --quiet (see tpuemu --help)\n");
 }
 
 static tpu_status_t parse_i64(const char *flag, const char *v, int64_t lo, int64_t *out,
@@ -989,6 +990,7 @@ int tpu_cmd_train(int argc, char **argv)
                 a.model_only ? "none (--model-only: one step modeled, nothing computed)"
                 : mpi        ? "mpi (one chip per rank, real bytes)"
                              : "loopback (every chip in this process, real bytes)");
+        tpu_faults_print(txt, pod, "fault: ");
         fflush(txt);
     }
     status = run_train(&r, a.save != NULL, txt, !o.quiet, &err);
@@ -1045,6 +1047,7 @@ int tpu_cmd_train(int argc, char **argv)
         tpu_json_kstr(json, "chip", chip->name);
         tpu_json_kstr(json, "topology", tpu_pod_shape(pod));
         tpu_json_kint(json, "chips", topo->nchips);
+        tpu_faults_json(json, pod);
         tpu_json_kobject(json, "mesh");
         tpu_json_kint(json, "data", data);
         tpu_json_kint(json, "model", model);

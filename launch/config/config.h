@@ -9,6 +9,7 @@
 #define TPU_LAUNCH_CONFIG_H
 
 #include "tpu/chip.h"
+#include "tpu/fault.h"
 #include "tpu/status.h"
 
 #define TPU_CONFIG_STR 128
@@ -30,6 +31,11 @@ typedef struct tpu_config {
     char chip_at[TPU_CONFIG_STR + 32], topology_at[TPU_CONFIG_STR + 32],
         wrap_at[TPU_CONFIG_STR + 32];
     char host_dims_at[TPU_CONFIG_STR + 32]; /* where a custom chip sets host_dims */
+    /* 'faults:', a list of mappings (kind, chip, dir, both, factor, host), in file
+     * order, each with where it starts in the file. */
+    tpu_fault_t faults[TPU_MAX_FAULTS];
+    int nfaults;
+    char fault_at[TPU_MAX_FAULTS][TPU_CONFIG_STR + 32];
 } tpu_config_t;
 
 /* Set every field of 'cfg' to its unset value. */

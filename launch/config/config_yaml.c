@@ -23,7 +23,8 @@
  * the whole file is good.
  *
  * Aliases are allowed (libyaml shares the node); the walk never descends more
- * than three levels (top, chip, host_dims), so no document makes it expensive.
+ * than four levels (top, faults, a fault, its chip coordinates), so no document
+ * makes it expensive.
  */
 #include "tpu/alloc.h"
 #include "tpu/topo.h"
@@ -83,9 +84,16 @@ typedef tpu_status_t (*pair_fn_t)(load_ctx_t *c, const field_t *f, const yaml_no
 
 /* The top level fills a root_state_t, not a struct the offsets could name: all KIND_OTHER. */
 static const field_t root_fields[] = {
-    {"chip", KIND_OTHER, 0, 0}, {"topology", KIND_OTHER, 0, 0},
-    {"wrap", KIND_OTHER, 0, 0}, {"slices", KIND_OTHER, 0, TPU_MAX_SLICES},
-    {"mesh", KIND_OTHER, 0, 0}, {"links", KIND_OTHER, 0, 0},
+    {"chip", KIND_OTHER, 0, 0},   {"topology", KIND_OTHER, 0, 0},
+    {"wrap", KIND_OTHER, 0, 0},   {"slices", KIND_OTHER, 0, TPU_MAX_SLICES},
+    {"mesh", KIND_OTHER, 0, 0},   {"links", KIND_OTHER, 0, 0},
+    {"faults", KIND_OTHER, 0, 0}, {NULL, KIND_OTHER, 0, 0},
+};
+
+/* One item of 'faults:'; which keys a kind takes is tpu_fault_key_use()'s. */
+static const field_t fault_fields[] = {
+    {"kind", KIND_OTHER, 0, 0}, {"chip", KIND_OTHER, 0, 0},   {"dir", KIND_OTHER, 0, 0},
+    {"both", KIND_OTHER, 0, 0}, {"factor", KIND_OTHER, 0, 0}, {"host", KIND_OTHER, 0, 0},
     {NULL, KIND_OTHER, 0, 0},
 };
 
@@ -742,6 +750,180 @@ static tpu_status_t parse_mesh(load_ctx_t *c, const yaml_node_t *val, tpu_config
     return TPU_OK;
 }
 
+/* A whole number from 0 to 'max' (a chip id, a coordinate, a host index). */
+static tpu_status_t get_index(load_ctx_t *c, const char *key, const yaml_node_t *val, long max,
+                              int *out_p)
+{
+    const char *s;
+    long v = 0;
+    tpu_status_t status = get_plain(c, key, val, "a whole number", &s);
+
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (*s == '\0' || strspn(s, "0123456789") != strlen(s)) {
+        return fail_at(c, val, "'%s' takes a whole number from 0, got '%s'", key, s);
+    }
+    for (; *s != '\0'; s++) {
+        if (v <= max) {
+            v = v * 10 + (*s - '0');
+        }
+    }
+    if (v > max) {
+        return fail_at(c, val, "'%s' must be at most %ld", key, max);
+    }
+    *out_p = (int)v;
+    return TPU_OK;
+}
+
+/* A fault item: the fault and the keys seen. */
+typedef struct fault_state {
+    tpu_fault_t f;
+    unsigned seen; /* bit i: fault_fields[i] */
+} fault_state_t;
+
+static tpu_status_t fault_pair(load_ctx_t *c, const field_t *f, const yaml_node_t *key,
+                               const yaml_node_t *val, void *obj)
+{
+    fault_state_t *st = obj;
+    tpu_err_t e = {0};
+    const char *s;
+    tpu_status_t status;
+
+    st->seen |= 1u << (f - fault_fields);
+    if (strcmp(f->key, "kind") == 0) {
+        return TPU_OK; /* read before the walk */
+    }
+    if (tpu_fault_key_use(st->f.kind, f->key) == 0) {
+        return fail_at(c, key, "'%s' does not apply to a %s fault (%s)", f->key,
+                       tpu_fault_kind_name(st->f.kind), tpu_fault_usage(st->f.kind));
+    }
+    if (strcmp(f->key, "chip") == 0) {
+        yaml_node_item_t *it;
+
+        if (val->type != YAML_SEQUENCE_NODE) {
+            st->f.ncoords = 0;
+            return get_index(c, "chip", val, TPU_MAX_CHIPS - 1, &st->f.chip);
+        }
+        st->f.chip = -1;
+        st->f.ncoords = 0;
+        for (it = val->data.sequence.items.start; it < val->data.sequence.items.top; it++) {
+            if (st->f.ncoords == TPU_MAX_AXES + 1) {
+                return fail_at(c, node_at(c, *it),
+                               "'chip' has at most %d coordinates (the slice first)",
+                               TPU_MAX_AXES + 1);
+            }
+            status =
+                get_index(c, "chip", node_at(c, *it), TPU_MAX_DIM, &st->f.coords[st->f.ncoords++]);
+            if (status != TPU_OK) {
+                return status;
+            }
+        }
+        if (st->f.ncoords == 0) {
+            return fail_at(c, val,
+                           "'chip' is an empty list (give an id such as 5 or "
+                           "coordinates such as [1, 2])");
+        }
+        return TPU_OK;
+    }
+    if (strcmp(f->key, "dir") == 0) {
+        status = get_text(c, "dir", val, "a link direction such as +x", &s);
+        if (status == TPU_OK && tpu_fault_dir_parse(s, &st->f.axis, &st->f.dir, &e) != TPU_OK) {
+            status = fail_at(c, val, "'dir': %s", e.msg);
+        }
+        return status;
+    }
+    if (strcmp(f->key, "both") == 0) {
+        status = get_plain(c, "both", val, "yes or no", &s);
+        if (status != TPU_OK) {
+            return status;
+        }
+        if (strcmp(s, "yes") == 0 || strcmp(s, "true") == 0) {
+            st->f.both = 1;
+        } else if (strcmp(s, "no") == 0 || strcmp(s, "false") == 0) {
+            st->f.both = 0;
+        } else {
+            return fail_at(c, val, "'both' takes yes or no, got '%s'", s);
+        }
+        return TPU_OK;
+    }
+    if (strcmp(f->key, "factor") == 0) {
+        status = get_number(c, "factor", val, KIND_NUMBER, &st->f.factor);
+        if (status == TPU_OK && st->f.factor > 1) {
+            status = fail_at(c, val,
+                             "'factor' must be above 0 and at most 1 (0.5: half the speed), got %s",
+                             text_of(val));
+        }
+        return status;
+    }
+    return get_index(c, "host", val, TPU_MAX_CHIPS - 1, &st->f.host);
+}
+
+/* 'faults:': a list of mappings, each a fault with its 'kind' and the keys it takes. */
+static tpu_status_t parse_faults(load_ctx_t *c, const yaml_node_t *val, tpu_config_t *cfg)
+{
+    yaml_node_item_t *it;
+    tpu_status_t status;
+    int n = 0, i;
+
+    if (val->type != YAML_SEQUENCE_NODE) {
+        return fail_at(c, val,
+                       "'faults' takes a list of faults such as - {kind: link-down, chip: 1, "
+                       "dir: +x}, not %s",
+                       is_null(val) ? "an empty value" : kind_name(val));
+    }
+    for (it = val->data.sequence.items.start; it < val->data.sequence.items.top; it++) {
+        const yaml_node_t *item = node_at(c, *it), *kind = NULL;
+        fault_state_t st;
+        yaml_node_pair_t *p;
+        tpu_err_t e = {0};
+        const char *s;
+
+        if (n == TPU_MAX_FAULTS) {
+            return fail_at(c, item, "'faults' has more than %d items", TPU_MAX_FAULTS);
+        }
+        for (p = item->type == YAML_MAPPING_NODE ? item->data.mapping.pairs.start : NULL;
+             p != NULL && p < item->data.mapping.pairs.top && kind == NULL; p++) {
+            const char *k = text_of(node_at(c, p->key));
+
+            if (k != NULL && strcmp(k, "kind") == 0) {
+                kind = node_at(c, p->value);
+            }
+        }
+        if (item->type == YAML_MAPPING_NODE && kind == NULL) {
+            return fail_at(c, item,
+                           "a fault needs 'kind:' (slow-link, link-down, slow-chip or slow-nic)");
+        }
+        memset(&st, 0, sizeof(st));
+        tpu_fault_init(&st.f, TPU_FAULT_SLOW_LINK);
+        if (kind != NULL) {
+            status = get_text(c, "kind", kind, "slow-link, link-down, slow-chip or slow-nic", &s);
+            if (status == TPU_OK && tpu_fault_kind_parse(s, &st.f.kind, &e) != TPU_OK) {
+                status = fail_at(c, kind, "%s", e.msg);
+            }
+            if (status != TPU_OK) {
+                return status;
+            }
+        }
+        status = walk_map(c, item, "a fault", fault_fields, fault_pair, &st);
+        if (status != TPU_OK) {
+            return status;
+        }
+        for (i = 1; fault_fields[i].key != NULL; i++) {
+            if (tpu_fault_key_use(st.f.kind, fault_fields[i].key) == 2 && !((st.seen >> i) & 1)) {
+                return fail_at(c, item, "a %s fault needs '%s' (%s)",
+                               tpu_fault_kind_name(st.f.kind), fault_fields[i].key,
+                               tpu_fault_usage(st.f.kind));
+            }
+        }
+        cfg->faults[n] = st.f;
+        mark(c, item, cfg->fault_at[n], sizeof(cfg->fault_at[n]));
+        n++;
+    }
+    cfg->nfaults = n;
+    return TPU_OK;
+}
+
 /* What the top level keeps for the checks that need two keys. */
 typedef struct root_state {
     tpu_config_t *cfg;
@@ -788,6 +970,9 @@ static tpu_status_t root_pair(load_ctx_t *c, const field_t *f, const yaml_node_t
     }
     if (strcmp(f->key, "mesh") == 0) {
         return parse_mesh(c, val, cfg);
+    }
+    if (strcmp(f->key, "faults") == 0) {
+        return parse_faults(c, val, cfg);
     }
     return walk_map(c, val, "'links'", link_fields, NULL, cfg);
 }

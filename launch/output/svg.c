@@ -98,7 +98,7 @@ static void chip_centre(const tpu_topo_t *t, const layout_t *L, int chip, double
 
 /* An arrow from (x0, y0) to (x1, y1), 'w' wide, as one path. */
 static void arrow(FILE *f, int id, double x0, double y0, double x1, double y1, double w,
-                  const char *fill, int mark)
+                  const char *fill, const char *stroke)
 {
     double dx = x1 - x0, dy = y1 - y0, len = sqrt(dx * dx + dy * dy), ux, uy, px, py, hx, hy;
     double head = w * 1.6;
@@ -118,13 +118,12 @@ static void arrow(FILE *f, int id, double x0, double y0, double x1, double y1, d
             "%.1fL%.1f %.1fL%.1f %.1fZ\" fill=\"%s\"%s/>\n",
             id, x0 + px * w / 2, y0 + py * w / 2, hx + px * w / 2, hy + py * w / 2, hx + px * w,
             hy + py * w, x1, y1, hx - px * w, hy - py * w, hx - px * w / 2, hy - py * w / 2,
-            x0 - px * w / 2, y0 - py * w / 2, fill,
-            mark ? " stroke=\"#e8000b\" stroke-width=\"1.5\"" : "");
+            x0 - px * w / 2, y0 - py * w / 2, fill, stroke);
 }
 
 /* Where link 'l' is drawn: its arrow's ends (or, for z links, a triangle). */
 static void draw_link(FILE *f, const tpu_topo_t *t, const layout_t *L, int l, const char *fill,
-                      int mark, double *mx_p, double *my_p)
+                      const char *stroke, double *mx_p, double *my_p)
 {
     int src, axis, dir, dst, c[TPU_MAX_AXES];
     double sx, sy, dx, dy, cell = L->cell, half = cell * 0.22, off = cell * 0.09;
@@ -141,7 +140,7 @@ static void draw_link(FILE *f, const tpu_topo_t *t, const layout_t *L, int l, co
                 "<path class=\"link\" id=\"l%d\" d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" "
                 "fill=\"%s\"%s/>\n",
                 l, sx + s * a, sy - s * a, sx + s * a * 0.1, sy - s * a, sx + s * a,
-                sy - s * a * 0.1, fill, mark ? " stroke=\"#e8000b\" stroke-width=\"1.5\"" : "");
+                sy - s * a * 0.1, fill, stroke);
         *mx_p = sx + s * a;
         *my_p = sy - s * a;
         return;
@@ -161,14 +160,65 @@ static void draw_link(FILE *f, const tpu_topo_t *t, const layout_t *L, int l, co
             x1 = dx - ux * half + ox;
             y1 = dy - uy * half + oy;
         }
-        arrow(f, l, x0, y0, x1, y1, w, fill, mark);
+        arrow(f, l, x0, y0, x1, y1, w, fill, stroke);
         *mx_p = (x0 + x1) / 2;
         *my_p = (y0 + y1) / 2;
     }
 }
 
-tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const double *link_bytes,
-                             const double *nic_bytes, int nhosts, const char *title, tpu_err_t *err)
+/* The outline of link 'l': busiest (red), failed (dashed black), slow (dashed orange). */
+static const char *link_stroke(const tpu_faults_t *faults, int l, int busiest)
+{
+    double factor = tpu_faults_link_factor(faults, l);
+
+    if (factor == 0) {
+        return " stroke=\"#000000\" stroke-width=\"1.2\" stroke-dasharray=\"2 2\"";
+    }
+    if (factor < 1) {
+        return " stroke=\"#ff7f0e\" stroke-width=\"1.8\" stroke-dasharray=\"3 2\"";
+    }
+    return l == busiest ? " stroke=\"#e8000b\" stroke-width=\"1.5\"" : "";
+}
+
+/* The legend lines of the faults, from y = 'y'; returns the height used. */
+static double fault_legend(FILE *f, const tpu_topo_t *t, const tpu_faults_t *faults, double y)
+{
+    int n = tpu_faults_count(faults), i, shown = 0;
+    double h = 0;
+
+    if (n == 0) {
+        return 0;
+    }
+    fprintf(f,
+            "<g class=\"fault-legend\"><rect x=\"20\" y=\"%.0f\" width=\"24\" height=\"10\" "
+            "fill=\"#21918c\" stroke=\"#ff7f0e\" stroke-width=\"1.8\" "
+            "stroke-dasharray=\"3 2\"/><text x=\"50\" y=\"%.0f\">slow link (dashed orange; "
+            "a slow chip's border too)</text><rect x=\"330\" y=\"%.0f\" width=\"24\" "
+            "height=\"10\" fill=\"#ffffff\" stroke=\"#000000\" stroke-width=\"1.2\" "
+            "stroke-dasharray=\"2 2\"/><text x=\"336\" y=\"%.0f\" font-weight=\"bold\">"
+            "&#215;</text><text x=\"360\" y=\"%.0f\">failed link (no traffic, routed "
+            "around)</text></g>\n",
+            y, y + 9, y, y + 9, y + 9);
+    h += 16;
+    for (i = 0; i < n && shown < 4; i++, shown++) {
+        char buf[160];
+
+        tpu_fault_str(t, tpu_faults_get(faults, i), buf, sizeof(buf));
+        fprintf(f, "<text class=\"fault\" x=\"20\" y=\"%.0f\">fault: ", y + h + 9);
+        xml_text(f, buf);
+        fputs("</text>\n", f);
+        h += 15;
+    }
+    if (n > shown) {
+        fprintf(f, "<text x=\"20\" y=\"%.0f\">and %d more faults</text>\n", y + h + 9, n - shown);
+        h += 15;
+    }
+    return h + 4;
+}
+
+tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const tpu_faults_t *faults,
+                             const double *link_bytes, const double *nic_bytes, int nhosts,
+                             const char *title, tpu_err_t *err)
 {
     tpu_sink_t sink;
     FILE *f;
@@ -197,7 +247,9 @@ tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const double
     L.panel_h = L.cell * (dy + 1) + 40;
     L.per_row = (int)(1500 / L.panel_w);
     L.per_row = L.per_row < 1 ? 1 : L.per_row > npanels ? npanels : L.per_row;
-    L.top = 118;
+    L.top = 118 + (tpu_faults_count(faults) > 0
+                       ? 20 + 15 * (tpu_faults_count(faults) < 5 ? tpu_faults_count(faults) : 5)
+                       : 0);
     width = 40 + L.per_row * L.panel_w;
     width = width < (t->naxes > 2 ? 1100 : 640) ? (t->naxes > 2 ? 1100 : 640) : width;
     height = L.top + ((npanels + L.per_row - 1) / L.per_row) * L.panel_h + 30;
@@ -262,6 +314,7 @@ tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const double
         }
         fputs("</text>\n", f);
     }
+    fault_legend(f, t, faults, 118);
     for (p = 0; p < npanels; p++) {
         panel_origin(&L, p, &ox, &oy);
         fprintf(f,
@@ -283,15 +336,28 @@ tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const double
         double x, y, h = L.cell * 0.22;
 
         chip_centre(t, &L, c, &x, &y);
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n", x - h, y - h,
-                2 * h, 2 * h);
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"%s/>\n", x - h, y - h,
+                2 * h, 2 * h,
+                tpu_faults_chip_factor(faults, c) < 1
+                    ? " class=\"slow-chip\" stroke=\"#ff7f0e\" stroke-width=\"2\" "
+                      "stroke-dasharray=\"3 2\""
+                    : "");
     }
     fputs("</g>\n<g class=\"links\">\n", f);
     for (l = 0; l < t->nlinks; l++) {
         double x, y;
 
         colour(link_bytes[l], max, fill, sizeof(fill));
-        draw_link(f, t, &L, l, fill, l == busiest, &x, &y);
+        if (tpu_faults_link_factor(faults, l) == 0) {
+            snprintf(fill, sizeof(fill), "#ffffff");
+        }
+        draw_link(f, t, &L, l, fill, link_stroke(faults, l, busiest), &x, &y);
+        if (tpu_faults_link_factor(faults, l) == 0) {
+            fprintf(f,
+                    "<text class=\"failed\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+                    "font-weight=\"bold\" font-size=\"%.0f\">&#215;</text>\n",
+                    x, y + L.cell * 0.1, L.cell * 0.3 > 10 ? L.cell * 0.3 : 10);
+        }
         if (l == busiest) {
             mx = x;
             my = y;

@@ -12,21 +12,27 @@
  * carried nothing in grey; the busiest link is outlined and labelled.  Each
  * link is one <path class="link" id="lN"> (N its id), so a 16x20x28 (53,760
  * links) is one file of a few MB that a browser renders.
+ *
+ * Faults (tpu/fault.h): a slow link keeps its colour and gets a dashed orange
+ * outline, a failed link is white with a dashed black outline and a cross, a
+ * slow chip a dashed orange border; the legend says so when the pod has any.
  */
 #ifndef TPU_LAUNCH_OUTPUT_SVG_H
 #define TPU_LAUNCH_OUTPUT_SVG_H
 
+#include "tpu/fault.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
 
 /*
  * Write the heatmap to 'path' ("-": stdout): 'link_bytes' per directed link id;
  * 'nic_bytes' (2 per host: egress, ingress; NULL or nhosts 0: none) is
- * summarised in a line; 'title' heads the picture.
+ * summarised in a line; 'faults' (NULL: none) are marked; 'title' heads the
+ * picture.
  * Error: "cannot write 'PATH': REASON".
  */
-tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *topo, const double *link_bytes,
-                             const double *nic_bytes, int nhosts, const char *title,
-                             tpu_err_t *err);
+tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *topo, const tpu_faults_t *faults,
+                             const double *link_bytes, const double *nic_bytes, int nhosts,
+                             const char *title, tpu_err_t *err);
 
 #endif /* TPU_LAUNCH_OUTPUT_SVG_H */

@@ -136,7 +136,7 @@ static void test_heatmap_by_hand(void **state)
     assert_true(fd >= 0);
     close(fd);
     make_topo(&topo);
-    assert_int_equal(tpu_svg_heatmap(path, &topo, bytes, NULL, 0, "a < b & c", &err), TPU_OK);
+    assert_int_equal(tpu_svg_heatmap(path, &topo, NULL, bytes, NULL, 0, "a < b & c", &err), TPU_OK);
     text = slurp(path);
     for (p = text; (p = strstr(p, "class=\"link\"")) != NULL; p++) {
         n++;
@@ -150,7 +150,8 @@ static void test_heatmap_by_hand(void **state)
     assert_non_null(strstr(text, "fill=\"#d0d0d0\"/>"));
     free(text);
     unlink(path);
-    assert_int_equal(tpu_svg_heatmap("/dev/full", &topo, bytes, NULL, 0, "t", &err), TPU_ERR_IO);
+    assert_int_equal(tpu_svg_heatmap("/dev/full", &topo, NULL, bytes, NULL, 0, "t", &err),
+                     TPU_ERR_IO);
     assert_non_null(strstr(err.msg, "cannot write '/dev/full'"));
 }
 
