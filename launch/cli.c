@@ -404,6 +404,7 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
             }
             val = argv[++i];
         }
+        /* --fault repeats (a list); every other flag is given once. */
         if (d->type != ARG_LIST && given[d - defs] != NULL) {
             return tpu_err_set(err, TPU_ERR_INVALID,
                                "--%s is given twice ('%.40s', then '%.40s'): give it once", name,

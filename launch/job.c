@@ -56,6 +56,11 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &job->world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job->nranks);
+    /* First, as tpu_job_refuse() does: did any rank fail to parse its command line
+     * (halves of a job with different flags)?  It printed; every rank ends. */
+    if (tpu_job_agree(MPI_COMM_WORLD, 0) >= 0) {
+        return tpu_job_end(job, TPU_EXIT_USAGE);
+    }
     /* Halves of a job with different options would call different collectives. */
     who = tpu_job_agree_opts(o, msg, sizeof(msg));
     if (who != 0) {

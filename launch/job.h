@@ -110,6 +110,9 @@ int tpu_job_agree(MPI_Comm comm, int failed);
  * values and returns 1 on the rank that prints it, 2 on the others.
  */
 int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len);
+/* The same for 'n' named values (NULL: not given) of a command's own flags. */
+int tpu_job_agree_values(int n, const char *const *names, const char *const *vals, char *msg,
+                         size_t len);
 /* A collective failed: abort with its message, or for a timeout find the chip behind. */
 void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err);
 /* Enter the next sync point (tells rank 0). */

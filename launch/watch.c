@@ -55,6 +55,10 @@
 #define TAG_PROGRESS 7
 /* Extra seconds a rank other than 0 waits before it blames rank 0. */
 #define GRACE_S 2.0
+/* The wait for every live chip after a collective timed out: well under GRACE_S,
+ * since rank 0 spends it on top of the collective's own --timeout while a chip
+ * that finished the collective may already wait in the next barrier. */
+#define FAIL_WAIT_S 1.0
 /* A rank that waits tells rank 0 it is alive this often. */
 #define HEARTBEAT_S 0.25
 /* A rank silent this long is taken as stopped when chains of waits are followed. */
@@ -445,7 +449,7 @@ void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err)
      * itself wait for another.  Every live chip meets here within seconds; the
      * chip that never comes is the one behind, and rank 0 names it.
      */
-    job->timeout = job->timeout < GRACE_S ? job->timeout : GRACE_S;
+    job->timeout = job->timeout < FAIL_WAIT_S ? job->timeout : FAIL_WAIT_S;
     snprintf(what, sizeof(what), "the end of a collective that timed out (%s)", err->msg);
     tpu_job_barrier(job, what);
     tpu_job_abort(job, err->msg); /* every chip came: a deadlock among live chips */
@@ -475,14 +479,53 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
+int tpu_job_agree_values(int n, const char *const *names, const char *const *vals, char *msg,
+                         size_t len)
+{
+    uint64_t *mine = calloc((size_t)n + 1, sizeof(uint64_t)), *first;
+    int i, me, diff = -1, who;
+    char theirs[64];
+
+    first = calloc((size_t)n + 1, sizeof(uint64_t));
+    if (mine == NULL || first == NULL) {
+        free(mine);
+        free(first);
+        snprintf(msg, len, "out of host memory comparing the options of the ranks");
+        return 1;
+    }
+    for (i = 0; i < n; i++) {
+        mine[i] = hash_str(vals[i]);
+        first[i] = mine[i];
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Bcast(first, n, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    for (i = 0; i < n && diff < 0; i++) {
+        if (first[i] != mine[i]) {
+            diff = i;
+        }
+    }
+    free(mine);
+    free(first);
+    who = tpu_job_agree(MPI_COMM_WORLD, diff >= 0);
+    if (who < 0) {
+        return 0;
+    }
+    MPI_Bcast(&diff, 1, MPI_INT, who, MPI_COMM_WORLD);
+    snprintf(theirs, sizeof(theirs), "%s", vals[diff] != NULL ? vals[diff] : "(not given)");
+    MPI_Bcast(theirs, (int)sizeof(theirs), MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(msg, len,
+             "the ranks of this job were started with different options: %s is '%s' on rank 0 "
+             "but '%.63s' on rank %d (every rank needs the same command line)",
+             names[diff], theirs, vals[diff] != NULL ? vals[diff] : "(not given)", who);
+    return who == me ? 1 : 2;
+}
+
 int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len)
 {
     /* Every option that changes the sequence of MPI calls or their sizes. */
     char vals[TPU_JOB_NOPTS][64];
-    const char *names[TPU_JOB_NOPTS];
-    uint64_t mine[TPU_JOB_NOPTS], first[TPU_JOB_NOPTS];
-    int n = 0, i, me, diff = -1, who;
-    char theirs[64];
+    const char *names[TPU_JOB_NOPTS], *pv[TPU_JOB_NOPTS];
+    int n = 0, i;
 
 #define OPT_S(name, v) (names[n] = name, snprintf(vals[n++], 64, "%s", (v) ? (v) : "(not given)"))
 #define OPT_I(name, v) (names[n] = name, snprintf(vals[n++], 64, "%d", (int)(v)))
@@ -506,32 +549,17 @@ int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len)
     OPT_S("--csv", o->csv);
     OPT_D("--timeout", o->timeout);
     OPT_S("--inject", o->inject);
+    OPT_S("--mesh", o->mesh);
+    OPT_S("--trace", o->trace);
+    OPT_S("--heatmap", o->heatmap);
+    OPT_I("--trace-measured", o->trace_measured);
 #undef OPT_S
 #undef OPT_I
 #undef OPT_D
     for (i = 0; i < n; i++) {
-        mine[i] = hash_str(vals[i]);
-        first[i] = mine[i];
+        pv[i] = vals[i];
     }
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Bcast(first, n, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    for (i = 0; i < n && diff < 0; i++) {
-        if (first[i] != mine[i]) {
-            diff = i;
-        }
-    }
-    who = tpu_job_agree(MPI_COMM_WORLD, diff >= 0);
-    if (who < 0) {
-        return 0;
-    }
-    MPI_Bcast(&diff, 1, MPI_INT, who, MPI_COMM_WORLD);
-    snprintf(theirs, sizeof(theirs), "%s", vals[diff]);
-    MPI_Bcast(theirs, (int)sizeof(theirs), MPI_CHAR, 0, MPI_COMM_WORLD);
-    snprintf(msg, len,
-             "the ranks of this job were started with different options: %s is '%s' on rank 0 "
-             "but '%s' on rank %d (every rank needs the same command line)",
-             names[diff], theirs, vals[diff], who);
-    return who == me ? 1 : 2;
+    return tpu_job_agree_values(n, names, pv, msg, len);
 }
 
 /* ---- the monitor ---- */
@@ -629,6 +657,20 @@ static void monitor(int fd, int parent)
                             "tpuemu: lost %s (pid %d): the process died (killed or crashed); the "
                             "job ends\n",
                             ranks[i].name, ranks[i].pid);
+                } else {
+                    /* An abort in progress: keep the marker until the ranks of this
+                     * node are gone, or one still aborting would print again. */
+                    int k, alive = 1, waits;
+
+                    for (waits = 0; alive && waits < 200; waits++) {
+                        alive = !pid_gone(parent);
+                        for (k = 1; k < n && !alive; k++) {
+                            alive = ranks[k].local && ranks[k].pid > 0 && !pid_gone(ranks[k].pid);
+                        }
+                        if (alive) {
+                            nap(50000000);
+                        }
+                    }
                 }
                 unlink(marker);
                 _exit(0);

@@ -258,7 +258,7 @@ static void charge(tpu_mlp_t *mlp, int i, double us, const char *what)
 {
     tpu_mlp_report_t *r = mlp->rep;
 
-    us /= mlp->pace;
+    us /= mlp->pace; /* a slow chip (faults) paces its compute */
     if (i != 0 || r == NULL) {
         return;
     }

@@ -217,7 +217,10 @@ int tpu_cmd_info(const tpu_opts_t *o)
     tpu_sink_t sink = {NULL, NULL};
     tpu_json_t j;
 
-    if (o->dump_topology || o->chip != NULL || o->config != NULL) {
+    /* Any pod flag builds the pod, so that a bad value is refused, not ignored. */
+    if (o->dump_topology || o->chip != NULL || o->config != NULL || o->topology != NULL ||
+        o->wrap != NULL || o->slices > 0 || o->ici_bw != NULL || o->ici_latency_us != NULL ||
+        o->dcn_bw != NULL || o->dcn_latency_us != NULL) {
         if (tpu_pod_setup(o, &pod, &err) != TPU_OK) {
             tpu_die_msg(err.msg);
             return TPU_EXIT_USAGE;
@@ -227,7 +230,7 @@ int tpu_cmd_info(const tpu_opts_t *o)
         dump_topology(txt, pod);
         goto cleanup;
     }
-    if (pod != NULL) {
+    if (pod != NULL && (o->chip != NULL || o->config != NULL)) {
         chips[n++] = tpu_pod_chip(pod);
     } else {
         for (i = 0; i < tpu_chip_preset_count() && n < 16; i++) {

@@ -166,8 +166,8 @@ static tpu_status_t parse_int_flag(const char *flag, const char *v, int lo, int 
     errno = 0;
     x = strtol(v, &end, 10);
     if (*v == '\0' || *end != '\0' || errno != 0 || x < lo || x > 1000000) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s takes an integer >= %d, got '%s'", flag, lo,
-                           v);
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--%s takes an integer from %d to 1000000, got '%s'", flag, lo, v);
     }
     *out = (int)x;
     return TPU_OK;
@@ -327,6 +327,17 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
                                "--help)",
                                name);
         }
+    }
+    if (a->list && (a->module || a->device_order || a->ntrips_args || a->ncustom_args ||
+                    a->top != 20 || o->json)) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--list only lists the modules of the file: drop --%s",
+                           a->module         ? "module"
+                           : a->device_order ? "device-order"
+                           : a->ntrips_args  ? "trip-count"
+                           : a->ncustom_args ? "custom-call-us"
+                           : o->json         ? "json"
+                                             : "top");
     }
     if (!o->help && a->path == NULL) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -851,6 +862,48 @@ static void print_measured(FILE *out, const tpu_replay_report_t *r, const tpu_re
     }
 }
 
+/* Join 'n' values with ';' into 'buf' (a digest: only equality matters). */
+static const char *joined(const char *const *v, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; i < n && used + 1 < len; i++) {
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ";" : "", v[i]);
+    }
+    return n > 0 ? buf : NULL;
+}
+
+/*
+ * Halves of an MPI job started with different replay flags would replay
+ * different calls and wait for each other forever: compare them at start.
+ * Returns 0 when they agree; else the rank that prints has printed.
+ */
+static int agree_replay(const replay_args_t *a)
+{
+    static const char *const names[] = {"the module file", "--module",         "--device-order",
+                                        "--trip-count",    "--custom-call-us", "--top"};
+    char trips[8192], customs[8192];
+    char num[2][32], msg[TPU_ERR_MSG_LEN];
+    const char *vals[6];
+    int who;
+
+    snprintf(num[0], sizeof(num[0]), "%d", a->module);
+    snprintf(num[1], sizeof(num[1]), "%d", a->top);
+    vals[0] = a->path;
+    vals[1] = num[0];
+    vals[2] = a->device_order;
+    vals[3] = joined(a->trips, a->ntrips_args, trips, sizeof(trips));
+    vals[4] = joined(a->customs, a->ncustom_args, customs, sizeof(customs));
+    vals[5] = num[1];
+    who = tpu_job_agree_values(6, names, vals, msg, sizeof(msg));
+    if (who == 1) {
+        tpu_die_msg(msg);
+    }
+    return who;
+}
+
 int tpu_cmd_replay(int argc, char **argv)
 {
     tpu_job_t job;
@@ -886,15 +939,8 @@ int tpu_cmd_replay(int argc, char **argv)
     }
     if (err.status != TPU_OK) {
         if (mpi) {
-            int rank;
-
-            MPI_Init(&argc, &argv);
-            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-            if (rank == 0) {
-                tpu_die_msg(err.msg);
-            }
-            MPI_Finalize();
-            return TPU_EXIT_USAGE;
+            /* Meet the ranks that parsed theirs (tpu_job_start) and end with them. */
+            return tpu_job_refuse(err.msg, &argc, &argv);
         }
         tpu_die_msg(err.msg);
         return TPU_EXIT_USAGE;
@@ -907,6 +953,9 @@ int tpu_cmd_replay(int argc, char **argv)
         rc = tpu_job_start(&o, &argc, &argv, &job);
         if (rc >= 0) {
             return rc;
+        }
+        if (agree_replay(&a) != 0) {
+            return tpu_job_end(&job, TPU_EXIT_USAGE);
         }
         rc = TPU_EXIT_USAGE;
         pod = job.pod;
@@ -1018,6 +1067,29 @@ int tpu_cmd_replay(int argc, char **argv)
             tpu_err_set(&err, TPU_ERR_INVALID,
                         "--trip-count %s: the module has no while loop named '%s'", trips->names[i],
                         trips->names[i]);
+            goto fail;
+        }
+    }
+    /* A --custom-call-us that names no custom-call (by name or target) would be
+     * dropped without a word. */
+    for (i = 0; i < customs->n; i++) {
+        int found = 0, c, k;
+
+        for (c = 0; c < mod->ncomps && !found; c++) {
+            for (k = 0; k < mod->comps[c].ninstrs && !found; k++) {
+                const tpu_hlo_instr_t *in = &mod->comps[c].instrs[k];
+
+                found = in->op == TPU_HLO_OP_CUSTOM_CALL &&
+                        (strcmp(in->name, customs->names[i]) == 0 ||
+                         (in->custom_call_target != NULL &&
+                          strcmp(in->custom_call_target, customs->names[i]) == 0));
+            }
+        }
+        if (!found) {
+            tpu_err_set(&err, TPU_ERR_INVALID,
+                        "--custom-call-us %s: the module has no custom-call named or targeting "
+                        "'%s'",
+                        customs->names[i], customs->names[i]);
             goto fail;
         }
     }

@@ -221,7 +221,9 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
                                    : "a number");
         }
         if (strcmp(name, "steps") == 0) {
-            if (parse_i64(name, val, 1, &v, err) != TPU_OK || v > 1000000) {
+            tpu_err_t scratch = {0};
+
+            if (parse_i64(name, val, 1, &v, &scratch) != TPU_OK || v > 1000000) {
                 return tpu_err_set(err, TPU_ERR_INVALID,
                                    "--steps takes an integer from 1 to 1000000, got '%s'", val);
             }
@@ -252,12 +254,11 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
                                    "--%s takes a number from %g to %g, got '%s'", name, lo, hi,
                                    val);
             }
-            /* The learning rate: above 0 (0 or below does not train); the watchdog: as
-             * the other commands' --timeout. */
-            if (!(d >= lo && d <= hi) || (name[0] == 'l' && d <= 0)) {
-                return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be %s%g%s%g, got %s", name,
-                                   name[0] == 'l' ? "above " : "", lo,
-                                   name[0] == 'l' ? " and at most " : " to ", hi, val);
+            /* The learning rate: 0 (weights kept, as the round-trip test uses) to 1000;
+             * the watchdog: as the other commands' --timeout. */
+            if (!(d >= lo && d <= hi)) {
+                return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be %g to %g, got %s", name, lo,
+                                   hi, val);
             }
             *(name[0] == 'l' ? &a->lr : &a->timeout) = d;
         } else if (strcmp(name, "dtype") == 0) {
@@ -283,6 +284,46 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
         return tpu_err_set(err, TPU_ERR_INVALID, "--data and --labels go together");
     }
     return TPU_OK;
+}
+
+/*
+ * Halves of an MPI job started with different train flags would run different
+ * steps and wait for each other forever: compare them at start.  Returns 0 when
+ * they agree; else the rank that prints has printed, and every rank must end.
+ */
+static int agree_train(const train_args_t *a)
+{
+    static const char *const names[] = {"--steps",  "--batch", "--hidden",   "--lr",
+                                        "--seed",   "--dtype", "--strategy", "--data",
+                                        "--labels", "--init",  "--save",     "--timeout"};
+    char num[6][64], msg[TPU_ERR_MSG_LEN];
+    const char *vals[sizeof(names) / sizeof(names[0])];
+    int who;
+
+    snprintf(num[0], 64, "%d", a->steps);
+    snprintf(num[1], 64, "%lld", (long long)a->batch);
+    snprintf(num[2], 64, "%lld", (long long)a->hidden);
+    snprintf(num[3], 64, "%.17g", a->lr);
+    snprintf(num[4], 64, "%llu", (unsigned long long)a->seed);
+    snprintf(num[5], 64, "%.17g", a->timeout);
+    vals[0] = num[0];
+    vals[1] = num[1];
+    vals[2] = num[2];
+    vals[3] = num[3];
+    vals[4] = num[4];
+    vals[5] = a->dtype;
+    vals[6] = a->strategy;
+    vals[7] = a->data;
+    vals[8] = a->labels;
+    vals[9] = a->init;
+    vals[10] = a->save;
+    vals[11] = num[5];
+    who = tpu_job_agree_values((int)(sizeof(names) / sizeof(names[0])), names, vals, msg,
+                               sizeof(msg));
+    if (who == 1) {
+        tpu_die_msg(msg);
+    }
+    return who;
 }
 
 /* "data=4,model=4", "data=16", "model=8": the sizes of the two axes. */
@@ -847,10 +888,14 @@ int tpu_cmd_train(int argc, char **argv)
     }
     if (parse_args(argc, argv, &a, &nrest, rest, &err) != TPU_OK ||
         tpu_opts_parse(nrest, rest, &o, &err) != TPU_OK) {
+        free(rest);
+        if (!a.model_only && under_mpirun()) {
+            /* Meet the ranks that parsed theirs (tpu_job_start) and end with them. */
+            return tpu_job_refuse(err.msg, &argc, &argv);
+        }
         if (early_root()) {
             tpu_die_msg(err.msg);
         }
-        free(rest);
         return TPU_EXIT_USAGE;
     }
     free(rest);
@@ -865,6 +910,9 @@ int tpu_cmd_train(int argc, char **argv)
         code = tpu_job_start(&o, &argc, &argv, &job);
         if (code >= 0) {
             return code;
+        }
+        if (agree_train(&a) != 0) {
+            return tpu_job_end(&job, TPU_EXIT_USAGE);
         }
         code = TPU_EXIT_OK;
         mpi = 1;

@@ -1028,7 +1028,10 @@ static tpu_status_t yaml_error(const yaml_parser_t *parser, const char *text, si
     const char *problem = parser->problem != NULL ? parser->problem : "unknown problem";
     char extra[96] = "";
 
-    if (parser->error == YAML_MEMORY_ERROR) {
+    /* libyaml fails some allocations (a tag, an anchor, a scalar's copy) without
+     * setting an error or a problem: that is memory too, not malformed text. */
+    if (parser->error == YAML_MEMORY_ERROR ||
+        (parser->error == YAML_NO_ERROR && parser->problem == NULL)) {
         return report(err, TPU_ERR_NO_MEMORY, "%s: out of memory while parsing YAML", name);
     }
     if (parser->error == YAML_READER_ERROR) {

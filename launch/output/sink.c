@@ -54,17 +54,18 @@ tpu_status_t tpu_sink_check_target(const char *flag, const char *path, tpu_err_t
     }
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode)) {
-            return tpu_err_set(err, TPU_ERR_INVALID,
-                               "--%s '%s' is a directory; give a file name in it", flag, path);
+            return tpu_err_set(
+                err, TPU_ERR_INVALID,
+                "cannot write '%s' (--%s): it is a directory; give a file name in it", path, flag);
         }
         if (S_ISREG(st.st_mode) && access(path, W_OK) != 0) {
-            return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': cannot write: %s", flag, path,
+            return tpu_err_set(err, TPU_ERR_INVALID, "cannot write '%s' (--%s): %s", path, flag,
                                strerror(errno));
         }
         return TPU_OK; /* a file, or a device or FIFO (opened without blocking) */
     }
     if (errno != ENOENT) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': cannot write: %s", flag, path,
+        return tpu_err_set(err, TPU_ERR_INVALID, "cannot write '%s' (--%s): %s", path, flag,
                            strerror(errno));
     }
     slash = strrchr(path, '/');
@@ -74,13 +75,15 @@ tpu_status_t tpu_sink_check_target(const char *flag, const char *path, tpu_err_t
         snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
     }
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        return tpu_err_set(err, TPU_ERR_INVALID,
-                           "--%s '%s': the folder '%s' does not exist; create it first", flag, path,
-                           dir);
+        return tpu_err_set(
+            err, TPU_ERR_INVALID,
+            "cannot write '%s' (--%s): the folder '%s' does not exist; create it first", path, flag,
+            dir);
     }
     if (access(dir, W_OK) != 0) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': cannot write in the folder '%s': %s",
-                           flag, path, dir, strerror(errno));
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "cannot write '%s' (--%s): not in the folder '%s': %s", path, flag, dir,
+                           strerror(errno));
     }
     return TPU_OK;
 }

@@ -4,7 +4,8 @@
 # passes when the program exits 2 within 20 s and prints exactly one line, a
 # "tpuemu: ..." line matching the extended regex.  Arguments are shell words
 # ($'\x01' quoting works); $Y stands for a file holding the row's YAML (\n for
-# newlines), $D for a scratch directory, $FIFO for a FIFO in it.  Arguments that
+# newlines), $D for a scratch directory, $FIFO for a FIFO in it, $FIX for
+# tests/fixtures.  Arguments that
 # start with "MPI4 " run under mpirun -n 4; then exactly one line over all ranks.
 set -u
 table=$1 name=$2 tpuemu=$3
@@ -19,11 +20,13 @@ trap 'rm -rf "$D"' EXIT
 Y=$D/pod.yaml
 FIFO=$D/fifo
 mkfifo "$FIFO"
+# $FIX is tests/fixtures (HLO modules for replay rows).
+FIX=$(cd "$(dirname "$0")/../fixtures" && pwd)
 # '@BIG' (YAML) and $BIG (arguments) are a 100 KB value.
 BIG=
 case $row in *BIG*) BIG=$(printf 'a%.0s' $(seq 1 1000)); BIG=${BIG}${BIG}${BIG}${BIG}${BIG}${BIG}${BIG}${BIG}${BIG}${BIG}; BIG=${BIG}${BIG}${BIG}${BIG}${BIG}${BIG}${BIG}${BIG}${BIG}${BIG} ;; esac
 printf '%b' "${yaml//@BIG/$BIG}" >"$Y"
-export D Y FIFO BIG
+export D Y FIFO BIG FIX
 eval "args=($argstr)"
 cmd=("$tpuemu")
 if [ "${args[0]}" = MPI4 ]; then

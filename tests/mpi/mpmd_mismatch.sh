@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # usage: mpmd_mismatch.sh REGEX TPUEMU "FLAGS A" "FLAGS B" MPIRUN...
 # Two halves of one job (MPMD: 2 ranks with FLAGS A, 2 with FLAGS B) run the same
-# bench with flags that change the schedule or its times.  Passes when the job
+# bench (or MPMD_ARGS) with flags that change the schedule, its times or the
+# sequence of calls.  Passes when the job
 # exits non-zero, without a crash, and names the differing field (REGEX).
 set -u
 regex=$1 prog=$2 a=$3 b=$4
 shift 4
-args="bench --topology 2x2 --collective psum --min-bytes 64K --max-bytes 64K --iters 1"
+# MPMD_ARGS (environment) replaces the common arguments (another command).
+args=${MPMD_ARGS:-bench --topology 2x2 --collective psum --min-bytes 64K --max-bytes 64K --iters 1}
 # shellcheck disable=SC2086
 out=$(timeout 100 "$@" -n 2 "$prog" $args $a : -n 2 "$prog" $args $b 2>&1)
 rc=$?
@@ -18,6 +20,7 @@ fail() {
 }
 [ "$rc" -ne 0 ] || fail "expected a non-zero exit"
 [ "$rc" -ne 124 ] || fail "timed out"
+[ "$(printf '%s\n' "$out" | grep -c '^tpuemu: ')" -ge 1 ] || fail "no 'tpuemu: ' line"
 if printf '%s\n' "$out" | grep -Eq 'Segmentation|signal 11|Signal: '; then
     fail "a rank crashed"
 fi

@@ -7,10 +7,13 @@
 #include "tpu/groups.h"
 #include "tpu/mesh.h"
 
+#include "test_support.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -383,6 +386,77 @@ static void test_groups_check(void **state)
     assert_string_equal(buf, "{0,1}");
 }
 
+/*
+ * The mesh parser and builder under allocation failure: meshes of 1 to 3 axes,
+ * default and explicit device orders, their groups over one and two axes.  For
+ * every n, failing allocation n on is TPU_ERR_NO_MEMORY with a message and
+ * leaks nothing; some n lets every call succeed.
+ */
+static void test_oom_loop(void **state)
+{
+    static const struct {
+        int naxes, dims[3];
+        const char *spec, *axes;
+        int explicit_order;
+    } cases[] = {
+        {2, {4, 4, 1}, "data=4,model=4", "model", 0},
+        {2, {4, 4, 1}, "data=2,fsdp=2,model=4", "data,model", 0},
+        {3, {2, 2, 4}, "a=4,b=4", "b,a", 1},
+        {1, {16, 1, 1}, "x=16", "x", 1},
+    };
+    size_t c;
+
+    (void)state;
+    for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        long budget;
+        int done = 0;
+
+        for (budget = 0; !done && budget < 100000; budget++) {
+            tpu_err_t err = {0};
+            tpu_topo_t topo;
+            tpu_mesh_t *mesh = NULL;
+            tpu_groups_t g;
+            int w[TPU_MAX_AXES] = {1, 1, 1}, i, idx[TPU_MESH_MAX_AXES], n = 0;
+            int32_t order[16];
+            tpu_status_t status;
+
+            memset(&g, 0, sizeof(g));
+            assert_int_equal(tpu_topo_init(&topo, cases[c].naxes, cases[c].dims, w, 1, NULL),
+                             TPU_OK);
+            for (i = 0; i < 16; i++) {
+                order[i] = (int32_t)((i * 5) % 16); /* a permutation of 0..15 */
+            }
+            tpu_test_alloc_fail_after(budget);
+            status = tpu_mesh_create(&topo, cases[c].spec, cases[c].explicit_order ? order : NULL,
+                                     cases[c].explicit_order ? 16 : 0, &mesh, &err);
+            if (status == TPU_OK) {
+                status = tpu_mesh_groups(mesh, cases[c].axes, &g, &err);
+            }
+            if (status == TPU_OK) {
+                status = tpu_mesh_parse_axes(mesh, cases[c].axes, idx, &n, &err);
+            }
+            tpu_groups_fini(&g);
+            tpu_mesh_destroy(mesh);
+            if (status == TPU_OK) {
+                done = !tpu_test_alloc_failed();
+            } else if (status != TPU_ERR_NO_MEMORY || strlen(err.msg) == 0) {
+                tpu_test_alloc_restore();
+                fail_msg("%s, budget %ld: status %d, message '%s'", cases[c].spec, budget,
+                         (int)status, err.msg);
+            }
+            if (tpu_test_alloc_live() != 0) {
+                long live = tpu_test_alloc_live();
+
+                tpu_test_alloc_restore();
+                fail_msg("%s, budget %ld: %ld allocations leaked", cases[c].spec, budget, live);
+            }
+            tpu_test_alloc_restore();
+        }
+        assert_true(done);
+        printf("oom %s: success after %ld allocations\n", cases[c].spec, budget - 1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_jax_group_tables),
         cmocka_unit_test(test_axes_index),
         cmocka_unit_test(test_groups_check),
+        cmocka_unit_test(test_oom_loop),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,9 +9,10 @@
  *     once (each block written once, the chip's own block never);
  *   - the modeled time is the same, bit for bit, from the model, the sim
  *     transport and the loopback transport;
- * and an OOM loop: plan creation and a run under an allocator that fails after
+ * and OOM loops: plan creation and a run under an allocator that fails after
  * n allocations, for every n until success, return TPU_ERR_NO_MEMORY and leak
- * nothing.
+ * nothing; once on a chosen psum, and once for every line of the registry
+ * (every schedule builder), forced.
  */
 #include "tpu/chip.h"
 #include "tpu/coll.h"
@@ -374,10 +375,129 @@ static void test_oom_loop(void **state)
     printf("oom loop: success after %ld allocations, every failure clean\n", budget - 1);
 }
 
+/*
+ * One OOM run: plan create, loopback create, exec create and a run of 'd' on
+ * 'topo' under an allocator that fails after 'budget' allocations.  Returns 1
+ * when everything succeeded with no allocation refused; asserts that a failure
+ * is TPU_ERR_NO_MEMORY with a message and that nothing leaks.
+ */
+static int oom_once(const tpu_topo_t *topo, const tpu_link_model_t *link, const tpu_coll_desc_t *d,
+                    long budget)
+{
+    tpu_err_t err = {0};
+    tpu_coll_plan_t *plan = NULL;
+    tpu_xport_t *x = NULL;
+    tpu_coll_exec_t *exec = NULL;
+    tpu_status_t status;
+    uint64_t inb = 0, outb = 0;
+    void *in[64], *out[64];
+    double us;
+    int c, done;
+
+    tpu_test_alloc_fail_after(budget);
+    status = tpu_coll_plan_create(topo, link, d, &plan, &err);
+    if (status == TPU_OK) {
+        status = tpu_xport_loopback_create(topo->nchips, &x, &err);
+    }
+    if (status == TPU_OK) {
+        status = tpu_coll_exec_create(plan, x, &exec, &err);
+    }
+    if (status == TPU_OK) {
+        tpu_coll_plan_sizes(plan, &inb, &outb);
+        /* The caller's buffers come from libc, outside the failing allocator. */
+        for (c = 0; c < topo->nchips; c++) {
+            in[c] = calloc(1, inb);
+            out[c] = calloc(1, outb);
+        }
+        status = tpu_coll_exec_run(exec, NULL, in, out, &us, &err);
+        for (c = 0; c < topo->nchips; c++) {
+            free(in[c]);
+            free(out[c]);
+        }
+    }
+    tpu_coll_exec_destroy(exec);
+    tpu_xport_destroy(x);
+    tpu_coll_plan_destroy(plan);
+    done = status == TPU_OK && !tpu_test_alloc_failed();
+    if (status != TPU_OK && (status != TPU_ERR_NO_MEMORY || strlen(err.msg) == 0)) {
+        fail_msg("%s %s, allocation %ld failing: status %d (%s)", tpu_coll_name(d->kind), d->algo,
+                 budget, status, err.msg);
+    }
+    if (tpu_test_alloc_live() != 0) {
+        fail_msg("%s %s, allocation %ld failing: %ld blocks leaked", tpu_coll_name(d->kind),
+                 d->algo, budget, tpu_test_alloc_live());
+    }
+    tpu_test_alloc_restore();
+    return done;
+}
+
+/*
+ * The OOM loop over every schedule builder: each line of the registry, forced on
+ * the first shape it takes, through plan create, exec create and a run, failing
+ * allocation n for n = 0, 1, ... until the whole succeeds.
+ */
+static void test_oom_every_algorithm(void **state)
+{
+    static const struct {
+        const char *shape, *wrap;
+    } shapes[] = {{"2x3", "all"}, {"4x4", "all"}, {"2x2x2", "none"}, {"3", "all"}};
+    tpu_chip_spec_t chip;
+    tpu_link_model_t link;
+    int i;
+
+    (void)state;
+    tpu_chip_preset("v5p", &chip, NULL);
+    tpu_chip_link_model(&chip, &link);
+    for (i = 0; i < tpu_coll_algo_count(); i++) {
+        tpu_coll_kind_t kind;
+        const char *name, *summary;
+        size_t s;
+        int taken = 0;
+
+        tpu_coll_algo_at(i, &kind, &name, &summary);
+        for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]) && !taken; s++) {
+            tpu_topo_t topo;
+            tpu_coll_desc_t d;
+            tpu_coll_plan_t *plan = NULL;
+            tpu_err_t err = {0};
+            long budget;
+            int g;
+
+            make_topo(&topo, shapes[s].shape, shapes[s].wrap, 1);
+            tpu_coll_desc_init(&d);
+            d.kind = kind;
+            d.axes =
+                kind == TPU_COLL_PPERMUTE || kind == TPU_COLL_P2P ? 1u : (1u << topo.naxes) - 1;
+            g = tpu_topo_group_size(&topo, d.axes);
+            d.dtype = TPU_DTYPE_F32;
+            d.bytes = (uint64_t)g * 12 * 4;
+            snprintf(d.algo, sizeof(d.algo), "%s", name);
+            if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
+                assert_int_equal(err.status, TPU_ERR_UNSUPPORTED);
+                continue;
+            }
+            tpu_coll_plan_destroy(plan);
+            taken = 1;
+            for (budget = 0; budget < 1000000; budget++) {
+                if (oom_once(&topo, &link, &d, budget)) {
+                    break;
+                }
+            }
+            assert_true(budget < 1000000);
+            printf("oom %s %s on %s: success after %ld failing allocations\n", tpu_coll_name(kind),
+                   name, shapes[s].shape, budget);
+        }
+        if (!taken) {
+            fail_msg("%s %s takes none of the OOM loop's shapes", tpu_coll_name(kind), name);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_oom_every_algorithm),
         cmocka_unit_test(test_oom_loop),
     };
 
