@@ -25,7 +25,10 @@ typedef struct tpu_algo_args {
     const int *period;          /* non-NULL to build only the flows of the chips of a domain (orbit
                                    timing, linkmodel.h): coordinates below period[] on every axis, and
                                    below dims/2 on the axes of 'reflect' */
-    unsigned reflect; /* with period: axes (even, open) folded at their middle, i -> n-1-i */
+    unsigned reflect;     /* with period: axes (even, open) folded at their middle, i -> n-1-i */
+    const uint8_t *local; /* non-NULL: only the flows that start or end on a chip marked here
+                             (a rank's own part of the data schedule; torus family, direct
+                             all-to-all and ppermute; the others build every flow) */
 } tpu_algo_args_t;
 
 typedef tpu_status_t (*tpu_algo_fn_t)(const tpu_algo_args_t *args, tpu_sched_t *sched,

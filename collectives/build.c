@@ -58,6 +58,13 @@ static int torus_domain(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int *p
 tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, int rep,
                              int orbit, tpu_plan_sched_t *ps, tpu_err_t *err)
 {
+    return tpu__plan_build_local(p, algo, chunks, rep, orbit, NULL, ps, err);
+}
+
+tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks,
+                                   int rep, int orbit, const uint8_t *local, tpu_plan_sched_t *ps,
+                                   tpu_err_t *err)
+{
     tpu_algo_args_t args = p->args;
     tpu_status_t status;
 
@@ -68,6 +75,7 @@ tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, i
     args.rep = rep;
     args.period = NULL;
     args.reflect = 0;
+    args.local = local;
     ps->reflect = 0;
     ps->orbit = orbit && p->orbit && algo->groups;
     if (ps->orbit) {

@@ -34,7 +34,9 @@
 #include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
+#include "algo.h"
 #include "clock.h"
+#include "lines.h"
 #include "plan.h"
 #include "reduce.h"
 #include "timing.h"
@@ -69,6 +71,10 @@ struct tpu_coll_exec {
     int flow_bits;      /* tag = epoch << (flow_bits + 1) | flow << 1 */
     int send_from_recv; /* the host plan works in the output buffer (direct2) */
     int epochs;
+    /* With chips elsewhere (MPI): the flows' message ids, each flow's number among
+     * the flows between its two chips in schedule order, which both chips count
+     * alike from their own part of the schedule; NULL: the flow index. */
+    int32_t *msg_id;
 };
 
 /* "chip 5 (1,1)" or "chip 17 (slice 1, 0,1)". */
@@ -301,10 +307,16 @@ typedef struct engine {
     int tag_base; /* this run's epoch, shifted into place */
 } engine_t;
 
-/* The tag of flow 'f' in this run: even, unique per flow modulo 2^flow_bits. */
+/* The id that names flow 'f' in its messages (its tag and header). */
+static int64_t msg_id(const tpu_coll_exec_t *ctx, int64_t f)
+{
+    return ctx->msg_id != NULL ? ctx->msg_id[f] : f;
+}
+
+/* The tag of flow 'f' in this run: even, unique per pair of chips modulo 2^flow_bits. */
 static int flow_tag(const engine_t *e, int64_t f)
 {
-    return e->tag_base | (int)((f & ((1 << e->ctx->flow_bits) - 1)) << 1);
+    return e->tag_base | (int)((msg_id(e->ctx, f) & ((1 << e->ctx->flow_bits) - 1)) << 1);
 }
 
 /*
@@ -365,7 +377,7 @@ static tpu_status_t fail_header(engine_t *e, const pending_t *p, const tpu_flow_
     sig_str(&p->hdr.sig, sb, sizeof(sb));
     if (!sig_diff(&ctx->sig, &p->hdr.sig, diff, sizeof(diff))) {
         snprintf(diff, sizeof(diff), "%s (flow %lld of %lld bytes vs flow %lld of %lld bytes)",
-                 "the message", (long long)p->flow,
+                 "the message", (long long)msg_id(ctx, p->flow),
                  (long long)(tpu__span_bytes(&f->span) * ctx->plan->data_scale),
                  (long long)p->hdr.flow, (long long)p->hdr.bytes);
     }
@@ -397,7 +409,7 @@ static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
         ndone--;
         e->recv_left--;
         *progress_p = 1;
-        if (p->hdr.flow != p->flow ||
+        if (p->hdr.flow != msg_id(ctx, p->flow) ||
             p->hdr.bytes != tpu__span_bytes(&f->span) * plan->data_scale ||
             sig_diff(&ctx->sig, &p->hdr.sig, NULL, 0)) {
             return fail_header(e, p, f, err);
@@ -456,7 +468,7 @@ static tpu_status_t post_sends(engine_t *e, int *progress_p, tpu_err_t *err)
             continue;
         }
         p->hdr.sig = ctx->sig;
-        p->hdr.flow = p->flow;
+        p->hdr.flow = msg_id(ctx, p->flow);
         p->hdr.arrival = 0;
         p->hdr.bytes = tpu__span_bytes(&f->span) * ctx->plan->data_scale;
         r = span_region(x->moves_data ? ctx->send[ctx->local_index[f->src]] : NULL, &f->span,
@@ -715,33 +727,65 @@ static int64_t scratch_need(const tpu_coll_plan_t *plan, const tpu_plan_sched_t 
 /*
  * The modeled times, once: the plan's own schedule walked through the link model
  * (time.c), as tpu_coll_plan_model() does; the local end is the latest arrival at
- * or from a local chip (in representative mode every chip ends with the pod).
+ * or from a local chip.  In representative mode every chip ends with the pod.  In
+ * orbit mode a chip ends with the chip of the domain that stands for it (the
+ * symmetry maps its flows onto that chip's, times and all).  Line timing times
+ * the chip's own flows (the data schedule) on the pod's loads.  Nothing here
+ * grows beyond O(chips) tables and the local chips' flows, unless an observer
+ * wants every flow of the pod.
  */
 static tpu_status_t model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t *obs)
 {
-    const tpu_plan_sched_t *ps = &e->plan->model;
+    const tpu_coll_plan_t *plan = e->plan;
+    const tpu_plan_sched_t *ps = &plan->model;
     const tpu_sched_t *sc;
     tpu_plan_sched_t full;
     tpu_timing_t t;
     tpu_err_t err = {0};
+    uint8_t *mark = NULL;
 
-    /* Orbit timing holds the flows of one domain of chips: a chip's own end needs
-     * its own flows, so walk every chip's schedule (the same modeled time). */
     memset(&full, 0, sizeof(full));
-    if (ps->orbit || ps->lines) {
-        if (tpu__plan_build(e->plan, e->plan->algo, e->plan->args.chunks, -1, 0, &full, &err) !=
-            TPU_OK) {
+    if (obs == NULL && ps->lines) {
+        return tpu__lines_time_own(&plan->topo, &plan->link, ps, &e->ps->s, e->is_local,
+                                   &e->local_end_s, &e->end_s, NULL);
+    }
+    if (obs != NULL && (ps->orbit || ps->lines)) {
+        /* The observer is told of every flow of the pod: walk every chip's schedule
+         * (the same modeled time). */
+        if (tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &full, &err) != TPU_OK) {
             return TPU_ERR_NO_MEMORY;
         }
         ps = &full;
     }
     sc = &ps->s;
-    if (tpu__timing_init(&t, &e->plan->topo, &e->plan->link, ps) != TPU_OK) {
+    if (ps->orbit) {
+        tpu_algo_args_t args;
+        int c, i;
+
+        /* The chips whose stand-in is the stand-in of a local chip. */
+        memset(&args, 0, sizeof(args));
+        args.topo = &plan->topo;
+        args.period = ps->period;
+        args.reflect = ps->reflect;
+        mark = tpu__calloc((size_t)plan->topo.nchips, 1);
+        if (mark == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        for (i = 0; i < e->x->nlocal; i++) {
+            mark[tpu__algo_canon(&args, e->x->local_chips[i])] = 2;
+        }
+        for (c = 0; c < plan->topo.nchips; c++) {
+            mark[c] = mark[c] || mark[tpu__algo_canon(&args, c)] == 2;
+        }
+    }
+    if (tpu__timing_init(&t, &plan->topo, &plan->link, ps) != TPU_OK) {
+        tpu__free(mark);
         tpu__plan_sched_fini(&full);
         return TPU_ERR_NO_MEMORY;
     }
     if (tpu__timing_observe(&t, obs) != TPU_OK) {
         tpu__timing_fini(&t);
+        tpu__free(mark);
         tpu__plan_sched_fini(&full);
         return TPU_ERR_NO_MEMORY;
     }
@@ -751,9 +795,11 @@ static tpu_status_t model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t *o
         return TPU_ERR_NO_MEMORY;
     }
     e->end_s = tpu__timing_local_end(&t, sc, NULL);
-    e->local_end_s = ps->rep >= 0 ? e->end_s : tpu__timing_local_end(&t, sc, e->is_local);
+    e->local_end_s =
+        ps->rep >= 0 ? e->end_s : tpu__timing_local_end(&t, sc, mark != NULL ? mark : e->is_local);
     tpu__timing_report(&t);
     tpu__timing_fini(&t);
+    tpu__free(mark);
     tpu__plan_sched_fini(&full);
     return TPU_OK;
 }
@@ -788,7 +834,8 @@ static void tag_bits(tpu_coll_exec_t *e)
 #define DIRECT_MAX_TOTAL (256 * 1024)
 #define DIRECT_MAX_FLOWS 100000
 
-static tpu_status_t build_direct(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps, tpu_err_t *err)
+static tpu_status_t build_direct(const tpu_coll_plan_t *p, const uint8_t *local,
+                                 tpu_plan_sched_t *ps, tpu_err_t *err)
 {
     const tpu_topo_t *topo = &p->topo;
     int n = p->group, src, g;
@@ -821,6 +868,9 @@ static tpu_status_t build_direct(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps,
             f.src = src;
             f.dst = tpu__plan_member(p, src, g);
             f.reduce = me != 0;
+            if (local != NULL && !local[f.src] && !local[f.dst]) {
+                continue; /* a rank's own part: the flows of its chips */
+            }
             if (tpu__sched_add(&ps->s, &f) < 0) {
                 tpu__plan_sched_fini(ps);
                 return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
@@ -847,7 +897,8 @@ static tpu_status_t build_direct(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps,
  * there, so every chip ends with the same bits.  The chip works in its output
  * buffer (the input copied there first), so its sends read the output.
  */
-static tpu_status_t build_direct2(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps, tpu_err_t *err)
+static tpu_status_t build_direct2(const tpu_coll_plan_t *p, const uint8_t *local,
+                                  tpu_plan_sched_t *ps, tpu_err_t *err)
 {
     const tpu_topo_t *topo = &p->topo;
     int n = p->group, d, g, k;
@@ -878,7 +929,7 @@ static tpu_status_t build_direct2(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps
         for (g = 0; g < n && len > 0; g++) {
             int src = tpu__plan_member(p, d, g);
 
-            if (src == d) {
+            if (src == d || (local != NULL && !local[src] && !local[d])) {
                 continue;
             }
             f.src = src;
@@ -906,7 +957,7 @@ static tpu_status_t build_direct2(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps
             int dst = tpu__plan_member(p, d, g);
             int64_t i;
 
-            if (dst == d) {
+            if (dst == d || (local != NULL && !local[d] && !local[dst])) {
                 continue;
             }
             f.src = d;
@@ -937,6 +988,36 @@ nomem:
     return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
 }
 
+/*
+ * The message ids of a rank's own part (ctx->msg_id): flow f's number among the
+ * flows between its two chips, in schedule order.  The sender counts the flows
+ * it sends to the receiver, the receiver those it receives from the sender: both
+ * have all of them, in the same order (a part keeps the full schedule's order).
+ */
+static tpu_status_t msg_ids(tpu_coll_exec_t *e)
+{
+    const tpu_sched_t *sc = &e->ps->s;
+    int n = e->x->nchips;
+    int32_t *count = tpu__calloc((size_t)e->x->nlocal * n * 2, sizeof(int32_t));
+    int64_t f;
+
+    e->msg_id = tpu__malloc((size_t)(sc->nflows ? sc->nflows : 1) * sizeof(int32_t));
+    if (count == NULL || e->msg_id == NULL) {
+        tpu__free(count);
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (f = 0; f < sc->nflows; f++) {
+        const tpu_flow_t *fl = &sc->flows[f];
+        int ls = e->local_index[fl->src], ld = e->local_index[fl->dst];
+
+        e->msg_id[f] = ls >= 0   ? count[((int64_t)ls * n + fl->dst) * 2]++
+                       : ld >= 0 ? count[((int64_t)ld * n + fl->src) * 2 + 1]++
+                                 : -1;
+    }
+    tpu__free(count);
+    return TPU_OK;
+}
+
 void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
 {
     int i;
@@ -953,6 +1034,7 @@ void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
     tpu__free(exec->send);
     tpu__free(exec->is_local);
     tpu__free(exec->local_index);
+    tpu__free(exec->msg_id);
     tpu__plan_sched_fini(&exec->data);
     tpu__free(exec);
 }
@@ -961,6 +1043,7 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
                                   tpu_coll_exec_t **exec_p, tpu_err_t *err)
 {
     tpu_coll_exec_t *e;
+    const uint8_t *local;
     tpu_status_t status;
     int i;
 
@@ -978,24 +1061,6 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     e->work_dtype = plan->data_scale == 2 ? TPU_DTYPE_F32 : plan->desc.dtype;
     sig_init(plan, &e->sig);
     tag_bits(e);
-    /* The host's bytes move through the one-chunk schedule of every chip; the
-     * model's may be one chip's, or pipelined. */
-    e->ps = &plan->model;
-    if (x->moves_data && ((status = build_direct(plan, &e->data, err)) != TPU_ERR_UNSUPPORTED ||
-                          (status = build_direct2(plan, &e->data, err)) != TPU_ERR_UNSUPPORTED)) {
-        if (status != TPU_OK) {
-            goto fail;
-        }
-        e->ps = &e->data;
-        e->send_from_recv = e->data.s.nlocal > 0;
-    } else if (plan->model.rep >= 0 || plan->model.orbit || plan->model.lines ||
-               (plan->algo->pipelined && plan->args.chunks > 1)) {
-        status = tpu__plan_build(plan, plan->algo, 1, -1, 0, &e->data, err);
-        if (status != TPU_OK) {
-            goto fail;
-        }
-        e->ps = &e->data;
-    }
     e->local_index = tpu__malloc((size_t)x->nchips * sizeof(int));
     e->is_local = tpu__calloc((size_t)x->nchips, 1);
     e->send = tpu__calloc((size_t)x->nlocal, sizeof(void *));
@@ -1013,6 +1078,31 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     for (i = 0; i < x->nlocal; i++) {
         e->local_index[x->local_chips[i]] = i;
         e->is_local[x->local_chips[i]] = 1;
+    }
+    /* The host's bytes move through the one-chunk schedule; the model's may be one
+     * chip's, a domain's, line tables, or pipelined.  With chips elsewhere (one per
+     * MPI rank) only the flows of the local chips are built: a rank's own part. */
+    local = x->nlocal < x->nchips ? e->is_local : NULL;
+    e->ps = &plan->model;
+    if (x->moves_data &&
+        ((status = build_direct(plan, local, &e->data, err)) != TPU_ERR_UNSUPPORTED ||
+         (status = build_direct2(plan, local, &e->data, err)) != TPU_ERR_UNSUPPORTED)) {
+        if (status != TPU_OK) {
+            goto fail;
+        }
+        e->ps = &e->data;
+        e->send_from_recv = e->data.s.nlocal > 0;
+    } else if (plan->model.rep >= 0 || plan->model.orbit || plan->model.lines ||
+               (plan->algo->pipelined && plan->args.chunks > 1) || local != NULL) {
+        status = tpu__plan_build_local(plan, plan->algo, 1, -1, 0, local, &e->data, err);
+        if (status != TPU_OK) {
+            goto fail;
+        }
+        e->ps = &e->data;
+    }
+    if (local != NULL && msg_ids(e) != TPU_OK) {
+        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory running %s", plan->name);
+        goto fail;
     }
     if (model_times(e, NULL) != TPU_OK) {
         status =

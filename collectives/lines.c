@@ -181,6 +181,14 @@ out:
 tpu_status_t tpu__lines_time(const tpu_topo_t *topo, const tpu_link_model_t *link,
                              const tpu_plan_sched_t *ps, double *seconds_p, tpu_coll_result_t *res)
 {
+    return tpu__lines_time_own(topo, link, ps, NULL, NULL, NULL, seconds_p, res);
+}
+
+tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                                 const tpu_plan_sched_t *ps, const tpu_sched_t *own,
+                                 const uint8_t *local, double *own_end_p, double *seconds_p,
+                                 tpu_coll_result_t *res)
+{
     axis_lines_t al[TPU_MAX_AXES];
     double *line[TPU_MAX_AXES] = {NULL, NULL, NULL};
     int axes[TPU_MAX_AXES], nax = 0, a, l, k[TPU_MAX_AXES];
@@ -236,6 +244,24 @@ tpu_status_t tpu__lines_time(const tpu_topo_t *topo, const tpu_link_model_t *lin
         tpu_topo_coords(topo, src, c);
         if (line[a][2 * c[axis] + (dir < 0)] > 0) {
             tpu__linkmodel_add_load(&lm, l, line[a][2 * c[axis] + (dir < 0)] * (double)mult[a]);
+        }
+    }
+    /* A chip's own end: its own flows (the same flows the pod's schedule has), each
+     * timed on the loads of the whole pod. */
+    if (own != NULL) {
+        int64_t f;
+
+        *own_end_p = 0;
+        for (f = 0; f < own->nflows; f++) {
+            const tpu_flow_t *fl = &own->flows[f];
+            double start, arrival;
+
+            if (local[fl->src] || local[fl->dst]) {
+                tpu__linkmodel_time_flow(&lm, fl, 0, &start, &arrival);
+                if (arrival > *own_end_p) {
+                    *own_end_p = arrival;
+                }
+            }
         }
     }
     /* One flow per combination of classes; the tied axes all take one direction. */

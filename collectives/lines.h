@@ -18,6 +18,14 @@ tpu_status_t tpu__lines_build(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps);
  */
 tpu_status_t tpu__lines_time(const tpu_topo_t *topo, const tpu_link_model_t *link,
                              const tpu_plan_sched_t *ps, double *seconds_p, tpu_coll_result_t *res);
+/*
+ * The same, and '*own_end_p': the latest arrival over the flows of 'own' (a part of
+ * the direct all-to-all's schedule, exec.c) that start or end on a chip of 'local'.
+ */
+tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                                 const tpu_plan_sched_t *ps, const tpu_sched_t *own,
+                                 const uint8_t *local, double *own_end_p, double *seconds_p,
+                                 tpu_coll_result_t *res);
 /* The flows of the whole pod the line form stands for. */
 int64_t tpu__lines_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t *ps);
 

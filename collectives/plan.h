@@ -102,6 +102,16 @@ tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, i
                              int orbit, tpu_plan_sched_t *ps, tpu_err_t *err);
 
 /*
+ * The same, with only the flows that start or end on a chip marked in 'local'
+ * (NULL: every flow), where the algorithm can leave the others out: a rank's own
+ * part of the data schedule (exec.c).  Dependencies of the flows that a marked
+ * chip sends are all there; those of the others may not be.
+ */
+tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks,
+                                   int rep, int orbit, const uint8_t *local, tpu_plan_sched_t *ps,
+                                   tpu_err_t *err);
+
+/*
  * Choose the algorithm and pipeline depth by the cost model (select.c): fills
  * p->algo, p->args.chunks, p->args.rep, p->name and the model schedule.
  */

@@ -391,7 +391,7 @@ static tpu_status_t fault_link(const tpu_topo_t *topo, const tpu_fault_t *f, int
 static tpu_status_t apply(tpu_faults_t *t, const tpu_topo_t *topo, const tpu_fault_t *f,
                           tpu_err_t *err)
 {
-    int l, b, a, d;
+    int l = -1, b, a, d;
     tpu_status_t status;
 
     if ((f->kind == TPU_FAULT_SLOW_LINK || f->kind == TPU_FAULT_SLOW_CHIP ||

@@ -270,12 +270,47 @@ static void item_span(const phase_ctx_t *ctx, int origin, tpu_span_t *span)
     span->len = blocks * l->sub_len;
 }
 
+/*
+ * Can chip 'c' send to or receive from a chip of args->local?  Its flows go to its
+ * neighbours on the collective's axes and to its twins in the other slices.
+ */
+static int near_local(const tpu_topo_t *topo, const tpu_algo_args_t *args, int c)
+{
+    int coords[TPU_MAX_AXES], a, dir, s;
+
+    if (args->local == NULL || args->local[c]) {
+        return 1;
+    }
+    for (a = 0; a < topo->naxes; a++) {
+        for (dir = -1; dir <= 1 && (args->mask & (1u << a)); dir += 2) {
+            int nb = tpu_topo_neighbor(topo, c, a, dir);
+
+            if (nb >= 0 && args->local[nb]) {
+                return 1;
+            }
+        }
+    }
+    tpu_topo_coords(topo, c, coords);
+    for (s = 0; s < topo->slices && (args->mask & TPU_AXIS_MASK_DCN); s++) {
+        if (args->local[tpu_topo_chip(topo, s, coords)]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static tpu_status_t add_flow(phase_ctx_t *ctx, int src, int dst, int step, int kind, int tie,
                              const tpu_span_t *span, const int32_t *deps, int ndeps, int64_t *idx_p)
 {
+    const uint8_t *local = ctx->args->local;
     tpu_flow_t f;
     int64_t idx;
 
+    /* A rank's own part: flows that touch none of its chips are left out. */
+    if (local != NULL && !local[src] && !local[dst]) {
+        *idx_p = -1;
+        return TPU_OK;
+    }
     memset(&f, 0, sizeof(f));
     f.src = src;
     f.dst = dst;
@@ -334,6 +369,9 @@ static tpu_status_t dcn_phase(phase_ctx_t *ctx, int step)
 
             if (status != TPU_OK) {
                 return status;
+            }
+            if (idx < 0) {
+                continue;
             }
             /* A representative receives the translate of what it sends. */
             note_pending(ctx, ctx->rep >= 0 ? ctx->rep : dst, idx);
@@ -414,6 +452,9 @@ static tpu_status_t ring_phase(phase_ctx_t *ctx, int axis, int step0)
                 if (status != TPU_OK) {
                     return status;
                 }
+                if (idx < 0) {
+                    continue;
+                }
                 if (ctx->rep >= 0) {
                     dst = ctx->rep; /* it receives the translate of what it sends */
                 } else {
@@ -444,7 +485,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     /* The DCN phase is a stage of its own (reduce-scatter over ICI, then DCN, then
      * all-gather over ICI, as the hierarchical algorithm is defined), so chunks
      * do not pipeline it with the ICI phases. */
-    int K, r, k, j, a, maxT = 1, total_rx;
+    int K, r, k, j, a, maxT = 1, total_rx, nsteps = 0;
     tpu_status_t status = TPU_OK;
 
     (void)err;
@@ -498,7 +539,8 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
         goto out;
     }
     for (a = 0; a < topo->nchips; a++) {
-        if (args->rep >= 0 ? a == args->rep : tpu__algo_in_domain(args, a)) {
+        if (args->rep >= 0 ? a == args->rep
+                           : tpu__algo_in_domain(args, a) && near_local(topo, args, a)) {
             ctx.chips[ctx.nbuilt++] = a;
         }
     }
@@ -554,6 +596,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
             }
             memset(ctx.nseen, 0, (size_t)topo->nchips * sizeof(int));
             if (dcn) {
+                nsteps = step + 1 > nsteps ? step + 1 : nsteps;
                 status = dcn_phase(&ctx, step);
                 if (status != TPU_OK) {
                     goto out;
@@ -564,6 +607,11 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
                 int axis = axes[(r + j) % d];
 
                 memset(ctx.phase_rx, 0xff, (size_t)topo->nchips * 2 * maxT * sizeof(int32_t));
+                /* The steps of every chip's schedule, also when a part leaves the
+                 * last ones out (args->local). */
+                if (step + axis_steps(topo, axis) > nsteps) {
+                    nsteps = step + axis_steps(topo, axis);
+                }
                 status = ring_phase(&ctx, axis, step);
                 if (status != TPU_OK) {
                     goto out;
@@ -580,6 +628,9 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     }
     if (sched->nstreams < nord * K) {
         sched->nstreams = nord * K;
+    }
+    if (args->local != NULL && sched->nsteps < nsteps) {
+        sched->nsteps = nsteps;
     }
     status = tpu__sched_sort(sched);
 out:

@@ -41,6 +41,9 @@ tpu_status_t tpu__algo_PPERMUTE_direct(const tpu_algo_args_t *args, tpu_sched_t 
         int dst = tpu_topo_group_member(topo, args->mask, c, ((i + shift) % n + n) % n);
         tpu_flow_t f;
 
+        if (args->local != NULL && !args->local[c] && !args->local[dst]) {
+            continue; /* a rank's own part: the flows of its chips */
+        }
         memset(&f, 0, sizeof(f));
         f.src = c;
         f.dst = dst;

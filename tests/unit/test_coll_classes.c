@@ -9,7 +9,8 @@
  * Shapes up to 8x8x8, open, wrapped and mixed, every collective over all its
  * axes and over a subset, every algorithm of the registry that takes axes at
  * pipeline depths 1, 2 and 4, and blocks of 1, 3 (halves of unequal size at a
- * tie) and 1000 elements.
+ * tie) and 1000 elements.  And a rank's own part of the data schedule (item 5)
+ * against the flows of every chip's that touch its chip.
  */
 #include "tpu/coll.h"
 #include "tpu/topo.h"
@@ -22,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -106,6 +108,75 @@ static void compare_plan(const tpu_coll_plan_t *p, counts_t *n)
     }
 }
 
+static int same_flow(const tpu_flow_t *a, const tpu_flow_t *b)
+{
+    return a->src == b->src && a->dst == b->dst && a->step == b->step && a->reduce == b->reduce &&
+           a->span.off == b->span.off && a->span.dst_off == b->span.dst_off &&
+           tpu__span_bytes(&a->span) == tpu__span_bytes(&b->span);
+}
+
+/*
+ * A rank's own part (issue 13 item 5): the data schedule built for one chip holds
+ * exactly the flows of the every-chip schedule that start or end on it, in the
+ * same order, and every flow it sends depends on the same flows.
+ */
+static void compare_part(const tpu_coll_plan_t *p)
+{
+    tpu_err_t err = {0};
+    tpu_plan_sched_t full, part;
+    uint8_t *mine = calloc((size_t)p->topo.nchips, 1);
+    int chips[3] = {0, p->topo.nchips / 2, p->topo.nchips - 1}, k;
+
+    if (p->desc.kind == TPU_COLL_P2P) {
+        free(mine);
+        return; /* one transfer: every rank builds its few flows */
+    }
+    assert_non_null(mine);
+    memset(&full, 0, sizeof(full));
+    assert_int_equal(tpu__plan_build(p, p->algo, 1, -1, 0, &full, &err), TPU_OK);
+    for (k = 0; k < 3; k++) {
+        int c = chips[k];
+        int64_t i, j = 0;
+
+        memset(&part, 0, sizeof(part));
+        mine[c] = 1;
+        assert_int_equal(tpu__plan_build_local(p, p->algo, 1, -1, 0, mine, &part, &err), TPU_OK);
+        for (i = 0; i < full.s.nflows; i++) {
+            const tpu_flow_t *f = &full.s.flows[i], *g;
+            int32_t d;
+
+            if (f->src != c && f->dst != c) {
+                continue;
+            }
+            assert_true(j < part.s.nflows);
+            g = &part.s.flows[j++];
+            if (!same_flow(f, g) || (f->src == c && f->ndeps != g->ndeps)) {
+                print_error(
+                    "%s %s chip %d flow %lld: %d>%d step %d deps %d vs %d>%d step %d deps %d\n",
+                    tpu_coll_name(p->desc.kind), p->name, c, (long long)i, f->src, f->dst, f->step,
+                    f->ndeps, g->src, g->dst, g->step, g->ndeps);
+            }
+            assert_true(same_flow(f, g));
+            if (f->src == c) {
+                assert_int_equal(f->ndeps, g->ndeps);
+                for (d = 0; d < f->ndeps; d++) {
+                    assert_true(same_flow(&full.s.flows[full.s.deps[f->dep_first + d]],
+                                          &part.s.flows[part.s.deps[g->dep_first + d]]));
+                }
+            }
+        }
+        if (j != part.s.nflows) {
+            print_error("%s %s chip %d: %lld flows of %lld\n", tpu_coll_name(p->desc.kind), p->name,
+                        c, (long long)j, (long long)part.s.nflows);
+        }
+        assert_int_equal(j, part.s.nflows);
+        mine[c] = 0;
+        tpu__plan_sched_fini(&part);
+    }
+    tpu__plan_sched_fini(&full);
+    free(mine);
+}
+
 /* Whole-element block sizes that every collective takes over a group of 'group'. */
 static void run_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, const char *axes,
                      int64_t elems, counts_t *n)
@@ -134,6 +205,9 @@ static void run_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, 
         fail();
     }
     compare_plan(plan, n);
+    if (elems == 3) {
+        compare_part(plan);
+    }
     tpu_coll_plan_destroy(plan);
 }
 

@@ -505,9 +505,7 @@ static void test_shortcuts_off(void **state)
     assert_int_equal(tpu_coll_plan_create(&topo, &link, &d, &plan, &err), TPU_OK);
     assert_int_equal(tpu_coll_plan_model(plan, &full, &err), TPU_OK);
     tpu_coll_plan_destroy(plan);
-    /* Both count the whole pod's flows (issue 13 item 7): walked for every chip, or
-     * one chip's walked and counted for all. */
-    assert_true(full.flows == rep.flows);
+    assert_true(full.flows == rep.flows); /* both the whole pod's (issue 13 item 7) */
     assert_true(full.modeled_us == rep.modeled_us);
     tpu_faults_destroy(f);
 }

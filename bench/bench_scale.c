@@ -1,0 +1,128 @@
+/*
+ * Scale of the model and of one rank's part (issue 13 items 5 and 6): for one
+ * collective on one pod, the time to plan it (select and build), the time of
+ * tpu_coll_plan_model(), and the time and memory of one rank's run object (the
+ * data schedule of its own chip and its modeled times) over a transport that
+ * hosts one chip of the pod, as an MPI rank does.  Prints one line; the peak
+ * resident memory of the process (VmHWM) is the last figure.  A benchmark, not a
+ * test: it never fails on a timing.  bench/scale.sh runs it over pods of 16,
+ * 256 and 8,960 chips.
+ *
+ *   usage: bench_scale SHAPE WRAP COLLECTIVE BYTES [CHIP]
+ */
+#include "tpu/coll.h"
+#include "tpu/topo.h"
+#include "tpu/xport.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static long vm_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, key, strlen(key)) == 0) {
+            kb = atol(line + strlen(key) + 1);
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return kb;
+}
+
+/* A transport that hosts one chip and moves nothing: the run object is only built. */
+static void no_destroy(tpu_xport_t *x)
+{
+    (void)x;
+}
+
+int main(int argc, char **argv)
+{
+    static tpu_xport_ops_t ops;
+    tpu_err_t err = {0};
+    tpu_topo_t topo;
+    tpu_link_model_t link;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_coll_exec_t *exec = NULL;
+    tpu_coll_result_t res;
+    tpu_xport_t x;
+    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto, a, chip;
+    double t0, t1, t2, t3;
+    long rss0;
+
+    if (argc < 5) {
+        fprintf(stderr, "usage: bench_scale SHAPE WRAP COLLECTIVE BYTES [CHIP]\n");
+        return 2;
+    }
+    if (tpu_topo_parse_shape(argv[1], dims, &naxes, &err) != TPU_OK ||
+        tpu_topo_parse_wrap(argv[2], naxes, w, &is_auto, &err) != TPU_OK ||
+        tpu_topo_init(&topo, naxes, dims, w, 1, &err) != TPU_OK) {
+        fprintf(stderr, "bench_scale: %s\n", err.msg);
+        return 2;
+    }
+    memset(&link, 0, sizeof(link));
+    link.ici_bw = 90e9; /* v5p-like: 90 GB/s per link, 1 us per hop */
+    link.ici_latency = 1e-6;
+    link.dcn_bw = 6.25e9;
+    link.dcn_latency = 10e-6;
+    for (a = 0; a < TPU_MAX_AXES; a++) {
+        link.host_dims[a] = 1;
+    }
+    tpu_coll_desc_init(&d);
+    if (tpu_coll_parse(argv[3], &d.kind, &err) != TPU_OK) {
+        fprintf(stderr, "bench_scale: %s\n", err.msg);
+        return 2;
+    }
+    d.axes = d.kind == TPU_COLL_PPERMUTE ? 1u : (1u << naxes) - 1; /* a shift: along x */
+    d.bytes = strtoull(argv[4], NULL, 10);
+    chip = argc > 5 ? atoi(argv[5]) : 0;
+    rss0 = vm_kb("VmRSS:");
+    t0 = now_s();
+    if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
+        fprintf(stderr, "bench_scale: %s\n", err.msg);
+        return 2;
+    }
+    t1 = now_s();
+    if (tpu_coll_plan_model(plan, &res, &err) != TPU_OK) {
+        fprintf(stderr, "bench_scale: %s\n", err.msg);
+        return 2;
+    }
+    t2 = now_s();
+    memset(&x, 0, sizeof(x));
+    ops.size = sizeof(ops);
+    ops.name = "one-chip";
+    ops.destroy = no_destroy;
+    x.ops = &ops;
+    x.nchips = topo.nchips;
+    x.nlocal = 1;
+    x.local_chips = &chip;
+    x.moves_data = 1;
+    x.tag_ub = 2147483647;
+    if (tpu_coll_exec_create(plan, &x, &exec, &err) != TPU_OK) {
+        fprintf(stderr, "bench_scale: %s\n", err.msg);
+        return 2;
+    }
+    t3 = now_s();
+    printf("%-9s %-5s %-14s %12s  chips %5d  plan %8.3f s  model %7.3f s  rank part %7.3f s"
+           "  modeled %10.3f us  flows %11lld  RSS start %6ld KB peak %7ld KB\n",
+           argv[1], argv[2], argv[3], argv[4], topo.nchips, t1 - t0, t2 - t1, t3 - t2,
+           res.modeled_us, (long long)res.flows, rss0, vm_kb("VmHWM:"));
+    tpu_coll_exec_destroy(exec);
+    tpu_coll_plan_destroy(plan);
+    return 0;
+}
