@@ -165,8 +165,8 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
 
         /* The chip's path to the NIC: PCIe (pcie_bw; 0: not modeled) and the chip's
          * own share of the NIC, the book's per-chip DCN figure (dcn_bw). */
-        double port = link->pcie_bw > 0 && link->pcie_bw < link->dcn_bw ? link->pcie_bw
-                                                                          : link->dcn_bw;
+        double port =
+            link->pcie_bw > 0 && link->pcie_bw < link->dcn_bw ? link->pcie_bw : link->dcn_bw;
 
         lm->bw[lm->port0 + 2 * c] = lm->bw[lm->port0 + 2 * c + 1] = port;
         /* The NIC: nic_bw, or the sum of its chips' dcn_bw. */
