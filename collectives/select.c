@@ -137,6 +137,15 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
     double best_t = 0;
     tpu_status_t status = TPU_OK;
 
+    if (model_flows(p) > TPU_MAX_MODEL_FLOWS && tpu__plan_faulty(p)) {
+        /* Faults break the symmetry the shortcuts rely on: every chip is walked. */
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "%s over %d chips with faults needs about %.0f million flows (faults "
+                           "make the model walk every chip), more than the %.0f million this "
+                           "build models; use fewer chips or fewer axes",
+                           tpu_coll_name(desc->kind), p->group, model_flows(p) / 1e6,
+                           TPU_MAX_MODEL_FLOWS / 1e6);
+    }
     if (model_flows(p) > TPU_MAX_MODEL_FLOWS) {
         return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
                            "%s over %d chips without wraparound on every axis needs about "
