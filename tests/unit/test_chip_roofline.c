@@ -1,6 +1,6 @@
 /*
  * The roofline cost model: every row of the reference table
- * (shared/reference/roofline_public.csv, copied to tests/fixtures/) within 5%,
+ * (../shared/reference/roofline_public.csv, read where it lies) within 5%,
  * and a table of extra cases computed by hand (other chips, int8, f32, padding
  * to the MXU and to (8,128) tiles).
  */
@@ -29,7 +29,6 @@
 static FILE *open_table(void)
 {
     static const char *const paths[] = {
-        TPU_SOURCE_DIR "/tests/fixtures/roofline_public.csv",
         TPU_SOURCE_DIR "/../shared/reference/roofline_public.csv",
     };
     FILE *f;
