@@ -30,10 +30,10 @@
 #include "tpu/topo.h"
 
 #include "config.h"
+#include "file.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -42,7 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <yaml.h>
 
@@ -1182,8 +1181,8 @@ tpu_status_t tpu_config_load(const char *path, tpu_config_t *cfg, tpu_err_t *err
     struct stat st;
     size_t len = 0, cap = 0;
     char *buf = NULL;
+    char why[128];
     FILE *f;
-    int fd;
     tpu_status_t status;
 
     memset(&st, 0, sizeof(st));
@@ -1195,32 +1194,17 @@ tpu_status_t tpu_config_load(const char *path, tpu_config_t *cfg, tpu_err_t *err
         status = report(err, TPU_ERR_CONFIG, "--config got an empty file name; give a YAML file");
         goto out;
     }
-    /* Non-blocking, so that a FIFO cannot stall the open; refused below anyway. */
-    fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) {
-        status = report(err, TPU_ERR_CONFIG, "%s: cannot open: %s", path, strerror(errno));
+    /* Opened without blocking, so that a FIFO cannot stall the open (common/file.c). */
+    f = tpu__fopen_regular(path, why, sizeof(why));
+    if (f == NULL) {
+        status = report(err, TPU_ERR_CONFIG, "%s: %s%s", path, why,
+                        strncmp(why, "not a", 5) == 0 ? "; give a YAML file" : "");
         goto out;
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        status = report(err, TPU_ERR_CONFIG, "%s: not a regular file (%s); give a YAML file", path,
-                        S_ISDIR(st.st_mode)    ? "a directory"
-                        : S_ISFIFO(st.st_mode) ? "a FIFO"
-                        : S_ISCHR(st.st_mode)  ? "a character device"
-                        : S_ISSOCK(st.st_mode) ? "a socket"
-                                               : "not a plain file");
-        close(fd);
-        goto out;
-    }
-    if (st.st_size > MAX_FILE_BYTES) {
+    if (fstat(fileno(f), &st) == 0 && st.st_size > MAX_FILE_BYTES) {
         status = report(err, TPU_ERR_CONFIG, "%s: larger than %u bytes; not a config file", path,
                         MAX_FILE_BYTES);
-        close(fd);
-        goto out;
-    }
-    f = fdopen(fd, "rb");
-    if (f == NULL) {
-        status = report(err, TPU_ERR_NO_MEMORY, "%s: cannot read: %s", path, strerror(errno));
-        close(fd);
+        fclose(f);
         goto out;
     }
     for (;;) {
