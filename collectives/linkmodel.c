@@ -39,7 +39,8 @@
  * overlap its own, and it waits for what the earlier steps still have there:
  *
  *     drain(r) = (bytes of the overlapping flows on r) / bw(r)
- *              + max(0, free(r) - start)
+ *              + wait(r): the busy time of the earlier steps that it skips
+ *                on r before its own work has found as much idle time
  *              + on its port: (batches of the overlapping flows that start
  *                there, its own not counted: it is in alpha) * msg_cost
  *     arrival  = start + latency + max over its route of drain(r)
@@ -50,7 +51,12 @@
  * For k equal flows at once this is equal sharing (each at bw / k); for unequal
  * ones it is the finish time of the largest under processor sharing; two flows
  * of a step that cross a resource at different times do not slow each other.
- * After a step, free(r) becomes the latest start + drain(r) of its flows there.
+ * After a step, r is busy over [start, start + drain(r)) of each of its flows
+ * there (merged intervals, the last TPU_LM_BUSY_CAP of them; older ones merge
+ * and their gaps count as busy), and a flow starts at the first idle moment of
+ * its port: the next chunk of a pipeline, ordered in a later step but ready
+ * earlier, uses the idle time the earlier steps left instead of queueing behind
+ * their last flow (which charged a pipeline's hop latencies serially).
  *
  * Reductions.  A flow that reduces is usable once the destination's VPU has
  * added it.  The VPU reduces the bytes as they land (it reads the accumulator
@@ -129,6 +135,8 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->s0 = tpu__calloc(n, sizeof(double));
     lm->e0 = tpu__calloc(n, sizeof(double));
     lm->nfree = tpu__calloc(n, sizeof(double));
+    lm->iv = tpu__calloc((size_t)n * 2 * TPU_LM_BUSY_CAP, sizeof(double));
+    lm->niv = tpu__calloc(n, sizeof(int32_t));
     lm->nmsg = tpu__calloc(n, sizeof(int32_t));
     lm->stream0 = tpu__calloc(n, sizeof(int32_t));
     lm->stamp = tpu__calloc(n, sizeof(int32_t));
@@ -138,8 +146,9 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->rw = tpu__calloc((size_t)route_cap, sizeof(double));
     if (lm->bw == NULL || lm->free == NULL || lm->busy == NULL || lm->bytes == NULL ||
         lm->sum == NULL || lm->s0 == NULL || lm->e0 == NULL || lm->nfree == NULL ||
-        lm->nmsg == NULL || lm->stream0 == NULL || lm->stamp == NULL || lm->mixed == NULL ||
-        lm->touched == NULL || lm->rres == NULL || lm->rw == NULL) {
+        lm->iv == NULL || lm->niv == NULL || lm->nmsg == NULL || lm->stream0 == NULL ||
+        lm->stamp == NULL || lm->mixed == NULL || lm->touched == NULL || lm->rres == NULL ||
+        lm->rw == NULL) {
         tpu__linkmodel_fini(lm);
         return TPU_ERR_NO_MEMORY;
     }
@@ -192,6 +201,8 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->s0);
     tpu__free(lm->e0);
     tpu__free(lm->nfree);
+    tpu__free(lm->iv);
+    tpu__free(lm->niv);
     tpu__free(lm->nmsg);
     tpu__free(lm->stream0);
     tpu__free(lm->stamp);
@@ -396,8 +407,102 @@ static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double 
     e->port = port;
     e->w = w;
     e->st = lm->st[k];
+    e->end = lm->st[k];
     e->stream = stream;
     return TPU_OK;
+}
+
+/*
+ * Queueing behind the earlier steps.  A resource keeps the intervals in which
+ * it was busy (merged, the last TPU_LM_BUSY_CAP of them).  Work w that reaches
+ * it at time t fills its idle gaps from t on: the wait is the busy time it
+ * skips before w seconds of idle time have passed.  A step that the schedule
+ * orders later but that is ready earlier (the next chunk of a pipeline) is thus
+ * not queued behind work that only starts after it.
+ */
+static double busy_wait(const tpu_linkmodel_t *lm, int32_t r, double t, double w)
+{
+    const double *iv = &lm->iv[(size_t)r * 2 * TPU_LM_BUSY_CAP];
+    double q = 0;
+    int i;
+
+    for (i = 0; i < lm->niv[r]; i++) {
+        double a = iv[2 * i], b = iv[2 * i + 1];
+
+        if (b <= t) {
+            continue;
+        }
+        if (a > t) {
+            if (w <= a - t) {
+                return q;
+            }
+            w -= a - t;
+            t = a;
+        }
+        q += b - t;
+        t = b;
+    }
+    return q;
+}
+
+/* The first moment at or after t when resource r is idle. */
+static double busy_idle(const tpu_linkmodel_t *lm, int32_t r, double t)
+{
+    const double *iv = &lm->iv[(size_t)r * 2 * TPU_LM_BUSY_CAP];
+    int i;
+
+    for (i = 0; i < lm->niv[r]; i++) {
+        if (iv[2 * i] <= t && iv[2 * i + 1] > t) {
+            t = iv[2 * i + 1];
+        }
+    }
+    return t;
+}
+
+/* Mark [a, b) busy on resource r. */
+static void busy_add(tpu_linkmodel_t *lm, int32_t r, double a, double b)
+{
+    double *iv = &lm->iv[(size_t)r * 2 * TPU_LM_BUSY_CAP];
+    int n = lm->niv[r], i, j, k;
+
+    if (!(b > a)) {
+        return;
+    }
+    /* The first interval that ends at or after a, and the first that starts after b. */
+    for (i = 0; i < n && iv[2 * i + 1] < a; i++) {
+    }
+    for (j = i; j < n && iv[2 * j] <= b; j++) {
+    }
+    if (j > i) {
+        /* [a, b) overlaps or touches intervals i .. j - 1: merge them into i. */
+        iv[2 * i] = iv[2 * i] < a ? iv[2 * i] : a;
+        iv[2 * i + 1] = iv[2 * (j - 1) + 1] > b ? iv[2 * (j - 1) + 1] : b;
+        for (k = j; k < n; k++) {
+            iv[2 * (k - (j - i - 1))] = iv[2 * k];
+            iv[2 * (k - (j - i - 1)) + 1] = iv[2 * k + 1];
+        }
+        lm->niv[r] = n - (j - i - 1);
+        return;
+    }
+    if (n == TPU_LM_BUSY_CAP) {
+        /* Full: the two oldest become one (their gap counts as busy). */
+        iv[1] = iv[3];
+        for (k = 2; k < n; k++) {
+            iv[2 * (k - 1)] = iv[2 * k];
+            iv[2 * (k - 1) + 1] = iv[2 * k + 1];
+        }
+        n--;
+        if (i > 0) {
+            i--;
+        }
+    }
+    for (k = n; k > i; k--) {
+        iv[2 * k] = iv[2 * (k - 1)];
+        iv[2 * k + 1] = iv[2 * (k - 1) + 1];
+    }
+    iv[2 * i] = a;
+    iv[2 * i + 1] = b;
+    lm->niv[r] = n + 1;
 }
 
 static int entry_cmp(const void *pa, const void *pb)
@@ -466,7 +571,7 @@ static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, in
         lm->nmsg[r] = starts;
         for (x = a; x < b; x++) {
             int32_t kx = lm->ent[x].k;
-            double sum = 0, d, q = lm->free[r] - lm->st[kx];
+            double sum = 0, d, q;
 
             starts = 0;
             last = -1;
@@ -482,10 +587,13 @@ static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, in
                     }
                 }
             }
-            d = sum / bw + starts * msg + (q > 0 ? q : 0);
+            d = sum / bw + starts * msg;
+            q = busy_wait(lm, r, lm->st[kx], d);
+            d += q;
             if (lm->st[kx] + d > lm->nfree[r]) {
                 lm->nfree[r] = lm->st[kx] + d;
             }
+            lm->ent[x].end = lm->st[kx] + d;
             /* The starts hold up the messages of the port's own DMA engine, not the
              * bytes passing through; its own start is inside the hop latency.  (Added
              * only when there are some, so that a drain is bit for bit load / bw.) */
@@ -509,7 +617,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
                                  double *start, double *arrival)
 {
     double msg = lm->link.msg_cost;
-    int64_t k;
+    int64_t k, e;
     int i, m, t;
 
     if (grow_step(lm, n) != TPU_OK) {
@@ -529,9 +637,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
             lm->lat[k] = -1;
             continue;
         }
-        if (lm->free[lm->rres[0]] > lm->st[k]) {
-            lm->st[k] = lm->free[lm->rres[0]];
-        }
+        lm->st[k] = busy_idle(lm, lm->rres[0], lm->st[k]);
         for (i = 0; i < m; i++) {
             double bw = lm->bw[lm->rres[i]];
 
@@ -585,12 +691,14 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         m = flow_resources(lm, &flows[k], &lat);
         for (i = 0; i < m; i++) {
             int32_t r = lm->rres[i];
-            double q = lm->free[r] - lm->st[k], dr;
+            double q, dr;
 
             if (lm->mixed[r] || lm->bw[r] <= 0) {
                 continue;
             }
-            dr = lm->sum[r] / lm->bw[r] + lm->nmsg[r] * msg + (q > 0 ? q : 0);
+            dr = lm->sum[r] / lm->bw[r] + lm->nmsg[r] * msg;
+            q = busy_wait(lm, r, lm->st[k], dr);
+            dr += q;
             if (lm->st[k] + dr > lm->nfree[r]) {
                 lm->nfree[r] = lm->st[k] + dr;
             }
@@ -606,6 +714,9 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         arrival[k] = lm->st[k] + lm->lat[k] + d;
     }
     /* Every resource is busy until its flows of the step have drained. */
+    for (e = 0; lm->any_mixed && e < lm->nent; e++) {
+        busy_add(lm, lm->ent[e].res, lm->ent[e].st, lm->ent[e].end);
+    }
     for (t = 0; t < lm->ntouched; t++) {
         int32_t r = lm->touched[t];
 
@@ -614,6 +725,9 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         }
         if (lm->nfree[r] > lm->free[r]) {
             lm->free[r] = lm->nfree[r];
+        }
+        if (!lm->mixed[r]) {
+            busy_add(lm, r, lm->s0[r], lm->nfree[r]);
         }
         lm->busy[r] += lm->sum[r] / lm->bw[r] + lm->nmsg[r] * msg;
         lm->bytes[r] += lm->sum[r];

@@ -17,6 +17,7 @@ typedef struct tpu_lm_entry {
     int32_t port; /* 1: the flow starts there (its message start is paid there) */
     double w;     /* bytes it puts on the resource (bytes x hops in representative mode) */
     double st;    /* the flow's start */
+    double end;   /* when it has drained there (drain_mixed()) */
     int32_t stream;
 } tpu_lm_entry_t;
 
@@ -33,6 +34,8 @@ typedef struct tpu_linkmodel {
     int vpu0;               /* first VPU (one per chip; one in representative mode) */
     double *bw;             /* bytes/s of each resource (0: not modeled) */
     double *free;           /* when each resource has drained what it was given so far */
+    double *iv;             /* per resource: its busy intervals, TPU_LM_BUSY_CAP (a, b) pairs */
+    int32_t *niv;           /* per resource: how many */
     double *busy;           /* total busy seconds of each resource */
     double *bytes;          /* total bytes of each resource */
     /* Scratch of the current step, per resource: */
@@ -50,6 +53,9 @@ typedef struct tpu_linkmodel {
     int32_t *rres; /* one flow's resources (route order, the port first) */
     double *rw;    /* and the bytes it puts on each */
 } tpu_linkmodel_t;
+
+/* Busy intervals kept per resource; the oldest two merge (idle time between them lost). */
+#define TPU_LM_BUSY_CAP 8
 
 /*
  * 'classes' selects the representative mode: the schedule holds the flows of one
