@@ -135,9 +135,11 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
     if (status != TPU_OK) {
         tpu_job_abort(job, err->msg);
     }
-    MPI_Allreduce(wall, m->measured_us, n, MPI_DOUBLE, MPI_MAX, job->comm);
-    MPI_Allreduce(wrong, m->wrong, n, MPI_LONG, MPI_SUM, job->comm);
-    MPI_Allreduce(&bad_model, &m->model_mismatches, 1, MPI_INT, MPI_SUM, job->comm);
+    /* Watched: a chip that stalled in the replay is named within the timeout. */
+    tpu_job_allreduce(job, wall, m->measured_us, n, MPI_DOUBLE, MPI_MAX, "the measured times");
+    tpu_job_allreduce(job, wrong, m->wrong, n, MPI_LONG, MPI_SUM, "the data checks");
+    tpu_job_allreduce(job, &bad_model, &m->model_mismatches, 1, MPI_INT, MPI_SUM,
+                      "the model checks");
     for (i = 0; i < n; i++) {
         m->runs[i] = runs[i];
         m->measured_us[i] = runs[i] > 0 ? m->measured_us[i] * 1e6 / (double)runs[i] : 0;

@@ -601,7 +601,12 @@ typedef struct where {
 
 static double max_all(const where_t *w, double v)
 {
-    if (w->comm != MPI_COMM_NULL) {
+    double mine = v;
+
+    if (w->job != NULL) {
+        /* Watched: a stalled chip is named within --timeout (launch/watch.c). */
+        tpu_job_allreduce(w->job, &mine, &v, 1, MPI_DOUBLE, MPI_MAX, "the step times");
+    } else if (w->comm != MPI_COMM_NULL) {
         MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, w->comm);
     }
     return v;
@@ -619,7 +624,13 @@ static int agree(const where_t *w, tpu_status_t *status_p, int rank, int nranks)
     if (w->comm == MPI_COMM_NULL) {
         return *status_p != TPU_OK ? rank : -1;
     }
-    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, w->comm);
+    if (w->job != NULL) {
+        int mine = first;
+
+        tpu_job_allreduce(w->job, &mine, &first, 1, MPI_INT, MPI_MIN, "the check for errors");
+    } else {
+        MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, w->comm);
+    }
     if (first == nranks) {
         return -1;
     }
@@ -907,6 +918,7 @@ int tpu_cmd_train(int argc, char **argv)
     r.where.comm = MPI_COMM_NULL;
     r.where.root = 1;
     if (!a.model_only && under_mpirun()) {
+        o.timeout = a.timeout; /* the whole job's watchdog, not only the collectives' */
         code = tpu_job_start(&o, &argc, &argv, &job);
         if (code >= 0) {
             return code;
@@ -1197,7 +1209,7 @@ out:
         /* A failure every rank saw the same way (bad input) ends the job cleanly. */
         int worst = code;
 
-        MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, job.comm);
+        tpu_job_allreduce(&job, &code, &worst, 1, MPI_INT, MPI_MAX, "the exit codes");
         return tpu_job_end(&job, worst);
     }
     tpu_xport_destroy(r.x);

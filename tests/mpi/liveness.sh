@@ -4,7 +4,8 @@
 #   MODE kill:   kill -9 world rank 2 of a 4-rank bench once it runs
 #   MODE inject: a 4-rank run with --inject crash:chip=3,call=2
 #   MODE injstop: a 4-rank bench with --inject stop:chip=C,call=5, C = 1, 2, 3
-# Passes when the job ends non-zero within the bound (--timeout + 5 s for stop,
+#   MODE trainstop: SIGSTOP world rank 2 of a 4-rank train (--timeout 2) once it runs
+# Passes when the job ends non-zero within the bound (--timeout + 5 s for stop and trainstop,
 # 10 s for kill and inject, 15 s for injstop, from the signal or the start), and one 'tpuemu:'
 # line names the chip that was behind or lost by its coordinates.  Prints the
 # seconds it took and the line.
@@ -28,6 +29,9 @@ trap 'rm -f "$out"' EXIT
 args=(bench --topology 2x2 --collective psum --min-bytes 4K --max-bytes 4K --iters 1000000
       --warmup 0 --timeout 2)
 [ "$mode" = inject ] && args=(run --topology 2x2 --inject crash:chip=3,call=2 --timeout 20)
+# trainstop: SIGSTOP rank 2 of a training job; between steps (the step-time and
+# error checks) as inside its collectives, the watchdog names it.
+[ "$mode" = trainstop ] && args=(train --topology 2x2 --steps 1000000 --hidden 256 --timeout 2)
 chip=${TPU_LIVENESS_CHIP:-2}
 [ "$mode" = injstop1 ] && args+=(--inject "stop:chip=$chip,call=5")
 start=$(date +%s.%N)
@@ -35,9 +39,9 @@ mpirun --oversubscribe --mca mpi_yield_when_idle 1 -n 4 "$tpuemu" "${args[@]}" >
 mpid=$!
 # The pid of world rank 2 (its environment says which rank it is).
 victim=
-if [ "$mode" = stop ] || [ "$mode" = kill ]; then
+if [ "$mode" = stop ] || [ "$mode" = kill ] || [ "$mode" = trainstop ]; then
     for _ in $(seq 1 300); do
-        if grep -q '^ *4096' "$out" 2>/dev/null || grep -q '^#' "$out" 2>/dev/null; then
+        if grep -qE '^ *4096|^#|^step' "$out" 2>/dev/null; then
             for p in $(pgrep -P "$mpid"); do
                 if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=2
                 then
@@ -51,10 +55,10 @@ if [ "$mode" = stop ] || [ "$mode" = kill ]; then
     [ -n "$victim" ] || { echo "FAIL: rank 2 never started"; cat "$out"; kill "$mpid"; exit 1; }
     sleep 0.5
     start=$(date +%s.%N)
-    if [ "$mode" = stop ]; then kill -STOP "$victim"; else kill -9 "$victim"; fi
+    if [ "$mode" = kill ]; then kill -9 "$victim"; else kill -STOP "$victim"; fi
 fi
 limit=10
-[ "$mode" = stop ] && limit=7
+[ "$mode" = stop ] || [ "$mode" = trainstop ] && limit=7
 # injstop counts from the start (the stop comes at call 5, after start-up).
 [ "$mode" = injstop1 ] && limit=15
 rc=0
@@ -79,7 +83,7 @@ grep '^tpuemu: ' "$out" | grep -v 'chips of' | sed 's/^/  /'
 awk -v s="$secs" -v l="$limit" 'BEGIN { exit !(s <= l) }' || {
     echo "FAIL: took $secs s, more than $limit"; cat "$out"; exit 1; }
 case $mode in
-stop) want='chip 2 \(1,0\), MPI rank 2 is behind' ;;
+stop | trainstop) want='chip 2 \(1,0\), MPI rank 2 is behind' ;;
 kill) want='lost chip 2 \(1,0\), MPI rank 2' ;;
 inject) want='lost chip 3 \(1,1\), MPI rank 3' ;;
 injstop1) want="chip $chip \\($((chip / 2)),$((chip % 2))\\), MPI rank $chip is behind" ;;
