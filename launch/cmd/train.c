@@ -599,16 +599,28 @@ typedef struct where {
     tpu_job_t *job; /* the MPI job (NULL without one) */
 } where_t;
 
+/*
+ * One double or int reduced in place over the chips' ranks: watched under the job
+ * (a stalled chip is named within --timeout, launch/watch.c), else plain MPI.
+ */
+static void reduce_one(const where_t *w, void *v, MPI_Datatype type, MPI_Op op, const char *what)
+{
+    union {
+        double d;
+        int i;
+    } mine;
+
+    memcpy(&mine, v, type == MPI_DOUBLE ? sizeof(double) : sizeof(int));
+    if (w->job != NULL) {
+        tpu_job_allreduce(w->job, &mine, v, 1, type, op, what);
+    } else if (w->comm != MPI_COMM_NULL) {
+        MPI_Allreduce(MPI_IN_PLACE, v, 1, type, op, w->comm);
+    }
+}
+
 static double max_all(const where_t *w, double v)
 {
-    double mine = v;
-
-    if (w->job != NULL) {
-        /* Watched: a stalled chip is named within --timeout (launch/watch.c). */
-        tpu_job_allreduce(w->job, &mine, &v, 1, MPI_DOUBLE, MPI_MAX, "the step times");
-    } else if (w->comm != MPI_COMM_NULL) {
-        MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, w->comm);
-    }
+    reduce_one(w, &v, MPI_DOUBLE, MPI_MAX, "the step times");
     return v;
 }
 
@@ -624,13 +636,7 @@ static int agree(const where_t *w, tpu_status_t *status_p, int rank, int nranks)
     if (w->comm == MPI_COMM_NULL) {
         return *status_p != TPU_OK ? rank : -1;
     }
-    if (w->job != NULL) {
-        int mine = first;
-
-        tpu_job_allreduce(w->job, &mine, &first, 1, MPI_INT, MPI_MIN, "the check for errors");
-    } else {
-        MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, w->comm);
-    }
+    reduce_one(w, &first, MPI_INT, MPI_MIN, "the check for errors");
     if (first == nranks) {
         return -1;
     }
