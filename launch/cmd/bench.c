@@ -353,14 +353,10 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
         tpu_json_init(&json, json_sink.f);
         j = &json;
         tpu_json_object(j);
-        tpu_json_kstr(j, "chip", tpu_pod_chip(job.pod)->name);
-        tpu_json_kstr(j, "topology", tpu_pod_shape(job.pod));
-        tpu_json_kstr(j, "wrap", tpu_pod_wrap(job.pod));
-        tpu_json_kint(j, "slices", tpu_pod_topo(job.pod)->slices);
+        tpu_pod_json_header(j, job.pod);
         tpu_json_kint(j, "ranks", job.nranks);
         tpu_json_kint(j, "iters", iters);
         tpu_json_kint(j, "warmup", warmup);
-        tpu_faults_json(j, job.pod);
         tpu_json_karray(j, "rows");
     }
     if (csv_sink.f != NULL) {

@@ -49,7 +49,6 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
                                const char *axes, const tpu_coll_result_t *res, double ideal,
                                const double mode_us[2], double wall_s, tpu_err_t *err)
 {
-    const tpu_topo_t *t = tpu_pod_topo(pod);
     tpu_sink_t sink;
     tpu_json_t j;
     tpu_status_t status;
@@ -61,11 +60,7 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
     }
     tpu_json_init(&j, sink.f);
     tpu_json_object(&j);
-    tpu_json_kstr(&j, "chip", tpu_pod_chip(pod)->name);
-    tpu_json_kstr(&j, "topology", tpu_pod_shape(pod));
-    tpu_json_kstr(&j, "wrap", tpu_pod_wrap(pod));
-    tpu_json_kint(&j, "slices", t->slices);
-    tpu_json_kint(&j, "chips", t->nchips);
+    tpu_pod_json_header(&j, pod);
     tpu_json_kstr(&j, "collective", tpu_coll_name(desc->kind));
     tpu_json_kstr(&j, "axes", axes);
     tpu_json_kuint(&j, "bytes", (unsigned long long)desc->bytes);
@@ -89,7 +84,6 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
         tpu_json_kfixed(&j, tpu_topo_axis_name(a), res->axis[a].bytes, 0);
     }
     tpu_json_object_end(&j);
-    tpu_faults_json(&j, pod);
     tpu_json_kfixed(&j, "model_wall_s", wall_s, 4);
     tpu_json_object_end(&j);
     status = tpu_json_end(&j, err);

@@ -470,7 +470,6 @@ static void write_json(tpu_json_t *j, const tpu_pod_t *pod, const char *path, in
                        const tpu_hlo_module_t *mod, const tpu_replay_report_t *r, const int *ci,
                        const int *oi, const tpu_replay_measured_t *ms)
 {
-    const tpu_topo_t *t = tpu_pod_topo(pod);
     int i;
 
     tpu_json_object(j);
@@ -478,12 +477,7 @@ static void write_json(tpu_json_t *j, const tpu_pod_t *pod, const char *path, in
     tpu_json_kstr(j, "module", mod->name);
     tpu_json_kint(j, "module_index", index + 1);
     tpu_json_kint(j, "devices", r->devices);
-    tpu_json_kstr(j, "chip", tpu_pod_chip(pod)->name);
-    tpu_json_kstr(j, "topology", tpu_pod_shape(pod));
-    tpu_json_kstr(j, "wrap", tpu_pod_wrap(pod));
-    tpu_json_kint(j, "slices", t->slices);
-    tpu_json_kint(j, "chips", t->nchips);
-    tpu_faults_json(j, pod);
+    tpu_pod_json_header(j, pod);
     tpu_json_kfixed(j, "step_us", r->step_us, 6);
     tpu_json_kfixed(j, "compute_us", r->compute_us, 6);
     tpu_json_kfixed(j, "comm_us", r->comm_us, 6);

@@ -138,13 +138,8 @@ static void print_pod(const tpu_opts_t *o, tpu_job_t *job, FILE *txt, tpu_json_t
     }
     if (j != NULL) {
         tpu_json_object(j);
-        tpu_json_kstr(j, "chip", chip->name);
-        tpu_json_kstr(j, "topology", tpu_pod_shape(job->pod));
-        tpu_json_kstr(j, "wrap", tpu_pod_wrap(job->pod));
-        tpu_json_kint(j, "slices", t->slices);
-        tpu_json_kint(j, "chips", t->nchips);
+        tpu_pod_json_header(j, job->pod);
         tpu_json_kint(j, "chips_per_host", tpu_chip_per_host(chip));
-        tpu_faults_json(j, job->pod);
         tpu_json_key(j, "placement");
         tpu_place_json(j, job->pod, all);
         tpu_json_kint(j, "hosts_split_across_nodes", split);

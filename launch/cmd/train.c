@@ -1110,10 +1110,7 @@ int tpu_cmd_train(int argc, char **argv)
 
         tpu_json_object(json);
         tpu_json_kstr(json, "command", "train");
-        tpu_json_kstr(json, "chip", chip->name);
-        tpu_json_kstr(json, "topology", tpu_pod_shape(pod));
-        tpu_json_kint(json, "chips", topo->nchips);
-        tpu_faults_json(json, pod);
+        tpu_pod_json_header(json, pod);
         tpu_json_kobject(json, "mesh");
         tpu_json_kint(json, "data", data);
         tpu_json_kint(json, "model", model);

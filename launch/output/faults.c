@@ -1,4 +1,5 @@
-/* The faults of a pod as text lines and as a JSON array (faults.h). */
+/* The faults of a pod as text lines and as a JSON array, and the pod keys of every JSON
+ * document (faults.h). */
 #include "faults.h"
 
 void tpu_faults_print(FILE *out, const tpu_pod_t *pod, const char *label)
@@ -53,4 +54,16 @@ void tpu_faults_json(tpu_json_t *j, const tpu_pod_t *pod)
         tpu_json_object_end(j);
     }
     tpu_json_array_end(j);
+}
+
+void tpu_pod_json_header(tpu_json_t *j, const tpu_pod_t *pod)
+{
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+
+    tpu_json_kstr(j, "chip", tpu_pod_chip(pod)->name);
+    tpu_json_kstr(j, "topology", tpu_pod_shape(pod));
+    tpu_json_kstr(j, "wrap", tpu_pod_wrap(pod));
+    tpu_json_kint(j, "slices", t->slices);
+    tpu_json_kint(j, "chips", t->nchips);
+    tpu_faults_json(j, pod);
 }

@@ -1,6 +1,7 @@
 /*
- * The faults a pod carries (--fault, YAML faults:), as output: one text line
- * each, and the JSON 'faults' array.  Private to launch/.
+ * The pod as output: the faults it carries (--fault, YAML faults:), one text
+ * line each and the JSON 'faults' array, and the pod keys that open every
+ * command's JSON document.  Private to launch/.
  */
 #ifndef TPU_LAUNCH_OUTPUT_FAULTS_H
 #define TPU_LAUNCH_OUTPUT_FAULTS_H
@@ -20,5 +21,13 @@ void tpu_faults_print(FILE *out, const tpu_pod_t *pod, const char *label);
  * (an empty array without faults); keys a kind does not take are left out.
  */
 void tpu_faults_json(tpu_json_t *j, const tpu_pod_t *pod);
+
+/*
+ * The pod keys every JSON document carries, in this order, into the object 'j'
+ * has open: "chip", "topology", "wrap", "slices", "chips", then "faults"
+ * (tpu_faults_json).  One writer, so that run, bench, model, train and replay
+ * describe the pod alike.
+ */
+void tpu_pod_json_header(tpu_json_t *j, const tpu_pod_t *pod);
 
 #endif /* TPU_LAUNCH_OUTPUT_FAULTS_H */

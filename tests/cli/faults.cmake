@@ -7,7 +7,7 @@
 set(RING --topology 4 --wrap all --ici-bw 1e11 --collective ppermute --axes x --bytes 1M)
 tpu_cli_test(fault_none 0 "\"modeled_us\": 21\\.971520" ${TPUEMU} model ${RING} --json -)
 tpu_cli_test(fault_slow_link 0
-  "\"modeled_us\": 42\\.943040.*\"faults\": \\[\\{\"kind\": \"slow-link\", \"chip\": 1, \"slice\": 0, \"coords\": \\[1\\], \"dir\": \"\\+x\", \"both\": false, \"factor\": 0\\.5"
+  "\"faults\": \\[\\{\"kind\": \"slow-link\", \"chip\": 1, \"slice\": 0, \"coords\": \\[1\\], \"dir\": \"\\+x\", \"both\": false, \"factor\": 0\\.5.*\"modeled_us\": 42\\.943040"
   ${TPUEMU} model ${RING} --fault slow-link:chip=1,dir=+x,factor=0.5 --json -)
 tpu_cli_test(fault_link_down 0 "\"modeled_us\": 23\\.971520" ${TPUEMU} model ${RING}
   --fault link-down:chip=1,dir=+x --json -)
