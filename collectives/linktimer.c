@@ -19,8 +19,12 @@
  *     link x-  |==== copy 3 ====|
  *              ready             left(1)          left(2)
  *
+ * The hops reported are those of the route the link model times (its
+ * tpu__linkmodel_flow_links(), which asks tpu_faults_route()): around a failed
+ * link they are the detour's, as its latency is.
+ *
  * Restrictions: transfers of other chips are not seen (a timer belongs to one
- * chip); one dimension-order route per transfer (no split over disjoint routes).
+ * chip); one route per transfer (no split over disjoint routes).
  */
 #include "tpu/alloc.h"
 #include "tpu/coll.h"
@@ -31,6 +35,7 @@
 
 struct tpu_coll_link_timer {
     tpu_linkmodel_t lm;
+    int32_t *links; /* the links of one route: at most a slice's chips */
 };
 
 tpu_status_t tpu_coll_link_timer_create(const tpu_topo_t *topo, const tpu_link_model_t *link,
@@ -42,10 +47,15 @@ tpu_status_t tpu_coll_link_timer_create(const tpu_topo_t *topo, const tpu_link_m
         return tpu_err_set(err, TPU_ERR_INVALID, "tpu_coll_link_timer_create: NULL argument");
     }
     t = tpu__calloc(1, sizeof(*t));
-    if (t == NULL) {
+    if (t != NULL) {
+        t->links = tpu__malloc((size_t)topo->chips_per_slice * sizeof(*t->links));
+    }
+    if (t == NULL || t->links == NULL) {
+        tpu__free(t);
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no host memory for a link timer");
     }
     if (tpu__linkmodel_init(&t->lm, topo, link, 0) != TPU_OK) {
+        tpu__free(t->links);
         tpu__free(t);
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no host memory for the link model of %d chips",
                            topo->nchips);
@@ -60,6 +70,7 @@ void tpu_coll_link_timer_destroy(tpu_coll_link_timer_t *timer)
         return;
     }
     tpu__linkmodel_fini(&timer->lm);
+    tpu__free(timer->links);
     tpu__free(timer);
 }
 
@@ -91,6 +102,9 @@ void tpu_coll_link_timer_flow(tpu_coll_link_timer_t *timer, int src, int dst, ui
     }
     *arrival_p = arrival;
     if (hops_p != NULL) {
-        *hops_p = tpu_topo_hops(lm->topo, src, dst);
+        int src_host, dst_host;
+
+        *hops_p = tpu__linkmodel_flow_links(lm, &f, timer->links, lm->topo->chips_per_slice,
+                                            &src_host, &dst_host);
     }
 }

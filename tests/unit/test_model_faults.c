@@ -423,6 +423,40 @@ static void test_link_down(void **state)
 }
 
 /*
+ * The link timer (remote copies of kernels) on the same ring: a copy of 1 MiB
+ * from chip 1 to chip 2 takes the route the link model times.  Without the fault:
+ * 1 hop, arrival 1 + 20.97152 = 21.97152 us; with the link 1 -> 2 failed: the
+ * detour 1 -> 0 -> 3 -> 2, 3 hops, arrival 3 + 20.97152 = 23.97152 us.  Either way
+ * the bytes have left chip 1 after B/(W/2) = 20.97152 us (its first link drained).
+ */
+static void test_link_timer_detour(void **state)
+{
+    static const char *const down[] = {"link-down:chip=1,dir=+x"};
+    tpu_topo_t topo;
+    tpu_link_model_t link;
+    tpu_err_t err = {0};
+    tpu_coll_link_timer_t *timer = NULL;
+    tpu_faults_t *f;
+    double left, arrival;
+    int hops = -1, pass;
+
+    (void)state;
+    make_topo(&topo, "4", "all", 1);
+    make_link(&link, NULL);
+    f = faults_of(&topo, &link, down, 1, &err);
+    for (pass = 0; pass < 2; pass++) {
+        link.faults = pass == 0 ? NULL : f;
+        assert_int_equal(tpu_coll_link_timer_create(&topo, &link, &timer, &err), TPU_OK);
+        tpu_coll_link_timer_flow(timer, 1, 2, (uint64_t)MIB, 0, &left, &arrival, &hops);
+        assert_int_equal(hops, pass == 0 ? 1 : 3);
+        assert_us(arrival * 1e6, (pass == 0 ? 1 : 3) + MIB / 50e9 * 1e6);
+        assert_us(left * 1e6, MIB / 50e9 * 1e6);
+        tpu_coll_link_timer_destroy(timer);
+    }
+    tpu_faults_destroy(f);
+}
+
+/*
  * A slow chip: chip 2 at factor 0.25 sends its flow (2 -> 3) at W/2 * 0.25:
  * 1 + 83.88608 = 84.88608 us.
  */
@@ -798,13 +832,14 @@ static void test_svg(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),      cmocka_unit_test(test_bad_against_pod),
-        cmocka_unit_test(test_tables),     cmocka_unit_test(test_cut),
-        cmocka_unit_test(test_routes),     cmocka_unit_test(test_slow_link),
-        cmocka_unit_test(test_link_down),  cmocka_unit_test(test_slow_chip),
-        cmocka_unit_test(test_slow_nic),   cmocka_unit_test(test_shortcuts_off),
-        cmocka_unit_test(test_transports), cmocka_unit_test(test_pod),
-        cmocka_unit_test(test_yaml),       cmocka_unit_test(test_svg),
+        cmocka_unit_test(test_parse),         cmocka_unit_test(test_bad_against_pod),
+        cmocka_unit_test(test_tables),        cmocka_unit_test(test_cut),
+        cmocka_unit_test(test_routes),        cmocka_unit_test(test_slow_link),
+        cmocka_unit_test(test_link_down),     cmocka_unit_test(test_link_timer_detour),
+        cmocka_unit_test(test_slow_chip),     cmocka_unit_test(test_slow_nic),
+        cmocka_unit_test(test_shortcuts_off), cmocka_unit_test(test_transports),
+        cmocka_unit_test(test_pod),           cmocka_unit_test(test_yaml),
+        cmocka_unit_test(test_svg),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
