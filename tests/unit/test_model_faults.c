@@ -13,10 +13,10 @@
 #include "tpu/coll.h"
 #include "tpu/fault.h"
 #include "tpu/pod.h"
-#include "tpu/xport.h"
 
 #include "config.h"
 #include "svg.h"
+#include "test_coll.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,16 +30,6 @@
 #include <cmocka.h>
 
 #define MIB 1048576.0
-
-static void make_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slices)
-{
-    tpu_err_t err = {0};
-    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto;
-
-    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
-    assert_int_equal(tpu_topo_parse_wrap(wrap, naxes, w, &is_auto, &err), TPU_OK);
-    assert_int_equal(tpu_topo_init(t, naxes, dims, w, slices, &err), TPU_OK);
-}
 
 static void make_link(tpu_link_model_t *link, const int *host_dims)
 {
@@ -72,30 +62,41 @@ static tpu_faults_t *faults_of(const tpu_topo_t *topo, const tpu_link_model_t *l
     return f;
 }
 
-/* Modeled microseconds of 'd' on 'topo' with 'link'. */
-static double model_us(const tpu_topo_t *topo, const tpu_link_model_t *link,
-                       const tpu_coll_desc_t *d)
+/*
+ * Modeled microseconds of a ppermute of 1 MiB by +1 over 'axes' on 'shape' ('wrap',
+ * 'slices', one host per block 'host_dims', NULL: per chip) with the link model of
+ * make_link() and the fault 'fault' (NULL: none).
+ */
+static double ppermute_us(const char *shape, const char *wrap, int slices, const int *host_dims,
+                          unsigned axes, const char *fault)
 {
+    tpu_topo_t topo;
+    tpu_link_model_t link;
+    tpu_coll_desc_t d;
     tpu_err_t err = {0};
+    tpu_faults_t *f = NULL;
     tpu_coll_plan_t *plan = NULL;
     tpu_coll_result_t res;
 
-    if (tpu_coll_plan_create(topo, link, d, &plan, &err) != TPU_OK) {
+    tpu_test_topo(&topo, shape, wrap, slices);
+    make_link(&link, host_dims);
+    if (fault != NULL) {
+        f = faults_of(&topo, &link, &fault, 1, &err);
+        assert_non_null(f);
+        link.faults = f;
+    }
+    tpu_coll_desc_init(&d);
+    d.kind = TPU_COLL_PPERMUTE;
+    d.axes = axes;
+    d.shift = 1;
+    d.bytes = (uint64_t)MIB;
+    if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
         fail_msg("plan: %s", err.msg);
     }
     assert_int_equal(tpu_coll_plan_model(plan, &res, &err), TPU_OK);
     tpu_coll_plan_destroy(plan);
+    tpu_faults_destroy(f);
     return res.modeled_us;
-}
-
-/* ppermute of 1 MiB along 'axes' by 'shift'. */
-static void ppermute(tpu_coll_desc_t *d, unsigned axes, int shift)
-{
-    tpu_coll_desc_init(d);
-    d->kind = TPU_COLL_PPERMUTE;
-    d->axes = axes;
-    d->shift = shift;
-    d->bytes = (uint64_t)MIB;
 }
 
 static void assert_us(double got, double want)
@@ -191,7 +192,7 @@ static void test_bad_against_pod(void **state)
     (void)state;
     make_link(&link, NULL);
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        make_topo(&topo, bad[i].shape, bad[i].wrap, 1);
+        tpu_test_topo(&topo, bad[i].shape, bad[i].wrap, 1);
         tpu_err_clear(&err);
         assert_null(faults_of(&topo, &link, &bad[i].text, 1, &err));
         assert_int_equal(err.status, TPU_ERR_INVALID);
@@ -216,7 +217,7 @@ static void test_tables(void **state)
     int l;
 
     (void)state;
-    make_topo(&topo, "4x4", "all", 1);
+    tpu_test_topo(&topo, "4x4", "all", 1);
     make_link(&link, NULL);
     f = faults_of(&topo, &link, texts, 5, &err);
     assert_non_null(f);
@@ -264,13 +265,13 @@ static void test_cut(void **state)
     (void)state;
     make_link(&link, NULL);
     /* An open line of 4: 1 -> 2 failed leaves no way from chip 1 to chip 2. */
-    make_topo(&topo, "4", "none", 1);
+    tpu_test_topo(&topo, "4", "none", 1);
     assert_null(faults_of(&topo, &link, one_way, 1, &err));
     assert_int_equal(err.status, TPU_ERR_INVALID);
     assert_non_null(strstr(err.msg, "the failed links cut the torus: no route from chip 1 (1) "
                                     "to chip 2 (2); the cut is the failed link chip 1 (1) +x"));
     /* A ring of 4 keeps its other way round. */
-    make_topo(&topo, "4", "all", 1);
+    tpu_test_topo(&topo, "4", "all", 1);
     f = faults_of(&topo, &link, one_way, 1, &err);
     assert_non_null(f);
     tpu_faults_destroy(f);
@@ -280,12 +281,12 @@ static void test_cut(void **state)
     assert_non_null(strstr(err.msg, "cut the torus: no route from chip 0 (0) to chip 1 (1)"));
     assert_non_null(strstr(err.msg, "failed links chip 0 (0) +x, chip 3 (3) -x"));
     /* A 4x4 without wrap keeps a way round through y. */
-    make_topo(&topo, "4x4", "none", 1);
+    tpu_test_topo(&topo, "4x4", "none", 1);
     f = faults_of(&topo, &link, grid, 1, &err);
     assert_non_null(f);
     tpu_faults_destroy(f);
     /* Two slices: each slice is checked on its own. */
-    make_topo(&topo, "4", "none", 2);
+    tpu_test_topo(&topo, "4", "none", 2);
     {
         static const char *const second[] = {"link-down:chip=(1,2),dir=+x"};
 
@@ -328,7 +329,7 @@ static void test_routes(void **state)
     (void)state;
     make_link(&link, NULL);
     /* Ring of 4, 1 -> 2 failed: 1 -> 2 goes the other way, 1 -> 0 -> 3 -> 2, 3 hops. */
-    make_topo(&topo, "4", "all", 1);
+    tpu_test_topo(&topo, "4", "all", 1);
     f = faults_of(&topo, &link, ring, 1, &err);
     assert_int_equal(tpu_faults_route(f, &topo, 1, 2, NULL, 1, scratch, &r), 0);
     assert_int_equal(r.nhops, 3);
@@ -347,7 +348,7 @@ static void test_routes(void **state)
 
     /* 4x4 open, (1,0) -> (2,0) failed: every minimal route crosses it, so one step up
      * y, across, and back: +y 1, +x 1, -y 1 (x is tried first, + before -). */
-    make_topo(&topo, "4x4", "none", 1);
+    tpu_test_topo(&topo, "4x4", "none", 1);
     f = faults_of(&topo, &link, grid, 1, &err);
     assert_int_equal(tpu_faults_route(f, &topo, 4, 8, NULL, 1, scratch, &r), 0);
     assert_int_equal(r.nhops, 3);
@@ -380,22 +381,10 @@ static void test_routes(void **state)
  */
 static void test_slow_link(void **state)
 {
-    static const char *const slow[] = {"slow-link:chip=1,dir=+x,factor=0.5"};
-    tpu_topo_t topo;
-    tpu_link_model_t link;
-    tpu_coll_desc_t d;
-    tpu_err_t err = {0};
-    tpu_faults_t *f;
-
     (void)state;
-    make_topo(&topo, "4", "all", 1);
-    make_link(&link, NULL);
-    ppermute(&d, 1, 1);
-    assert_us(model_us(&topo, &link, &d), 1 + MIB / 50e9 * 1e6);
-    f = faults_of(&topo, &link, slow, 1, &err);
-    link.faults = f;
-    assert_us(model_us(&topo, &link, &d), 1 + MIB / 25e9 * 1e6);
-    tpu_faults_destroy(f);
+    assert_us(ppermute_us("4", "all", 1, NULL, 1, NULL), 1 + MIB / 50e9 * 1e6);
+    assert_us(ppermute_us("4", "all", 1, NULL, 1, "slow-link:chip=1,dir=+x,factor=0.5"),
+              1 + MIB / 25e9 * 1e6);
 }
 
 /*
@@ -405,21 +394,8 @@ static void test_slow_link(void **state)
  */
 static void test_link_down(void **state)
 {
-    static const char *const down[] = {"link-down:chip=1,dir=+x"};
-    tpu_topo_t topo;
-    tpu_link_model_t link;
-    tpu_coll_desc_t d;
-    tpu_err_t err = {0};
-    tpu_faults_t *f;
-
     (void)state;
-    make_topo(&topo, "4", "all", 1);
-    make_link(&link, NULL);
-    ppermute(&d, 1, 1);
-    f = faults_of(&topo, &link, down, 1, &err);
-    link.faults = f;
-    assert_us(model_us(&topo, &link, &d), 3 + MIB / 50e9 * 1e6);
-    tpu_faults_destroy(f);
+    assert_us(ppermute_us("4", "all", 1, NULL, 1, "link-down:chip=1,dir=+x"), 3 + MIB / 50e9 * 1e6);
 }
 
 /*
@@ -441,7 +417,7 @@ static void test_link_timer_detour(void **state)
     int hops = -1, pass;
 
     (void)state;
-    make_topo(&topo, "4", "all", 1);
+    tpu_test_topo(&topo, "4", "all", 1);
     make_link(&link, NULL);
     f = faults_of(&topo, &link, down, 1, &err);
     for (pass = 0; pass < 2; pass++) {
@@ -462,21 +438,9 @@ static void test_link_timer_detour(void **state)
  */
 static void test_slow_chip(void **state)
 {
-    static const char *const slow[] = {"slow-chip:chip=2,factor=0.25"};
-    tpu_topo_t topo;
-    tpu_link_model_t link;
-    tpu_coll_desc_t d;
-    tpu_err_t err = {0};
-    tpu_faults_t *f;
-
     (void)state;
-    make_topo(&topo, "4", "all", 1);
-    make_link(&link, NULL);
-    ppermute(&d, 1, 1);
-    f = faults_of(&topo, &link, slow, 1, &err);
-    link.faults = f;
-    assert_us(model_us(&topo, &link, &d), 1 + MIB / 12.5e9 * 1e6);
-    tpu_faults_destroy(f);
+    assert_us(ppermute_us("4", "all", 1, NULL, 1, "slow-chip:chip=2,factor=0.25"),
+              1 + MIB / 12.5e9 * 1e6);
 }
 
 /*
@@ -490,22 +454,12 @@ static void test_slow_chip(void **state)
 static void test_slow_nic(void **state)
 {
     static const int hosts[TPU_MAX_AXES] = {2, 1, 1};
-    static const char *const slow[] = {"slow-nic:host=0,factor=0.5"};
-    tpu_topo_t topo;
-    tpu_link_model_t link;
-    tpu_coll_desc_t d;
-    tpu_err_t err = {0};
-    tpu_faults_t *f;
 
     (void)state;
-    make_topo(&topo, "2", "none", 2);
-    make_link(&link, hosts);
-    ppermute(&d, TPU_AXIS_MASK_DCN, 1);
-    assert_us(model_us(&topo, &link, &d), 10 + 2 * MIB / 25e9 * 1e6);
-    f = faults_of(&topo, &link, slow, 1, &err);
-    link.faults = f;
-    assert_us(model_us(&topo, &link, &d), 10 + 2 * MIB / 12.5e9 * 1e6);
-    tpu_faults_destroy(f);
+    assert_us(ppermute_us("2", "none", 2, hosts, TPU_AXIS_MASK_DCN, NULL),
+              10 + 2 * MIB / 25e9 * 1e6);
+    assert_us(ppermute_us("2", "none", 2, hosts, TPU_AXIS_MASK_DCN, "slow-nic:host=0,factor=0.5"),
+              10 + 2 * MIB / 12.5e9 * 1e6);
 }
 
 /*
@@ -532,7 +486,7 @@ static void test_shortcuts_off(void **state)
     tpu_faults_t *f;
 
     (void)state;
-    make_topo(&topo, "4x4", "all", 1);
+    tpu_test_topo(&topo, "4x4", "all", 1);
     make_link(&link, NULL);
     tpu_coll_desc_init(&d);
     d.kind = TPU_COLL_ALL_TO_ALL;
@@ -561,68 +515,6 @@ static void test_shortcuts_off(void **state)
 
 /* ---- model == sim == loopback, data correct ---- */
 
-static void fill(int chip, void *buf, uint64_t bytes, void *arg)
-{
-    uint64_t i;
-
-    (void)arg;
-    for (i = 0; i < bytes / 4; i++) {
-        ((float *)buf)[i] = (float)((chip * 37 + (int)i) % 1000);
-    }
-}
-
-static double run_over(const tpu_coll_plan_t *plan, const tpu_topo_t *topo, int loopback)
-{
-    tpu_err_t err = {0};
-    tpu_xport_t *x = NULL;
-    tpu_coll_exec_t *exec = NULL;
-    uint64_t inb, outb;
-    void **in = calloc((size_t)topo->nchips, sizeof(void *));
-    void **out = calloc((size_t)topo->nchips, sizeof(void *));
-    void *ref;
-    double us = -1;
-    int c;
-
-    tpu_coll_plan_sizes(plan, &inb, &outb);
-    ref = calloc(1, outb);
-    for (c = 0; c < topo->nchips; c++) {
-        in[c] = malloc(inb);
-        out[c] = calloc(1, outb);
-        fill(c, in[c], inb, NULL);
-    }
-    if (loopback) {
-        assert_int_equal(tpu_xport_loopback_create(topo->nchips, &x, &err), TPU_OK);
-    } else {
-        assert_int_equal(tpu_xport_sim_create(topo->nchips, &x, &err), TPU_OK);
-    }
-    assert_int_equal(tpu_coll_exec_create(plan, x, &exec, &err), TPU_OK);
-    if (tpu_coll_exec_run(exec, NULL, in, out, &us, &err) != TPU_OK) {
-        fail_msg("run: %s", err.msg);
-    }
-    for (c = 0; loopback && c < topo->nchips; c++) {
-        const tpu_coll_desc_t *d = tpu_coll_plan_desc(plan);
-
-        if (d->kind == TPU_COLL_P2P && c != d->dst) {
-            continue;
-        }
-        memset(ref, 0, outb);
-        assert_int_equal(tpu_coll_reference(plan, c, fill, NULL, ref, &err), TPU_OK);
-        if (memcmp(ref, out[c], outb) != 0) {
-            fail_msg("%s: chip %d differs from the reference", tpu_coll_name(d->kind), c);
-        }
-    }
-    for (c = 0; c < topo->nchips; c++) {
-        free(in[c]);
-        free(out[c]);
-    }
-    free(in);
-    free(out);
-    free(ref);
-    tpu_coll_exec_destroy(exec);
-    tpu_xport_destroy(x);
-    return us;
-}
-
 static void test_transports(void **state)
 {
     static const char *const faults[] = {"link-down:chip=(1,1),dir=+x,both=yes",
@@ -642,15 +534,14 @@ static void test_transports(void **state)
     for (w = 0; w < 2; w++) {
         tpu_faults_t *f;
 
-        make_topo(&topo, "4x4", wraps[w], 1);
+        tpu_test_topo(&topo, "4x4", wraps[w], 1);
         f = faults_of(&topo, &link, faults, 3, &err);
         assert_non_null(f);
         link.faults = f;
         for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
             tpu_coll_desc_t d;
             tpu_coll_plan_t *plan = NULL;
-            tpu_coll_result_t res;
-            double lb, sim;
+            char label[64];
 
             tpu_coll_desc_init(&d);
             d.kind = kinds[k];
@@ -662,13 +553,8 @@ static void test_transports(void **state)
             if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
                 fail_msg("%s: %s", tpu_coll_name(d.kind), err.msg);
             }
-            assert_int_equal(tpu_coll_plan_model(plan, &res, &err), TPU_OK);
-            lb = run_over(plan, &topo, 1);
-            sim = run_over(plan, &topo, 0);
-            if (lb != res.modeled_us || sim != res.modeled_us) {
-                fail_msg("%s wrap %s: model %.17g loopback %.17g sim %.17g", tpu_coll_name(d.kind),
-                         wraps[w], res.modeled_us, lb, sim);
-            }
+            snprintf(label, sizeof(label), "%s wrap %s", tpu_coll_name(d.kind), wraps[w]);
+            tpu_test_check_transports(plan, &topo, label);
             tpu_coll_plan_destroy(plan);
         }
         link.faults = NULL;
@@ -806,7 +692,7 @@ static void test_svg(void **state)
     (void)state;
     assert_true(fd >= 0);
     close(fd);
-    make_topo(&topo, "4", "all", 1);
+    tpu_test_topo(&topo, "4", "all", 1);
     make_link(&link, NULL);
     f = faults_of(&topo, &link, texts, 3, &err);
     bytes[0] = 1000;

@@ -1,0 +1,123 @@
+/* Shared collective test helpers (test_coll.h). */
+#include "test_coll.h"
+
+#include "tpu/xport.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+void tpu_test_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slices)
+{
+    tpu_err_t err = {0};
+    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto;
+
+    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
+    assert_int_equal(tpu_topo_parse_wrap(wrap, naxes, w, &is_auto, &err), TPU_OK);
+    assert_int_equal(tpu_topo_init(t, naxes, dims, w, slices, &err), TPU_OK);
+}
+
+/* Index-tagged data: element i of chip c is (c * 64 + i) % 4096 (exact in f32, i32;
+ * bf16 takes it modulo 256).  'arg' points to the dtype. */
+static void fill(int chip, void *buf, uint64_t bytes, void *arg)
+{
+    tpu_dtype_t dtype = *(const tpu_dtype_t *)arg;
+    uint64_t i, n = bytes / (uint64_t)tpu_dtype_size(dtype);
+
+    for (i = 0; i < n; i++) {
+        int v = (int)((chip * 64 + i) % 4096);
+
+        if (dtype == TPU_DTYPE_F32) {
+            ((float *)buf)[i] = (float)v;
+        } else if (dtype == TPU_DTYPE_I32) {
+            ((int32_t *)buf)[i] = v;
+        } else {
+            float f = (float)(v % 256);
+            uint32_t u;
+
+            memcpy(&u, &f, 4);
+            ((uint16_t *)buf)[i] = (uint16_t)(u >> 16);
+        }
+    }
+}
+
+/* Run 'plan' over a transport ('runs' times); check data against the reference when
+ * it moves (loopback).  Returns the modeled microseconds. */
+static double run_over(const tpu_coll_plan_t *plan, const tpu_topo_t *topo, int loopback, int runs,
+                       const char *label)
+{
+    tpu_err_t err = {0};
+    tpu_xport_t *x = NULL;
+    tpu_coll_exec_t *exec = NULL;
+    const tpu_coll_desc_t *d = tpu_coll_plan_desc(plan);
+    uint64_t inb, outb;
+    void **in = calloc((size_t)topo->nchips, sizeof(void *));
+    void **out = calloc((size_t)topo->nchips, sizeof(void *));
+    void *ref;
+    double us = -1;
+    int c, r;
+
+    tpu_coll_plan_sizes(plan, &inb, &outb);
+    ref = calloc(1, outb);
+    for (c = 0; c < topo->nchips; c++) {
+        in[c] = malloc(inb);
+        out[c] = calloc(1, outb);
+        fill(c, in[c], inb, (void *)&d->dtype);
+    }
+    if (loopback) {
+        assert_int_equal(tpu_xport_loopback_create(topo->nchips, &x, &err), TPU_OK);
+    } else {
+        assert_int_equal(tpu_xport_sim_create(topo->nchips, &x, &err), TPU_OK);
+    }
+    if (tpu_coll_exec_create(plan, x, &exec, &err) != TPU_OK) {
+        fail_msg("%s: run: %s", label, err.msg);
+    }
+    for (r = 0; r < runs; r++) {
+        if (tpu_coll_exec_run(exec, NULL, in, out, &us, &err) != TPU_OK) {
+            fail_msg("%s: run: %s", label, err.msg);
+        }
+    }
+    for (c = 0; loopback && c < topo->nchips; c++) {
+        if (d->kind == TPU_COLL_P2P && c != d->dst) {
+            continue;
+        }
+        memset(ref, 0, outb);
+        assert_int_equal(tpu_coll_reference(plan, c, fill, (void *)&d->dtype, ref, &err), TPU_OK);
+        if (memcmp(ref, out[c], outb) != 0) {
+            fail_msg("%s: chip %d differs from the reference", label, c);
+        }
+    }
+    for (c = 0; c < topo->nchips; c++) {
+        free(in[c]);
+        free(out[c]);
+    }
+    free(in);
+    free(out);
+    free(ref);
+    tpu_coll_exec_destroy(exec);
+    tpu_xport_destroy(x);
+    return us;
+}
+
+void tpu_test_check_transports(const tpu_coll_plan_t *plan, const tpu_topo_t *topo,
+                               const char *label)
+{
+    tpu_err_t err = {0};
+    tpu_coll_result_t res;
+    double lb, sim;
+
+    assert_int_equal(tpu_coll_plan_model(plan, &res, &err), TPU_OK);
+    /* Twice over loopback: the run object's buffers are reused, and the result must
+     * not change. */
+    lb = run_over(plan, topo, 1, 2, label);
+    sim = run_over(plan, topo, 0, 1, label);
+    if (lb != res.modeled_us || sim != res.modeled_us) {
+        fail_msg("%s (%s): model %.17g loopback %.17g sim %.17g", label, tpu_coll_plan_algo(plan),
+                 res.modeled_us, lb, sim);
+    }
+}

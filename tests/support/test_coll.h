@@ -1,0 +1,25 @@
+/*
+ * Shared test helpers for the collectives: a topology from its text, and the
+ * check that a plan gives one modeled time, bit for bit, from the model, the sim
+ * and the loopback transports, with every chip's data equal to the reference.
+ * They fail the running CMocka test on error: call them from a test only.
+ */
+#ifndef TPU_TEST_COLL_H
+#define TPU_TEST_COLL_H
+
+#include "tpu/coll.h"
+#include "tpu/topo.h"
+
+/* 'shape' ("4x4"), 'wrap' ("all", "none", "x,z") and 'slices' into '*t'. */
+void tpu_test_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slices);
+
+/*
+ * Model 'plan', run it twice over the loopback transport (the run object's
+ * buffers reused) and once over sim, from index-tagged data; fail with 'label'
+ * unless the three modeled times are equal and every chip's output (the
+ * destination's for p2p) equals tpu_coll_reference().
+ */
+void tpu_test_check_transports(const tpu_coll_plan_t *plan, const tpu_topo_t *topo,
+                               const char *label);
+
+#endif
