@@ -176,16 +176,13 @@ int main(int argc, char **argv)
     tpu_rdma_buf_t bufs[5];
     tpu_rdma_kernel_t kern;
     tpu_rdma_stats_t stats;
-    tpu_coll_desc_t desc;
-    tpu_coll_plan_t *plan = NULL;
-    tpu_coll_exec_t *exec = NULL;
-    tpu_coll_run_opts_t ropts;
     tpu_mxu_desc_t md;
     cm_args_t a;
     void **xs = NULL, **ws = NULL, **ys = NULL, **xg = NULL, **yref = NULL;
     uint64_t xbytes, wbytes, ybytes, wrong = 0;
     double ag_us = 0, mm_us, base_us, hidden;
     int rc = 1, i, n, nl, ok = 1;
+    char algo[64];
 
     rc = example_open(&ex, argc, argv, "8");
     if (rc != 0) {
@@ -206,26 +203,18 @@ int main(int argc, char **argv)
     wbytes = (uint64_t)(a.k * a.n * 2);
     ybytes = (uint64_t)n * (uint64_t)(a.m * a.n) * 4;
     nl = ex.x->nlocal;
-    xs = calloc((size_t)nl, sizeof(void *));
-    ws = calloc((size_t)nl, sizeof(void *));
-    ys = calloc((size_t)nl, sizeof(void *));
-    xg = calloc((size_t)nl, sizeof(void *));
-    yref = calloc((size_t)nl, sizeof(void *));
-    for (i = 0; xs && ws && ys && xg && yref && i < nl; i++) {
-        xs[i] = malloc(xbytes);
-        ws[i] = malloc(wbytes);
-        ys[i] = calloc(1, ybytes);
-        xg[i] = malloc(xbytes * (uint64_t)n);
-        yref[i] = calloc(1, ybytes);
-        if (!xs[i] || !ws[i] || !ys[i] || !xg[i] || !yref[i]) {
-            break;
-        }
-        fill_bf16(xs[i], a.m * a.k, ex.x->local_chips[i], 1);
-        fill_bf16(ws[i], a.k * a.n, ex.x->local_chips[i], 5);
-    }
-    if (!xs || !ws || !ys || !xg || !yref || i < nl) {
+    xs = example_bufs(&ex, xbytes);
+    ws = example_bufs(&ex, wbytes);
+    ys = example_bufs(&ex, ybytes);
+    xg = example_bufs(&ex, xbytes * (uint64_t)n);
+    yref = example_bufs(&ex, ybytes);
+    if (!xs || !ws || !ys || !xg || !yref) {
         fprintf(stderr, "error: out of memory\n");
         goto done;
+    }
+    for (i = 0; i < nl; i++) {
+        fill_bf16(xs[i], a.m * a.k, ex.x->local_chips[i], 1);
+        fill_bf16(ws[i], a.k * a.n, ex.x->local_chips[i], 5);
     }
 
     /* The kernel. */
@@ -241,18 +230,8 @@ int main(int argc, char **argv)
     }
 
     /* The unfused path: the built-in all_gather, then one matmul. */
-    tpu_coll_desc_init(&desc);
-    desc.kind = TPU_COLL_ALL_GATHER;
-    desc.axes = 1u;
-    desc.bytes = xbytes * (uint64_t)n;
-    desc.dtype = TPU_DTYPE_BF16;
-    memset(&ropts, 0, sizeof(ropts));
-    ropts.timeout_s = ex.timeout_s;
-    if (tpu_coll_plan_create(tpu_pod_topo(ex.pod), tpu_pod_link(ex.pod), &desc, &plan, &err) !=
-            TPU_OK ||
-        tpu_coll_exec_create(plan, ex.x, &exec, &err) != TPU_OK ||
-        tpu_coll_exec_run(exec, &ropts, xs, xg, &ag_us, &err) != TPU_OK) {
-        fprintf(stderr, "error: built-in all_gather: %s\n", err.msg);
+    if (example_builtin_allgather(&ex, xbytes * (uint64_t)n, TPU_DTYPE_BF16, xs, xg, &ag_us, algo,
+                                  sizeof(algo))) {
         goto done;
     }
     {
@@ -270,9 +249,7 @@ int main(int argc, char **argv)
             goto done;
         }
     }
-    if (ex.size > 1) {
-        MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    }
+    wrong = example_sum(&ex, wrong);
     mm_us = tpu_mxu_seconds(tpu_pod_chip(ex.pod), a.m * n, a.k, a.n, TPU_DTYPE_BF16) * 1e6;
     base_us = ag_us + mm_us;
     hidden = (base_us - stats.modeled_us) / ag_us;
@@ -292,19 +269,10 @@ int main(int argc, char **argv)
     rc = wrong == 0 ? 0 : 1;
 
 done:
-    tpu_coll_exec_destroy(exec);
-    tpu_coll_plan_destroy(plan);
-    for (i = 0; i < nl; i++) {
-        free(xs ? xs[i] : NULL);
-        free(ws ? ws[i] : NULL);
-        free(ys ? ys[i] : NULL);
-        free(xg ? xg[i] : NULL);
-        free(yref ? yref[i] : NULL);
-    }
-    free(xs);
-    free(ws);
-    free(ys);
-    free(xg);
-    free(yref);
+    example_bufs_free(&ex, xs);
+    example_bufs_free(&ex, ws);
+    example_bufs_free(&ex, ys);
+    example_bufs_free(&ex, xg);
+    example_bufs_free(&ex, yref);
     return example_close(&ex, rc);
 }

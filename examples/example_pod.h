@@ -1,6 +1,7 @@
 /*
- * What every example does before its kernel: parse the common flags, build the
- * pod, and pick the transport.  Run alone, an example hosts every chip in one
+ * What every example does around its kernel: parse the common flags, build the
+ * pod, pick the transport, hold one buffer per local chip, and run the built-in
+ * all_gather the kernel is checked against.  Run alone, an example hosts every chip in one
  * process (loopback, one thread per chip); under 'mpirun -n N' each rank is one
  * chip (N must be the pod's chip count).  Header-only, for the examples.
  *
@@ -9,10 +10,12 @@
 #ifndef EXAMPLE_POD_H
 #define EXAMPLE_POD_H
 
+#include "tpu/coll.h"
 #include "tpu/mpi.h"
 #include "tpu/pod.h"
 #include "tpu/rdma.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +104,84 @@ static inline int example_close(example_t *ex, int rc)
     tpu_pod_destroy(ex->pod);
     MPI_Finalize();
     return all;
+}
+
+/* One zeroed buffer of 'bytes' per chip of this process; NULL when out of memory. */
+static inline void **example_bufs(const example_t *ex, uint64_t bytes)
+{
+    void **b = calloc((size_t)ex->x->nlocal, sizeof(void *));
+    int i;
+
+    for (i = 0; b != NULL && i < ex->x->nlocal; i++) {
+        b[i] = calloc(1, bytes > 0 ? bytes : 1);
+        if (b[i] == NULL) {
+            while (i-- > 0) {
+                free(b[i]);
+            }
+            free(b);
+            return NULL;
+        }
+    }
+    return b;
+}
+
+/* Free what example_bufs() gave (NULL: nothing). */
+static inline void example_bufs_free(const example_t *ex, void **b)
+{
+    int i;
+
+    for (i = 0; b != NULL && i < ex->x->nlocal; i++) {
+        free(b[i]);
+    }
+    free(b);
+}
+
+/* The sum over the ranks of this process' count 'v' (how many chips differ). */
+static inline uint64_t example_sum(const example_t *ex, uint64_t v)
+{
+    if (ex->size > 1) {
+        MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    }
+    return v;
+}
+
+/*
+ * The built-in all_gather over the x axis, 'bytes' gathered per chip of 'dtype',
+ * on the example's transport, from 'in' into 'out' (example_bufs()): its modeled
+ * microseconds into '*us_p' and its algorithm's name into 'algo' ('len' bytes).
+ * Returns 0, or 1 after printing the problem.
+ */
+static inline int example_builtin_allgather(const example_t *ex, uint64_t bytes, tpu_dtype_t dtype,
+                                            void **in, void **out, double *us_p, char *algo,
+                                            size_t len)
+{
+    tpu_coll_desc_t desc;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_coll_exec_t *exec = NULL;
+    tpu_coll_run_opts_t ropts;
+    tpu_err_t err;
+    int rc = 0;
+
+    tpu_err_clear(&err);
+    tpu_coll_desc_init(&desc);
+    desc.kind = TPU_COLL_ALL_GATHER;
+    desc.axes = 1u;
+    desc.bytes = bytes;
+    desc.dtype = dtype;
+    memset(&ropts, 0, sizeof(ropts));
+    ropts.timeout_s = ex->timeout_s;
+    if (tpu_coll_plan_create(tpu_pod_topo(ex->pod), tpu_pod_link(ex->pod), &desc, &plan, &err) !=
+            TPU_OK ||
+        tpu_coll_exec_create(plan, ex->x, &exec, &err) != TPU_OK ||
+        tpu_coll_exec_run(exec, &ropts, in, out, us_p, &err) != TPU_OK) {
+        fprintf(stderr, "error: built-in all_gather: %s\n", err.msg);
+        rc = 1;
+    } else {
+        snprintf(algo, len, "%s", tpu_coll_plan_algo(plan));
+    }
+    tpu_coll_exec_destroy(exec);
+    tpu_coll_plan_destroy(plan);
+    return rc;
 }
 
 #endif /* EXAMPLE_POD_H */

@@ -150,16 +150,12 @@ int main(int argc, char **argv)
     tpu_rdma_buf_t bufs[4];
     tpu_rdma_kernel_t k;
     tpu_rdma_stats_t stats;
-    tpu_coll_desc_t desc;
-    tpu_coll_plan_t *plan = NULL;
-    tpu_coll_exec_t *exec = NULL;
-    tpu_coll_run_opts_t ropts;
     ag_args_t args;
     void **xin = NULL, **out = NULL, **ref = NULL;
     uint64_t bytes, wrong = 0;
     double builtin_us = 0, diff, tolerance;
-    int rc = 1, i, n, nl;
-    char *end;
+    int rc = 1, i, n;
+    char *end, algo[64];
 
     rc = example_open(&ex, argc, argv, "16");
     if (rc != 0) {
@@ -180,22 +176,15 @@ int main(int argc, char **argv)
     }
     args.shard = bytes / (uint64_t)n;
     tolerance = atof(example_flag(argc, argv, "--tolerance", "0.05"));
-    nl = ex.x->nlocal;
-    xin = calloc((size_t)nl, sizeof(void *));
-    out = calloc((size_t)nl, sizeof(void *));
-    ref = calloc((size_t)nl, sizeof(void *));
-    for (i = 0; xin && out && ref && i < nl; i++) {
-        xin[i] = malloc(args.shard);
-        out[i] = calloc(1, bytes);
-        ref[i] = calloc(1, bytes);
-        if (xin[i] == NULL || out[i] == NULL || ref[i] == NULL) {
-            break;
-        }
-        tpu_coll_fill_exact(ex.x->local_chips[i], xin[i], args.shard, &dtype);
-    }
-    if (xin == NULL || out == NULL || ref == NULL || i < nl) {
+    xin = example_bufs(&ex, args.shard);
+    out = example_bufs(&ex, bytes);
+    ref = example_bufs(&ex, bytes);
+    if (xin == NULL || out == NULL || ref == NULL) {
         fprintf(stderr, "error: out of memory\n");
         goto done;
+    }
+    for (i = 0; i < ex.x->nlocal; i++) {
+        tpu_coll_fill_exact(ex.x->local_chips[i], xin[i], args.shard, &dtype);
     }
 
     /* The kernel. */
@@ -210,26 +199,13 @@ int main(int argc, char **argv)
     }
 
     /* The built-in all_gather on the same axis, bytes and transport. */
-    tpu_coll_desc_init(&desc);
-    desc.kind = TPU_COLL_ALL_GATHER;
-    desc.axes = 1u;
-    desc.bytes = bytes;
-    desc.dtype = dtype;
-    memset(&ropts, 0, sizeof(ropts));
-    ropts.timeout_s = ex.timeout_s;
-    if (tpu_coll_plan_create(tpu_pod_topo(ex.pod), tpu_pod_link(ex.pod), &desc, &plan, &err) !=
-            TPU_OK ||
-        tpu_coll_exec_create(plan, ex.x, &exec, &err) != TPU_OK ||
-        tpu_coll_exec_run(exec, &ropts, xin, ref, &builtin_us, &err) != TPU_OK) {
-        fprintf(stderr, "error: built-in all_gather: %s\n", err.msg);
+    if (example_builtin_allgather(&ex, bytes, dtype, xin, ref, &builtin_us, algo, sizeof(algo))) {
         goto done;
     }
-    for (i = 0; i < nl; i++) {
+    for (i = 0; i < ex.x->nlocal; i++) {
         wrong += memcmp(out[i], ref[i], bytes) != 0;
     }
-    if (ex.size > 1) {
-        MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    }
+    wrong = example_sum(&ex, wrong);
     diff = (stats.modeled_us - builtin_us) / builtin_us;
     if (example_main_rank(&ex)) {
         printf("ring_allgather on %s %s (%d chips) over %s, %llu bytes per chip gathered\n",
@@ -240,23 +216,15 @@ int main(int argc, char **argv)
         printf("modeled_us=%.6f modeled_hex=%a builtin_us=%.6f  (%s, %+.2f%%: %d DMA issues and "
                "the last "
                "VMEM->HBM copy)\n",
-               stats.modeled_us, stats.modeled_us, builtin_us, tpu_coll_plan_algo(plan), 100 * diff,
-               n / 2 + 1);
+               stats.modeled_us, stats.modeled_us, builtin_us, algo, 100 * diff, n / 2 + 1);
         printf("copies=%lld on this host, host %.0f ms\n", (long long)stats.copies,
                stats.host_us / 1e3);
     }
     rc = wrong == 0 && fabs(diff) <= tolerance ? 0 : 1;
 
 done:
-    tpu_coll_exec_destroy(exec);
-    tpu_coll_plan_destroy(plan);
-    for (i = 0; i < nl; i++) {
-        free(xin ? xin[i] : NULL);
-        free(out ? out[i] : NULL);
-        free(ref ? ref[i] : NULL);
-    }
-    free(xin);
-    free(out);
-    free(ref);
+    example_bufs_free(&ex, xin);
+    example_bufs_free(&ex, out);
+    example_bufs_free(&ex, ref);
     return example_close(&ex, rc);
 }
