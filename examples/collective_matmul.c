@@ -81,33 +81,21 @@ static tpu_status_t collective_matmul(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t 
     const cm_args_t *a = arg;
     const uint64_t B = (uint64_t)(a->m * a->k * 2), row_bytes = (uint64_t)a->k * 2;
     int n = tpu_rdma_axis_size(ctx, 0), me = tpu_rdma_axis_index(ctx, 0);
-    int K = n / 2, right = 0, left = 0, s;
+    int K = n / 2, s;
     unsigned char *rb = tpu_rdma_buf_data(ctx, RBUF), *lb = tpu_rdma_buf_data(ctx, LBUF);
+    example_ring_t ring = {X, RBUF, LBUF, SEND_R, SEND_L, RECV_R, RECV_L, 0, 0, B};
     tpu_rdma_copy_t cr, cl;
     tpu_status_t st;
 
-    st = tpu_rdma_axis_peer(ctx, 0, +1, &right, err);
+    st = tpu_rdma_axis_peer(ctx, 0, +1, &ring.right, err);
     if (st == TPU_OK) {
-        st = tpu_rdma_axis_peer(ctx, 0, -1, &left, err);
+        st = tpu_rdma_axis_peer(ctx, 0, -1, &ring.left, err);
     }
     for (s = 0; s < K && st == TPU_OK; s++) {
         int half = (n % 2 == 0) && s == K - 1;
-        uint64_t len_r = half ? B / 2 : B, len_l = B - (half ? B / 2 : 0);
-        uint64_t off_l = half ? B / 2 : 0, slot = (uint64_t)(s % 2) * B;
-        uint64_t prev = (uint64_t)((s + 1) % 2) * B;
+        uint64_t prev = (uint64_t)((s + 1) % 2) * B; /* the slot of step s - 1 */
 
-        if (s == 0) {
-            tpu_rdma_copy_init(&cr, X, 0, RBUF, 0, len_r, SEND_R, RECV_R, right);
-            tpu_rdma_copy_init(&cl, X, off_l, LBUF, off_l, len_l, SEND_L, RECV_L, left);
-        } else {
-            tpu_rdma_copy_init(&cr, RBUF, prev, RBUF, slot, len_r, SEND_R, RECV_R, right);
-            tpu_rdma_copy_init(&cl, LBUF, prev + off_l, LBUF, slot + off_l, len_l, SEND_L, RECV_L,
-                               left);
-        }
-        st = tpu_rdma_start(ctx, &cr, err);
-        if (st == TPU_OK) {
-            st = tpu_rdma_start(ctx, &cl, err);
-        }
+        st = example_ring_start(ctx, &ring, s, half, &cr, &cl, err);
         /* While they travel: the blocks this chip already has. */
         if (st == TPU_OK && s == 0) {
             st = matmul_rows(ctx, a, tpu_rdma_buf_data(ctx, X), (int64_t)me * a->m, a->m, err);
@@ -120,16 +108,7 @@ static tpu_status_t collective_matmul(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t 
             }
         }
         if (st == TPU_OK) {
-            st = tpu_rdma_wait_recv(ctx, &cr, err);
-        }
-        if (st == TPU_OK) {
-            st = tpu_rdma_wait_recv(ctx, &cl, err);
-        }
-        if (st == TPU_OK) {
-            st = tpu_rdma_wait_send(ctx, &cr, err);
-        }
-        if (st == TPU_OK) {
-            st = tpu_rdma_wait_send(ctx, &cl, err);
+            st = example_ring_wait(ctx, &cr, &cl, err);
         }
     }
     /* The blocks of the last step (halves of the opposite chip's on an even ring). */

@@ -184,4 +184,62 @@ static inline int example_builtin_allgather(const example_t *ex, uint64_t bytes,
     return rc;
 }
 
+/*
+ * One step of the bidirectional ring that ring_allgather.c and collective_matmul.c
+ * run along x (VMEM slots double-buffered): at step 's' a chip starts a copy to its
+ * right and one to its left, into VMEM slot s % 2 of the receiver's 'rbuf' and
+ * 'lbuf', from its own block in 'x' at step 0, else forwarding what arrived in slot
+ * (s - 1) % 2.  On the last step of an even ring ('half') each moves half a block:
+ * the first half to the right, the second half to the left.
+ */
+typedef struct example_ring {
+    int x, rbuf, lbuf;                  /* buffers */
+    int send_r, send_l, recv_r, recv_l; /* semaphores */
+    int right, left;                    /* the chips on either side */
+    uint64_t block;                     /* bytes of one block */
+} example_ring_t;
+
+static inline tpu_status_t example_ring_start(tpu_rdma_ctx_t *ctx, const example_ring_t *r, int s,
+                                              int half, tpu_rdma_copy_t *cr, tpu_rdma_copy_t *cl,
+                                              tpu_err_t *err)
+{
+    const uint64_t B = r->block;
+    uint64_t len_r = half ? B / 2 : B, len_l = B - (half ? B / 2 : 0);
+    uint64_t off_l = half ? B / 2 : 0, slot = (uint64_t)(s % 2) * B;
+    uint64_t prev = (uint64_t)((s + 1) % 2) * B;
+    tpu_status_t st;
+
+    if (s == 0) {
+        tpu_rdma_copy_init(cr, r->x, 0, r->rbuf, 0, len_r, r->send_r, r->recv_r, r->right);
+        tpu_rdma_copy_init(cl, r->x, off_l, r->lbuf, off_l, len_l, r->send_l, r->recv_l, r->left);
+    } else {
+        tpu_rdma_copy_init(cr, r->rbuf, prev, r->rbuf, slot, len_r, r->send_r, r->recv_r, r->right);
+        tpu_rdma_copy_init(cl, r->lbuf, prev + off_l, r->lbuf, slot + off_l, len_l, r->send_l,
+                           r->recv_l, r->left);
+    }
+    st = tpu_rdma_start(ctx, cr, err);
+    if (st == TPU_OK) {
+        st = tpu_rdma_start(ctx, cl, err);
+    }
+    return st;
+}
+
+/* Wait until both copies of a ring step have arrived and have left (slots free). */
+static inline tpu_status_t example_ring_wait(tpu_rdma_ctx_t *ctx, tpu_rdma_copy_t *cr,
+                                             tpu_rdma_copy_t *cl, tpu_err_t *err)
+{
+    tpu_status_t st = tpu_rdma_wait_recv(ctx, cr, err);
+
+    if (st == TPU_OK) {
+        st = tpu_rdma_wait_recv(ctx, cl, err);
+    }
+    if (st == TPU_OK) {
+        st = tpu_rdma_wait_send(ctx, cr, err);
+    }
+    if (st == TPU_OK) {
+        st = tpu_rdma_wait_send(ctx, cl, err);
+    }
+    return st;
+}
+
 #endif /* EXAMPLE_POD_H */

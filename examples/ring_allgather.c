@@ -71,13 +71,14 @@ static tpu_status_t ring_allgather(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t *er
     const ag_args_t *a = arg;
     const uint64_t B = a->shard;
     int n = tpu_rdma_axis_size(ctx, 0), me = tpu_rdma_axis_index(ctx, 0);
-    int K = n / 2, right = 0, left = 0, s, nlocal = 0, self = tpu_rdma_chip(ctx);
+    int K = n / 2, s, nlocal = 0, self = tpu_rdma_chip(ctx);
+    example_ring_t ring = {X, RBUF, LBUF, SEND_R, SEND_L, RECV_R, RECV_L, 0, 0, B};
     tpu_rdma_copy_t cr, cl, lc;
     tpu_status_t st;
 
-    st = tpu_rdma_axis_peer(ctx, 0, +1, &right, err);
+    st = tpu_rdma_axis_peer(ctx, 0, +1, &ring.right, err);
     if (st == TPU_OK) {
-        st = tpu_rdma_axis_peer(ctx, 0, -1, &left, err);
+        st = tpu_rdma_axis_peer(ctx, 0, -1, &ring.left, err);
     }
     /* My own block into 'out' (a local DMA, HBM -> HBM). */
     tpu_rdma_copy_init(&lc, X, 0, OUT, (uint64_t)me * B, B, LSEND, LRECV, self);
@@ -92,31 +93,9 @@ static tpu_status_t ring_allgather(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t *er
         uint64_t off_l = half ? B / 2 : 0, slot = (uint64_t)(s % 2) * B;
         int from_r = ((me - s - 1) % n + n) % n, from_l = (me + s + 1) % n;
 
-        if (s == 0) {
-            tpu_rdma_copy_init(&cr, X, 0, RBUF, 0, len_r, SEND_R, RECV_R, right);
-            tpu_rdma_copy_init(&cl, X, off_l, LBUF, off_l, len_l, SEND_L, RECV_L, left);
-        } else {
-            uint64_t prev = (uint64_t)((s - 1) % 2) * B;
-
-            tpu_rdma_copy_init(&cr, RBUF, prev, RBUF, slot, len_r, SEND_R, RECV_R, right);
-            tpu_rdma_copy_init(&cl, LBUF, prev + off_l, LBUF, slot + off_l, len_l, SEND_L, RECV_L,
-                               left);
-        }
-        st = tpu_rdma_start(ctx, &cr, err);
+        st = example_ring_start(ctx, &ring, s, half, &cr, &cl, err);
         if (st == TPU_OK) {
-            st = tpu_rdma_start(ctx, &cl, err);
-        }
-        if (st == TPU_OK) {
-            st = tpu_rdma_wait_recv(ctx, &cr, err);
-        }
-        if (st == TPU_OK) {
-            st = tpu_rdma_wait_recv(ctx, &cl, err);
-        }
-        if (st == TPU_OK) {
-            st = tpu_rdma_wait_send(ctx, &cr, err);
-        }
-        if (st == TPU_OK) {
-            st = tpu_rdma_wait_send(ctx, &cl, err);
+            st = example_ring_wait(ctx, &cr, &cl, err);
         }
         /* The blocks that arrived: VMEM slot s%2 -> their place in 'out'. */
         tpu_rdma_copy_init(&lc, RBUF, slot, OUT, (uint64_t)from_r * B, len_r, LSEND, LRECV, self);
