@@ -736,43 +736,83 @@ static tpu_status_t read_ids(parser_t *p, const char *role, const char *what, in
     return TPU_OK;
 }
 
-static tpu_status_t parse_group_list(parser_t *p, tpu_hlo_groups_t *g)
+/* A list of id lists, '{{a,b,...},{c,...},...}' or '{}': replica groups, source-target pairs. */
+typedef struct id_lists {
+    const char *before, *closing; /* what the outer braces are, for messages */
+    const char *role, *what;      /* an inner list, for read_ids() */
+    int want;                     /* ids in each inner list; 0: any */
+} id_lists_t;
+
+/* What becomes of each inner list: 'add' appends it to what 'arg' builds. */
+typedef tpu_status_t (*id_list_fn_t)(parser_t *p, const tpu_hlo_ints_t *one, void *arg);
+
+/* Read the list of id lists at the cursor (its '{'), handing every inner list to 'add'. */
+static tpu_status_t parse_id_lists(parser_t *p, const id_lists_t *kind, id_list_fn_t add, void *arg)
 {
     tpu_status_t status;
-    int cap_ids = 0, cap_start = 0, nids = 0;
     tpu_hlo_ints_t one;
-    int i;
 
-    g->form = TPU_HLO_GROUPS_LIST;
-    adv(p); /* { */
-    status = grow(p, (void **)&g->start, 0, &cap_start, sizeof(int32_t));
-    if (status != TPU_OK) {
-        return status;
+    status = expect(p, '{', kind->before);
+    if (status == TPU_OK) {
+        status = skip_ws(p);
     }
-    g->start[0] = 0;
-    status = skip_ws(p);
     if (status != TPU_OK || closes_empty(p)) {
         return status;
     }
     do {
-        status = read_ids(p, "a replica group", "replica group", 0, &one);
+        status = read_ids(p, kind->role, kind->what, kind->want, &one);
+        if (status == TPU_OK) {
+            status = add(p, &one, arg);
+        }
         if (status != TPU_OK) {
             return status;
         }
-        for (i = 0; i < one.n; i++) {
-            status = grow(p, (void **)&g->ids, nids, &cap_ids, sizeof(int32_t));
-            if (status != TPU_OK) {
-                return status;
-            }
-            g->ids[nids++] = (int32_t)one.v[i];
-        }
-        status = grow(p, (void **)&g->start, g->ngroups + 1, &cap_start, sizeof(int32_t));
-        if (status != TPU_OK) {
-            return status;
-        }
-        g->start[++g->ngroups] = nids;
     } while (next_item(p, &status));
-    return status == TPU_OK ? expect(p, '}', "closing the replica groups") : status;
+    return status == TPU_OK ? expect(p, '}', kind->closing) : status;
+}
+
+/* Replica groups as they are read: the ids so far and the capacities. */
+typedef struct group_acc {
+    tpu_hlo_groups_t *g;
+    int cap_ids, cap_start, nids;
+} group_acc_t;
+
+static tpu_status_t add_group(parser_t *p, const tpu_hlo_ints_t *one, void *arg)
+{
+    group_acc_t *a = arg;
+    tpu_hlo_groups_t *g = a->g;
+    tpu_status_t status;
+    int i;
+
+    for (i = 0; i < one->n; i++) {
+        status = grow(p, (void **)&g->ids, a->nids, &a->cap_ids, sizeof(int32_t));
+        if (status != TPU_OK) {
+            return status;
+        }
+        g->ids[a->nids++] = (int32_t)one->v[i];
+    }
+    status = grow(p, (void **)&g->start, g->ngroups + 1, &a->cap_start, sizeof(int32_t));
+    if (status != TPU_OK) {
+        return status;
+    }
+    g->start[++g->ngroups] = a->nids;
+    return TPU_OK;
+}
+
+static tpu_status_t parse_group_list(parser_t *p, tpu_hlo_groups_t *g)
+{
+    static const id_lists_t groups = {"opening the replica groups", "closing the replica groups",
+                                      "a replica group", "replica group", 0};
+    group_acc_t a = {g, 0, 0, 0};
+    tpu_status_t status;
+
+    g->form = TPU_HLO_GROUPS_LIST;
+    status = grow(p, (void **)&g->start, 0, &a.cap_start, sizeof(int32_t));
+    if (status != TPU_OK) {
+        return status;
+    }
+    g->start[0] = 0;
+    return parse_id_lists(p, &groups, add_group, &a);
 }
 
 tpu_status_t tpu_hlo_iota_groups(int64_t ngroups, int64_t size, int ndims, const int64_t *dims,
@@ -1251,40 +1291,39 @@ static tpu_status_t parse_groups(parser_t *p, tpu_hlo_groups_t *g)
     return g->text != NULL ? TPU_OK : oom(p);
 }
 
-/* {{s,t},{s,t}} */
-static tpu_status_t parse_pairs(parser_t *p, tpu_hlo_ints_t *out)
-{
-    tpu_status_t status;
-    tpu_hlo_ints_t one;
-    int cap = 0, i;
+/* Source-target pairs as they are read: out->n pairs in out->v, room for 'cap' ids. */
+typedef struct pair_acc {
+    tpu_hlo_ints_t *out;
+    int cap;
+} pair_acc_t;
 
-    out->n = 0;
-    out->v = NULL;
-    status = expect(p, '{', "before source_target_pairs");
-    if (status == TPU_OK) {
-        status = skip_ws(p);
-    }
-    if (status != TPU_OK || closes_empty(p)) {
-        return status;
-    }
-    do {
-        status = read_ids(p, "a source-target pair", "source-target pair", 2, &one);
+static tpu_status_t add_pair(parser_t *p, const tpu_hlo_ints_t *one, void *arg)
+{
+    pair_acc_t *a = arg;
+    tpu_status_t status;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        status = grow(p, (void **)&a->out->v, 2 * a->out->n + i, &a->cap, sizeof(int64_t));
         if (status != TPU_OK) {
             return status;
         }
-        for (i = 0; i < 2; i++) {
-            status = grow(p, (void **)&out->v, out->n, &cap, sizeof(int64_t));
-            if (status != TPU_OK) {
-                return status;
-            }
-            out->v[out->n++] = one.v[i];
-        }
-    } while (next_item(p, &status));
-    if (status != TPU_OK) {
-        return status;
+        a->out->v[2 * a->out->n + i] = one->v[i];
     }
-    out->n /= 2;
-    return expect(p, '}', "closing source_target_pairs");
+    a->out->n++;
+    return TPU_OK;
+}
+
+/* {{s,t},{s,t}} */
+static tpu_status_t parse_pairs(parser_t *p, tpu_hlo_ints_t *out)
+{
+    static const id_lists_t pairs = {"before source_target_pairs", "closing source_target_pairs",
+                                     "a source-target pair", "source-target pair", 2};
+    pair_acc_t a = {out, 0};
+
+    out->n = 0;
+    out->v = NULL;
+    return parse_id_lists(p, &pairs, add_pair, &a);
 }
 
 /* ---------------------------------------------------------------- instructions */
