@@ -86,7 +86,7 @@ static const opt_def_t defs[] = {
     I("shift", shift, "mb", -TPU_MAX_DIM, TPU_MAX_DIM),
     S("src", src, "mb", "a chip as coordinates such as 1,2 or an id"),
     S("dst", dst, "mb", "a chip as coordinates such as 1,2 or an id"),
-    D("timeout", timeout, "rb", 0.1, 86400),
+    D("timeout", timeout, "rb", TPU_TIMEOUT_MIN_S, TPU_TIMEOUT_MAX_S),
     F("compare-mpi", compare_mpi, "b"),
     S("inject", inject, "rb", "crash|stop:chip=C,call=N"),
     {"fault", ARG_LIST, OFF(fault), "rmbt", 0, 0,
@@ -171,9 +171,9 @@ static tpu_status_t parse_int(const opt_def_t *d, const char *v, int *out, tpu_e
     return TPU_OK;
 }
 
-/* A finite number in C syntax, at least 'lo' and at most 'hi'. */
-static tpu_status_t parse_range(const char *name, const char *v, double lo, double hi, double *out,
-                                tpu_err_t *err)
+/* A finite number in C syntax, at least 'lo' and at most 'hi' (launch.h). */
+tpu_status_t tpu_parse_number(const char *name, const char *v, double lo, double hi, double *out,
+                              tpu_err_t *err)
 {
     char *end, a[32], b[32];
     double x;
@@ -267,7 +267,7 @@ tpu_status_t tpu_opts_check(const tpu_opts_t *o, tpu_err_t *err)
         const char *text = *(const char *const *)((const char *)o + links[i].off);
 
         if (text != NULL &&
-            parse_range(links[i].name, text, links[i].lo, links[i].hi, &v, err) != TPU_OK) {
+            tpu_parse_number(links[i].name, text, links[i].lo, links[i].hi, &v, err) != TPU_OK) {
             return TPU_ERR_INVALID;
         }
     }
@@ -440,8 +440,8 @@ tpu_status_t tpu_opts_parse(int argc, char **argv, tpu_opts_t *o, tpu_err_t *err
             if (parse_int(d, val, (int *)((char *)o + d->off), err) != TPU_OK) {
                 return TPU_ERR_INVALID;
             }
-        } else if (parse_range(d->name, val, d->lo, d->hi, (double *)((char *)o + d->off), err) !=
-                   TPU_OK) {
+        } else if (tpu_parse_number(d->name, val, d->lo, d->hi, (double *)((char *)o + d->off),
+                                    err) != TPU_OK) {
             return TPU_ERR_INVALID;
         }
         if (strcmp(name, "shift") == 0) {

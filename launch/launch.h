@@ -60,6 +60,13 @@ tpu_status_t tpu_pod_setup(const tpu_opts_t *opts, tpu_pod_t **pod_p, tpu_err_t 
 /* Build a collective description from the flags. */
 tpu_status_t tpu_desc_setup(const tpu_opts_t *opts, const tpu_pod_t *pod, const char *bytes,
                             tpu_coll_desc_t *desc, tpu_err_t *err);
+/* The watchdog's --timeout S (run, bench, train, replay): seconds any wait may last. */
+#define TPU_TIMEOUT_MIN_S 0.1
+#define TPU_TIMEOUT_MAX_S 86400
+/* A number flag '--NAME V': finite, in C syntax, 'lo' to 'hi'; one message naming
+ * the flag otherwise.  Every command's number flags read through it. */
+tpu_status_t tpu_parse_number(const char *name, const char *v, double lo, double hi, double *out,
+                              tpu_err_t *err);
 /* Parse a chip given as coordinates "1,2" (slice first when slices > 1) or an id. */
 tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *what, int *chip_p,
                             tpu_err_t *err);

@@ -4,6 +4,7 @@
  *   tpuemu replay MODULE.hlo [pod options] [--module N] [--list] [--device-order LIST]
  *                 [--trip-count NAME=K,...] [--custom-call-us NAME=US,...] [--top N]
  *                 [--json FILE|-] [--trace FILE [--trace-measured]] [--heatmap FILE.svg]
+ *                 [--timeout S]
  *
  * Reads the HLO text (the library's parser, include/tpu/hlo.h), picks one module
  * (--module N counts from 1; by default the first whose device count equals the
@@ -58,7 +59,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: tpuemu replay MODULE.hlo [pod options] [--module N] [--list]\n"
             "                     [--device-order LIST] [--trip-count NAME=K,...]\n"
-            "                     [--custom-call-us NAME=US,...] [--top N] [--json FILE|-]\n\n"
+            "                     [--custom-call-us NAME=US,...] [--top N] [--json FILE|-]\n"
+            "                     [--timeout S]\n\n"
             "Replay a compiled XLA module (HLO text: jax.jit(f).lower(...).compile().as_text(),\n"
             "or the after_optimizations dump of --xla_dump_to) on the emulated pod: its\n"
             "collectives through the schedules and link model of 'tpuemu model', its dots,\n"
@@ -82,7 +84,9 @@ static void usage(FILE *out)
             "                      collective executions too\n"
             "  --heatmap FILE.svg  the torus, every link coloured by the bytes it carried\n"
             "                      over the step (every collective, every execution)\n"
-            "  --quiet             no warnings, no progress bar\n\n"
+            "  --quiet             no warnings, no progress bar\n"
+            "  --timeout S         under mpirun: the watchdog, seconds any wait may last\n"
+            "                      (default 60)\n\n"
             "Pod options: --chip --topology --wrap --slices --config --ici-bw --ici-latency-us\n"
             "--dcn-bw --dcn-latency-us --fault (see tpuemu --help).  The module's partitions (or\n"
             "replicas) must equal the pod's chips.\n");
@@ -198,9 +202,9 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
          "microseconds from 0 to 1e6, such as 10"},
     };
     /* Flags given so far (each at most once; --trip-count and --custom-call-us repeat). */
-    const char *given[sizeof(pod_flags) / sizeof(pod_flags[0]) + 7] = {NULL};
-    static const char *const own[] = {"slices", "module", "top",           "device-order",
-                                      "list",   "quiet",  "trace-measured"};
+    const char *given[sizeof(pod_flags) / sizeof(pod_flags[0]) + 8] = {NULL};
+    static const char *const own[] = {"slices", "module",         "top",   "device-order",
+                                      "list",   "trace-measured", "quiet", "timeout"};
     int i;
     size_t k;
 
@@ -300,6 +304,11 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
             }
         } else if (strcmp(name, "top") == 0) {
             if (parse_int_flag(name, val, 0, &a->top, err) != TPU_OK) {
+                return TPU_ERR_INVALID;
+            }
+        } else if (strcmp(name, "timeout") == 0) {
+            if (tpu_parse_number(name, val, TPU_TIMEOUT_MIN_S, TPU_TIMEOUT_MAX_S, &o->timeout,
+                                 err) != TPU_OK) {
                 return TPU_ERR_INVALID;
             }
         } else if (strcmp(name, "device-order") == 0) {

@@ -37,11 +37,11 @@ static tpu_status_t run_once(tpu_case_t *c, tpu_job_t *job, uint64_t call, doubl
 
     memset(&opts, 0, sizeof(opts));
     opts.call = call;
-    opts.timeout_s = 60;
+    opts.timeout_s = job->timeout; /* --timeout, 60 s by default (tpu_job_start) */
     in[0] = c->in;
     out[0] = c->out;
     memset(c->out, 0, c->out_bytes);
-    (void)job; /* the transport is the case's, from tpu_case_init() */
+    /* The transport is the case's, from tpu_case_init(). */
     t0 = tpu__now_s();
     status = tpu_coll_exec_run(c->exec, &opts, in, out, modeled_us_p, err);
     *wall_s_p = tpu__now_s() - t0;

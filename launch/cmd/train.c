@@ -241,26 +241,17 @@ static tpu_status_t parse_args(int argc, char **argv, train_args_t *a, int *nres
                 return TPU_ERR_INVALID;
             }
             a->seed = (uint64_t)v;
-        } else if (strcmp(name, "lr") == 0 || strcmp(name, "timeout") == 0) {
-            char *end;
-            double d;
-
-            double lo = name[0] == 't' ? 0.1 : 0, hi = name[0] == 't' ? 86400 : 1000;
-
-            errno = 0;
-            d = strtod(val, &end);
-            if (*val == '\0' || *end != '\0' || isnan(d)) {
-                return tpu_err_set(err, TPU_ERR_INVALID,
-                                   "--%s takes a number from %g to %g, got '%s'", name, lo, hi,
-                                   val);
+        } else if (strcmp(name, "lr") == 0) {
+            /* 0 (weights kept, as the round-trip test uses) to 1000. */
+            if (tpu_parse_number(name, val, 0, 1000, &a->lr, err) != TPU_OK) {
+                return TPU_ERR_INVALID;
             }
-            /* The learning rate: 0 (weights kept, as the round-trip test uses) to 1000;
-             * the watchdog: as the other commands' --timeout. */
-            if (!(d >= lo && d <= hi)) {
-                return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be %g to %g, got %s", name, lo,
-                                   hi, val);
+        } else if (strcmp(name, "timeout") == 0) {
+            /* The watchdog: as the other commands' --timeout. */
+            if (tpu_parse_number(name, val, TPU_TIMEOUT_MIN_S, TPU_TIMEOUT_MAX_S, &a->timeout,
+                                 err) != TPU_OK) {
+                return TPU_ERR_INVALID;
             }
-            *(name[0] == 'l' ? &a->lr : &a->timeout) = d;
         } else if (strcmp(name, "dtype") == 0) {
             a->dtype = val;
         } else if (strcmp(name, "strategy") == 0) {
