@@ -63,7 +63,7 @@ static const opt_def_t defs[] = {
     I("slices", slices, "rmbti", 1, TPU_MAX_SLICES),
     S("config", config, "rmbti", "a YAML file"),
     S("json", json, "rmbtio", "a file name or - for stdout"),
-    S("csv", csv, "bt", "a file name or - for stdout"),
+    S("csv", csv, "rmbt", "a file name or - for stdout"),
     S("trace", trace, "rmbt", "a file name or - for stdout"),
     F("trace-measured", trace_measured, "rbt"),
     S("heatmap", heatmap, "rmbt", "a file name or - for stdout"),
@@ -492,6 +492,7 @@ void tpu_usage(FILE *out, const char *cmd)
         fprintf(
             out,
             "usage: tpuemu model [pod options] --collective C --axes A --bytes SIZE [--json -]\n"
+            "                    [--csv FILE|-]\n"
             "       tpuemu model --op matmul|add|... (see tpuemu model --op matmul --help)\n\n"
             "Model a collective on the pod in one process, without mpirun or data: the\n"
             "same schedules and link model as a real run, through the sim transport.\n\n"
@@ -505,7 +506,8 @@ void tpu_usage(FILE *out, const char *cmd)
             "  --src C --dst C  p2p: chips as coordinates (1,2) or ids (default: chip 0 to\n"
             "                   the farthest chip)\n"
             "  --algo NAME      force an algorithm (tpuemu info --algorithms)\n"
-            "  --chunks K       force the pipeline depth of the torus algorithms\n\n%s",
+            "  --chunks K       force the pipeline depth of the torus algorithms\n"
+            "  --csv FILE|-     the collective as one CSV row after a header line\n\n%s",
             common);
     } else if (strcmp(cmd, "bench") == 0) {
         fprintf(
@@ -528,13 +530,15 @@ void tpu_usage(FILE *out, const char *cmd)
                 common);
     } else {
         fprintf(out,
-                "usage: mpirun -n N tpuemu [run] [pod options] [--timeout S]\n"
+                "usage: mpirun -n N tpuemu [run] [pod options] [--timeout S] [--csv FILE|-]\n"
                 "       tpuemu model|bench|train|info|replay ... (tpuemu COMMAND --help)\n\n"
                 "Emulate a TPU pod: every MPI rank is one chip.  The default run prints the pod\n"
                 "and where each chip runs, proves the wiring (a token over every link), and runs\n"
                 "every collective at a small and a large size with real data, verified, with the\n"
                 "modeled TPU time and the measured emulation time side by side, and ends with\n"
-                "one sharded training step (tpuemu train) checked against one chip.\n\n%s",
+                "one sharded training step (tpuemu train) checked against one chip.\n\n"
+                "  --csv FILE|-     the verified collectives, one CSV row each after a header\n"
+                "  --timeout S      watchdog seconds any wait may last (default 60)\n\n%s",
                 common);
     }
 }

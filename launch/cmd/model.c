@@ -1,5 +1,6 @@
 /* tpuemu model: a collective modeled in one process, through the sim path. */
 #include "clock.h"
+#include "csv.h"
 #include "faults.h"
 #include "json.h"
 #include "launch.h"
@@ -93,6 +94,37 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
     return status;
 }
 
+/* The columns of 'model --csv' (README, "Output: JSON and CSV"). */
+static const char *const csv_cols[] = {"collective", "axes",     "bytes", "dtype", "algorithm",
+                                       "modeled_us", "ideal_us", "flows", "steps"};
+
+/* The CSV table of one modeled collective: a header line and its row. */
+static tpu_status_t write_csv(const char *path, const tpu_coll_desc_t *desc, const char *axes,
+                              const tpu_coll_result_t *res, double ideal, tpu_err_t *err)
+{
+    tpu_sink_t sink;
+    tpu_csv_t csv;
+    tpu_status_t status;
+
+    status = tpu_sink_open(&sink, path, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    tpu_csv_init(&csv, sink.f);
+    tpu_csv_header(&csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
+    tpu_csv_str(&csv, tpu_coll_name(desc->kind));
+    tpu_csv_str(&csv, axes);
+    tpu_csv_uint(&csv, (unsigned long long)desc->bytes);
+    tpu_csv_str(&csv, tpu_dtype_name(desc->dtype));
+    tpu_csv_str(&csv, res->algorithm);
+    tpu_csv_fixed(&csv, res->modeled_us, 6);
+    tpu_csv_fixed(&csv, ideal, 6);
+    tpu_csv_int(&csv, (long long)res->flows);
+    tpu_csv_int(&csv, res->steps);
+    tpu_csv_end_row(&csv);
+    return tpu_sink_close(&sink, err);
+}
+
 int tpu_cmd_model(const tpu_opts_t *o)
 {
     tpu_err_t err = {0};
@@ -100,12 +132,12 @@ int tpu_cmd_model(const tpu_opts_t *o)
     tpu_coll_desc_t desc;
     tpu_coll_plan_t *plan = NULL;
     tpu_coll_result_t res;
-    FILE *txt = tpu_sink_text(o->json, NULL);
+    FILE *txt = tpu_sink_text(o->json, o->csv);
     char axes[32];
     double ideal, t0, wall_s, mode_us[2];
     int a, code = TPU_EXIT_OK;
 
-    if (tpu_pod_setup(o, &pod, &err) != TPU_OK ||
+    if (tpu_sink_check(o->json, o->csv, &err) != TPU_OK || tpu_pod_setup(o, &pod, &err) != TPU_OK ||
         tpu_desc_setup(o, pod, o->bytes ? o->bytes : "1M", &desc, &err) != TPU_OK) {
         tpu_die_msg(err.msg);
         code = TPU_EXIT_USAGE;
@@ -158,11 +190,16 @@ int tpu_cmd_model(const tpu_opts_t *o)
                 (unsigned long long)desc.bytes, tpu_pod_chip(pod)->name,
                 tpu_pod_chip(pod)->hbm_bytes / 1e9);
     }
+    if (o->csv != NULL && write_csv(o->csv, &desc, axes, &res, ideal, &err) != TPU_OK) {
+        tpu_die_msg(err.msg);
+        /* A target refused at open is bad input; a failed write is not. */
+        code = err.status == TPU_ERR_INVALID ? TPU_EXIT_USAGE : TPU_EXIT_FAIL;
+        goto cleanup;
+    }
     if (o->json != NULL) {
         if (both_modes(pod, plan, &res, mode_us, &err) != TPU_OK ||
             write_json(o->json, pod, &desc, axes, &res, ideal, mode_us, wall_s, &err) != TPU_OK) {
             tpu_die_msg(err.msg);
-            /* A target refused at open is bad input; a failed write is not. */
             code = err.status == TPU_ERR_INVALID ? TPU_EXIT_USAGE : TPU_EXIT_FAIL;
         }
         goto cleanup;

@@ -4,6 +4,7 @@
  * with real data, verified, modeled and measured side by side.
  */
 #include "clock.h"
+#include "csv.h"
 #include "faults.h"
 #include "job.h"
 #include "json.h"
@@ -85,6 +86,10 @@ typedef struct row {
 } row_t;
 
 /* The table of verified collectives. */
+/* The columns of 'run --csv' (README, "Output: JSON and CSV"): collectives[] of the JSON. */
+static const char *const csv_cols[] = {"collective", "axes",        "bytes", "algorithm",
+                                       "modeled_us", "measured_us", "wrong"};
+
 static const tpu_col_t run_cols[] = {
     {"collective", NULL, 15, 1, 0}, {"axes", NULL, 7, 1, 1},        {"bytes", NULL, 10, 0, 1},
     {"algorithm", NULL, 18, 1, 1},  {"modeled_us", NULL, 12, 0, 1}, {"measured_us", NULL, 12, 0, 1},
@@ -158,9 +163,10 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     uint64_t call = 0;
     row_t rows[8];
     int nrows = 0;
-    tpu_sink_t sink = {NULL, NULL};
+    tpu_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
     tpu_json_t json, *j = NULL;
-    FILE *txt = tpu_sink_text(o->json, NULL);
+    tpu_csv_t csv_w, *csv = NULL;
+    FILE *txt = tpu_sink_text(o->json, o->csv);
     tpu_report_t rep;
     double t_job, *walls = NULL;
 
@@ -171,13 +177,18 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     if (code >= 0) {
         return code;
     }
-    code = tpu_job_open(&job, o->json, &sink, NULL, NULL);
+    code = tpu_job_open(&job, o->json, &sink, o->csv, &csv_sink);
     if (code >= 0) {
         return code;
     }
     if (sink.f != NULL) {
         tpu_json_init(&json, sink.f);
         j = &json;
+    }
+    if (csv_sink.f != NULL) {
+        tpu_csv_init(&csv_w, csv_sink.f);
+        csv = &csv_w;
+        tpu_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
     t = tpu_pod_topo(job.pod);
     if (o->trace_measured) {
@@ -334,6 +345,16 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
                     tpu_json_kint(j, "wrong", wrong);
                     tpu_json_object_end(j);
                 }
+                if (csv != NULL) {
+                    tpu_csv_str(csv, rows[i].name);
+                    tpu_csv_str(csv, axes);
+                    tpu_csv_uint(csv, (unsigned long long)desc.bytes);
+                    tpu_csv_str(csv, tpu_coll_plan_algo(c.plan));
+                    tpu_csv_fixed(csv, max_modeled, 6);
+                    tpu_csv_fixed(csv, wall * 1e6, 1);
+                    tpu_csv_int(csv, wrong);
+                    tpu_csv_end_row(csv);
+                }
             }
             tpu_case_fini(&c);
         }
@@ -355,7 +376,7 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
         fflush(txt);
     }
     free(walls);
-    code = tpu_job_close(&job, j, &sink, NULL);
+    code = tpu_job_close(&job, j, &sink, &csv_sink);
     if (code < 0) {
         code = tpu_job_report_close(&job, &rep);
     } else {
