@@ -28,6 +28,9 @@ tpu_train_test(roundtrip ${CMAKE_CURRENT_SOURCE_DIR}/train_roundtrip.sh ${TPUEMU
   $<TARGET_FILE:train_npy_tool> ${TRAIN_DATA})
 tpu_train_test(labels_int32 ${EXPECT} 0 "loss" ${TPUEMU} train --topology 1x1 --hidden 64
   --batch 64 --steps 3 --data ${TRAIN_DATA}/x.npy --labels ${TRAIN_DATA}/y32.npy)
+# The shipped 3D config's mesh is one train takes (data x model over 4x4x4).
+tpu_train_test(config_v5p_cube ${EXPECT} 0 "64 chips of v5p as 4x4x4, mesh data=16,model=4"
+  ${TPUEMU} train --config ${PROJECT_SOURCE_DIR}/configs/v5p-4x4x4.yaml --model-only --steps 1)
 tpu_train_test(model_only_pod ${EXPECT} 0 "modeled step [0-9.]+ us = compute" ${TPUEMU} train
   --model-only --chip v5p --topology 16x20x28 --mesh data=320,model=28 --hidden 16384
   --batch 81920)

@@ -8,9 +8,18 @@
  * TPU_ERR_NO_MEMORY or a message that says memory ran out, and no block leaked;
  * the successful load equals the one made without failures.  Built without the
  * sanitizers only (they own malloc).
+ *
+ * One leak is libyaml's own and is let through: yaml_parser_load_mapping() and
+ * _sequence() (libyaml 0.2.5 and upstream, src/loader.c) allocate the node's
+ * pair or item stack (16 entries: 128 or 64 bytes), and when pushing the node
+ * onto the document fails they jump to an error path that frees the tag but not
+ * that stack.  A failed load may leave at most one such block, allocated inside
+ * libyaml (the caller's object, by dladdr); any other leak fails the test.
  */
+#define _GNU_SOURCE /* dladdr */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <yaml.h>
 
 #include <cmocka.h>
 
@@ -34,6 +45,8 @@ extern void __libc_free(void *p);
 static int armed;
 static long budget, refused;
 static void *live[SET_SIZE];
+static size_t live_size[SET_SIZE];  /* bytes asked for */
+static void *live_caller[SET_SIZE]; /* where the allocator was called from */
 static long nlive;
 
 static size_t slot_of(const void *p)
@@ -41,7 +54,7 @@ static size_t slot_of(const void *p)
     return (size_t)(((uintptr_t)p >> 4) * 2654435761u) & (SET_SIZE - 1);
 }
 
-static void track(void *p)
+static void track(void *p, size_t size, void *caller)
 {
     size_t i = slot_of(p);
 
@@ -49,6 +62,8 @@ static void track(void *p)
         i = (i + 1) & (SET_SIZE - 1);
     }
     live[i] = p;
+    live_size[i] = size;
+    live_caller[i] = caller;
     nlive++;
 }
 
@@ -69,6 +84,8 @@ static void untrack(void *p)
         k = slot_of(live[j]);
         if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
             live[i] = live[j];
+            live_size[i] = live_size[j];
+            live_caller[i] = live_caller[j];
             live[j] = NULL;
             i = j;
         }
@@ -96,7 +113,7 @@ EXPORTED void *malloc(size_t n)
     }
     p = __libc_malloc(n);
     if (armed && p != NULL) {
-        track(p);
+        track(p, n, __builtin_return_address(0));
     }
     return p;
 }
@@ -110,7 +127,7 @@ EXPORTED void *calloc(size_t n, size_t m)
     }
     p = __libc_calloc(n, m);
     if (armed && p != NULL) {
-        track(p);
+        track(p, n * m, __builtin_return_address(0));
     }
     return p;
 }
@@ -128,7 +145,7 @@ EXPORTED void *realloc(void *p, size_t n)
     q = __libc_realloc(p, n);
     if (armed && q != NULL) {
         untrack(p);
-        track(q);
+        track(q, n, __builtin_return_address(0));
     }
     return q;
 }
@@ -139,6 +156,29 @@ EXPORTED void free(void *p)
         untrack(p);
     }
     __libc_free(p);
+}
+
+/*
+ * The blocks still live after a failed load, unarmed: libyaml's node-stack leak
+ * (see the top) is freed and forgotten when it is the only one; returns how many
+ * other blocks leaked.
+ */
+static long leaks_but_libyaml(void)
+{
+    Dl_info yaml, who;
+    size_t i;
+
+    if (nlive != 1 || dladdr((void *)yaml_parser_load, &yaml) == 0) {
+        return nlive;
+    }
+    for (i = 0; i < SET_SIZE && live[i] == NULL; i++) {
+    }
+    if ((live_size[i] == 128 || live_size[i] == 64) && dladdr(live_caller[i], &who) != 0 &&
+        who.dli_fbase == yaml.dli_fbase) {
+        __libc_free(live[i]);
+        untrack(live[i]);
+    }
+    return nlive;
 }
 
 static char *slurp(const char *path, size_t *len_p)
@@ -184,7 +224,7 @@ static void oom_file(const char *name)
         armed = 1;
         status = tpu_config_load_string(text, len, name, &got, &err);
         armed = 0;
-        if (nlive != 0) {
+        if (nlive != 0 && (status == TPU_OK || leaks_but_libyaml() != 0)) {
             fail_msg("%s, allocation %ld failing: %ld blocks leaked", name, n, nlive);
         }
         if (status == TPU_OK) {

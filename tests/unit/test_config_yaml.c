@@ -658,7 +658,7 @@ static void test_example_values(void **state)
     load_file_ok("v5p-4x4x4.yaml", &cfg);
     assert_string_equal(cfg.chip, "v5p");
     assert_string_equal(cfg.topology, "4x4x4");
-    assert_string_equal(cfg.mesh, "data=4,fsdp=4,model=4");
+    assert_string_equal(cfg.mesh, "data=16,model=4");
     assert_true(cfg.ici_bw == 1.8e11);
     assert_true(fabs(cfg.ici_latency - 1e-6) < 1e-15);
     assert_true(cfg.dcn_bw == 6.25e9);
