@@ -52,9 +52,13 @@ tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod
         if (r->link_bytes == NULL) {
             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the heatmap");
         }
-        /* Refuse a path that cannot be written now, not after the work (without
-         * opening it: a FIFO would block). */
+        /* Refuse a path that cannot be written now, not after the work: opened here
+         * (without blocking: a FIFO that no process reads is refused), written at
+         * tpu_report_close(). */
         status = tpu_sink_check_target("heatmap", o->heatmap, err);
+        if (status == TPU_OK) {
+            status = tpu_sink_open(&r->heat_sink, o->heatmap, err);
+        }
         if (status != TPU_OK) {
             tpu__free(r->link_bytes);
             r->link_bytes = NULL;
@@ -67,6 +71,9 @@ tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod
         if (status != TPU_OK) {
             tpu__free(r->link_bytes);
             r->link_bytes = NULL;
+            if (r->heatmap != NULL) {
+                tpu_sink_close(&r->heat_sink, NULL);
+            }
             r->heatmap = NULL;
             return status;
         }
@@ -224,8 +231,8 @@ tpu_status_t tpu_report_close(tpu_report_t *r, tpu_err_t *err)
         r->trace = NULL;
     }
     if (r->heatmap != NULL) {
-        s2 = tpu_svg_heatmap(r->heatmap, r->topo, r->faults, r->link_bytes, r->nic_bytes, r->nhosts,
-                             r->title, status == TPU_OK ? err : &e2);
+        s2 = tpu_svg_heatmap_sink(&r->heat_sink, r->topo, r->faults, r->link_bytes, r->nic_bytes,
+                                  r->nhosts, r->title, status == TPU_OK ? err : &e2);
         status = status != TPU_OK ? status : s2;
         r->heatmap = NULL;
     }

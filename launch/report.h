@@ -10,6 +10,7 @@
 #define TPU_LAUNCH_REPORT_H
 
 #include "launch.h"
+#include "sink.h"
 #include "trace.h"
 
 typedef struct tpu_report {
@@ -17,6 +18,7 @@ typedef struct tpu_report {
     const tpu_faults_t *faults; /* the pod's, marked on the heatmap; NULL: none */
     tpu_trace_t *trace;         /* NULL: no --trace */
     const char *heatmap;        /* NULL: no --heatmap */
+    tpu_sink_t heat_sink;       /* --heatmap, opened at tpu_report_open() */
     double *link_bytes;         /* per link, summed over the collectives */
     double *nic_bytes;          /* per host: egress, ingress */
     int nhosts, cap_hosts;      /* hosts seen */

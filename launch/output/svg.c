@@ -221,19 +221,26 @@ tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const tpu_fa
                              const char *title, tpu_err_t *err)
 {
     tpu_sink_t sink;
-    FILE *f;
-    layout_t L;
-    int npanels = t->slices * t->dims[2], p, l, c, busiest = -1, dx = t->dims[0];
-    int dy = t->naxes > 1 ? t->dims[1] : 1;
-    double max = 0, width, height, total = 0, ox, oy, mx = 0, my = 0;
-    char fill[16], a[32], b[32], top[32];
     tpu_status_t status;
 
     status = tpu_sink_open(&sink, path, err);
     if (status != TPU_OK) {
         return status;
     }
-    f = sink.f;
+    return tpu_svg_heatmap_sink(&sink, t, faults, link_bytes, nic_bytes, nhosts, title, err);
+}
+
+tpu_status_t tpu_svg_heatmap_sink(tpu_sink_t *sink, const tpu_topo_t *t, const tpu_faults_t *faults,
+                                  const double *link_bytes, const double *nic_bytes, int nhosts,
+                                  const char *title, tpu_err_t *err)
+{
+    FILE *f = sink->f;
+    layout_t L;
+    int npanels = t->slices * t->dims[2], p, l, c, busiest = -1, dx = t->dims[0];
+    int dy = t->naxes > 1 ? t->dims[1] : 1;
+    double max = 0, width, height, total = 0, ox, oy, mx = 0, my = 0;
+    char fill[16], a[32], b[32], top[32];
+
     for (l = 0; l < t->nlinks; l++) {
         total += link_bytes[l];
         if (link_bytes[l] > max) {
@@ -371,5 +378,5 @@ tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const tpu_fa
                 mx + 4, my - 4, top);
     }
     fputs("</svg>\n", f);
-    return tpu_sink_close(&sink, err);
+    return tpu_sink_close(sink, err);
 }

@@ -24,6 +24,8 @@
 #include "tpu/status.h"
 #include "tpu/topo.h"
 
+#include "sink.h"
+
 /*
  * Write the heatmap to 'path' ("-": stdout): 'link_bytes' per directed link id;
  * 'nic_bytes' (2 per host: egress, ingress; NULL or nhosts 0: none) is
@@ -34,5 +36,11 @@
 tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *topo, const tpu_faults_t *faults,
                              const double *link_bytes, const double *nic_bytes, int nhosts,
                              const char *title, tpu_err_t *err);
+/* The same into 'sink', opened by the caller (so that a target that cannot be
+ * written is refused before the work); closes it. */
+tpu_status_t tpu_svg_heatmap_sink(tpu_sink_t *sink, const tpu_topo_t *topo,
+                                  const tpu_faults_t *faults, const double *link_bytes,
+                                  const double *nic_bytes, int nhosts, const char *title,
+                                  tpu_err_t *err);
 
 #endif /* TPU_LAUNCH_OUTPUT_SVG_H */
