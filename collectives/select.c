@@ -182,6 +182,15 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                 break;
             }
             status = build_choice(p, algo, chunks, &cd->ps, err);
+            if (status == TPU_ERR_UNSUPPORTED && desc->algo[0] == '\0') {
+                /* The algorithm does not take this shape (the snake ring: open axes,
+                 * an even group); the others are the choice. */
+                if (err != NULL) {
+                    memset(err, 0, sizeof(*err));
+                }
+                status = TPU_OK;
+                break;
+            }
             if (status == TPU_OK) {
                 status = tpu__time_schedule(&p->topo, &p->link, &cd->ps, &cd->t, &cd->res);
                 if (status != TPU_OK) {
