@@ -18,6 +18,9 @@ typedef struct tpu_algo_args {
     int64_t shard;              /* bytes of one chip's block (all-gather, reduce-scatter, psum) */
     int64_t elem;               /* bytes of one element: blocks split only at element boundaries */
     int chunks;                 /* pipeline chunks per ordering (>= 1) */
+    double split;               /* in (0, 1): the data fraction of axis order 0 of a torus
+                                   all-gather over two axes (select.c times a few); 0: the
+                                   estimate's choice (allgather_torus.c, choose_split) */
     int rep;                    /* -1: flows of every chip; else only those chip rep sends (the
                                    representative of a translation-invariant pod, see linkmodel.c) */
     const tpu_groups_t *groups; /* groups that are not whole axes (group algorithms), or NULL */
