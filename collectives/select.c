@@ -102,17 +102,21 @@ static double model_flows(const tpu_coll_plan_t *p)
 /*
  * How many splits to time for 'algo': the grid over two ICI axes, for the
  * one-chunk schedule (deeper pipelines overlap the phases and depend less on the
- * split) of small schedules only.
+ * split) of schedules of at most TPU_SELECT_MAX_FLOWS / TPU_SELECT_SPLITS flows.
  */
 static int split_count(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks)
 {
+    /* The budget counts every chip's flows even where one chip's are timed: the
+     * representative walk's cost still grows with the pod (16x20x28 wrapped
+     * keeps the estimate's split and its tenth of a second). */
+    double every = tpu__plan_translation_invariant(p) ? p->topo.nchips : 1;
     int a, d = 0;
 
     for (a = 0; a < p->topo.naxes; a++) {
         d += (p->desc.axes & (1u << a)) && p->topo.dims[a] >= 2;
     }
     if (!algo->pipelined || d != 2 || chunks > 1 || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
-        flow_estimate(p, chunks) * TPU_SELECT_SPLITS > TPU_SELECT_MAX_FLOWS) {
+        flow_estimate(p, chunks) * every * TPU_SELECT_SPLITS > TPU_SELECT_MAX_FLOWS) {
         return 1;
     }
     return TPU_SELECT_SPLITS;
