@@ -1,7 +1,9 @@
 /*
  * Selection by the cost model.  Every (algorithm, pipeline depth) the registry
- * offers for the collective is built and timed (time.c); the fastest wins, and
- * among those within TPU_SELECT_SLACK of it the shallowest pipeline.  The tables
+ * offers for the collective is built and timed (time.c), over two axes the torus
+ * family's one-chunk schedule also at a grid of splits between its axis orders;
+ * an algorithm that refuses the shape is skipped.  The fastest wins, and among
+ * those within TPU_SELECT_SLACK of it the shallowest pipeline.  The tables
  * below are the whole policy: the depths tried, the size guards, and how many
  * flows each collective's schedule holds per chip.
  */
