@@ -18,6 +18,9 @@ typedef struct tpu_algo_args {
     int64_t shard;              /* bytes of one chip's block (all-gather, reduce-scatter, psum) */
     int64_t elem;               /* bytes of one element: blocks split only at element boundaries */
     int chunks;                 /* pipeline chunks per ordering (>= 1) */
+    double split;               /* in (0, 1): the data fraction of axis order 0 of a torus
+                                   all-gather over two axes (select.c times a few); 0: the
+                                   estimate's choice (allgather_torus.c, choose_split) */
     int rep;                    /* -1: flows of every chip; else only those chip rep sends (the
                                    representative of a translation-invariant pod, see linkmodel.c) */
     const tpu_groups_t *groups; /* groups that are not whole axes (group algorithms), or NULL */
@@ -89,6 +92,16 @@ typedef struct {
 
 tpu_status_t tpu__algo_groups(const tpu_algo_args_t *args, tpu_algo_groups_t *ag, tpu_err_t *err);
 void tpu__algo_groups_fini(tpu_algo_groups_t *ag);
+
+/*
+ * The bidirectional ring all-gather of allgather_group_ring.c over 'gr', whose
+ * groups list their chips in ring order: ring position k of a group holds block
+ * blk[k] (the same for every group; NULL: block k).  Honours args->period and
+ * args->local.  The group ring passes the plan's groups, the snake ring
+ * (allgather_snake.c) the groups of the axes in snake order.
+ */
+tpu_status_t tpu__ring_allgather(const tpu_algo_args_t *args, const tpu_groups_t *gr,
+                                 const int32_t *blk, tpu_sched_t *sched);
 
 /* The flows from member i to member j of the group 'm' (a direct algorithm). */
 typedef tpu_status_t (*tpu_algo_pair_fn_t)(const tpu_algo_args_t *args, tpu_sched_t *sched,

@@ -3,6 +3,7 @@
 #include "plan.h"
 
 #include <stdio.h>
+#include <string.h>
 
 void tpu__plan_label(const tpu_algo_t *algo, int chunks, char *buf, size_t len)
 {
@@ -19,9 +20,9 @@ void tpu__plan_label(const tpu_algo_t *algo, int chunks, char *buf, size_t len)
  * one along a wrapped axis of the collective or along an axis outside it (its
  * groups are alike and apart), and under the reflection i -> n-1-i of an open
  * axis (a line run from both ends alike).  A reflection is used on axes of even
- * size only, where it fixes no chip, so every flow of the pod is the image of
- * exactly one flow of a domain chip.  Returns 1 when the domain is smaller than
- * the pod.
+ * size only, where it fixes no chip, and never for the snake ring
+ * (allgather_snake.c), whose cycle is not its own mirror image, so every flow of the pod is the
+ * image of exactly one flow of a domain chip.  Returns 1 when the domain is smaller than the pod.
  */
 static int torus_domain(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int *period,
                         unsigned *reflect_p)
@@ -47,7 +48,7 @@ static int torus_domain(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int *p
         if (!(p->desc.axes & (1u << a)) || topo->wrap[a]) {
             period[a] = 1;
             smaller = 1;
-        } else if (n % 2 == 0) {
+        } else if (n % 2 == 0 && strcmp(algo->name, "snake") != 0) {
             *reflect_p |= 1u << a;
             smaller = 1;
         }

@@ -56,22 +56,15 @@
 
 #include <string.h>
 
-tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sched_t *sched,
-                                             tpu_err_t *err)
+tpu_status_t tpu__ring_allgather(const tpu_algo_args_t *args, const tpu_groups_t *gr,
+                                 const int32_t *blk, tpu_sched_t *sched)
 {
     const tpu_topo_t *topo = args->topo;
-    tpu_algo_groups_t ag;
     int32_t *prev = NULL, *cur = NULL, *tmp;
     int64_t B = args->shard, e = args->shard / args->elem, h1 = (e + 1) / 2;
-    int G, T, t, g, i, di;
+    int G = gr->size, T = G / 2, t, g, i, di;
     tpu_status_t status;
 
-    status = tpu__algo_groups(args, &ag, err);
-    if (status != TPU_OK) {
-        return status;
-    }
-    G = ag.gr->size;
-    T = G / 2;
     status = tpu__algo_user_layout(sched, B, G);
     if (status != TPU_OK) {
         goto out;
@@ -85,8 +78,8 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
     for (t = 1; t <= T && status == TPU_OK; t++) {
         int half = G % 2 == 0 && t == G / 2;
 
-        for (g = 0; g < ag.gr->ngroups && status == TPU_OK; g++) {
-            const int32_t *m = ag.gr->chips + (int64_t)g * G;
+        for (g = 0; g < gr->ngroups && status == TPU_OK; g++) {
+            const int32_t *m = gr->chips + (int64_t)g * G;
 
             for (i = 0; i < G && status == TPU_OK; i++) {
                 for (di = 0; di < 2; di++) {
@@ -97,7 +90,9 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
                     tpu_flow_t f;
                     int64_t idx;
 
-                    if (!tpu__algo_in_domain(args, src)) {
+                    cur[src * 2 + di] = -1;
+                    if (!tpu__algo_in_domain(args, src) ||
+                        (args->local != NULL && !args->local[src] && !args->local[dst])) {
                         continue;
                     }
                     memset(&f, 0, sizeof(f));
@@ -108,7 +103,7 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
                                  ? TPU_ROUTE_DCN
                                  : TPU_ROUTE_ICI;
                     f.tie = (int8_t)dir;
-                    f.span.off = (int64_t)origin * B;
+                    f.span.off = (int64_t)(blk != NULL ? blk[origin] : origin) * B;
                     f.span.len = B;
                     f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
                     if (half) {
@@ -151,6 +146,20 @@ tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sc
 out:
     tpu__free(prev);
     tpu__free(cur);
+    return status;
+}
+
+tpu_status_t tpu__algo_ALL_GATHER_group_ring(const tpu_algo_args_t *args, tpu_sched_t *sched,
+                                             tpu_err_t *err)
+{
+    tpu_algo_groups_t ag;
+    tpu_status_t status;
+
+    status = tpu__algo_groups(args, &ag, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    status = tpu__ring_allgather(args, ag.gr, NULL, sched);
     tpu__algo_groups_fini(&ag);
     return status;
 }

@@ -515,7 +515,10 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
         }
         ctx.stride[TPU_AXIS_DCN] = s;
     }
-    if (nord > 1) {
+    if (nord > 1 && d == 2 && args->split > 0 && args->split < 1) {
+        frac[0] = args->split;
+        frac[1] = 1 - args->split;
+    } else if (nord > 1) {
         choose_split(args, axes, d, K, frac);
     }
     total_rx = dcn ? topo->slices : 0;

@@ -6,7 +6,7 @@
  *               byte moves);
  *   watchdog  - chip 1 never enters the psum: the others get TPU_ERR_TIMEOUT
  *               naming chip 1 by its coordinates, within the timeout;
- *   chunks    - chips 2 and 3 plan a 1 MiB psum with 4 chunks, chips 0 and 1 with
+ *   chunks    - chips 2 and 3 plan a 1 MiB rs_ag psum with 4 chunks, chips 0 and 1 with
  *               2, and nobody compares calls first: the message headers catch it,
  *               naming the field;
  *   bytes     - chip 1 enters a psum twice as large (payloads larger than the
@@ -108,6 +108,9 @@ int main(int argc, char **argv)
         d.kind = TPU_COLL_ALL_GATHER;
     }
     if (chunks) {
+        /* The pipelined psum by name: on the open 2x2 the selector's choice is the
+         * snake ring, which has no depth to differ in. */
+        snprintf(d.algo, sizeof(d.algo), "rs_ag");
         d.chunks = env.rank >= 2 ? 4 : 2;
     }
     if (bytes && env.rank == 1) {

@@ -200,22 +200,32 @@ typedef struct xcase {
 } xcase_t;
 
 static const xcase_t extra[] = {
-    {{"E01", "v5p", "6x4x2", "none", 1, "all-gather", "x,z", 12582912}, 0.27},
+    {{"E01", "v5p", "6x4x2", "none", 1, "all-gather", "x,z", 12582912}, 0.05},
     {{"E02", "v5p", "6x4x2", "none", 1, "psum", "x,y,z", 3145728}, 0.15},
     {{"E03", "v5e", "5x3", "none", 1, "all-gather", "x,y", 983040}, 0.05},
-    {{"E04", "v4", "3x5x7", "none", 1, "all-gather", "x,z", 430080}, 0.10},
+    {{"E04", "v4", "3x5x7", "none", 1, "all-gather", "x,z", 430080}, 0.05},
     {{"E05", "v5e", "16x8", "x", 1, "psum", "x,y", 8388608}, 0.05},
     {{"E06", "v4", "4x4x6", "x,y", 1, "all-gather", "x,y,z", 6291456}, 0.19},
     {{"E07", "v5p", "16x20x28", "all", 1, "psum", "z", 29360128}, 0.05},
-    {{"E08", "v5e", "2x4", "none", 1, "psum", "x,y", 65536}, 0.13},
+    {{"E08", "v5e", "2x4", "none", 1, "psum", "x,y", 65536}, 0.05},
     {{"E09", "v5e", "4x2", "none", 1, "all-gather", "x", 32768}, 0.05},
     {{"E10", "v6e", "3x3", "none", 1, "all-to-all", "x,y", 589824}, 0.05},
     {{"E11", "v5e", "4x4", "none", 1, "psum", "x,y", 1048576}, 0.08},
     {{"E12", "v5e", "4x4", "none", 1, "p2p", "x,y", 65536}, 0.05},
     {{"E13", "v5p", "16x20x28", "all", 1, "all-gather", "x,y,z", 36700160}, 0.05},
     {{"E14", "v5e", "16x4", "x", 1, "reduce-scatter", "x,y", 4194304}, 0.11},
-    {{"E15", "v5e", "16x4", "x", 1, "all-gather", "x,y", 4194304}, 0.07},
+    {{"E15", "v5e", "16x4", "x", 1, "all-gather", "x,y", 4194304}, 0.05},
     {{"E16", "v6e", "16x16", "all", 2, "all-gather", "dcn,x", 33554432}, 0.05},
+    /* fid4's own proxies for unseen cases: snake-ring shapes (one even side, open), odd open
+     * grids, mixed and unequal wrapped ones (E22 and E24 stay above 5%: README). */
+    {{"E17", "v5p", "8x2x4", "none", 1, "all-gather", "x,y", 1048576}, 0.05},
+    {{"E18", "v5e", "2x6", "none", 1, "psum", "x,y", 196608}, 0.05},
+    {{"E19", "v6e", "2x8", "none", 1, "reduce-scatter", "x,y", 262144}, 0.05},
+    {{"E20", "v5e", "7x4", "none", 1, "all-gather", "x,y", 917504}, 0.05},
+    {{"E21", "v5e", "9x5", "none", 1, "all-gather", "x,y", 737280}, 0.05},
+    {{"E22", "v6e", "8x6", "y", 1, "psum", "x,y", 2359296}, 0.06},
+    {{"E23", "v5p", "4x6x2", "none", 1, "psum", "x,z", 786432}, 0.05},
+    {{"E24", "v5e", "16x4", "all", 1, "all-gather", "x,y", 4194304}, 0.09},
 };
 
 static void test_extra(void **state)

@@ -374,6 +374,52 @@ static void test_calibrated_measurements(void **state)
     assert_true(fabs(frac / 0.95 - 1) < 0.10);
 }
 
+/* A collective 'algo' over x,y of an open 'nx' x 'ny' pod with easy_link(), f32: its time, or -1
+ * when the algorithm refuses the shape (TPU_ERR_UNSUPPORTED). */
+static double open_grid_us(int nx, int ny, tpu_coll_kind_t kind, const char *algo, uint64_t bytes)
+{
+    tpu_link_model_t link = easy_link();
+    int dims[TPU_MAX_AXES] = {nx, ny, 1}, wrap[TPU_MAX_AXES] = {0, 0, 0};
+    tpu_topo_t t;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *p = NULL;
+    tpu_coll_result_t r;
+    tpu_err_t err = {0};
+
+    assert_int_equal(tpu_topo_init(&t, 2, dims, wrap, 1, NULL), TPU_OK);
+    tpu_coll_desc_init(&d);
+    d.kind = kind;
+    d.dtype = TPU_DTYPE_F32;
+    d.bytes = bytes;
+    d.axes = 3u;
+    snprintf(d.algo, sizeof(d.algo), "%s", algo);
+    if (tpu_coll_plan_create(&t, &link, &d, &p, &err) != TPU_OK) {
+        assert_int_equal(err.status, TPU_ERR_UNSUPPORTED);
+        return -1;
+    }
+    assert_int_equal(tpu_coll_plan_model(p, &r, NULL), TPU_OK);
+    tpu_coll_plan_destroy(p);
+    return r.modeled_us;
+}
+
+/*
+ * The snake ring (allgather_snake.c) by hand.  2 x 4 open, 8 blocks of B = 4096
+ * bytes, links of 1e9 B/s each way, 1 us per hop: the ring (0,1) (1,1) (1,2)
+ * ... is 8 one-link hops, no link shared; steps 1-3 move B each way (1 + 4.096
+ * us each), step 4 half a block each way (1 + 2.048 us): 18.336 us, which is
+ * the formula 7/8 V / W + D alpha with D = 1 + 3.  The reduce-scatter is its
+ * time reversal (the same), the psum twice that: 36.672 us.  3 x 3 has an odd
+ * number of chips and no Hamiltonian cycle: refused.
+ */
+static void test_snake_ring_by_hand(void **state)
+{
+    (void)state;
+    near(open_grid_us(2, 4, TPU_COLL_ALL_GATHER, "snake", 8 * 4096), 18.336);
+    near(open_grid_us(2, 4, TPU_COLL_REDUCE_SCATTER, "snake", 8 * 4096), 18.336);
+    near(open_grid_us(2, 4, TPU_COLL_PSUM, "snake", 8 * 4096), 36.672);
+    assert_true(open_grid_us(3, 3, TPU_COLL_ALL_GATHER, "snake", 9 * 4096) < 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_dcn_host_path),
         cmocka_unit_test(test_cross_slice_p2p),
         cmocka_unit_test(test_calibrated_measurements),
+        cmocka_unit_test(test_snake_ring_by_hand),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
