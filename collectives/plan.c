@@ -452,8 +452,8 @@ tpu_status_t tpu_coll_plan_model_link(const tpu_coll_plan_t *plan, const tpu_lin
                            plan->name);
     }
     memset(&res, 0, sizeof(res));
-    /* The routes, and so the schedule, do not depend on the constants: the walk of
-     * the plan's own schedule (one chip's, a domain's or line tables, as chosen). */
+    /* The plan's own schedule as built with its constants (the torus split too),
+     * one chip's, a domain's or line tables as chosen, walked with 'link'. */
     status = tpu__time_schedule(&plan->topo, link, &plan->model, &t, &res);
     if (status != TPU_OK) {
         return tpu_err_set(err, status, "out of memory modelling %s", plan->name);
