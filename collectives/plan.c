@@ -437,3 +437,31 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
     *res_p = res;
     return TPU_OK;
 }
+
+tpu_status_t tpu_coll_plan_model_link(const tpu_coll_plan_t *plan, const tpu_link_model_t *link,
+                                      tpu_coll_result_t *res_p, tpu_err_t *err)
+{
+    tpu_coll_result_t res;
+    double t;
+    tpu_status_t status;
+
+    if (link->faults != plan->link.faults) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "modelling %s with other link constants: the faults must be the "
+                           "plan's own",
+                           plan->name);
+    }
+    memset(&res, 0, sizeof(res));
+    /* The plan's own schedule as built with its constants (the torus split too),
+     * one chip's, a domain's or line tables as chosen, walked with 'link'. */
+    status = tpu__time_schedule(&plan->topo, link, &plan->model, &t, &res);
+    if (status != TPU_OK) {
+        return tpu_err_set(err, status, "out of memory modelling %s", plan->name);
+    }
+    res.modeled_us = t * 1e6;
+    snprintf(res.algorithm, sizeof(res.algorithm), "%s", plan->name);
+    res.flows = tpu__plan_sched_pod_flows(&plan->topo, &plan->model);
+    res.steps = plan->model.s.nsteps;
+    *res_p = res;
+    return TPU_OK;
+}

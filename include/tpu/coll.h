@@ -159,6 +159,18 @@ TPU_API tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_r
                                          tpu_err_t *err);
 
 /*
+ * The plan's schedule (its algorithm and pipeline depth, as chosen with the
+ * plan's own constants) timed with the link constants 'link' instead: one walk,
+ * no second selection.  'link' must carry the plan's faults (the same pointer);
+ * its other constants may differ (e.g. tpu_link_model_calibrate()).  A plan
+ * created with 'link' may choose another depth and model a little faster.
+ * @return TPU_OK, TPU_ERR_INVALID (other faults), TPU_ERR_NO_MEMORY.
+ */
+TPU_API tpu_status_t tpu_coll_plan_model_link(const tpu_coll_plan_t *plan,
+                                              const tpu_link_model_t *link,
+                                              tpu_coll_result_t *res_p, tpu_err_t *err);
+
+/*
  * Observers: what the timing walk did, flow by flow and link by link, for traces
  * and heatmaps.  The walk calls 'on_flow' once for every timed flow that carries
  * bytes (in the model, every flow; in a run, the flows the transport's local

@@ -17,15 +17,15 @@ static int is_calibrated(const tpu_link_model_t *link)
 
 /*
  * The modeled time in the default mode (mode_us[0]) and the calibrated one
- * (mode_us[1]), from the same request over the same pod: the pod's own mode is
- * 'res', the other is planned and modeled here.
+ * (mode_us[1]) of the plan's schedule: the pod's own mode is 'res', the other is
+ * the same schedule (the algorithm and depth chosen in the pod's mode) timed with
+ * the other mode's constants, one walk (tpu_coll_plan_model_link()).
  */
 static tpu_status_t both_modes(const tpu_pod_t *pod, const tpu_coll_plan_t *plan,
                                const tpu_coll_result_t *res, double mode_us[2], tpu_err_t *err)
 {
     tpu_link_model_t link = *tpu_pod_link(pod);
     int mine = is_calibrated(&link);
-    tpu_coll_plan_t *other = NULL;
     tpu_coll_result_t r;
     tpu_status_t status;
 
@@ -36,11 +36,7 @@ static tpu_status_t both_modes(const tpu_pod_t *pod, const tpu_coll_plan_t *plan
     } else {
         tpu_link_model_calibrate(&link);
     }
-    status = tpu_coll_plan_create(tpu_pod_topo(pod), &link, tpu_coll_plan_desc(plan), &other, err);
-    if (status == TPU_OK) {
-        status = tpu_coll_plan_model(other, &r, err);
-    }
-    tpu_coll_plan_destroy(other);
+    status = tpu_coll_plan_model_link(plan, &link, &r, err);
     mode_us[!mine] = status == TPU_OK ? r.modeled_us : 0;
     return status;
 }

@@ -12,6 +12,7 @@
  */
 #include "tpu/chip.h"
 #include "tpu/coll.h"
+#include "tpu/fault.h"
 #include "tpu/topo.h"
 
 #include "schedule.h"
@@ -318,6 +319,53 @@ static void test_cross_slice_p2p(void **state)
     near(r.modeled_us, 16777216 / 3.125e9 * 1e6 + 10);
 }
 
+/*
+ * tpu_coll_plan_model_link(): the plan's schedule timed with other constants, one
+ * walk.  A ppermute by one around a ring of 4 chips, 1000 bytes: each chip
+ * sends one message one hop, every link of the + direction carries 1000 bytes.  With the easy link
+ * (1e9 B/s a direction, 1 us a hop): 1 + 1 = 2 us.  At ICI efficiency 0.5 and a
+ * launch cost of 3 us: 1 us + 1000 / 0.5e9 = 2 us + 3 us = 6 us.  The plan's own
+ * constants give what tpu_coll_plan_model() gives; other faults are refused.
+ */
+static void test_model_with_other_constants(void **state)
+{
+    tpu_link_model_t link = easy_link(), slow;
+    tpu_topo_t t;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *p = NULL;
+    tpu_coll_result_t r, own;
+    tpu_faults_t *faults = NULL;
+    tpu_err_t err = {0};
+    int dims[TPU_MAX_AXES] = {4, 1, 1}, wrap[TPU_MAX_AXES] = {1, 0, 0};
+
+    (void)state;
+    assert_int_equal(tpu_topo_init(&t, 1, dims, wrap, 1, NULL), TPU_OK);
+    tpu_coll_desc_init(&d);
+    d.kind = TPU_COLL_PPERMUTE;
+    d.axes = 1;
+    d.shift = 1;
+    d.bytes = 1000;
+    d.dtype = TPU_DTYPE_I32;
+    assert_int_equal(tpu_coll_plan_create(&t, &link, &d, &p, NULL), TPU_OK);
+    assert_int_equal(tpu_coll_plan_model(p, &own, NULL), TPU_OK);
+    near(own.modeled_us, 2.0);
+    assert_int_equal(tpu_coll_plan_model_link(p, &link, &r, NULL), TPU_OK);
+    assert_true(r.modeled_us == own.modeled_us);
+    assert_int_equal(r.flows, own.flows);
+    slow = link;
+    slow.ici_efficiency = 0.5;
+    slow.launch = 3e-6;
+    assert_int_equal(tpu_coll_plan_model_link(p, &slow, &r, NULL), TPU_OK);
+    near(r.modeled_us, 6.0);
+    assert_string_equal(r.algorithm, own.algorithm);
+    assert_int_equal(tpu_faults_create(&t, link.host_dims, NULL, 0, &faults, NULL), TPU_OK);
+    slow.faults = faults;
+    assert_int_equal(tpu_coll_plan_model_link(p, &slow, &r, &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "faults"));
+    tpu_faults_destroy(faults);
+    tpu_coll_plan_destroy(p);
+}
+
 /* Model an all-gather or ppermute on v5e with the calibrated constants. */
 static double v5e_calibrated(const char *shape, const char *axes, tpu_coll_kind_t kind,
                              uint64_t bytes)
@@ -432,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_cross_slice_p2p),
         cmocka_unit_test(test_calibrated_measurements),
         cmocka_unit_test(test_snake_ring_by_hand),
+        cmocka_unit_test(test_model_with_other_constants),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
