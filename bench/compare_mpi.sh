@@ -1,39 +1,57 @@
 #!/usr/bin/env bash
-# usage: bench/compare_mpi.sh [REPEATS] [TPUEMU] [extra bench flags...]
+# usage: bench/compare_mpi.sh [REPEATS] [TPUEMU] [COLLECTIVE] [DTYPE] [SIZES] [extra bench flags...]
 # The host speed of the executor against the host MPI library, measured in the
 # same job (tpuemu bench --compare-mpi alternates ours and MPI's call by call):
-# runs the psum sweep REPEATS times (default 5) on 16 ranks and prints, per size,
-# the median of ours / MPI_Allreduce over the runs.  A benchmark, not a test: it
-# never fails on a timing.  Expect noise on a loaded machine; compare medians.
+# runs each size of SIZES (comma-separated, default 8,4K,1M,16M,64M) REPEATS times
+# (default 5) on 16 ranks, 4x4, one mpirun per size and run, and prints per size
+# the median of ours / MPI's collective over the runs (each run's ratio is the
+# mean of ours over the mean of MPI's, both over the iterations of that run).
+# COLLECTIVE (default psum) is any collective bench compares (psum against
+# MPI_Allreduce, all-gather MPI_Allgather, reduce-scatter
+# MPI_Reduce_scatter_block, all-to-all MPI_Alltoall); DTYPE f32 (default), i32
+# or bf16 (bf16 reductions against MPI with a user-defined bf16 sum).
+# A benchmark, not a test: it never fails on a timing.  Expect noise on a loaded
+# machine; compare medians.
 set -eu
 reps=${1:-5}
 prog=${2:-build/tpuemu}
-shift $(($# < 2 ? $# : 2))
+coll=${3:-psum}
+dtype=${4:-f32}
+sizes=${5:-8,4K,1M,16M,64M}
+shift $(($# < 5 ? $# : 5))
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cmd="mpirun -n 16 --oversubscribe --mca mpi_yield_when_idle 1 $prog bench --topology 4x4
- --collective psum --min-bytes 8 --max-bytes 64M --factor 8 --iters 8 --compare-mpi --json - $*"
-echo "# $cmd" | tr '\n' ' '
+base="mpirun -n 16 --oversubscribe --mca mpi_yield_when_idle 1 $prog bench --topology 4x4
+ --collective $coll --dtype $dtype --iters 8 --compare-mpi --json - $*"
+echo "# $base --min-bytes SIZE --max-bytes SIZE   (SIZE in $sizes; $reps runs)" | tr '\n' ' '
 echo
 for i in $(seq "$reps"); do
-    # shellcheck disable=SC2086
-    $cmd >"$tmp/run$i.json" 2>/dev/null
+    for s in ${sizes//,/ }; do
+        # shellcheck disable=SC2086
+        $base --min-bytes "$s" --max-bytes "$s" >"$tmp/run$i.$s.json" 2>/dev/null ||
+            echo "run $i size $s: exit $?"
+    done
 done
-python3 - "$tmp" "$reps" <<'PY'
-import json, statistics, sys
-d, reps = sys.argv[1], int(sys.argv[2])
+python3 - "$tmp" <<'PY'
+import glob, json, statistics, sys
 rows = {}
-for i in range(1, reps + 1):
-    doc = json.load(open(f"{d}/run{i}.json"))
+for path in sorted(glob.glob(f"{sys.argv[1]}/run*.json")):
+    try:
+        doc = json.load(open(path))
+    except ValueError:
+        print(f"{path}: no JSON")
+        continue
     if not doc["passed"]:
-        print(f"run {i}: results NOT verified (#wrong > 0)")
+        print(f"{path}: results NOT verified (#wrong > 0)")
     for r in doc["rows"]:
-        rows.setdefault(r["bytes"], []).append((r["measured_us"], r["mpi_us"], r["mpi_ratio"]))
-print(f"{'bytes':>10} {'ours_us':>10} {'mpi_us':>10} {'ratio':>7}  (medians of {reps} runs; ratios per run)")
+        if "mpi_ratio" in r:
+            rows.setdefault(r["bytes"], []).append(
+                (r["measured_us"], r["mpi_us"], r["mpi_ratio"], r["algorithm"]))
+print(f"{'bytes':>10} {'ours_us':>10} {'mpi_us':>10} {'ratio':>7}  (medians; ratios per run)")
 for b in sorted(rows):
     v = rows[b]
     print(f"{b:>10} {statistics.median(x[0] for x in v):>10.1f} "
           f"{statistics.median(x[1] for x in v):>10.1f} {statistics.median(x[2] for x in v):>7.2f}  "
-          + " ".join(f"{x[2]:.2f}" for x in v))
+          + " ".join(f"{x[2]:.2f}" for x in sorted(v, key=lambda x: x[2])))
 PY

@@ -9,7 +9,9 @@
  * the same algorithm with a one-chunk pipeline (the model's pipeline depth
  * changes the modeled time, not how many host messages carry the bytes), so a
  * 1 MiB psum that the model pipelines into 16 chunks is 24 host messages per
- * chip on a 4x4, not 384.
+ * chip on a 4x4, not 384.  A psum moves through a host plan of one round
+ * (build_direct) or two (build_direct2) instead; a bf16 one carries the bf16
+ * words and accumulates in f32 on the receiving chip, rounded once (wide mode).
  *
  * Every receive is posted at once; a send goes out as soon as the flows it
  * depends on have arrived (and, when reducing, been added), so a chip never
@@ -70,6 +72,16 @@ struct tpu_coll_exec {
     double local_end_s; /* the latest arrival at or from a local chip */
     int flow_bits;      /* tag = epoch << (flow_bits + 1) | flow << 1 */
     int send_from_recv; /* the host plan works in the output buffer (direct2) */
+    int scale;          /* working bytes per user byte of the data schedule's flows */
+    /* A bf16 reduction on a host plan (wide): messages carry the bf16 words, each
+     * local chip accumulates the range its reducing receives cover in f32
+     * ('acc', from byte acc_off of the user's buffer, acc_len user bytes) and
+     * rounds it into the output once, after the last of its acc_nred receives
+     * (acc_from_input: the accumulator starts from the chip's own input). */
+    int wide, acc_from_input;
+    float **acc;
+    int64_t *acc_off, *acc_len;
+    int *acc_nred, *acc_seen;
     int epochs;
     /* With chips elsewhere (MPI): the flows' message ids, each flow's number among
      * the flows between its two chips in schedule order, which both chips count
@@ -287,6 +299,29 @@ static void reduce_into(const tpu_coll_exec_t *ctx, const tpu_region_t *r, const
     }
 }
 
+/*
+ * Wide mode (a bf16 reduction on a host plan): the bf16 words of flow 'f' ('src')
+ * into local chip 'li''s f32 accumulator, the first of them copied (direct: member
+ * 0's) unless the accumulator starts from the chip's input; after the chip's last
+ * reducing receive, the accumulator is rounded once into the output, so the
+ * chip's sends of it (direct2) carry the rounded bf16 words.
+ */
+static void wide_reduce(tpu_coll_exec_t *ctx, int li, const tpu_flow_t *f, const unsigned char *src)
+{
+    float *acc = ctx->acc[li] + (f->span.dst_off - ctx->acc_off[li]) / 2;
+    size_t n = (size_t)(f->span.len / 2);
+
+    if (ctx->acc_seen[li] == 0 && !ctx->acc_from_input) {
+        tpu_dtype_bf16_widen((const uint16_t *)src, acc, n);
+    } else {
+        tpu__reduce_bf16(ctx->plan->desc.op, acc, (const uint16_t *)src, n);
+    }
+    if (++ctx->acc_seen[li] == ctx->acc_nred[li]) {
+        tpu_dtype_bf16_narrow(ctx->acc[li], (uint16_t *)(ctx->recv[li] + ctx->acc_off[li]),
+                              (size_t)(ctx->acc_len[li] / 2));
+    }
+}
+
 /* The state of one run. */
 typedef struct engine {
     tpu_coll_exec_t *ctx;
@@ -378,8 +413,8 @@ static tpu_status_t fail_header(engine_t *e, const pending_t *p, const tpu_flow_
     if (!sig_diff(&ctx->sig, &p->hdr.sig, diff, sizeof(diff))) {
         snprintf(diff, sizeof(diff), "%s (flow %lld of %lld bytes vs flow %lld of %lld bytes)",
                  "the message", (long long)msg_id(ctx, p->flow),
-                 (long long)(tpu__span_bytes(&f->span) * ctx->plan->data_scale),
-                 (long long)p->hdr.flow, (long long)p->hdr.bytes);
+                 (long long)(tpu__span_bytes(&f->span) * ctx->scale), (long long)p->hdr.flow,
+                 (long long)p->hdr.bytes);
     }
     return tpu_err_set(err, TPU_ERR_MISMATCH,
                        "collective mismatch: %s is in %s, but %s sent a message of %s; they "
@@ -391,7 +426,6 @@ static tpu_status_t fail_header(engine_t *e, const pending_t *p, const tpu_flow_
 static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
 {
     tpu_coll_exec_t *ctx = e->ctx;
-    const tpu_coll_plan_t *plan = ctx->plan;
     const tpu_sched_t *sc = &ctx->ps->s;
     int i, ndone, first = e->recv_open;
     tpu_status_t status = test_pending(e, e->recv, &e->recv_open, e->nrecv, &ndone);
@@ -410,7 +444,7 @@ static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
         e->recv_left--;
         *progress_p = 1;
         if (p->hdr.flow != msg_id(ctx, p->flow) ||
-            p->hdr.bytes != tpu__span_bytes(&f->span) * plan->data_scale ||
+            p->hdr.bytes != tpu__span_bytes(&f->span) * ctx->scale ||
             sig_diff(&ctx->sig, &p->hdr.sig, NULL, 0)) {
             return fail_header(e, p, f, err);
         }
@@ -423,10 +457,12 @@ static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
         if (e->state[p->flow] == 0) {
             break;
         }
-        if (e->state[p->flow] == 1) {
+        if (e->state[p->flow] == 1 && ctx->wide) {
+            wide_reduce(ctx, ctx->local_index[f->dst], f, p->scratch);
+            e->state[p->flow] = 2;
+        } else if (e->state[p->flow] == 1) {
             int li = ctx->local_index[f->dst];
-            tpu_region_t r =
-                span_region(ctx->recv[li], &f->span, f->span.dst_off, plan->data_scale);
+            tpu_region_t r = span_region(ctx->recv[li], &f->span, f->span.dst_off, ctx->scale);
 
             reduce_into(ctx, &r, p->scratch);
             e->state[p->flow] = 2;
@@ -470,9 +506,9 @@ static tpu_status_t post_sends(engine_t *e, int *progress_p, tpu_err_t *err)
         p->hdr.sig = ctx->sig;
         p->hdr.flow = msg_id(ctx, p->flow);
         p->hdr.arrival = 0;
-        p->hdr.bytes = tpu__span_bytes(&f->span) * ctx->plan->data_scale;
+        p->hdr.bytes = tpu__span_bytes(&f->span) * ctx->scale;
         r = span_region(x->moves_data ? ctx->send[ctx->local_index[f->src]] : NULL, &f->span,
-                        f->span.off, ctx->plan->data_scale);
+                        f->span.off, ctx->scale);
         status = x->ops->isend(x, f->src, f->dst, flow_tag(e, p->flow), &p->hdr, &r, &p->req);
         if (status != TPU_OK) {
             return fail_transport(e, "sending", status, err);
@@ -626,6 +662,14 @@ static void prepare(tpu_coll_exec_t *ctx, void *const *in, void *const *out)
                        (unsigned char *)in[i] + c->src_off + me * sc->local_src_shift,
                        (size_t)c->len);
             }
+            if (ctx->wide) {
+                ctx->acc_seen[i] = 0;
+                if (ctx->acc_from_input && ctx->acc_nred[i] > 0) {
+                    tpu_dtype_bf16_widen(
+                        (const uint16_t *)((unsigned char *)in[i] + ctx->acc_off[i]), ctx->acc[i],
+                        (size_t)(ctx->acc_len[i] / 2));
+                }
+            }
             continue;
         }
         ctx->send[i] = ctx->recv[i] = w;
@@ -725,8 +769,7 @@ out:
 }
 
 /* Scratch bytes all reducing receives of the local chips need (each its own). */
-static int64_t scratch_need(const tpu_coll_plan_t *plan, const tpu_plan_sched_t *ps,
-                            const uint8_t *is_local)
+static int64_t scratch_need(const tpu_plan_sched_t *ps, const uint8_t *is_local, int scale)
 {
     int64_t sum = 0, i;
 
@@ -734,7 +777,7 @@ static int64_t scratch_need(const tpu_coll_plan_t *plan, const tpu_plan_sched_t 
         const tpu_flow_t *f = &ps->s.flows[i];
 
         if (f->reduce && is_local[f->dst]) {
-            sum += tpu__span_bytes(&f->span) * plan->data_scale;
+            sum += tpu__span_bytes(&f->span) * scale;
         }
     }
     return sum;
@@ -839,7 +882,8 @@ static void tag_bits(tpu_coll_exec_t *e)
 /*
  * The host's one-round plan for a small psum: every chip sends its buffer to
  * every member of its group (itself included), and adds what it receives in
- * group order, starting from a copy of member 0's: one dependency round instead
+ * group order, starting from a copy of member 0's (bf16: widened into an f32
+ * accumulator, rounded once at the end): one dependency round instead
  * of the ring's 2 * sum(n_i - 1), and every chip adds the same values in the same
  * order, so every chip ends with the same bits.  Used only to move the host's
  * bytes when they are few (DIRECT_MAX_BYTES per chip, DIRECT_MAX_TOTAL received);
@@ -854,10 +898,10 @@ static tpu_status_t build_direct(const tpu_coll_plan_t *p, const uint8_t *local,
                                  tpu_plan_sched_t *ps, tpu_err_t *err)
 {
     const tpu_topo_t *topo = &p->topo;
-    int n = p->group, src, g;
+    int n = p->group, src, g, wide = p->data_scale == 2;
     tpu_flow_t f;
 
-    if (p->desc.kind != TPU_COLL_PSUM || p->data_scale != 1 || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+    if (p->desc.kind != TPU_COLL_PSUM || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
         p->desc.bytes > DIRECT_MAX_BYTES || p->desc.bytes * (uint64_t)n > DIRECT_MAX_TOTAL ||
         (double)topo->nchips * n > DIRECT_MAX_FLOWS) {
         return TPU_ERR_UNSUPPORTED;
@@ -883,7 +927,7 @@ static tpu_status_t build_direct(const tpu_coll_plan_t *p, const uint8_t *local,
         for (g = 0; g < n; g++) {
             f.src = src;
             f.dst = tpu__plan_member(p, src, g);
-            f.reduce = me != 0;
+            f.reduce = wide || me != 0;
             if (local != NULL && !local[f.src] && !local[f.dst]) {
                 continue; /* a rank's own part: the flows of its chips */
             }
@@ -910,7 +954,8 @@ static tpu_status_t build_direct(const tpu_coll_plan_t *p, const uint8_t *local,
  * reduced block to every other member.  Two dependency rounds, 2 (n - 1) messages
  * and 2 (n - 1) / n * V bytes per chip, as a ring moves but without its
  * 2 * sum(n_i - 1) rounds.  Each block is reduced in one place and copied from
- * there, so every chip ends with the same bits.  The chip works in its output
+ * there, so every chip ends with the same bits (bf16: the owner accumulates its
+ * block in f32 and rounds it once before sending it on).  The chip works in its output
  * buffer (the input copied there first), so its sends read the output.
  */
 static tpu_status_t build_direct2(const tpu_coll_plan_t *p, const uint8_t *local,
@@ -922,7 +967,7 @@ static tpu_status_t build_direct2(const tpu_coll_plan_t *p, const uint8_t *local
     int32_t *deps = NULL;
     tpu_flow_t f;
 
-    if (p->desc.kind != TPU_COLL_PSUM || p->data_scale != 1 || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+    if (p->desc.kind != TPU_COLL_PSUM || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
         (double)topo->nchips * n * 2 > DIRECT_MAX_FLOWS) {
         return TPU_ERR_UNSUPPORTED;
     }
@@ -1034,6 +1079,53 @@ static tpu_status_t msg_ids(tpu_coll_exec_t *e)
     return TPU_OK;
 }
 
+/*
+ * Wide mode's accumulators: per local chip, the range its reducing receives
+ * cover (every one of them covers the same range on a host plan: the whole
+ * buffer in direct, the chip's own block in direct2) and how many there are.
+ */
+static tpu_status_t wide_init(tpu_coll_exec_t *e)
+{
+    const tpu_sched_t *sc = &e->ps->s;
+    int n = e->x->nlocal, i;
+    int64_t f;
+
+    e->wide = 1;
+    e->acc_from_input = sc->nlocal > 0;
+    e->acc = tpu__calloc((size_t)n, sizeof(*e->acc));
+    e->acc_off = tpu__calloc((size_t)n, sizeof(*e->acc_off));
+    e->acc_len = tpu__calloc((size_t)n, sizeof(*e->acc_len));
+    e->acc_nred = tpu__calloc((size_t)n, sizeof(*e->acc_nred));
+    e->acc_seen = tpu__calloc((size_t)n, sizeof(*e->acc_seen));
+    if (e->acc == NULL || e->acc_off == NULL || e->acc_len == NULL || e->acc_nred == NULL ||
+        e->acc_seen == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (f = 0; f < sc->nflows; f++) {
+        const tpu_flow_t *fl = &sc->flows[f];
+        int li = e->local_index[fl->dst];
+
+        if (li < 0 || !fl->reduce) {
+            continue;
+        }
+        if (e->acc_nred[li]++ == 0) {
+            e->acc_off[li] = fl->span.dst_off;
+            e->acc_len[li] = fl->span.len;
+        } else if (fl->span.dst_off != e->acc_off[li] || fl->span.len != e->acc_len[li]) {
+            return TPU_ERR_INTERNAL; /* not a host plan's flows */
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (e->acc_nred[i] > 0) {
+            e->acc[i] = tpu__malloc((size_t)e->acc_len[i] * 2);
+            if (e->acc[i] == NULL) {
+                return TPU_ERR_NO_MEMORY;
+            }
+        }
+    }
+    return TPU_OK;
+}
+
 void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
 {
     int i;
@@ -1043,8 +1135,16 @@ void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
     }
     for (i = 0; i < exec->nwork; i++) {
         tpu__free(exec->work[i]);
+        if (exec->acc != NULL) {
+            tpu__free(exec->acc[i]);
+        }
     }
     tpu__free(exec->work);
+    tpu__free(exec->acc);
+    tpu__free(exec->acc_off);
+    tpu__free(exec->acc_len);
+    tpu__free(exec->acc_nred);
+    tpu__free(exec->acc_seen);
     tpu__free(exec->scratch);
     tpu__free(exec->recv);
     tpu__free(exec->send);
@@ -1075,6 +1175,7 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     e->plan = plan;
     e->x = x;
     e->work_dtype = plan->data_scale == 2 ? TPU_DTYPE_F32 : plan->desc.dtype;
+    e->scale = plan->data_scale;
     sig_init(plan, &e->sig);
     tag_bits(e);
     e->local_index = tpu__malloc((size_t)x->nchips * sizeof(int));
@@ -1108,6 +1209,16 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
         }
         e->ps = &e->data;
         e->send_from_recv = e->data.s.nlocal > 0;
+        if (plan->data_scale == 2) {
+            /* bf16 words on the wire, f32 accumulators here. */
+            e->scale = 1;
+            status = wide_init(e);
+            if (status != TPU_OK) {
+                status =
+                    tpu_err_set(err, status, "cannot set up the accumulators of %s", plan->name);
+                goto fail;
+            }
+        }
     } else if (plan->model.rep >= 0 || plan->model.orbit || plan->model.lines ||
                (plan->algo->pipelined && plan->args.chunks > 1) || local != NULL) {
         status = tpu__plan_build_local(plan, plan->algo, 1, -1, 0, local, &e->data, err);
@@ -1127,7 +1238,7 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     }
     if (x->moves_data) {
         size_t work = (size_t)plan->work_bytes * (size_t)plan->data_scale;
-        int64_t need = scratch_need(plan, e->ps, e->is_local);
+        int64_t need = scratch_need(e->ps, e->is_local, e->scale);
 
         for (i = 0; i < x->nlocal && e->ps->s.nlayout > 0; i++) {
             e->work[i] = tpu__malloc(work);
@@ -1253,11 +1364,11 @@ tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t 
             flat.len = tpu__span_bytes(&fl->span);
             flat.count[0] = flat.count[1] = flat.count[2] = 1;
             p->scratch = scratch + sused;
-            r = span_region(p->scratch, &flat, 0, plan->data_scale);
-            sused += flat.len * plan->data_scale;
+            r = span_region(p->scratch, &flat, 0, ctx->scale);
+            sused += flat.len * ctx->scale;
         } else {
             r = span_region(x->moves_data ? ctx->recv[ctx->local_index[fl->dst]] : NULL, &fl->span,
-                            fl->span.dst_off, plan->data_scale);
+                            fl->span.dst_off, ctx->scale);
         }
         status = x->ops->irecv(x, fl->dst, fl->src, flow_tag(&e, f), &p->hdr, &r, &p->req);
         if (status != TPU_OK) {

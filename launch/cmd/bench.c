@@ -4,6 +4,7 @@
  * library's own collective on the same bytes, measured in the same run.
  */
 #include "tpu/alloc.h"
+#include "tpu/dtype.h"
 
 #include "clock.h"
 #include "csv.h"
@@ -44,11 +45,47 @@ static double bus_factor(tpu_coll_kind_t kind, int n)
 
 static MPI_Datatype mpi_type(tpu_dtype_t d)
 {
-    return d == TPU_DTYPE_I32 ? MPI_INT : MPI_FLOAT;
+    return d == TPU_DTYPE_I32 ? MPI_INT : d == TPU_DTYPE_BF16 ? MPI_UINT16_T : MPI_FLOAT;
 }
 
-static MPI_Op mpi_op(tpu_redop_t op)
+/*
+ * bf16 reductions for the MPI baseline: MPI has no bf16 type, so a user reduces
+ * 16-bit words with an operation of their own.  Each step widens both operands,
+ * combines them in f32 and rounds to bf16 (what a user operation on bf16 words
+ * does; tpuemu accumulates in f32 and rounds once, so the two may differ in the
+ * last bit: the baseline's result is never checked, only timed).
+ */
+#define BF16_OP(name, expr)                                                         \
+    static void name(void *in, void *inout, int *len, MPI_Datatype *type)           \
+    {                                                                               \
+        const uint16_t *a = in;                                                     \
+        uint16_t *b = inout;                                                        \
+        int i;                                                                      \
+                                                                                    \
+        (void)type;                                                                 \
+        for (i = 0; i < *len; i++) {                                                \
+            float x = tpu_dtype_bf16_to_f32(a[i]), y = tpu_dtype_bf16_to_f32(b[i]); \
+                                                                                    \
+            b[i] = tpu_dtype_f32_to_bf16(expr);                                     \
+        }                                                                           \
+    }
+BF16_OP(bf16_sum, x + y)
+BF16_OP(bf16_max, x > y ? x : y)
+BF16_OP(bf16_min, x < y ? x : y)
+#undef BF16_OP
+
+/* The MPI operation of a reduction; a user-defined one for bf16 (free it after). */
+static MPI_Op mpi_op(tpu_redop_t op, tpu_dtype_t d)
 {
+    MPI_Op user = MPI_OP_NULL;
+
+    if (d == TPU_DTYPE_BF16) {
+        MPI_Op_create(op == TPU_REDOP_MAX   ? bf16_max
+                      : op == TPU_REDOP_MIN ? bf16_min
+                                            : bf16_sum,
+                      1, &user);
+        return user;
+    }
     return op == TPU_REDOP_MAX ? MPI_MAX : op == TPU_REDOP_MIN ? MPI_MIN : MPI_SUM;
 }
 
@@ -66,9 +103,7 @@ static MPI_Comm group_comm(tpu_job_t *job, const tpu_coll_desc_t *d)
 /* Does the host MPI library have this collective on these bytes? */
 static int mpi_has(const tpu_coll_desc_t *d)
 {
-    return d->kind != TPU_COLL_P2P &&
-           !((d->kind == TPU_COLL_PSUM || d->kind == TPU_COLL_REDUCE_SCATTER) &&
-             d->dtype == TPU_DTYPE_BF16);
+    return d->kind != TPU_COLL_P2P;
 }
 
 /* The largest element count handed to MPI in one piece. */
@@ -112,10 +147,14 @@ static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
     const tpu_coll_desc_t *d = &c->desc;
     int n, es = tpu_dtype_size(d->dtype);
     MPI_Datatype et = mpi_type(d->dtype), bt = MPI_DATATYPE_NULL;
+    MPI_Op op = MPI_OP_NULL;
     uint64_t off, piece;
     double t0;
 
     MPI_Comm_size(group, &n);
+    if (d->kind == TPU_COLL_PSUM || d->kind == TPU_COLL_REDUCE_SCATTER) {
+        op = mpi_op(d->op, d->dtype);
+    }
     if (d->kind == TPU_COLL_ALL_GATHER || d->kind == TPU_COLL_ALL_TO_ALL) {
         bt = block_type(d->kind == TPU_COLL_ALL_GATHER ? c->in_bytes : d->bytes / (uint64_t)n);
     }
@@ -126,8 +165,8 @@ static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
 
         for (off = 0; off < count; off += piece) {
             piece = count - off < MPI_PIECE ? count - off : MPI_PIECE;
-            MPI_Allreduce((char *)c->in + off * es, (char *)c->out + off * es, (int)piece, et,
-                          mpi_op(d->op), group);
+            MPI_Allreduce((char *)c->in + off * es, (char *)c->out + off * es, (int)piece, et, op,
+                          group);
         }
         break;
     }
@@ -139,14 +178,14 @@ static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
         int r;
 
         if (count <= MPI_PIECE) {
-            MPI_Reduce_scatter_block(c->in, c->out, (int)count, et, mpi_op(d->op), group);
+            MPI_Reduce_scatter_block(c->in, c->out, (int)count, et, op, group);
             break;
         }
         for (r = 0; r < n; r++) {
             for (off = 0; off < count; off += piece) {
                 piece = count - off < MPI_PIECE ? count - off : MPI_PIECE;
                 MPI_Reduce((char *)c->in + ((uint64_t)r * count + off) * es,
-                           (char *)c->out + off * es, (int)piece, et, mpi_op(d->op), r, group);
+                           (char *)c->out + off * es, (int)piece, et, op, r, group);
             }
         }
         break;
@@ -168,6 +207,9 @@ static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
     t0 = tpu__now_s() - t0;
     if (bt != MPI_DATATYPE_NULL) {
         MPI_Type_free(&bt);
+    }
+    if (d->dtype == TPU_DTYPE_BF16 && op != MPI_OP_NULL) {
+        MPI_Op_free(&op);
     }
     return t0;
 }

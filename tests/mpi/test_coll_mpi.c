@@ -5,7 +5,12 @@
  * and the loopback transport.  Each rank checks its own results; the outcomes are
  * OR-reduced and every rank exits non-zero on failure.
  *
- * usage: mpirun -n N test_coll_mpi CHIP SHAPE WRAP SLICES
+ * usage: mpirun -n N test_coll_mpi CHIP SHAPE WRAP SLICES [host-plans]
+ *
+ * host-plans: psum only, over all axes, for every dtype and reduction at the
+ * edge sizes of the executor's host plans (one element, sizes the chip count
+ * does not divide, just below, at and just above the one-round limit of 16 KiB,
+ * and larger, two-round ones).
  */
 #include "tpu/chip.h"
 #include "tpu/coll.h"
@@ -71,7 +76,10 @@ int main(int argc, char **argv)
     tpu_xport_t *x = NULL;
     int dims[TPU_MAX_AXES], wrap[TPU_MAX_AXES], naxes, is_auto, rank, size, failed = 0, cases = 0;
     unsigned mask, all;
-    int k, dt, op;
+    int k, dt, op, opz, host = argc > 5 && strcmp(argv[5], "host-plans") == 0;
+    /* host-plans: elements per chip (bf16 at twice the count from 4095 up). */
+    static const uint64_t host_elems[] = {1, 17, 4095, 4096, 4097, 16 * 1024 + 3, 40000};
+    int nsz = host ? (int)(sizeof(host_elems) / sizeof(host_elems[0])) : 1;
     uint64_t call = 0;
 
     MPI_Init(&argc, &argv);
@@ -98,9 +106,12 @@ int main(int argc, char **argv)
             continue;
         }
         for (k = 0; k < TPU_COLL_COUNT; k++) {
+            if (host && (k != TPU_COLL_PSUM || mask != all)) {
+                continue;
+            }
             /* The types the collectives take (plan.c refuses i8, a chip type). */
             for (dt = 0; dt <= TPU_DTYPE_I32; dt++) {
-                for (op = 0; op < TPU_REDOP_COUNT; op++) {
+                for (opz = 0; opz < TPU_REDOP_COUNT * nsz; opz++) {
                     tpu_coll_desc_t d;
                     tpu_coll_plan_t *plan = NULL;
                     tpu_coll_result_t res;
@@ -108,6 +119,9 @@ int main(int argc, char **argv)
                     void *in, *out, *ref;
                     double us = 0, lb_us = 0, max_us;
                     int bad = 0, g = tpu_topo_group_size(&topo, mask), a, naxes_sel = 0;
+                    int sz = opz / TPU_REDOP_COUNT;
+
+                    op = opz % TPU_REDOP_COUNT;
 
                     for (a = 0; a <= TPU_AXIS_DCN; a++) {
                         naxes_sel += (mask >> a) & 1;
@@ -127,6 +141,12 @@ int main(int argc, char **argv)
                     d.bytes = (uint64_t)g * 24 * (uint64_t)tpu_dtype_size(d.dtype);
                     if (k == TPU_COLL_PSUM) {
                         d.bytes = (uint64_t)(g * 24 + 5) * (uint64_t)tpu_dtype_size(d.dtype);
+                    }
+                    if (host) {
+                        uint64_t esz = (uint64_t)tpu_dtype_size(d.dtype);
+
+                        d.bytes =
+                            host_elems[sz] * (esz == 2 && host_elems[sz] >= 4095 ? 2 : 1) * esz;
                     }
                     if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
                         fprintf(stderr, "rank %d: plan: %s\n", rank, err.msg);
@@ -154,8 +174,9 @@ int main(int argc, char **argv)
                     tpu_coll_reference(plan, rank, tpu_coll_fill_exact, &d.dtype, ref, &err);
                     if (!bad && memcmp(ref, out, outb) != 0 &&
                         (k != TPU_COLL_P2P || rank == tpu_coll_plan_desc(plan)->dst)) {
-                        fprintf(stderr, "rank %d: %s mask %u %s: wrong data\n", rank,
-                                tpu_coll_name(d.kind), mask, tpu_dtype_name(d.dtype));
+                        fprintf(stderr, "rank %d: %s mask %u %s %s %llu bytes: wrong data\n", rank,
+                                tpu_coll_name(d.kind), mask, tpu_dtype_name(d.dtype),
+                                tpu_redop_name(d.op), (unsigned long long)d.bytes);
                         bad = 1;
                     }
                     MPI_Allreduce(&us, &max_us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

@@ -221,6 +221,59 @@ static void test_shapes(void **state)
     }
 }
 
+/*
+ * The host plans of psum (one round up to 16 KiB per chip, two rounds above) for
+ * every dtype and reduction at their edge sizes: one element, sizes the chip
+ * count does not divide, just below, at and just above the one-round limit, and
+ * a larger one; on a 4x4 (16 chips) and a 3x5 (15), over all axes and one.
+ * Every chip's result equals the reference bit for bit (so every chip holds the
+ * same bits) after two runs of one run object, and the modeled time is the
+ * model's over loopback and sim (check_case).
+ */
+static void test_psum_host_plans(void **state)
+{
+    static const struct {
+        const char *shape, *wrap;
+        unsigned mask;
+    } shapes[] = {{"4x4", "none", 3}, {"3x5", "x", 3}, {"4x4", "all", 2}};
+    static const uint64_t elems[] = {1, 17, 4095, 4096, 4097, 16 * 1024 + 3, 40000};
+    tpu_err_t err = {0};
+    tpu_chip_spec_t chip;
+    tpu_link_model_t link;
+    size_t s, e;
+    int dt, op, cases = 0;
+
+    (void)state;
+    tpu_chip_preset("v5e", &chip, &err);
+    tpu_chip_link_model(&chip, &link);
+    for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        tpu_topo_t topo;
+
+        make_topo(&topo, shapes[s].shape, shapes[s].wrap, 1);
+        for (dt = 0; dt < 3; dt++) {
+            static const tpu_dtype_t dtypes[] = {TPU_DTYPE_F32, TPU_DTYPE_BF16, TPU_DTYPE_I32};
+
+            for (op = 0; op < TPU_REDOP_COUNT; op++) {
+                for (e = 0; e < sizeof(elems) / sizeof(elems[0]); e++) {
+                    tpu_coll_desc_t d;
+                    uint64_t esz = (uint64_t)tpu_dtype_size(dtypes[dt]);
+
+                    tpu_coll_desc_init(&d);
+                    d.kind = TPU_COLL_PSUM;
+                    d.axes = shapes[s].mask;
+                    d.dtype = dtypes[dt];
+                    d.op = (tpu_redop_t)op;
+                    /* 4095, 4096, 4097 f32 words straddle the 16 KiB limit; bf16
+                     * words at twice the count do. */
+                    d.bytes = elems[e] * (esz == 2 && elems[e] >= 4095 ? 2 : 1) * esz;
+                    cases += check_case(&topo, &link, &d, NULL, shapes[s].shape, shapes[s].wrap);
+                }
+            }
+        }
+    }
+    assert_int_equal(cases, 3 * 3 * 3 * 7);
+}
+
 static void test_oom_loop(void **state)
 {
     tpu_topo_t topo;
@@ -402,6 +455,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_psum_host_plans),
         cmocka_unit_test(test_oom_every_algorithm),
         cmocka_unit_test(test_oom_loop),
     };
