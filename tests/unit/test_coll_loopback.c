@@ -249,7 +249,7 @@ static void test_psum_host_plans(void **state)
     for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
         tpu_topo_t topo;
 
-        make_topo(&topo, shapes[s].shape, shapes[s].wrap, 1);
+        tpu_test_topo(&topo, shapes[s].shape, shapes[s].wrap, 1);
         for (dt = 0; dt < 3; dt++) {
             static const tpu_dtype_t dtypes[] = {TPU_DTYPE_F32, TPU_DTYPE_BF16, TPU_DTYPE_I32};
 
