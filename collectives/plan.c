@@ -391,6 +391,17 @@ int tpu_coll_plan_group_size(const tpu_coll_plan_t *plan)
     return plan->group;
 }
 
+/* The walk's time 't' (seconds) and statistics 'res' into the caller's result. */
+static void result_out(const tpu_coll_plan_t *plan, double t, tpu_coll_result_t *res,
+                       tpu_coll_result_t *res_p)
+{
+    res->modeled_us = t * 1e6;
+    snprintf(res->algorithm, sizeof(res->algorithm), "%s", plan->name);
+    res->flows = tpu__plan_sched_pod_flows(&plan->topo, &plan->model);
+    res->steps = plan->model.s.nsteps;
+    *res_p = *res;
+}
+
 tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_result_t *res_p,
                                  tpu_err_t *err)
 {
@@ -430,11 +441,7 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
     if (status != TPU_OK) {
         return tpu_err_set(err, status, "out of memory modelling %s", plan->name);
     }
-    res.modeled_us = t * 1e6;
-    snprintf(res.algorithm, sizeof(res.algorithm), "%s", plan->name);
-    res.flows = tpu__plan_sched_pod_flows(&plan->topo, &plan->model);
-    res.steps = plan->model.s.nsteps;
-    *res_p = res;
+    result_out(plan, t, &res, res_p);
     return TPU_OK;
 }
 
@@ -458,10 +465,6 @@ tpu_status_t tpu_coll_plan_model_link(const tpu_coll_plan_t *plan, const tpu_lin
     if (status != TPU_OK) {
         return tpu_err_set(err, status, "out of memory modelling %s", plan->name);
     }
-    res.modeled_us = t * 1e6;
-    snprintf(res.algorithm, sizeof(res.algorithm), "%s", plan->name);
-    res.flows = tpu__plan_sched_pod_flows(&plan->topo, &plan->model);
-    res.steps = plan->model.s.nsteps;
-    *res_p = res;
+    result_out(plan, t, &res, res_p);
     return TPU_OK;
 }
