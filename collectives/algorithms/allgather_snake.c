@@ -48,12 +48,17 @@
  *
  * Restrictions: ICI axes only (no 'dcn'), at least two selected axes of size
  * above 1, none of them wrapped (a wrapped axis has its own ring), an even group
- * (odd grids have no Hamiltonian cycle).  Otherwise TPU_ERR_UNSUPPORTED, and the
+ * (odd grids have no Hamiltonian cycle), at most TPU_SNAKE_MAX_FLOWS flows (group
+ * chips x pod chips: an open 16x20x28 over x,y,z would need 80 million).
+ * Otherwise TPU_ERR_UNSUPPORTED, and the
  * selector skips it.  Not pipelined.
  */
 #include "tpu/alloc.h"
 
 #include "algo.h"
+
+/* The most flows a snake schedule may hold (group chips x pod chips). */
+#define TPU_SNAKE_MAX_FLOWS 8e6
 
 #include <string.h>
 
@@ -106,6 +111,15 @@ tpu_status_t tpu__algo_ALL_GATHER_snake(const tpu_algo_args_t *args, tpu_sched_t
                            "the snake ring needs two or more open ICI axes, one of even size");
     }
     G = tpu_topo_group_size(topo, args->mask);
+    if ((double)G * topo->nchips > TPU_SNAKE_MAX_FLOWS) {
+        /* Every chip's flows (no representative: the cycle has no symmetry to use),
+         * G per chip: a ring this long only loses to the torus's D hops anyway. */
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "the snake ring over %d of %d chips would need about %.0f million "
+                           "flows, more than %.0f million",
+                           G, topo->nchips, (double)G * topo->nchips / 1e6,
+                           TPU_SNAKE_MAX_FLOWS / 1e6);
+    }
     L = G / topo->dims[e];
     status = tpu_groups_of_axes(topo, args->mask, &gr, err);
     if (status != TPU_OK) {
