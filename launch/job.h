@@ -128,6 +128,7 @@ void tpu_job_allreduce(tpu_job_t *job, const void *in, void *out, int count, MPI
                        MPI_Op op, const char *what);
 void tpu_job_bcast(tpu_job_t *job, void *buf, int count, MPI_Datatype type, int root,
                    const char *what);
+void tpu_job_allgather(tpu_job_t *job, const void *in, int count, void *out, const char *what);
 void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int root,
                     const char *what);
 /* The dead-rank monitor: fork it before MPI_Init (rank 0 only), start it once the pod is

@@ -19,7 +19,7 @@
  * is busy or stuck) or has been silent over a second (it is stopped); the rank
  * most chains end at is the chip behind, and rank 0 names it and aborts the job.
  * Counting sync points alone named, in a race, a chip that waited on a stopped
- * chip at the same point.  Any other rank that waits --timeout + 2 s (plus 0.1 s
+ * chip at the same point.  Any other rank that waits --timeout + 3 s (plus 0.1 s
  * per rank, so the lowest speaks first) concludes that rank 0 itself is behind
  * or stopped, names it, and aborts.  Cost: one eager 16-byte message per sync
  * point per rank and one per 0.25 s of waiting, drained by rank 0 while it
@@ -53,8 +53,11 @@
 #include <unistd.h>
 
 #define TAG_PROGRESS 7
-/* Extra seconds a rank other than 0 waits before it blames rank 0. */
-#define GRACE_S 2.0
+/* Extra seconds a rank other than 0 waits before it blames rank 0.  Rank 0 may
+ * spend a collective's --timeout and then FAIL_WAIT_S before it names the chip
+ * behind, starting a little after this rank began to wait; 2 s of the grace are
+ * slack for a heavily oversubscribed node (with 1 s, a loaded CI run blamed rank 0). */
+#define GRACE_S 3.0
 /* The wait for every live chip after a collective timed out: well under GRACE_S,
  * since rank 0 spends it on top of the collective's own --timeout while a chip
  * that finished the collective may already wait in the next barrier. */
@@ -423,6 +426,15 @@ void tpu_job_bcast(tpu_job_t *job, void *buf, int count, MPI_Datatype type, int 
 
     enter(job, job->chip == root ? TPU_JOB_WAIT_ALL : root);
     MPI_Ibcast(buf, count, type, root, job->comm, &req);
+    tpu_job_wait(job, &req, what);
+}
+
+void tpu_job_allgather(tpu_job_t *job, const void *in, int count, void *out, const char *what)
+{
+    MPI_Request req;
+
+    enter(job, TPU_JOB_WAIT_ALL);
+    MPI_Iallgather(in, count, MPI_BYTE, out, count, MPI_BYTE, job->comm, &req);
     tpu_job_wait(job, &req, what);
 }
 

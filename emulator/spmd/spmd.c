@@ -507,6 +507,8 @@ tpu_status_t tpu__spmd_coll(tpu_spmd_t *s, const char *name, tpu_coll_kind_t kin
         ro.call = s->ncoll;
         ro.timeout_s = s->opts.timeout_s;
         ro.check_peers = s->opts.check_peers;
+        ro.on_wait = s->opts.on_wait;
+        ro.on_wait_arg = s->opts.on_wait_arg;
         if (sp->exec == NULL) {
             status = tpu_coll_exec_create(sp->plan, s->x, &sp->exec, err);
             if (status != TPU_OK) {

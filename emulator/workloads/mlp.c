@@ -573,8 +573,8 @@ tpu_status_t tpu_mlp_create(const tpu_mlp_spec_t *spec, const tpu_topo_t *topo,
     mlp->topo = topo;
     mlp->D = spec->data;
     mlp->M = spec->model;
-    status = tpu__mlp_comm_init(&mlp->comm, topo, link, chip, spec->model_only ? NULL : x,
-                                spec->data, spec->model, spec->timeout_s, err);
+    status =
+        tpu__mlp_comm_init(&mlp->comm, topo, link, chip, spec->model_only ? NULL : x, spec, err);
     if (status != TPU_OK) {
         goto err_free;
     }

@@ -11,13 +11,13 @@
 #include <string.h>
 
 tpu_status_t tpu__mlp_comm_init(mlp_comm_t *c, const tpu_topo_t *topo, const tpu_link_model_t *link,
-                                const tpu_chip_spec_t *chip, tpu_xport_t *x, int data, int model,
-                                double timeout_s, tpu_err_t *err)
+                                const tpu_chip_spec_t *chip, tpu_xport_t *x,
+                                const tpu_mlp_spec_t *ms, tpu_err_t *err)
 {
     tpu_spmd_opts_t opts;
     tpu_status_t status;
     char spec[64];
-    int a;
+    int a, data = ms->data, model = ms->model;
 
     memset(c, 0, sizeof(*c));
     c->size[MLP_AXIS_DATA] = data;
@@ -28,7 +28,9 @@ tpu_status_t tpu__mlp_comm_init(mlp_comm_t *c, const tpu_topo_t *topo, const tpu
         return status;
     }
     tpu_spmd_opts_init(&opts);
-    opts.timeout_s = timeout_s;
+    opts.timeout_s = ms->timeout_s;
+    opts.on_wait = ms->on_wait;
+    opts.on_wait_arg = ms->on_wait_arg;
     opts.check_peers = 0; /* every chip runs the same step: no need to compare calls */
     status = tpu_spmd_create(topo, link, chip, c->mesh, x, &opts, &c->spmd, err);
     if (status != TPU_OK) {

@@ -15,6 +15,7 @@
 #include "tpu/coll.h"
 #include "tpu/hbm.h"
 #include "tpu/mesh.h"
+#include "tpu/mlp.h"
 #include "tpu/spmd.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
@@ -40,8 +41,8 @@ typedef struct mlp_comm {
  * @return TPU_OK, TPU_ERR_INVALID (a mesh that does not fit, naming the sizes).
  */
 tpu_status_t tpu__mlp_comm_init(mlp_comm_t *c, const tpu_topo_t *topo, const tpu_link_model_t *link,
-                                const tpu_chip_spec_t *chip, tpu_xport_t *x, int data, int model,
-                                double timeout_s, tpu_err_t *err);
+                                const tpu_chip_spec_t *chip, tpu_xport_t *x,
+                                const tpu_mlp_spec_t *spec, tpu_err_t *err);
 void tpu__mlp_comm_fini(mlp_comm_t *c);
 
 /* The coordinate of 'chip' along mesh axis 'axis' (jax.lax.axis_index). */

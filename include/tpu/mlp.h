@@ -98,8 +98,11 @@ typedef struct tpu_mlp_spec {
     const float *init[TPU_MLP_NPARAMS];
     int model_only;   /* 1: no data, no transport; one chip stands for all */
     double timeout_s; /* watchdog of each collective, seconds (0: none) */
-    int pad_hidden;   /* model only: pad H up to a multiple of 'model' (as XLA pads an
-                       * uneven sharding) instead of refusing it */
+    /* Called while a collective waits on a peer (tpu_coll_run_opts_t.on_wait); NULL: none. */
+    void (*on_wait)(void *arg, int chip);
+    void *on_wait_arg;
+    int pad_hidden; /* model only: pad H up to a multiple of 'model' (as XLA pads an
+                     * uneven sharding) instead of refusing it */
 } tpu_mlp_spec_t;
 
 /* Fill 'spec' with defaults: batch 256, hidden 1024, lr 0.005, seed 0, bf16, auto, 1x1,

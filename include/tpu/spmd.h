@@ -50,6 +50,9 @@ typedef struct tpu_spmd tpu_spmd_t;
 typedef struct tpu_spmd_opts {
     double timeout_s; /* watchdog of each collective, seconds (0: none) */
     int check_peers;  /* compare every chip's call before each collective (1 by default) */
+    /* Called while a collective waits on a peer (tpu_coll_run_opts_t.on_wait); NULL: none. */
+    void (*on_wait)(void *arg, int chip);
+    void *on_wait_arg;
 } tpu_spmd_opts_t;
 
 /* Defaults: no watchdog, peers checked. */

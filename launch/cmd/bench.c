@@ -412,7 +412,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
         tpu_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
     tpu_progress_init(&progress, 0, 0, txt);
-    MPI_Barrier(job.comm);
+    tpu_job_barrier(&job, "the start of the benchmark");
     t_job = tpu__now_s();
     for (k = 0; k < nkinds; k++) {
         tpu_coll_desc_t desc;

@@ -38,6 +38,8 @@ static tpu_status_t run_once(tpu_case_t *c, tpu_job_t *job, uint64_t call, doubl
     memset(&opts, 0, sizeof(opts));
     opts.call = call;
     opts.timeout_s = job->timeout; /* --timeout, 60 s by default (tpu_job_start) */
+    opts.on_wait = tpu_job_on_wait;
+    opts.on_wait_arg = job;
     in[0] = c->in;
     out[0] = c->out;
     memset(c->out, 0, c->out_bytes);

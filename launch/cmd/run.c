@@ -197,7 +197,7 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
             tpu_job_abort(&job, "out of host memory for the measured trace");
         }
     }
-    MPI_Barrier(job.comm);
+    tpu_job_barrier(&job, "the start of the run");
     t_job = tpu__now_s();
     all_axes = (1u << t->naxes) - 1;
     if (t->slices > 1) {

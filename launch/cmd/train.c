@@ -604,8 +604,6 @@ static void reduce_one(const where_t *w, void *v, MPI_Datatype type, MPI_Op op, 
     memcpy(&mine, v, type == MPI_DOUBLE ? sizeof(double) : sizeof(int));
     if (w->job != NULL) {
         tpu_job_allreduce(w->job, &mine, v, 1, type, op, what);
-    } else if (w->comm != MPI_COMM_NULL) {
-        MPI_Allreduce(MPI_IN_PLACE, v, 1, type, op, w->comm);
     }
 }
 
@@ -652,12 +650,12 @@ static int replicas_identical(const where_t *w, const tpu_mlp_t *mlp, int nlocal
     for (i = 0; i < nlocal; i++) {
         hash[i] = tpu_mlp_param_hash(mlp, i, NULL, &midx[i]);
     }
-    if (w->comm != MPI_COMM_NULL) {
+    if (w->job != NULL) {
         uint64_t h = hash[0];
         int m = midx[0];
 
-        MPI_Allgather(&h, 1, MPI_UINT64_T, hash, 1, MPI_UINT64_T, w->comm);
-        MPI_Allgather(&m, 1, MPI_INT, midx, 1, MPI_INT, w->comm);
+        tpu_job_allgather(w->job, &h, (int)sizeof(h), hash, "the check of the replicas");
+        tpu_job_allgather(w->job, &m, (int)sizeof(m), midx, "the check of the replicas");
     }
     for (i = 0; i < nchips; i++) {
         for (j = 0; j < i; j++) {
@@ -951,6 +949,12 @@ int tpu_cmd_train(int argc, char **argv)
     r.spec.model_only = a.model_only;
     r.spec.pad_hidden = a.model_only;
     r.spec.timeout_s = a.timeout;
+    if (mpi) {
+        /* Heartbeats while a collective waits: the watchdog tells a chip that
+         * waits on a stopped one from the stopped one. */
+        r.spec.on_wait = tpu_job_on_wait;
+        r.spec.on_wait_arg = &job;
+    }
     if (o.mesh == NULL && o.config != NULL) {
         /* The config file's mesh, when the flags give none (the file loaded fine
          * in the pod setup). */
@@ -1245,12 +1249,15 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
     r.x = job->x;
     r.where.comm = job->comm;
     r.where.root = job->chip == 0;
+    r.where.job = job;
     tpu_mlp_spec_init(&r.spec);
     r.spec.model = model;
     r.spec.data = t->nchips / model;
     r.spec.hidden = 64 * model;
     r.spec.batch = 16 * r.spec.data;
     r.spec.lr = 0.01;
+    r.spec.on_wait = tpu_job_on_wait;
+    r.spec.on_wait_arg = job;
     tol = r.spec.precision == TPU_MLP_BF16 ? 1e-2 : 1e-5;
     status = run_create(&r, &err);
     if (status == TPU_OK) {
@@ -1275,6 +1282,7 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
         ref.spec = r.spec;
         ref.spec.data = ref.spec.model = 1;
         ref.spec.strategy = TPU_MLP_AUTO;
+        ref.spec.on_wait = NULL; /* one chip in this process: nobody to wait for */
         if (status == TPU_OK) {
             status = tpu_xport_loopback_create(1, &ref.x, &err);
         }
