@@ -72,7 +72,7 @@ tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod
             tpu__free(r->link_bytes);
             r->link_bytes = NULL;
             if (r->heatmap != NULL) {
-                tpu_sink_close(&r->heat_sink, NULL);
+                tpu_sink_discard(&r->heat_sink);
             }
             r->heatmap = NULL;
             return status;
@@ -226,6 +226,14 @@ tpu_status_t tpu_report_close(tpu_report_t *r, tpu_err_t *err)
     tpu_status_t status = TPU_OK, s2;
     tpu_err_t e2 = {0};
 
+    if (err == NULL) {
+        tpu_trace_discard(r->trace);
+        r->trace = NULL;
+        if (r->heatmap != NULL) {
+            tpu_sink_discard(&r->heat_sink);
+            r->heatmap = NULL;
+        }
+    }
     if (r->trace != NULL) {
         status = tpu_trace_close(r->trace, err);
         r->trace = NULL;

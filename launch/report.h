@@ -61,7 +61,9 @@ int tpu_report_trace_done(const tpu_report_t *r);
 /* A wall-clock slice of a chip (microseconds since the job's start), for --trace-measured. */
 void tpu_report_measured(tpu_report_t *r, int chip, const char *name, double start_us,
                          double dur_us);
-/* Finish the trace and write the heatmap; the first write error. */
+/* Finish the trace and write the heatmap; the first write error.  'err' NULL: the
+ * command failed; nothing more is written and the files are removed
+ * (tpu_sink_discard), so no partial trace or empty heatmap is left behind. */
 tpu_status_t tpu_report_close(tpu_report_t *r, tpu_err_t *err);
 /* "1.00 MiB", "64 B": a size for names. */
 void tpu_report_size(unsigned long long bytes, char *buf, size_t len);

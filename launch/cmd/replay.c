@@ -669,9 +669,10 @@ static void print_text(FILE *out, const tpu_pod_t *pod, const char *path, int in
 
     hidden = hidden < 0.05 ? 0 : hidden;
 
-    fprintf(out, "module     %s (%s, module %d of %d): %d devices, %d computations%s\n",
+    fprintf(out, "module     %s (%s, module %d of %d): %d device%s, %d computation%s%s\n",
             mod->name[0] ? mod->name : "(no header)", path, index + 1, nmodules, r->devices,
-            mod->ncomps, mod->is_scheduled ? ", scheduled" : "");
+            r->devices == 1 ? "" : "s", mod->ncomps, mod->ncomps == 1 ? "" : "s",
+            mod->is_scheduled ? ", scheduled" : "");
     fprintf(out, "pod        %s %s (wrap %s), %d slice%s, %d chips\n", tpu_pod_chip(pod)->name,
             tpu_pod_shape(pod), tpu_pod_wrap(pod), tpu_pod_topo(pod)->slices,
             tpu_pod_topo(pod)->slices > 1 ? "s" : "", tpu_pod_topo(pod)->nchips);
@@ -1003,9 +1004,11 @@ int tpu_cmd_replay(int argc, char **argv)
         for (m = 0; m < hf->nmodules && rank0; m++) {
             const tpu_hlo_module_t *x = &hf->modules[m];
 
-            printf("%d  %-40s line %-6d %5d devices  %d computations\n", m + 1,
-                   x->name[0] ? x->name : "(no header)", x->line, tpu_replay_device_count(x),
-                   x->ncomps);
+            int nd = tpu_replay_device_count(x);
+
+            printf("%d  %-40s line %-6d %5d device%s %d computation%s\n", m + 1,
+                   x->name[0] ? x->name : "(no header)", x->line, nd, nd == 1 ? " " : "s",
+                   x->ncomps, x->ncomps == 1 ? "" : "s");
         }
         rc = TPU_EXIT_OK;
         goto out;

@@ -88,6 +88,21 @@ tpu_status_t tpu_sink_check_target(const char *flag, const char *path, tpu_err_t
     return TPU_OK;
 }
 
+void tpu_sink_discard(tpu_sink_t *sink)
+{
+    struct stat st;
+    int regular;
+
+    if (sink->f == NULL) {
+        return;
+    }
+    regular = sink->f != stdout && fstat(fileno(sink->f), &st) == 0 && S_ISREG(st.st_mode);
+    tpu_sink_close(sink, NULL);
+    if (regular) {
+        unlink(sink->path);
+    }
+}
+
 tpu_status_t tpu_sink_close(tpu_sink_t *sink, tpu_err_t *err)
 {
     int bad, saved;

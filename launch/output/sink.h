@@ -23,6 +23,9 @@ tpu_status_t tpu_sink_open(tpu_sink_t *sink, const char *path, tpu_err_t *err);
  * is not open does nothing.
  */
 tpu_status_t tpu_sink_close(tpu_sink_t *sink, tpu_err_t *err);
+/* The command failed: close, and remove the file when it is a regular one (a
+ * device, a FIFO or stdout stays), so that no partial document is left behind. */
+void tpu_sink_discard(tpu_sink_t *sink);
 /* The stream for text: stderr when 'json' or 'csv' is "-", else stdout. */
 FILE *tpu_sink_text(const char *json, const char *csv);
 /*

@@ -882,6 +882,28 @@ void tpu_trace_measured(tpu_trace_t *tr, int chip, const char *name, double star
     commit(tr, 0);
 }
 
+static void trace_free(tpu_trace_t *tr)
+{
+    if (tr->mem != NULL) {
+        fclose(tr->mem);
+    }
+    free(tr->membuf);
+    tpu__free(tr->recs);
+    tpu__free(tr->links);
+    tpu__free(tr->lanes_named);
+    tpu__free(tr->step_min);
+    tpu__free(tr->step_max);
+    tpu__free(tr);
+}
+
+void tpu_trace_discard(tpu_trace_t *tr)
+{
+    if (tr != NULL) {
+        tpu_sink_discard(&tr->sink);
+        trace_free(tr);
+    }
+}
+
 tpu_status_t tpu_trace_close(tpu_trace_t *tr, tpu_err_t *err)
 {
     tpu_status_t status;
@@ -902,16 +924,7 @@ tpu_status_t tpu_trace_close(tpu_trace_t *tr, tpu_err_t *err)
         fputs("}", tr->sink.f);
     }
     fputs("\n]}\n", tr->sink.f);
-    if (tr->mem != NULL) {
-        fclose(tr->mem);
-    }
-    free(tr->membuf);
     status = tpu_sink_close(&tr->sink, err);
-    tpu__free(tr->recs);
-    tpu__free(tr->links);
-    tpu__free(tr->lanes_named);
-    tpu__free(tr->step_min);
-    tpu__free(tr->step_max);
-    tpu__free(tr);
+    trace_free(tr);
     return status;
 }

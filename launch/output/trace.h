@@ -96,5 +96,7 @@ double tpu_trace_now_us(const tpu_trace_t *tr);
  * write 'PATH': REASON") and free everything.  NULL does nothing.
  */
 tpu_status_t tpu_trace_close(tpu_trace_t *tr, tpu_err_t *err);
+/* The command failed: free everything and remove the file (tpu_sink_discard). */
+void tpu_trace_discard(tpu_trace_t *tr);
 
 #endif /* TPU_LAUNCH_OUTPUT_TRACE_H */

@@ -77,3 +77,8 @@ if(COMMAND tpu_json_test)
 endif()
 tpu_cli_test(replay_json_dev_full nonzero "cannot write '/dev/full'" ${TPUEMU} replay
   ${HLO}/coll_4x4.hlo --topology 4x4 --json /dev/full)
+
+# A replay refused after --trace and --heatmap were opened leaves neither file.
+add_test(NAME cli_failed_replay_no_leftovers COMMAND bash
+  ${CMAKE_CURRENT_SOURCE_DIR}/no_leftovers.sh ${TPUEMU} ${HLO})
+set_tests_properties(cli_failed_replay_no_leftovers PROPERTIES LABELS cli TIMEOUT 60)
