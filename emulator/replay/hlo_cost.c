@@ -1629,6 +1629,34 @@ void tpu_replay_report_destroy(tpu_replay_report_t *r)
     tpu__free(r);
 }
 
+/*
+ * The ENTRY reached no collective: say so when other computations hold some (a
+ * file of test computations behind a dummy ENTRY, as XLA's own tests write them).
+ */
+static tpu_status_t warn_unreached(walker_t *w)
+{
+    const tpu_hlo_module_t *mod = w->mod;
+    int c, k, n = 0, first = -1;
+
+    for (c = 0; c < mod->ncomps; c++) {
+        for (k = 0; k < mod->comps[c].ninstrs; k++) {
+            if (tpu_hlo_op_class(mod->comps[c].instrs[k].op) == TPU_HLO_CLASS_COLL) {
+                first = first < 0 ? c : first;
+                n++;
+                break;
+            }
+        }
+    }
+    if (n == 0) {
+        return TPU_OK;
+    }
+    return warn(w,
+                "the ENTRY '%s' reaches no collective, but %d other computation%s hold%s some "
+                "('%s', line %d%s): --entry NAME replays one",
+                mod->comps[mod->entry].name, n, n == 1 ? "" : "s", n == 1 ? "s" : "",
+                mod->comps[first].name, mod->comps[first].line, n > 1 ? ", ..." : "");
+}
+
 tpu_status_t tpu_replay_run(const tpu_hlo_module_t *mod, const tpu_topo_t *topo,
                             const tpu_link_model_t *link, const tpu_chip_spec_t *chip,
                             const tpu_replay_opts_t *opts, tpu_replay_report_t **report_p,
@@ -1637,7 +1665,7 @@ tpu_status_t tpu_replay_run(const tpu_hlo_module_t *mod, const tpu_topo_t *topo,
     walker_t w;
     tpu_status_t status;
     times_t t;
-    int d, c;
+    int d, c, entry;
 
     memset(&w, 0, sizeof(w));
     w.mod = mod;
@@ -1710,9 +1738,26 @@ tpu_status_t tpu_replay_run(const tpu_hlo_module_t *mod, const tpu_topo_t *topo,
         }
         tpu__free(seen);
     }
-    status = walk(&w, mod->entry, 1, &t);
+    entry = mod->entry;
+    if (opts != NULL && opts->entry != NULL) {
+        entry = tpu_hlo_module_find_comp(mod, opts->entry + (opts->entry[0] == '%'));
+        if (entry < 0) {
+            status = tpu_err_set(err, TPU_ERR_INVALID,
+                                 "--entry: module '%s' has no computation named '%s' (%d "
+                                 "computations; the ENTRY is '%s')",
+                                 mod->name, opts->entry, mod->ncomps, mod->comps[mod->entry].name);
+            goto out;
+        }
+    }
+    status = walk(&w, entry, 1, &t);
     if (status != TPU_OK) {
         goto out;
+    }
+    if (w.rep->ncolls == 0 && (opts == NULL || opts->entry == NULL)) {
+        status = warn_unreached(&w);
+        if (status != TPU_OK) {
+            goto out;
+        }
     }
     w.rep->step_us = t.clock;
     w.rep->compute_us = t.compute;

@@ -45,6 +45,8 @@ typedef struct tpu_replay_opts {
     const char *const *custom_names;
     const double *custom_us;
     int timeline; /* 1: record the step's timeline (tpu_replay_report_t.timeline) */
+    /* The computation to replay as the step ('%' optional); NULL: the ENTRY. */
+    const char *entry;
 } tpu_replay_opts_t;
 
 /* One collective instruction of the module. */

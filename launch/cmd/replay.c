@@ -40,6 +40,7 @@ typedef struct replay_args {
     int list;
     int top;
     const char *device_order;
+    const char *entry; /* --entry NAME: the computation replayed as the step */
     const char *trips[MAX_LIST];
     int ntrips_args;
     const char *customs[MAX_LIST];
@@ -58,7 +59,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tpuemu replay MODULE.hlo [pod options] [--module N] [--list]\n"
-            "                     [--device-order LIST] [--trip-count NAME=K,...]\n"
+            "                     [--device-order LIST] [--entry NAME] [--trip-count NAME=K,...]\n"
             "                     [--custom-call-us NAME=US,...] [--top N] [--json FILE|-]\n"
             "                     [--timeout S]\n\n"
             "Replay a compiled XLA module (HLO text: jax.jit(f).lower(...).compile().as_text(),\n"
@@ -71,6 +72,8 @@ static void usage(FILE *out)
             "  --list              list the modules of the file and their device counts\n"
             "  --device-order LIST device (mesh position) -> chip id, e.g. 0,4,8,12,1,...\n"
             "                      (default: device d on chip d, row-major over the torus)\n"
+            "  --entry NAME        the computation replayed as the step (default: the\n"
+            "                      ENTRY; for files of test computations)\n"
             "  --trip-count NAME=K trip count of the while loop NAME (overrides the module)\n"
             "  --custom-call-us NAME=US  time of a custom-call (instruction name or target)\n"
             "  --top N             collectives and ops listed (default 20)\n"
@@ -202,9 +205,9 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
          "microseconds from 0 to 1e6, such as 10"},
     };
     /* Flags given so far (each at most once; --trip-count and --custom-call-us repeat). */
-    const char *given[sizeof(pod_flags) / sizeof(pod_flags[0]) + 8] = {NULL};
-    static const char *const own[] = {"slices", "module",         "top",   "device-order",
-                                      "list",   "trace-measured", "quiet", "timeout"};
+    const char *given[sizeof(pod_flags) / sizeof(pod_flags[0]) + 9] = {NULL};
+    static const char *const own[] = {"slices",         "module", "top",     "device-order", "list",
+                                      "trace-measured", "quiet",  "timeout", "entry"};
     int i;
     size_t k;
 
@@ -311,6 +314,12 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
                                  err) != TPU_OK) {
                 return TPU_ERR_INVALID;
             }
+        } else if (strcmp(name, "entry") == 0) {
+            if (*val == '\0') {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--entry got an empty value; give a computation's name");
+            }
+            a->entry = val;
         } else if (strcmp(name, "device-order") == 0) {
             if (*val == '\0') {
                 return tpu_err_set(err, TPU_ERR_INVALID,
@@ -338,7 +347,7 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
         }
     }
     if (a->list && (a->module || a->device_order || a->ntrips_args || a->ncustom_args ||
-                    a->top != 20 || o->json)) {
+                    a->top != 20 || o->json || a->entry)) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "--list only lists the modules of the file: drop --%s",
                            a->module         ? "module"
@@ -346,6 +355,7 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
                            : a->ntrips_args  ? "trip-count"
                            : a->ncustom_args ? "custom-call-us"
                            : o->json         ? "json"
+                           : a->entry        ? "entry"
                                              : "top");
     }
     if (!o->help && a->path == NULL) {
@@ -887,10 +897,11 @@ static const char *joined(const char *const *v, int n, char *buf, size_t len)
 static int agree_replay(const replay_args_t *a)
 {
     static const char *const names[] = {"the module file", "--module",         "--device-order",
-                                        "--trip-count",    "--custom-call-us", "--top"};
+                                        "--trip-count",    "--custom-call-us", "--top",
+                                        "--entry"};
     char trips[8192], customs[8192];
     char num[2][32], msg[TPU_ERR_MSG_LEN];
-    const char *vals[6];
+    const char *vals[7];
     int who;
 
     snprintf(num[0], sizeof(num[0]), "%d", a->module);
@@ -901,7 +912,8 @@ static int agree_replay(const replay_args_t *a)
     vals[3] = joined(a->trips, a->ntrips_args, trips, sizeof(trips));
     vals[4] = joined(a->customs, a->ncustom_args, customs, sizeof(customs));
     vals[5] = num[1];
-    who = tpu_job_agree_values(6, names, vals, msg, sizeof(msg));
+    vals[6] = a->entry;
+    who = tpu_job_agree_values(7, names, vals, msg, sizeof(msg));
     if (who == 1) {
         tpu_die_msg(msg);
     }
@@ -1053,6 +1065,7 @@ int tpu_cmd_replay(int argc, char **argv)
     ropts.custom_names = (const char *const *)customs->names;
     ropts.custom_us = customs->values;
     ropts.timeline = report.trace != NULL;
+    ropts.entry = a.entry;
     status = tpu_replay_run(mod, tpu_pod_topo(pod), tpu_pod_link(pod), tpu_pod_chip(pod), &ropts,
                             &rep, &err);
     if (status != TPU_OK) {

@@ -20,6 +20,12 @@ tpu_cli_test(replay_unknown_trip 0 "while 'unknown': trip count unknown" ${TPUEM
   ${HLO}/while_4x4.hlo --topology 4x4)
 tpu_cli_test(replay_custom_call 0 "cc +custom-call .* 2\\.500 .* given" ${TPUEMU} replay
   ${HLO}/features.hlo --topology 2x4 --custom-call-us my_pallas_kernel=2.5)
+tpu_cli_test(replay_dummy_entry_warns 0
+  "the ENTRY 'dummy' reaches no collective, but 2 other computations hold some .'psum_test', line 16"
+  ${TPUEMU} replay ${HLO}/dummy_entry.hlo --topology 2x2)
+# 256 KiB psum over 4 chips on an open 2x2, as 'tpuemu model' gives it (8.369 us).
+tpu_cli_test(replay_entry 0 "ar +psum +x,y +4 +256\\.0 KiB +1 +8\\.369" ${TPUEMU} replay
+  ${HLO}/dummy_entry.hlo --topology 2x2 --entry %psum_test)
 tpu_cli_test(replay_device_order 0 "ar_y +psum +x" ${TPUEMU} replay ${HLO}/coll_4x4.hlo
   --topology 4x4 --device-order 0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15)
 
