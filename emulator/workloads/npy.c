@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define MAGIC     "\x93NUMPY"
 #define MAGIC_LEN 6
@@ -281,7 +282,8 @@ static tpu_status_t parse_header(const char *path, const char *s, size_t n, tpu_
     return TPU_OK;
 }
 
-tpu_status_t tpu_npy_read(const char *path, tpu_npy_t *arr_p, tpu_err_t *err)
+/* Read (map 0) or map (map 1) 'path'; see tpu_npy_read() and tpu_npy_map(). */
+static tpu_status_t load(const char *path, int map, tpu_npy_t *arr_p, tpu_err_t *err)
 {
     unsigned char pre[MAGIC_LEN + 2 + 4];
     char *header = NULL;
@@ -367,6 +369,18 @@ tpu_status_t tpu_npy_read(const char *path, tpu_npy_t *arr_p, tpu_err_t *err)
                              (long long)count, types[a.type].descr, (long long)need);
         goto out_free_header;
     }
+    if (map && need > 0 && host_is_little() && (prelen + hlen) % (size_t)types[a.type].size == 0) {
+        void *base = mmap(NULL, prelen + hlen + (size_t)need, PROT_READ, MAP_SHARED, fileno(f), 0);
+
+        if (base != MAP_FAILED) {
+            a.map = base;
+            a.map_len = prelen + hlen + (size_t)need;
+            a.data = (char *)base + prelen + hlen;
+            *arr_p = a;
+            status = TPU_OK;
+            goto out_free_header;
+        }
+    }
     a.data = tpu__malloc(need > 0 ? (size_t)need : 1);
     if (a.data == NULL) {
         status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "%s: no memory for %lld bytes", path,
@@ -393,10 +407,24 @@ out_close:
     return status;
 }
 
+tpu_status_t tpu_npy_read(const char *path, tpu_npy_t *arr_p, tpu_err_t *err)
+{
+    return load(path, 0, arr_p, err);
+}
+
+tpu_status_t tpu_npy_map(const char *path, tpu_npy_t *arr_p, tpu_err_t *err)
+{
+    return load(path, 1, arr_p, err);
+}
+
 void tpu_npy_fini(tpu_npy_t *arr)
 {
     if (arr != NULL) {
-        tpu__free(arr->data);
+        if (arr->map != NULL) {
+            munmap(arr->map, arr->map_len);
+        } else {
+            tpu__free(arr->data);
+        }
         memset(arr, 0, sizeof(*arr));
     }
 }
@@ -419,42 +447,49 @@ static void shape_str(int ndim, const int64_t *shape, char *buf, size_t len)
     }
 }
 
+tpu_status_t tpu_npy_check_f32(const tpu_npy_t *a, const char *path, const char *what, int ndim,
+                               int64_t *shape, tpu_err_t *err)
+{
+    char want[96], got[96];
+    int d, ok;
+
+    ok = a->ndim == ndim;
+    for (d = 0; ok && d < ndim; d++) {
+        ok = shape[d] < 0 || shape[d] == a->shape[d];
+    }
+    shape_str(ndim, shape, want, sizeof(want));
+    shape_str(a->ndim, a->shape, got, sizeof(got));
+    if (a->type != TPU_NPY_F32) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "%s: %s must be float32 '<f4' %s, got %s %s", path,
+                           what, want, types[a->type].descr, got);
+    }
+    if (!ok) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "%s: %s must have shape %s, got %s", path, what,
+                           want, got);
+    }
+    for (d = 0; d < ndim; d++) {
+        shape[d] = a->shape[d];
+    }
+    return TPU_OK;
+}
+
 tpu_status_t tpu_npy_read_f32(const char *path, const char *what, int ndim, int64_t *shape,
                               float **data_p, tpu_err_t *err)
 {
     tpu_npy_t a;
     tpu_status_t status;
-    char want[96], got[96];
-    int d, ok;
 
     status = tpu_npy_read(path, &a, err);
     if (status != TPU_OK) {
         return status;
     }
-    ok = a.ndim == ndim;
-    for (d = 0; ok && d < ndim; d++) {
-        ok = shape[d] < 0 || shape[d] == a.shape[d];
-    }
-    shape_str(ndim, shape, want, sizeof(want));
-    shape_str(a.ndim, a.shape, got, sizeof(got));
-    if (a.type != TPU_NPY_F32) {
-        status = tpu_err_set(err, TPU_ERR_INVALID, "%s: %s must be float32 '<f4' %s, got %s %s",
-                             path, what, want, types[a.type].descr, got);
-        goto out_fini;
-    }
-    if (!ok) {
-        status = tpu_err_set(err, TPU_ERR_INVALID, "%s: %s must have shape %s, got %s", path, what,
-                             want, got);
-        goto out_fini;
-    }
-    for (d = 0; d < ndim; d++) {
-        shape[d] = a.shape[d];
+    status = tpu_npy_check_f32(&a, path, what, ndim, shape, err);
+    if (status != TPU_OK) {
+        tpu_npy_fini(&a);
+        return status;
     }
     *data_p = a.data;
     return TPU_OK;
-out_fini:
-    tpu_npy_fini(&a);
-    return status;
 }
 
 tpu_status_t tpu_npy_write(const char *path, tpu_npy_type_t type, int ndim, const int64_t *shape,

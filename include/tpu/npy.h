@@ -16,8 +16,9 @@
  * shape says.  Files are written as version 1.0 with the header padded to a
  * multiple of 64 bytes, as numpy does.
  *
- * Ownership: tpu_npy_read() allocates 'data' (tpu__malloc); the caller frees it
- * with tpu_npy_fini().  The writers borrow their arguments for the call.
+ * Ownership: tpu_npy_read() allocates 'data' (tpu__malloc) and tpu_npy_map()
+ * maps the file; the caller frees either with tpu_npy_fini().  The writers borrow their arguments
+ * for the call.
  */
 #ifndef TPU_NPY_H
 #define TPU_NPY_H
@@ -47,6 +48,8 @@ typedef struct tpu_npy {
     int64_t shape[TPU_NPY_MAX_DIMS];
     int64_t count; /* elements: the product of the shape */
     void *data;    /* count elements, C order, host byte order */
+    void *map;     /* tpu_npy_map(): the file's mapping (NULL: 'data' is allocated) */
+    size_t map_len;
 } tpu_npy_t;
 
 /* "'<f4' (float32)" etc., for messages; "?" for anything else. */
@@ -63,7 +66,26 @@ TPU_API int tpu_npy_type_size(tpu_npy_type_t type);
  */
 TPU_API tpu_status_t tpu_npy_read(const char *path, tpu_npy_t *arr_p, tpu_err_t *err);
 
-/* Free the data of 'arr' and zero it.  A zeroed 'arr' is a no-op. */
+/*
+ * As tpu_npy_read(), but the data is the file mapped read-only (shared with every
+ * process that maps it, and only the pages touched are read): a rank that trains
+ * on its shard of a large dataset holds that shard, not the file.  Where mapping
+ * does not fit (a big-endian host, data not aligned to its element size, mmap
+ * refused) the file is read as tpu_npy_read() does.  The data must not be written.
+ * Free with tpu_npy_fini().
+ */
+TPU_API tpu_status_t tpu_npy_map(const char *path, tpu_npy_t *arr_p, tpu_err_t *err);
+
+/*
+ * Check that 'arr' (read from 'path') is f32 with 'ndim' dimensions matching
+ * 'shape' (-1 matches any size; the actual shape is written back).  Otherwise
+ * TPU_ERR_INVALID naming the file, what was found and what was expected ('what'
+ * names the array in the message).
+ */
+TPU_API tpu_status_t tpu_npy_check_f32(const tpu_npy_t *arr, const char *path, const char *what,
+                                       int ndim, int64_t *shape, tpu_err_t *err);
+
+/* Free the data of 'arr' (or unmap it) and zero it.  A zeroed 'arr' is a no-op. */
 TPU_API void tpu_npy_fini(tpu_npy_t *arr);
 
 /*

@@ -370,7 +370,8 @@ static tpu_status_t parse_mesh(const char *text, int nchips, int *data_p, int *m
 }
 
 /* Read --data and --labels (every rank reads the files). */
-static tpu_status_t load_data(const train_args_t *a, float **x_p, int32_t **y_p, int64_t *n_p,
+/* The data is mapped, not read: each rank touches only the rows of its shard. */
+static tpu_status_t load_data(const train_args_t *a, tpu_npy_t *x, int32_t **y_p, int64_t *n_p,
                               tpu_err_t *err)
 {
     int64_t shape[2] = {-1, NIN}, i;
@@ -378,9 +379,12 @@ static tpu_status_t load_data(const train_args_t *a, float **x_p, int32_t **y_p,
     tpu_status_t status;
     int32_t *y;
 
-    status = tpu_npy_read_f32(a->data, "the data", 2, shape, x_p, err);
+    status = tpu_npy_map(a->data, x, err);
+    if (status == TPU_OK) {
+        status = tpu_npy_check_f32(x, a->data, "the data", 2, shape, err);
+    }
     if (status != TPU_OK) {
-        return status;
+        goto err_x;
     }
     status = tpu_npy_read(a->labels, &lab, err);
     if (status != TPU_OK) {
@@ -418,8 +422,7 @@ static tpu_status_t load_data(const train_args_t *a, float **x_p, int32_t **y_p,
 err_lab:
     tpu_npy_fini(&lab);
 err_x:
-    tpu__free(*x_p);
-    *x_p = NULL;
+    tpu_npy_fini(x);
     return status;
 }
 
@@ -878,7 +881,8 @@ int tpu_cmd_train(int argc, char **argv)
     tpu_report_t report;
     run_t r;
     char **rest = calloc((size_t)argc + 1, sizeof(char *));
-    float *x = NULL, *init[TPU_MLP_NPARAMS] = {0};
+    float *init[TPU_MLP_NPARAMS] = {0};
+    tpu_npy_t x = {0}; /* --data, mapped */
     int32_t *y = NULL;
     int64_t nrows = 0;
     int nrest, mpi = 0, code = TPU_EXIT_OK, p, data = 1, model = 1;
@@ -983,7 +987,7 @@ int tpu_cmd_train(int argc, char **argv)
     r.spec.model = model;
     if (status == TPU_OK && a.data != NULL) {
         status = load_data(&a, &x, &y, &nrows, &err);
-        r.spec.x = x;
+        r.spec.x = x.data;
         r.spec.y = y;
         r.spec.nrows = nrows;
     }
@@ -1198,7 +1202,7 @@ out:
     }
     fflush(stdout);
     run_fini(&r);
-    tpu__free(x);
+    tpu_npy_fini(&x);
     tpu__free(y);
     for (p = 0; p < TPU_MLP_NPARAMS; p++) {
         tpu__free(init[p]);

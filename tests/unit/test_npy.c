@@ -182,6 +182,48 @@ static void expect_bad(const char *p, const char *needle)
     if (strstr(err.msg, p) == NULL || strstr(err.msg, needle) == NULL) {
         fail_msg("message '%s' lacks '%s' or the path", err.msg, needle);
     }
+    /* Mapping refuses the same files with the same words. */
+    memset(&err, 0, sizeof(err));
+    assert_int_equal(tpu_npy_map(p, &a, &err), TPU_ERR_INVALID);
+    if (strstr(err.msg, p) == NULL || strstr(err.msg, needle) == NULL) {
+        fail_msg("map: message '%s' lacks '%s' or the path", err.msg, needle);
+    }
+}
+
+/* tpu_npy_map: the file's bytes in place when the data is aligned, else a copy. */
+static void mapped(void **state)
+{
+    float f[6] = {1.5f, -2.0f, 0.0f, 3.25f, 1e-30f, -7.0f};
+    int64_t s23[2] = {2, 3}, shape[2] = {-1, 3}, bad[2] = {-1, 4};
+    tpu_npy_t a;
+    tpu_err_t err = {0};
+    const char *p;
+    size_t off;
+
+    (void)state;
+    /* Written by tpu_npy_write: the header is padded to 64 bytes, so it maps. */
+    assert_int_equal(tpu_npy_write(path_of("m.npy"), TPU_NPY_F32, 2, s23, f, &err), TPU_OK);
+    assert_int_equal(tpu_npy_map(path_of("m.npy"), &a, &err), TPU_OK);
+    assert_non_null(a.map);
+    off = (size_t)((char *)a.data - (char *)a.map);
+    assert_int_equal(off % 64, 0);
+    assert_int_equal(a.map_len, off + sizeof(f));
+    assert_memory_equal(a.data, f, sizeof(f));
+    assert_int_equal(tpu_npy_check_f32(&a, path_of("m.npy"), "x", 2, shape, &err), TPU_OK);
+    assert_int_equal(shape[0], 2);
+    assert_int_equal(tpu_npy_check_f32(&a, path_of("m.npy"), "x", 2, bad, &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "x must have shape [N,4], got [2,3]"));
+    tpu_npy_fini(&a);
+    assert_null(a.map);
+    assert_null(a.data);
+    /* A 68-byte header puts the data at byte 78: read, not mapped. */
+    p = write_raw("odd.npy", 1,
+                  "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }          \n", f,
+                  sizeof(f));
+    assert_int_equal(tpu_npy_map(p, &a, &err), TPU_OK);
+    assert_null(a.map);
+    assert_memory_equal(a.data, f, sizeof(f));
+    tpu_npy_fini(&a);
 }
 
 static void refusals(void **state)
@@ -318,13 +360,10 @@ static void oom(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(round_trip),
-        cmocka_unit_test(exact_bytes),
-        cmocka_unit_test(header_variants),
-        cmocka_unit_test(refusals),
-        cmocka_unit_test(read_f32_checks),
-        cmocka_unit_test(fixtures),
-        cmocka_unit_test(oom),
+        cmocka_unit_test(round_trip),      cmocka_unit_test(exact_bytes),
+        cmocka_unit_test(header_variants), cmocka_unit_test(refusals),
+        cmocka_unit_test(read_f32_checks), cmocka_unit_test(mapped),
+        cmocka_unit_test(fixtures),        cmocka_unit_test(oom),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
