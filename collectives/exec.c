@@ -354,36 +354,56 @@ static int flow_tag(const engine_t *e, int64_t f)
     return e->tag_base | (int)((msg_id(e->ctx, f) & ((1 << e->ctx->flow_bits) - 1)) << 1);
 }
 
+/* Move 'open' past the requests of 'pend[open, n)' that are posted and complete. */
+static void skip_done(const pending_t *pend, int *open_p, int n)
+{
+    while (*open_p < n && pend[*open_p].posted && pend[*open_p].req == NULL) {
+        (*open_p)++;
+    }
+}
+
 /*
- * Test the requests of 'pend[open, n)' in one call of the transport (one pass of
- * the MPI progress engine, not one per request: testing hundreds one by one would
- * burn the CPU the other ranks of an oversubscribed node need).  Completed ones
- * get req = NULL, also when the transport reports an error; '*ndone_p' counts
- * them.
+ * Test every open receive and send in one call of the transport: one pass of
+ * the MPI progress engine per pass of the engine, not one per request (testing
+ * hundreds one by one would burn the CPU the other ranks of an oversubscribed
+ * node need) nor one per kind (an MPI library that yields the CPU when a pass
+ * finds nothing yields once per test, and on 16 ranks on 2 cores each yield
+ * waits a turn of every other process).  Completed ones get req = NULL, also
+ * when the transport reports an error; '*nrecv_p' and '*nsend_p' count them.
  */
-static tpu_status_t test_pending(engine_t *e, pending_t *pend, int *open_p, int n, int *ndone_p)
+static tpu_status_t test_open(engine_t *e, int *nrecv_p, int *nsend_p)
 {
     int i, k = 0;
     tpu_status_t status;
 
-    while (*open_p < n && pend[*open_p].posted && pend[*open_p].req == NULL) {
-        (*open_p)++;
-    }
-    for (i = *open_p; i < n; i++) {
-        if (pend[i].req != NULL) {
-            e->reqs[k] = pend[i].req;
+    skip_done(e->recv, &e->recv_open, e->nrecv);
+    skip_done(e->send, &e->send_open, e->nsend);
+    for (i = e->recv_open; i < e->nrecv; i++) {
+        if (e->recv[i].req != NULL) {
+            e->reqs[k] = e->recv[i].req;
             e->which[k++] = i;
         }
     }
-    *ndone_p = 0;
+    for (i = e->send_open; i < e->nsend; i++) {
+        if (e->send[i].req != NULL) {
+            e->reqs[k] = e->send[i].req;
+            e->which[k++] = e->nrecv + i;
+        }
+    }
+    *nrecv_p = *nsend_p = 0;
     if (k == 0) {
         return TPU_OK;
     }
     status = e->ctx->x->ops->test_many(e->ctx->x, e->reqs, k);
     for (i = 0; i < k; i++) {
         if (e->reqs[i] == NULL) {
-            pend[e->which[i]].req = NULL;
-            (*ndone_p)++;
+            if (e->which[i] < e->nrecv) {
+                e->recv[e->which[i]].req = NULL;
+                (*nrecv_p)++;
+            } else {
+                e->send[e->which[i] - e->nrecv].req = NULL;
+                (*nsend_p)++;
+            }
         }
     }
     return status;
@@ -422,17 +442,14 @@ static tpu_status_t fail_header(engine_t *e, const pending_t *p, const tpu_flow_
                        a, sa, b, sb, diff);
 }
 
-/* Test the outstanding receives; check headers; reduce in order. */
-static tpu_status_t poll_recvs(engine_t *e, int *progress_p, tpu_err_t *err)
+/* The 'ndone' receives test_open completed (from 'first' on): check their headers;
+ * then reduce in order. */
+static tpu_status_t poll_recvs(engine_t *e, int first, int ndone, int *progress_p, tpu_err_t *err)
 {
     tpu_coll_exec_t *ctx = e->ctx;
     const tpu_sched_t *sc = &ctx->ps->s;
-    int i, ndone, first = e->recv_open;
-    tpu_status_t status = test_pending(e, e->recv, &e->recv_open, e->nrecv, &ndone);
+    int i;
 
-    if (status != TPU_OK) {
-        return fail_transport(e, "receiving", status, err);
-    }
     for (i = first; ndone > 0 && i < e->nrecv; i++) {
         pending_t *p = &e->recv[i];
         const tpu_flow_t *f = &sc->flows[p->flow];
@@ -523,19 +540,6 @@ static tpu_status_t post_sends(engine_t *e, int *progress_p, tpu_err_t *err)
     return TPU_OK;
 }
 
-static tpu_status_t poll_sends(engine_t *e, int *progress_p, tpu_err_t *err)
-{
-    int ndone;
-    tpu_status_t status = test_pending(e, e->send, &e->send_open, e->nsend, &ndone);
-
-    if (status != TPU_OK) {
-        return fail_transport(e, "sending", status, err);
-    }
-    e->send_left -= ndone;
-    *progress_p |= ndone > 0;
-    return TPU_OK;
-}
-
 static tpu_status_t watchdog(engine_t *e, tpu_err_t *err)
 {
     const tpu_coll_plan_t *plan = e->ctx->plan;
@@ -579,14 +583,18 @@ static tpu_status_t run_engine(engine_t *e, tpu_err_t *err)
     int rounds = 0;
 
     while (e->recv_left > 0 || e->send_left > 0 || e->send_unposted > 0) {
-        int progress = 0;
-        tpu_status_t status = poll_recvs(e, &progress, err);
+        int progress, nrecv, nsend, first = e->recv_open;
+        tpu_status_t status = test_open(e, &nrecv, &nsend);
 
+        if (status != TPU_OK) {
+            /* The transport's message names the request that failed. */
+            return fail_transport(e, "testing its requests", status, err);
+        }
+        e->send_left -= nsend;
+        progress = nsend > 0;
+        status = poll_recvs(e, first, nrecv, &progress, err);
         if (status == TPU_OK) {
             status = post_sends(e, &progress, err);
-        }
-        if (status == TPU_OK) {
-            status = poll_sends(e, &progress, err);
         }
         if (status != TPU_OK) {
             return status;

@@ -18,7 +18,11 @@
  * comes back as TPU_ERR_TRANSPORT with MPI's own text, never as a hidden exit.
  * Request handles are written back after every test, also on errors, so the error
  * path cancels only live requests.  Waiting backs off from sched_yield() to short
- * sleeps, so that 16 ranks on 2 cores do not spin.
+ * sleeps, so that 16 ranks on 2 cores do not spin; when the MPI library itself
+ * yields in a progress pass that finds nothing (Open MPI's mpi_yield_when_idle,
+ * read through the MPI tool interface), the executor's one test per pass already
+ * yielded and idle adds no second yield (on 16 ranks on 2 cores, each yield waits
+ * a turn of every other process: two per pass made every wait twice as long).
  */
 #include "tpu/alloc.h"
 #include "tpu/mpi.h"
@@ -72,6 +76,7 @@ typedef struct mpi_xport {
     tpu_xport_req_t *free_reqs;  /* released requests, for reuse */
     tpu_xport_req_t *quarantine; /* requests MPI may still write: freed at destroy */
     double cancel_deadline;      /* the error path's waits end here */
+    int lib_yields;              /* MPI's progress yields the CPU when it finds nothing */
 } mpi_xport_t;
 
 /* A staging buffer of at least 'bytes' from the pool (or new). */
@@ -522,11 +527,13 @@ static void mpi_idle(tpu_xport_t *x, int rounds)
 {
     struct timespec ts = {0, 0};
 
-    (void)x;
     /* Yield first: a rank that sleeps cannot progress the shared-memory copies its
-     * peers wait on.  Only a long wait (a stall the watchdog may end) sleeps. */
+     * peers wait on.  Only a long wait (a stall the watchdog may end) sleeps.  The
+     * yield is MPI's own when the library yields in the test before this call. */
     if (rounds < 20000) {
-        sched_yield();
+        if (!((mpi_xport_t *)x)->lib_yields) {
+            sched_yield();
+        }
         return;
     }
     ts.tv_nsec = 100000L;
@@ -576,6 +583,31 @@ static void mpi_destroy(tpu_xport_t *x)
     tpu__free(mx);
 }
 
+/*
+ * Does the MPI library yield the CPU in a progress pass that finds nothing?
+ * Open MPI's control variable mpi_yield_when_idle, through the MPI tool
+ * interface; 0 when the library has no such variable or the interface fails.
+ */
+static int lib_yields_when_idle(void)
+{
+    int provided, idx, count, yields = 0;
+    MPI_T_cvar_handle h;
+    long long val = 0; /* wide enough for the variable's int or bool */
+
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
+        return 0;
+    }
+    if (MPI_T_cvar_get_index("mpi_yield_when_idle", &idx) == MPI_SUCCESS &&
+        MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) == MPI_SUCCESS) {
+        if (count == 1 && MPI_T_cvar_read(h, &val) == MPI_SUCCESS) {
+            yields = val != 0;
+        }
+        MPI_T_cvar_handle_free(&h);
+    }
+    MPI_T_finalize();
+    return yields;
+}
+
 static const tpu_xport_ops_t mpi_ops = {
     .size = sizeof(tpu_xport_ops_t),
     .name = "mpi",
@@ -617,6 +649,7 @@ tpu_status_t tpu_xport_mpi_create(MPI_Comm comm, tpu_xport_t **x_p, tpu_err_t *e
     mx->base.nlocal = 1;
     mx->base.local_chips[0] = rank;
     mx->base.moves_data = 1;
+    mx->lib_yields = lib_yields_when_idle();
     {
         int *ub = NULL, flag = 0;
 
