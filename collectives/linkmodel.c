@@ -131,17 +131,20 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->free = tpu__calloc(n, sizeof(double));
     lm->busy = tpu__calloc(n, sizeof(double));
     lm->bytes = tpu__calloc(n, sizeof(double));
-    lm->sum = tpu__calloc(n, sizeof(double));
-    lm->s0 = tpu__calloc(n, sizeof(double));
-    lm->e0 = tpu__calloc(n, sizeof(double));
-    lm->nfree = tpu__calloc(n, sizeof(double));
-    lm->iv = tpu__calloc((size_t)n * 2 * TPU_LM_BUSY_CAP, sizeof(double));
+    /* The step's scratch is set when a step first touches a resource (its stamp)
+     * and a resource's intervals are read up to niv: neither needs clearing, so
+     * a pod's worth of them costs nothing until it is used. */
+    lm->sum = tpu__malloc(n * sizeof(double));
+    lm->s0 = tpu__malloc(n * sizeof(double));
+    lm->e0 = tpu__malloc(n * sizeof(double));
+    lm->nfree = tpu__malloc(n * sizeof(double));
+    lm->iv = tpu__malloc(n * 2 * TPU_LM_BUSY_CAP * sizeof(double));
     lm->niv = tpu__calloc(n, sizeof(int32_t));
-    lm->nmsg = tpu__calloc(n, sizeof(int32_t));
-    lm->stream0 = tpu__calloc(n, sizeof(int32_t));
+    lm->nmsg = tpu__malloc(n * sizeof(int32_t));
+    lm->stream0 = tpu__malloc(n * sizeof(int32_t));
     lm->stamp = tpu__calloc(n, sizeof(int32_t));
-    lm->mixed = tpu__calloc(n, 1);
-    lm->touched = tpu__calloc(n, sizeof(int32_t));
+    lm->mixed = tpu__malloc(n);
+    lm->touched = tpu__malloc(n * sizeof(int32_t));
     lm->rres = tpu__calloc((size_t)route_cap, sizeof(int32_t));
     lm->rw = tpu__calloc((size_t)route_cap, sizeof(double));
     if (lm->bw == NULL || lm->free == NULL || lm->busy == NULL || lm->bytes == NULL ||
