@@ -352,7 +352,10 @@ static int flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, double *lat_
                     lm, tpu_topo_link(lm->topo, chip, route.seg[s].axis, route.seg[s].dir));
                 lm->rw[n++] = bytes;
                 lat += lm->link.ici_latency;
-                chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
+                if (s + 1 < route.nseg || h + 1 < route.seg[s].hops) {
+                    /* The next hop's chip (the last hop's is the destination). */
+                    chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
+                }
             }
         }
     }
