@@ -131,17 +131,20 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->free = tpu__calloc(n, sizeof(double));
     lm->busy = tpu__calloc(n, sizeof(double));
     lm->bytes = tpu__calloc(n, sizeof(double));
-    lm->sum = tpu__calloc(n, sizeof(double));
-    lm->s0 = tpu__calloc(n, sizeof(double));
-    lm->e0 = tpu__calloc(n, sizeof(double));
-    lm->nfree = tpu__calloc(n, sizeof(double));
-    lm->iv = tpu__calloc((size_t)n * 2 * TPU_LM_BUSY_CAP, sizeof(double));
+    /* The step's scratch is set when a step first touches a resource (its stamp)
+     * and a resource's intervals are read up to niv: neither needs clearing, so
+     * a pod's worth of them costs nothing until it is used. */
+    lm->sum = tpu__malloc(n * sizeof(double));
+    lm->s0 = tpu__malloc(n * sizeof(double));
+    lm->e0 = tpu__malloc(n * sizeof(double));
+    lm->nfree = tpu__malloc(n * sizeof(double));
+    lm->iv = tpu__malloc(n * 2 * TPU_LM_BUSY_CAP * sizeof(double));
     lm->niv = tpu__calloc(n, sizeof(int32_t));
-    lm->nmsg = tpu__calloc(n, sizeof(int32_t));
-    lm->stream0 = tpu__calloc(n, sizeof(int32_t));
+    lm->nmsg = tpu__malloc(n * sizeof(int32_t));
+    lm->stream0 = tpu__malloc(n * sizeof(int32_t));
     lm->stamp = tpu__calloc(n, sizeof(int32_t));
-    lm->mixed = tpu__calloc(n, 1);
-    lm->touched = tpu__calloc(n, sizeof(int32_t));
+    lm->mixed = tpu__malloc(n);
+    lm->touched = tpu__malloc(n * sizeof(int32_t));
     lm->rres = tpu__calloc((size_t)route_cap, sizeof(int32_t));
     lm->rw = tpu__calloc((size_t)route_cap, sizeof(double));
     if (lm->bw == NULL || lm->free == NULL || lm->busy == NULL || lm->bytes == NULL ||
@@ -214,7 +217,13 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->en);
     tpu__free(lm->lat);
     tpu__free(lm->md);
+    tpu__free(lm->roff);
+    tpu__free(lm->sres);
+    tpu__free(lm->sw);
     tpu__free(lm->ent);
+    tpu__free(lm->ent2);
+    tpu__free(lm->bstart);
+    tpu__free(lm->slot);
     tpu__free(lm->orbit);
     tpu__free(lm->orbit_chip);
     tpu__free(lm->route_scratch);
@@ -343,7 +352,10 @@ static int flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, double *lat_
                     lm, tpu_topo_link(lm->topo, chip, route.seg[s].axis, route.seg[s].dir));
                 lm->rw[n++] = bytes;
                 lat += lm->link.ici_latency;
-                chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
+                if (s + 1 < route.nseg || h + 1 < route.seg[s].hops) {
+                    /* The next hop's chip (the last hop's is the destination). */
+                    chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
+                }
             }
         }
     }
@@ -374,15 +386,53 @@ static tpu_status_t grow_step(tpu_linkmodel_t *lm, int64_t n)
     tpu__free(lm->en);
     tpu__free(lm->lat);
     tpu__free(lm->md);
+    tpu__free(lm->roff);
     lm->st = tpu__malloc((size_t)n * sizeof(double));
     lm->en = tpu__malloc((size_t)n * sizeof(double));
     lm->lat = tpu__malloc((size_t)n * sizeof(double));
     lm->md = tpu__malloc((size_t)n * sizeof(double));
+    lm->roff = tpu__malloc((size_t)(n + 1) * sizeof(int64_t));
     lm->cap_step = n;
-    if (lm->st == NULL || lm->en == NULL || lm->lat == NULL || lm->md == NULL) {
+    if (lm->st == NULL || lm->en == NULL || lm->lat == NULL || lm->md == NULL || lm->roff == NULL) {
         lm->cap_step = 0;
         return TPU_ERR_NO_MEMORY;
     }
+    return TPU_OK;
+}
+
+/*
+ * Keep flow k's resources (lm->rres / lm->rw, 'm' of them) for the rest of the
+ * step: flows are k = 0, 1, ... in order.
+ */
+static tpu_status_t keep_resources(tpu_linkmodel_t *lm, int64_t k, int m)
+{
+    int64_t at = lm->roff[k];
+
+    if (at + m > lm->cap_sres) {
+        int64_t cap = lm->cap_sres ? 2 * lm->cap_sres : 1024;
+        int32_t *r;
+        double *w;
+
+        while (cap < at + m) {
+            cap *= 2;
+        }
+        r = tpu__realloc(lm->sres, (size_t)cap * sizeof(*r));
+        if (r == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        lm->sres = r;
+        w = tpu__realloc(lm->sw, (size_t)cap * sizeof(*w));
+        if (w == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        lm->sw = w;
+        lm->cap_sres = cap;
+    }
+    if (m > 0) {
+        memcpy(lm->sres + at, lm->rres, (size_t)m * sizeof(int32_t));
+        memcpy(lm->sw + at, lm->rw, (size_t)m * sizeof(double));
+    }
+    lm->roff[k + 1] = at + m;
     return TPU_OK;
 }
 
@@ -521,6 +571,96 @@ static int entry_cmp(const void *pa, const void *pb)
     return a->k < b->k ? -1 : a->k > b->k;
 }
 
+/*
+ * Sort the step's entries by entry_cmp(), grouped by resource: the groups in the
+ * order their resources first appear (each resource's drain is its own: the
+ * order between groups changes no result), each group by (start, stream, flow),
+ * a total order, so the result is the one a full sort gives.  Entries come in
+ * flow order, so a group is nearly sorted already: insertion sort, or qsort for
+ * a large group.
+ */
+static tpu_status_t sort_entries(tpu_linkmodel_t *lm)
+{
+    int64_t e, nb = 0, g;
+    tpu_lm_entry_t *t;
+
+    int64_t cap;
+
+    if (lm->cap_ent2 < lm->nent) {
+        tpu__free(lm->ent2);
+        lm->cap_ent2 = 0;
+        lm->ent2 = tpu__malloc((size_t)lm->cap_ent * sizeof(*lm->ent2));
+        if (lm->ent2 == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        lm->cap_ent2 = lm->cap_ent;
+    }
+    if (lm->cap_bstart < lm->nent + 1) {
+        tpu__free(lm->bstart);
+        lm->cap_bstart = 0;
+        lm->bstart = tpu__malloc((size_t)(lm->cap_ent + 1) * sizeof(*lm->bstart));
+        if (lm->bstart == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        lm->cap_bstart = lm->cap_ent + 1;
+    }
+    if (lm->slot == NULL) {
+        lm->slot = tpu__malloc((size_t)lm->nres * sizeof(*lm->slot));
+        if (lm->slot == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
+    /* Every entry's resource is mixed (1); 2 marks it seen, with its group. */
+    for (e = 0; e < lm->nent; e++) {
+        int32_t r = lm->ent[e].res;
+
+        if (lm->mixed[r] != 2) {
+            lm->mixed[r] = 2;
+            lm->slot[r] = (int32_t)nb;
+            lm->bstart[nb++] = 0;
+        }
+        lm->bstart[lm->slot[r]]++;
+    }
+    for (g = 0, e = 0; g < nb; g++) {
+        int64_t c = lm->bstart[g];
+
+        lm->bstart[g] = e;
+        e += c;
+    }
+    lm->bstart[nb] = e;
+    for (e = 0; e < lm->nent; e++) {
+        lm->ent2[lm->bstart[lm->slot[lm->ent[e].res]]++] = lm->ent[e];
+    }
+    for (g = nb; g > 0; g--) {
+        lm->bstart[g] = lm->bstart[g - 1];
+    }
+    lm->bstart[0] = 0;
+    for (g = 0; g < nb; g++) {
+        tpu_lm_entry_t *v = lm->ent2 + lm->bstart[g];
+        int64_t len = lm->bstart[g + 1] - lm->bstart[g], i, j;
+
+        if (len > 32) {
+            qsort(v, (size_t)len, sizeof(*v), entry_cmp);
+            continue;
+        }
+        for (i = 1; i < len; i++) {
+            tpu_lm_entry_t x = v[i];
+
+            for (j = i; j > 0 && entry_cmp(&v[j - 1], &x) > 0; j--) {
+                v[j] = v[j - 1];
+            }
+            v[j] = x;
+        }
+    }
+    t = lm->ent;
+    lm->ent = lm->ent2;
+    lm->ent2 = t;
+    cap = lm->cap_ent;
+    lm->cap_ent = lm->cap_ent2;
+    lm->cap_ent2 = cap;
+    return TPU_OK;
+}
+
 /* Do the intervals of flows j and k of the step overlap? */
 static int overlap(const double *s, const double *e, int32_t j, int32_t k)
 {
@@ -533,24 +673,29 @@ static int overlap(const double *s, const double *e, int32_t j, int32_t k)
  */
 static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n)
 {
-    double msg = lm->link.msg_cost, lat;
+    double msg = lm->link.msg_cost;
     int64_t k, a = 0, b, x, y;
     int i, m;
 
     lm->nent = 0;
     for (k = 0; k < n; k++) {
+        const int32_t *rres = lm->sres + lm->roff[k];
+        const double *rw = lm->sw + lm->roff[k];
+
         if (lm->lat[k] < 0) {
             continue;
         }
-        m = flow_resources(lm, &flows[k], &lat);
+        m = (int)(lm->roff[k + 1] - lm->roff[k]);
         for (i = 0; i < m; i++) {
-            if (lm->mixed[lm->rres[i]] && add_entry(lm, lm->rres[i], (int32_t)k, lm->rw[i], i == 0,
-                                                    flows[k].stream) != TPU_OK) {
+            if (lm->mixed[rres[i]] &&
+                add_entry(lm, rres[i], (int32_t)k, rw[i], i == 0, flows[k].stream) != TPU_OK) {
                 return TPU_ERR_NO_MEMORY;
             }
         }
     }
-    qsort(lm->ent, (size_t)lm->nent, sizeof(lm->ent[0]), entry_cmp);
+    if (sort_entries(lm) != TPU_OK) {
+        return TPU_ERR_NO_MEMORY;
+    }
     while (a < lm->nent) {
         int32_t r = lm->ent[a].res;
         double bw = lm->bw[r];
@@ -620,12 +765,13 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
     int64_t k, e;
     int i, m, t;
 
-    if (grow_step(lm, n) != TPU_OK) {
+    if (grow_step(lm, n > 0 ? n : 1) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }
     lm->step_id++;
     lm->ntouched = 0;
     lm->any_mixed = 0;
+    lm->roff[0] = 0;
     /* Each flow's start and its interval alone; the step's totals per resource. */
     for (k = 0; k < n; k++) {
         double bytes = (double)tpu__span_bytes(&flows[k].span), minbw = 0;
@@ -633,6 +779,9 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         lm->md[k] = 0;
         lm->st[k] = lm->en[k] = start[k];
         m = flow_resources(lm, &flows[k], &lm->lat[k]);
+        if (keep_resources(lm, k, m) != TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
+        }
         if (m == 0) {
             lm->lat[k] = -1;
             continue;
@@ -681,16 +830,16 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
     }
     /* Arrivals: the most loaded resource of the route drains last. */
     for (k = 0; k < n; k++) {
-        double d = lm->md[k], lat;
+        double d = lm->md[k];
 
         start[k] = lm->st[k];
         if (lm->lat[k] < 0) {
             arrival[k] = lm->st[k];
             continue;
         }
-        m = flow_resources(lm, &flows[k], &lat);
+        m = (int)(lm->roff[k + 1] - lm->roff[k]);
         for (i = 0; i < m; i++) {
-            int32_t r = lm->rres[i];
+            int32_t r = lm->sres[lm->roff[k] + i];
             double q, dr;
 
             if (lm->mixed[r] || lm->bw[r] <= 0) {

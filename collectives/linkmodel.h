@@ -50,8 +50,18 @@ typedef struct tpu_linkmodel {
     int64_t cap_step;
     tpu_lm_entry_t *ent;
     int64_t nent, cap_ent;
+    tpu_lm_entry_t *ent2; /* the entries grouped by resource (sort_entries()) */
+    int64_t *bstart;      /* and where each group starts */
+    int32_t *slot;        /* per resource: its group (valid while mixed[r] is 2) */
+    int64_t cap_ent2, cap_bstart;
     int32_t *rres; /* one flow's resources (route order, the port first) */
     double *rw;    /* and the bytes it puts on each */
+    /* The resources of every flow of the current step, found once: flow k's are
+     * [roff[k], roff[k + 1]) of sres / sw. */
+    int64_t *roff;
+    int32_t *sres;
+    double *sw;
+    int64_t cap_sres;
 } tpu_linkmodel_t;
 
 /* Busy intervals kept per resource; the oldest two merge (idle time between them lost). */

@@ -117,15 +117,45 @@ tpu_status_t tpu__sched_add_deps(tpu_sched_t *sched, int64_t f, const int32_t *d
 }
 
 /*
+ * Move every flow i to position newidx[i] in place (the cycles of the
+ * permutation, each flow copied once): no second flow array.  newidx is used up
+ * (its entries are set to -1).
+ */
+static void permute_flows(tpu_sched_t *sched, int64_t *newidx)
+{
+    int64_t i, j;
+
+    for (i = 0; i < sched->nflows; i++) {
+        tpu_flow_t carry;
+
+        if (newidx[i] < 0 || newidx[i] == i) {
+            continue;
+        }
+        carry = sched->flows[i];
+        j = newidx[i];
+        newidx[i] = -1;
+        while (j != i) {
+            tpu_flow_t next = sched->flows[j];
+            int64_t k = newidx[j];
+
+            sched->flows[j] = carry;
+            newidx[j] = -1;
+            carry = next;
+            j = k;
+        }
+        sched->flows[i] = carry;
+    }
+}
+
+/*
  * Stable counting sort of the flows by step.  Dependencies are renumbered, and
  * the dependency lists are rewritten in the new flow order so that each flow's
- * list stays contiguous.
+ * list stays contiguous.  The flows move in place; the dependencies are copied.
  */
 tpu_status_t tpu__sched_sort(tpu_sched_t *sched)
 {
     int64_t n = sched->nflows, i;
-    int64_t *pos = NULL, *newidx = NULL;
-    tpu_flow_t *flows = NULL;
+    int64_t *pos = NULL, *newidx = NULL, *old = NULL;
     int32_t *deps = NULL;
     int64_t nd = 0;
     tpu_status_t status = TPU_ERR_NO_MEMORY;
@@ -140,9 +170,9 @@ tpu_status_t tpu__sched_sort(tpu_sched_t *sched)
     }
     pos = tpu__calloc((size_t)sched->nsteps + 1, sizeof(*pos));
     newidx = tpu__malloc((size_t)(n ? n : 1) * sizeof(*newidx));
-    flows = tpu__malloc((size_t)(n ? n : 1) * sizeof(*flows));
+    old = tpu__malloc((size_t)(n ? n : 1) * sizeof(*old));
     deps = tpu__malloc((size_t)(sched->ndeps ? sched->ndeps : 1) * sizeof(*deps));
-    if (pos == NULL || newidx == NULL || flows == NULL || deps == NULL) {
+    if (pos == NULL || newidx == NULL || old == NULL || deps == NULL) {
         goto out;
     }
     for (i = 0; i < n; i++) {
@@ -153,12 +183,11 @@ tpu_status_t tpu__sched_sort(tpu_sched_t *sched)
     }
     for (i = 0; i < n; i++) {
         newidx[i] = pos[sched->flows[i].step]++;
+        old[newidx[i]] = i;
     }
+    /* The dependency lists in the new flow order, renumbered. */
     for (i = 0; i < n; i++) {
-        flows[newidx[i]] = sched->flows[i];
-    }
-    for (i = 0; i < n; i++) {
-        tpu_flow_t *f = &flows[i];
+        tpu_flow_t *f = &sched->flows[old[i]];
         int32_t k, first = f->dep_first;
 
         f->dep_first = (int32_t)nd;
@@ -166,18 +195,15 @@ tpu_status_t tpu__sched_sort(tpu_sched_t *sched)
             deps[nd++] = (int32_t)newidx[sched->deps[first + k]];
         }
     }
-    tpu__free(sched->flows);
+    permute_flows(sched, newidx);
     tpu__free(sched->deps);
-    sched->flows = flows;
-    sched->cap_flows = n;
     sched->deps = deps;
     sched->cap_deps = sched->ndeps;
-    flows = NULL;
     deps = NULL;
     status = TPU_OK;
 out:
     tpu__free(deps);
-    tpu__free(flows);
+    tpu__free(old);
     tpu__free(newidx);
     tpu__free(pos);
     return status;
@@ -200,10 +226,11 @@ tpu_status_t tpu__sched_copy_layout(tpu_sched_t *to, const tpu_sched_t *from)
     return TPU_OK;
 }
 
-tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs)
+tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs, int64_t room)
 {
-    int64_t n = ag->nflows, i;
+    int64_t n = ag->nflows, i, p, nd = 0;
     int32_t *ndependents = NULL, *first = NULL, *fill = NULL, *list = NULL;
+    int64_t *pos = NULL, *newidx = NULL, *old = NULL;
     tpu_status_t status = TPU_ERR_NO_MEMORY;
 
     tpu__sched_init(rs);
@@ -211,7 +238,11 @@ tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs)
     first = tpu__calloc((size_t)n + 1, sizeof(*first));
     fill = tpu__calloc((size_t)n + 1, sizeof(*fill));
     list = tpu__malloc((size_t)(ag->ndeps ? ag->ndeps : 1) * sizeof(*list));
-    if (ndependents == NULL || first == NULL || fill == NULL || list == NULL) {
+    pos = tpu__calloc((size_t)ag->nsteps + 1, sizeof(*pos));
+    newidx = tpu__malloc((size_t)(n ? n : 1) * sizeof(*newidx));
+    old = tpu__malloc((size_t)(n ? n : 1) * sizeof(*old));
+    if (ndependents == NULL || first == NULL || fill == NULL || list == NULL || pos == NULL ||
+        newidx == NULL || old == NULL) {
         goto out;
     }
     for (i = 0; i < ag->ndeps; i++) {
@@ -230,38 +261,54 @@ tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs)
             list[first[f] + fill[f]++] = (int32_t)i;
         }
     }
-    if (tpu__sched_reserve(rs, n, ag->ndeps) != TPU_OK) {
+    /* Where flow i goes: a stable counting sort by its reversed step, so the result
+     * is in step order as it is written (flows of one step keep their order). */
+    for (i = 0; i < n; i++) {
+        pos[ag->nsteps - ag->flows[i].step]++;
+    }
+    for (i = 0; i < ag->nsteps; i++) {
+        pos[i + 1] += pos[i];
+    }
+    for (i = 0; i < n; i++) {
+        newidx[i] = pos[ag->nsteps - 1 - ag->flows[i].step]++;
+        old[newidx[i]] = i;
+    }
+    if (tpu__sched_reserve(rs, n + room, ag->ndeps) != TPU_OK) {
         goto out;
     }
-    /* Flow i of 'ag' becomes flow i of 'rs', so dependents keep their indices. */
-    for (i = 0; i < n; i++) {
-        const tpu_flow_t *f = &ag->flows[i];
-        tpu_flow_t r = *f;
+    for (p = 0; p < n; p++) {
+        const tpu_flow_t *f = &ag->flows[old[p]];
+        tpu_flow_t *r = &rs->flows[p];
         const int *ord = tpu__axis_orders[f->order];
         int rev[3] = {ord[2], ord[1], ord[0]};
+        int32_t k;
 
-        r.src = f->dst;
-        r.dst = f->src;
-        r.step = ag->nsteps - 1 - f->step;
-        r.reduce = 1;
-        r.order = (uint8_t)tpu__axis_order_index(rev, 3);
-        r.tie = (int8_t)-f->tie;
-        r.span.off = f->span.dst_off;
-        r.span.dst_off = f->span.off;
-        if (tpu__sched_add(rs, &r) < 0) {
-            goto out;
-        }
-        if (tpu__sched_add_deps(rs, i, list + first[i], ndependents[i]) != TPU_OK) {
-            goto out;
+        i = old[p];
+        *r = *f;
+        r->src = f->dst;
+        r->dst = f->src;
+        r->step = ag->nsteps - 1 - f->step;
+        r->reduce = 1;
+        r->order = (uint8_t)tpu__axis_order_index(rev, 3);
+        r->tie = (int8_t)-f->tie;
+        r->span.off = f->span.dst_off;
+        r->span.dst_off = f->span.off;
+        /* It depends on the flows that depended on it, renumbered. */
+        r->dep_first = (int32_t)nd;
+        r->ndeps = ndependents[i];
+        for (k = 0; k < ndependents[i]; k++) {
+            rs->deps[nd++] = (int32_t)newidx[list[first[i] + k]];
         }
     }
+    rs->nflows = n;
+    rs->ndeps = nd;
     rs->nsteps = ag->nsteps;
     rs->nstreams = ag->nstreams;
     status = tpu__sched_copy_layout(rs, ag);
-    if (status == TPU_OK) {
-        status = tpu__sched_sort(rs);
-    }
 out:
+    tpu__free(old);
+    tpu__free(newidx);
+    tpu__free(pos);
     tpu__free(list);
     tpu__free(fill);
     tpu__free(first);
@@ -269,6 +316,103 @@ out:
     if (status != TPU_OK) {
         tpu__sched_fini(rs);
     }
+    return status;
+}
+
+tpu_status_t tpu__sched_reverse_in_place(tpu_sched_t *s)
+{
+    int64_t n = s->nflows, i, p, nd = 0;
+    int32_t *ndependents = NULL, *first = NULL, *fill = NULL, *list = NULL, *deps = NULL;
+    int64_t *pos = NULL, *newidx = NULL, *old = NULL;
+    tpu_status_t status = TPU_ERR_NO_MEMORY;
+
+    ndependents = tpu__calloc((size_t)n + 1, sizeof(*ndependents));
+    first = tpu__calloc((size_t)n + 1, sizeof(*first));
+    fill = tpu__calloc((size_t)n + 1, sizeof(*fill));
+    list = tpu__malloc((size_t)(s->ndeps ? s->ndeps : 1) * sizeof(*list));
+    deps = tpu__malloc((size_t)(s->ndeps ? s->ndeps : 1) * sizeof(*deps));
+    pos = tpu__calloc((size_t)s->nsteps + 1, sizeof(*pos));
+    newidx = tpu__malloc((size_t)(n ? n : 1) * sizeof(*newidx));
+    old = tpu__malloc((size_t)(n ? n : 1) * sizeof(*old));
+    if (ndependents == NULL || first == NULL || fill == NULL || list == NULL || deps == NULL ||
+        pos == NULL || newidx == NULL || old == NULL) {
+        goto out;
+    }
+    /* The same lists and order as tpu__sched_reverse(). */
+    for (i = 0; i < s->ndeps; i++) {
+        ndependents[s->deps[i]]++;
+    }
+    for (i = 0; i < n; i++) {
+        first[i + 1] = first[i] + ndependents[i];
+    }
+    for (i = 0; i < n; i++) {
+        const tpu_flow_t *g = &s->flows[i];
+        int32_t k;
+
+        for (k = 0; k < g->ndeps; k++) {
+            int32_t f = s->deps[g->dep_first + k];
+
+            list[first[f] + fill[f]++] = (int32_t)i;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        pos[s->nsteps - s->flows[i].step]++;
+    }
+    for (i = 0; i < s->nsteps; i++) {
+        pos[i + 1] += pos[i];
+    }
+    for (i = 0; i < n; i++) {
+        newidx[i] = pos[s->nsteps - 1 - s->flows[i].step]++;
+        old[newidx[i]] = i;
+    }
+    for (p = 0; p < n; p++) {
+        tpu_flow_t *r = &s->flows[old[p]];
+        int32_t k;
+
+        i = old[p];
+        r->dep_first = (int32_t)nd;
+        r->ndeps = ndependents[i];
+        for (k = 0; k < ndependents[i]; k++) {
+            deps[nd++] = (int32_t)newidx[list[first[i] + k]];
+        }
+    }
+    for (i = 0; i < n; i++) {
+        tpu_flow_t *r = &s->flows[i];
+        const int *ord = tpu__axis_orders[r->order];
+        int rev[3] = {ord[2], ord[1], ord[0]}, src = r->src;
+        int64_t off = r->span.off;
+
+        r->src = r->dst;
+        r->dst = src;
+        r->step = s->nsteps - 1 - r->step;
+        r->reduce = 1;
+        r->order = (uint8_t)tpu__axis_order_index(rev, 3);
+        r->tie = (int8_t)-r->tie;
+        r->span.off = r->span.dst_off;
+        r->span.dst_off = off;
+    }
+    permute_flows(s, newidx);
+    tpu__free(s->deps);
+    s->deps = deps;
+    s->ndeps = nd;
+    s->cap_deps = s->ndeps > 0 ? s->ndeps : 1;
+    deps = NULL;
+    /* Only the flows, the steps, the streams and the layout carry over, as in
+     * tpu__sched_reverse(). */
+    memset(s->local, 0, sizeof(s->local));
+    s->nlocal = 0;
+    s->local_src_shift = s->local_dst_shift = 0;
+    memset(s->algo, 0, sizeof(s->algo));
+    status = TPU_OK;
+out:
+    tpu__free(old);
+    tpu__free(newidx);
+    tpu__free(pos);
+    tpu__free(deps);
+    tpu__free(list);
+    tpu__free(fill);
+    tpu__free(first);
+    tpu__free(ndependents);
     return status;
 }
 

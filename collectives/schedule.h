@@ -137,9 +137,12 @@ tpu_status_t tpu__sched_sort(tpu_sched_t *sched);
 /*
  * Turn the all-gather 'ag' into the reduce-scatter that is its time reversal
  * (each flow runs backwards, reducing, and depends on the flows that depended on
- * it).  Writes a new schedule into 'rs_p'.
+ * it), written in step order.  Writes a new schedule into 'rs', with room for
+ * 'room' more flows (a concatenation to come) so that they are added without a copy.
  */
-tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs);
+tpu_status_t tpu__sched_reverse(const tpu_sched_t *ag, tpu_sched_t *rs, int64_t room);
+/* The same reversal done in place in 's' (its flows are not copied). */
+tpu_status_t tpu__sched_reverse_in_place(tpu_sched_t *s);
 /*
  * Append 'second' after 'first' (in place in 'first').  Flows of 'second' without
  * dependencies are made to depend on the flows of 'first' that arrived at their

@@ -61,6 +61,7 @@ tpu_status_t tpu__ring_allgather(const tpu_algo_args_t *args, const tpu_groups_t
 {
     const tpu_topo_t *topo = args->topo;
     int32_t *prev = NULL, *cur = NULL, *tmp;
+    uint8_t *built = NULL; /* per chip: its flows are built (a chip of the domain) */
     int64_t B = args->shard, e = args->shard / args->elem, h1 = (e + 1) / 2;
     int G = gr->size, T = G / 2, t, g, i, di;
     tpu_status_t status;
@@ -71,9 +72,13 @@ tpu_status_t tpu__ring_allgather(const tpu_algo_args_t *args, const tpu_groups_t
     }
     prev = tpu__malloc((size_t)topo->nchips * 2 * sizeof(int32_t));
     cur = tpu__malloc((size_t)topo->nchips * 2 * sizeof(int32_t));
-    if (prev == NULL || cur == NULL) {
+    built = tpu__malloc((size_t)topo->nchips);
+    if (prev == NULL || cur == NULL || built == NULL) {
         status = TPU_ERR_NO_MEMORY;
         goto out;
+    }
+    for (i = 0; i < topo->nchips; i++) {
+        built[i] = (uint8_t)tpu__algo_in_domain(args, i);
     }
     for (t = 1; t <= T && status == TPU_OK; t++) {
         int half = G % 2 == 0 && t == G / 2;
@@ -91,7 +96,7 @@ tpu_status_t tpu__ring_allgather(const tpu_algo_args_t *args, const tpu_groups_t
                     int64_t idx;
 
                     cur[src * 2 + di] = -1;
-                    if (!tpu__algo_in_domain(args, src) ||
+                    if (!built[src] ||
                         (args->local != NULL && !args->local[src] && !args->local[dst])) {
                         continue;
                     }
@@ -144,6 +149,7 @@ tpu_status_t tpu__ring_allgather(const tpu_algo_args_t *args, const tpu_groups_t
     sched->nsteps = T;
     sched->nstreams = 1;
 out:
+    tpu__free(built);
     tpu__free(prev);
     tpu__free(cur);
     return status;

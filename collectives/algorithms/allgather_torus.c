@@ -609,7 +609,13 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
             for (j = 0; j < d; j++) {
                 int axis = axes[(r + j) % d];
 
-                memset(ctx.phase_rx, 0xff, (size_t)topo->nchips * 2 * maxT * sizeof(int32_t));
+                /* The rows of the chips built: only they send, and a flow is received
+                 * by a chip built (the representative, a domain chip, a chip near
+                 * args->local). */
+                for (a = 0; a < ctx.nbuilt; a++) {
+                    memset(ctx.phase_rx + (int64_t)ctx.chips[a] * 2 * maxT, 0xff,
+                           (size_t)2 * maxT * sizeof(int32_t));
+                }
                 /* The steps of every chip's schedule, also when a part leaves the
                  * last ones out (args->local). */
                 if (step + axis_steps(topo, axis) > nsteps) {
@@ -658,12 +664,17 @@ tpu_status_t tpu__reversed(const tpu_algo_args_t *args, tpu_algo_fn_t ag_fn, int
     tpu_sched_t ag;
     tpu_status_t status;
 
+    if (!then_ag) {
+        /* Nothing follows: the all-gather is turned around where it lies. */
+        status = ag_fn(args, sched, err);
+        return status == TPU_OK ? tpu__sched_reverse_in_place(sched) : status;
+    }
     tpu__sched_init(&ag);
     status = ag_fn(args, &ag, err);
     if (status == TPU_OK) {
-        status = tpu__sched_reverse(&ag, sched);
+        status = tpu__sched_reverse(&ag, sched, ag.nflows);
     }
-    if (status == TPU_OK && then_ag) {
+    if (status == TPU_OK) {
         status = tpu__sched_concat(sched, &ag);
         if (status == TPU_OK) {
             status = tpu__sched_sort(sched);
