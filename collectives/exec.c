@@ -731,9 +731,11 @@ static void finish(tpu_coll_exec_t *ctx, void *const *out)
     }
 }
 
-static tpu_status_t check_peers(tpu_coll_exec_t *ctx, tpu_err_t *err)
+static tpu_status_t check_peers(tpu_coll_exec_t *ctx, const tpu_coll_run_opts_t *opts,
+                                tpu_err_t *err)
 {
     tpu_xport_t *x = ctx->x;
+    tpu_xport_wait_t w = {opts->timeout_s, opts->on_wait, opts->on_wait_arg};
     tpu_call_sig_t *mine = NULL, *all = NULL;
     tpu_status_t status = TPU_OK;
     int i;
@@ -747,7 +749,7 @@ static tpu_status_t check_peers(tpu_coll_exec_t *ctx, tpu_err_t *err)
     for (i = 0; i < x->nlocal; i++) {
         mine[i] = ctx->sig;
     }
-    status = x->ops->gather_sigs(x, mine, all);
+    status = x->ops->gather_sigs(x, mine, all, &w);
     if (status != TPU_OK) {
         status = tpu_err_set(err, status, "transport %s failed comparing calls: %s", x->ops->name,
                              x->msg);
@@ -1321,7 +1323,7 @@ tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t 
         }
     }
     if (opts->check_peers) {
-        status = check_peers(ctx, err);
+        status = check_peers(ctx, opts, err);
         if (status != TPU_OK) {
             return status;
         }

@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The least bound of the guard of the start and the end of a job (tpu_job_guard_arm):
+ * MPI start-up and hwloc take seconds on a loaded node, whatever --timeout says. */
+#define START_S 30.0
+
 /* --inject crash|stop:chip=C,call=N (checked by tpu_opts_parse). */
 static void parse_inject(const char *text, tpu_job_t *job)
 {
@@ -56,6 +60,10 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &job->world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job->nranks);
+    /* The agreements below are blocking collectives: a rank stopped now would leave
+     * the others in them forever.  The watchdog does not exist yet; the guard does. */
+    tpu_job_guard_arm(job, job->timeout > START_S ? job->timeout : START_S,
+                      "the start of the job (the ranks' agreements)");
     /* First, as tpu_job_refuse() does: did any rank fail to parse its command line
      * (halves of a job with different flags)?  It printed; every rank ends. */
     if (tpu_job_agree(MPI_COMM_WORLD, 0) >= 0) {
@@ -123,6 +131,7 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
     if (status != TPU_OK) {
         tpu_job_abort(job, err.msg);
     }
+    tpu_job_guard_disarm(job);
     return -1;
 }
 
@@ -130,6 +139,7 @@ int tpu_job_end(tpu_job_t *job, int code)
 {
     int r;
 
+    tpu_job_guard_disarm(job); /* (still armed when the start refused its input) */
     tpu_xport_destroy(job->x);
     job->x = NULL;
     for (r = 0; r < TPU_JOB_RING; r++) {
@@ -149,8 +159,18 @@ int tpu_job_end(tpu_job_t *job, int code)
     }
     tpu_pod_destroy(job->pod);
     job->pod = NULL;
+    free(job->local_pids);
+    job->local_pids = NULL;
     tpu_job_monitor_stop(job);
+    /* MPI_Finalize waits for every rank too. */
+    tpu_job_guard_arm(job, job->timeout > START_S ? job->timeout : START_S,
+                      "the end of the job (MPI_Finalize)");
     MPI_Finalize();
+    tpu_job_guard_disarm(job);
+    if (job->guard_made) {
+        timer_delete(job->guard);
+        job->guard_made = 0;
+    }
     return code;
 }
 
@@ -201,7 +221,7 @@ int tpu_job_report_open(tpu_job_t *job, const tpu_opts_t *o, const char *cmd, tp
     } else if (o->trace_measured && o->trace == NULL) {
         status = TPU_ERR_INVALID;
     }
-    MPI_Bcast(&status, 1, MPI_INT, 0, job->comm);
+    tpu_job_bcast(job, &status, 1, MPI_INT, 0, "opening the trace and heatmap files");
     if (status != TPU_OK) {
         if (job->chip == 0) {
             tpu_die_msg(err.msg);
@@ -222,7 +242,7 @@ int tpu_job_report_close(tpu_job_t *job, tpu_report_t *rep)
             tpu_die_msg(err.msg);
         }
     }
-    MPI_Bcast(&status, 1, MPI_INT, 0, job->comm);
+    tpu_job_bcast(job, &status, 1, MPI_INT, 0, "writing the trace and heatmap files");
     return status != TPU_OK ? TPU_EXIT_FAIL : -1;
 }
 

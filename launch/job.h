@@ -10,7 +10,9 @@
 #include "report.h"
 #include "sink.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Progress messages a rank may have in flight to rank 0 (see watch.c). */
 #define TPU_JOB_RING 64
@@ -59,7 +61,14 @@ typedef struct tpu_job {
     int *rank_of_chip;     /* rank 0: the world rank of each chip */
     MPI_Request ring[TPU_JOB_RING];
     uint64_t ringbuf[TPU_JOB_RING][2];
-    int monitor_fd;   /* rank 0: the pipe to the monitor process; -1 none */
+    int monitor_fd;  /* rank 0: the pipe to the monitor process; -1 none */
+    int *local_pids; /* rank 0: the pid of each world rank on its node (0: elsewhere) */
+    /* The guard of a wait MPI cannot watch (tpu_job_guard_arm). */
+    timer_t guard;
+    int guard_made;
+    atomic_int guard_state;
+    double guard_s; /* the bound armed, grace included */
+    char guard_what[160];
     char marker[256]; /* the file that says the job ends on purpose */
     /* --inject crash|stop:chip=C,call=N: chip C dies (or stops) at collective call N. */
     int crash_chip;
@@ -133,6 +142,16 @@ void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int ro
                     const char *what);
 /* The dead-rank monitor: fork it before MPI_Init (rank 0 only), start it once the pod is
  * known, stop it before MPI_Finalize. */
+/*
+ * Guard a wait that cannot go through tpu_job_wait (the host MPI's own blocking
+ * collective timed by bench --compare-mpi, the start-up agreements): if it has
+ * not ended 'seconds' from now (plus the grace of a rank other than 0), a timer
+ * thread names the chip behind when it can (rank 0: a stopped rank of its node),
+ * else this chip and 'what', and ends the job.  Costs a syscall to arm and one
+ * to disarm, nothing while the wait runs.
+ */
+void tpu_job_guard_arm(tpu_job_t *job, double seconds, const char *what);
+void tpu_job_guard_disarm(tpu_job_t *job);
 void tpu_job_monitor_fork(tpu_job_t *job);
 void tpu_job_monitor_start(tpu_job_t *job);
 void tpu_job_monitor_stop(tpu_job_t *job);

@@ -23,13 +23,23 @@
  * per rank, so the lowest speaks first) concludes that rank 0 itself is behind
  * or stopped, names it, and aborts.  Cost: one eager 16-byte message per sync
  * point per rank and one per 0.25 s of waiting, drained by rank 0 while it
- * waits; 50 us sleeps between polls after the first 200.
+ * waits; 50 us sleeps between polls after the first 200; the clock is read at
+ * every poll (a poll may take milliseconds on a loaded node).
  *
  * Agreements.  A bad input found by some ranks only (a config file missing on
  * one node, halves of a job with different flags) would leave the others in the
  * next collective forever.  tpu_job_agree() reduces the lowest failing rank,
  * which alone prints; tpu_job_agree_opts() compares a hash of every option that
  * changes the sequence of calls and names the first that differs with both values.
+ *
+ * Guard.  A few waits cannot be polled: the host MPI's own blocking collectives
+ * that bench --compare-mpi times, and the start-up agreements before the
+ * watchdog exists.  tpu_job_guard_arm() sets a timer (one syscall, none while
+ * the wait runs); if it fires, its thread (not a signal handler: it may format)
+ * names the chip behind when it can - rank 0 looks for a stopped rank of its
+ * node in /proc - or else this chip and the wait, and ends the process; mpirun
+ * ends the others.  An atomic state decides a race between the timer and the
+ * disarm: the side that moves it from armed wins.
  *
  * Monitor.  When one rank is killed (kill -9), Open MPI's runtime kills the
  * others within a second, before they can see anything.  So rank 0 forks, before
@@ -371,7 +381,7 @@ static void blame(tpu_job_t *job, const char *what, double waited)
 
 void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what)
 {
-    double t0 = tpu__now_s(), limit = job->timeout;
+    double t0 = tpu__now_s(), limit = job->timeout, now;
     int flag = 0;
     long polls = 0;
 
@@ -386,15 +396,17 @@ void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what)
         if (job->world_rank == 0) {
             drain(job);
         }
+        /* The clock is read at every poll: with mpi_yield_when_idle each MPI_Test
+         * yields, and on a loaded node 200 polls took 4 s - rank 0 blamed nobody in
+         * time and was blamed itself, and a waiting rank looked silent. */
+        now = tpu__now_s();
+        if (job->timeout > 0 && now - t0 > limit) {
+            blame(job, what, now - t0);
+        }
+        if (job->world_rank != 0 && now - job->beat > HEARTBEAT_S) {
+            tell(job);
+        }
         if (++polls > 200) {
-            double waited = tpu__now_s() - t0;
-
-            if (job->timeout > 0 && waited > limit) {
-                blame(job, what, waited);
-            }
-            if (job->world_rank != 0 && t0 + waited - job->beat > HEARTBEAT_S) {
-                tell(job);
-            }
             nap(50000);
         }
     }
@@ -585,6 +597,118 @@ int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len)
     return tpu_job_agree_values(n, names, pv, msg, len);
 }
 
+/* ---- the guard ---- */
+
+enum {
+    GUARD_IDLE,
+    GUARD_ARMED,
+    GUARD_FIRED
+};
+
+/* Is 'pid' stopped (SIGSTOP, or traced)? */
+static int pid_stopped(int pid)
+{
+    char path[64], buf[256], *p;
+    FILE *f;
+    int stopped = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL) {
+        stopped = p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+    }
+    fclose(f);
+    return stopped;
+}
+
+/* The timer's thread: the guarded wait lasted too long. */
+static void guard_fire(union sigval v)
+{
+    tpu_job_t *job = v.sival_ptr;
+    char msg[512], me[96], name[96];
+    int expect = GUARD_ARMED, r;
+
+    if (!atomic_compare_exchange_strong(&job->guard_state, &expect, GUARD_FIRED)) {
+        return; /* disarmed in the meantime */
+    }
+    if (job->pod != NULL) {
+        chip_name(job, job->world_rank, me, sizeof(me));
+    } else {
+        snprintf(me, sizeof(me), "MPI rank %d", job->world_rank);
+    }
+    snprintf(msg, sizeof(msg),
+             "%s waited %.1f s in %s, which the watchdog cannot poll; a chip is stopped, "
+             "stuck or too slow; ending the job",
+             me, job->guard_s, job->guard_what);
+    for (r = 1; job->local_pids != NULL && job->pod != NULL && r < job->nranks; r++) {
+        if (job->local_pids[r] > 0 && pid_stopped(job->local_pids[r])) {
+            chip_name(job, r, name, sizeof(name));
+            snprintf(msg, sizeof(msg),
+                     "%s is behind: it is stopped, and %s waited %.1f s for it in %s, which the "
+                     "watchdog cannot poll; ending the job",
+                     name, me, job->guard_s, job->guard_what);
+            break;
+        }
+    }
+    if (mark_abort(job)) {
+        fprintf(stderr, "tpuemu: %s\n", msg);
+        fflush(stderr);
+    }
+    _exit(TPU_EXIT_FAIL);
+}
+
+void tpu_job_guard_arm(tpu_job_t *job, double seconds, const char *what)
+{
+    struct itimerspec its;
+
+    if (seconds <= 0) {
+        return;
+    }
+    if (!job->guard_made) {
+        struct sigevent sev;
+
+        memset(&sev, 0, sizeof(sev));
+        sev.sigev_notify = SIGEV_THREAD;
+        sev.sigev_notify_function = guard_fire;
+        sev.sigev_value.sival_ptr = job;
+        if (timer_create(CLOCK_MONOTONIC, &sev, &job->guard) != 0) {
+            return; /* no guard: the wait is as unwatched as before */
+        }
+        job->guard_made = 1;
+    }
+    if (job->world_rank != 0) {
+        seconds += GRACE_S + 0.1 * (job->world_rank < 20 ? job->world_rank : 20);
+    }
+    job->guard_s = seconds;
+    snprintf(job->guard_what, sizeof(job->guard_what), "%s", what);
+    memset(&its, 0, sizeof(its));
+    its.it_value.tv_sec = (time_t)seconds;
+    its.it_value.tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9);
+    atomic_store(&job->guard_state, GUARD_ARMED);
+    timer_settime(job->guard, 0, &its, NULL);
+}
+
+void tpu_job_guard_disarm(tpu_job_t *job)
+{
+    struct itimerspec off;
+    int expect = GUARD_ARMED;
+
+    if (!job->guard_made) {
+        return;
+    }
+    if (!atomic_compare_exchange_strong(&job->guard_state, &expect, GUARD_IDLE)) {
+        while (expect == GUARD_FIRED) {
+            pause(); /* the guard fired: its thread ends the process */
+        }
+        return;
+    }
+    memset(&off, 0, sizeof(off));
+    timer_settime(job->guard, 0, &off, NULL);
+}
+
 /* ---- the monitor ---- */
 
 typedef struct mon_rank {
@@ -749,11 +873,15 @@ void tpu_job_monitor_start(tpu_job_t *job)
     MPI_Bcast(marker, (int)sizeof(marker), MPI_CHAR, 0, MPI_COMM_WORLD);
     snprintf(job->marker, sizeof(job->marker), "%s", marker);
     if (job->world_rank == 0 && job->monitor_fd >= 0 && pids && hosts && ranks) {
+        job->local_pids = calloc((size_t)n, sizeof(int));
         for (r = 0; r < n; r++) {
             ranks[r].pid = pids[r];
             ranks[r].local = strncmp(hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME, host,
                                      MPI_MAX_PROCESSOR_NAME) == 0;
             chip_name(job, r, ranks[r].name, sizeof(ranks[r].name));
+            if (job->local_pids != NULL && ranks[r].local) {
+                job->local_pids[r] = pids[r];
+            }
         }
         if (write(job->monitor_fd, &n, sizeof(n)) != (ssize_t)sizeof(n) ||
             write(job->monitor_fd, marker, sizeof(marker)) != (ssize_t)sizeof(marker) ||

@@ -1491,7 +1491,8 @@ tpu_status_t tpu_rdma_run(tpu_rdma_t *rdma, const tpu_rdma_kernel_t *kernel,
         }
     }
     if (drained && x->nlocal != x->nchips) {
-        tpu_status_t s2 = x->ops->max_time(x, first >= 0 ? 1e300 : local, &all);
+        tpu_xport_wait_t w = {run.timeout_s, NULL, NULL};
+        tpu_status_t s2 = x->ops->max_time(x, first >= 0 ? 1e300 : local, &all, &w);
 
         if (s2 != TPU_OK && first < 0) {
             status = tpu_err_set(err, s2, "%s: the max of the clocks: %s", kname(&run), x->msg);

@@ -285,13 +285,17 @@ void tpu_spmd_log_clear(tpu_spmd_t *s)
 /* The max of 'v' over every chip of the pod. */
 static tpu_status_t max_over_chips(tpu_spmd_t *s, double v, double *max_p, tpu_err_t *err)
 {
+    tpu_xport_wait_t w;
     tpu_status_t status;
 
     if (s->x == NULL || s->nlocal == s->topo.nchips) {
         *max_p = v;
         return TPU_OK;
     }
-    status = s->x->ops->max_time(s->x, v, max_p);
+    w.timeout_s = s->opts.timeout_s;
+    w.on_wait = s->opts.on_wait;
+    w.on_wait_arg = s->opts.on_wait_arg;
+    status = s->x->ops->max_time(s->x, v, max_p, &w);
     if (status != TPU_OK) {
         return tpu_err_set(err, status, "transport %s: max over chips failed: %s", s->x->ops->name,
                            s->x->msg);

@@ -190,16 +190,19 @@ static void local_idle(tpu_xport_t *x, int rounds)
     (void)rounds;
 }
 
-static tpu_status_t local_max_time(tpu_xport_t *x, double local, double *max_p)
+static tpu_status_t local_max_time(tpu_xport_t *x, double local, double *max_p,
+                                   const tpu_xport_wait_t *w)
 {
     (void)x;
+    (void)w;
     *max_p = local; /* the executor already took the max over all (local) chips */
     return TPU_OK;
 }
 
 static tpu_status_t local_gather_sigs(tpu_xport_t *x, const tpu_call_sig_t *mine,
-                                      tpu_call_sig_t *all)
+                                      tpu_call_sig_t *all, const tpu_xport_wait_t *w)
 {
+    (void)w;
     memcpy(all, mine, (size_t)x->nchips * sizeof(*all));
     return TPU_OK;
 }

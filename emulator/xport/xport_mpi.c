@@ -77,6 +77,11 @@ typedef struct mpi_xport {
     tpu_xport_req_t *quarantine; /* requests MPI may still write: freed at destroy */
     double cancel_deadline;      /* the error path's waits end here */
     int lib_yields;              /* MPI's progress yields the CPU when it finds nothing */
+    /* The exchanges of max_time and gather_sigs: their request (left open when one
+     * timed out, as MPI cannot cancel a collective) and buffers that outlive it. */
+    MPI_Request coll;
+    tpu_call_sig_t *sigs_in, *sigs_out;
+    double dbl[2];
 } mpi_xport_t;
 
 /* A staging buffer of at least 'bytes' from the pool (or new). */
@@ -540,27 +545,124 @@ static void mpi_idle(tpu_xport_t *x, int rounds)
     nanosleep(&ts, NULL);
 }
 
-static tpu_status_t mpi_max_time(tpu_xport_t *x, double local, double *max_p)
+/*
+ * Wait for the exchange open in mx->coll as 'w' says: polled, calling the
+ * caller's hook, backing off as mpi_idle does.  Past the timeout the request is
+ * left open (MPI cannot cancel a collective) with the buffers it writes, which
+ * belong to the transport: the caller ends the job, and every later exchange
+ * fails at once.
+ */
+static tpu_status_t wait_coll(mpi_xport_t *mx, const char *what, const tpu_xport_wait_t *w)
 {
-    int rc = MPI_Allreduce(&local, max_p, 1, MPI_DOUBLE, MPI_MAX, ((mpi_xport_t *)x)->comm);
+    double t0 = tpu__now_s();
+    int flag = 0, rounds = 0, rc;
 
-    return rc == MPI_SUCCESS ? TPU_OK : mpi_fail(x, "MPI_Allreduce", rc);
+    for (;;) {
+        rc = MPI_Test(&mx->coll, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            mx->coll = MPI_REQUEST_NULL;
+            return mpi_fail(&mx->base, what, rc);
+        }
+        if (flag) {
+            return TPU_OK;
+        }
+        if (w != NULL && w->timeout_s > 0 && tpu__now_s() - t0 > w->timeout_s) {
+            snprintf(mx->base.msg, sizeof(mx->base.msg),
+                     "%s did not complete within %g s: a chip is behind", what, w->timeout_s);
+            return TPU_ERR_TIMEOUT;
+        }
+        if (w != NULL && w->on_wait != NULL) {
+            w->on_wait(w->on_wait_arg, -1);
+        }
+        mpi_idle(&mx->base, rounds++);
+    }
 }
 
-static tpu_status_t mpi_gather_sigs(tpu_xport_t *x, const tpu_call_sig_t *mine, tpu_call_sig_t *all)
+/* May an exchange start?  Not while one that timed out is still open. */
+static tpu_status_t coll_ready(mpi_xport_t *mx)
 {
-    int rc = MPI_Allgather(mine, (int)sizeof(*mine), MPI_BYTE, all, (int)sizeof(*mine), MPI_BYTE,
-                           ((mpi_xport_t *)x)->comm);
+    int flag = 1;
 
-    return rc == MPI_SUCCESS ? TPU_OK : mpi_fail(x, "MPI_Allgather", rc);
+    if (mx->coll != MPI_REQUEST_NULL) {
+        MPI_Test(&mx->coll, &flag, MPI_STATUS_IGNORE);
+    }
+    if (!flag) {
+        snprintf(mx->base.msg, sizeof(mx->base.msg),
+                 "an earlier exchange of the chips timed out and is still open");
+        return TPU_ERR_TIMEOUT;
+    }
+    return TPU_OK;
+}
+
+static tpu_status_t mpi_max_time(tpu_xport_t *x, double local, double *max_p,
+                                 const tpu_xport_wait_t *w)
+{
+    mpi_xport_t *mx = (mpi_xport_t *)x;
+    tpu_status_t status = coll_ready(mx);
+    int rc;
+
+    if (status != TPU_OK) {
+        return status;
+    }
+    mx->dbl[0] = local;
+    rc = MPI_Iallreduce(&mx->dbl[0], &mx->dbl[1], 1, MPI_DOUBLE, MPI_MAX, mx->comm, &mx->coll);
+    if (rc != MPI_SUCCESS) {
+        mx->coll = MPI_REQUEST_NULL;
+        return mpi_fail(x, "MPI_Iallreduce", rc);
+    }
+    status = wait_coll(mx, "the max of the chips' clocks (MPI_Iallreduce)", w);
+    if (status == TPU_OK) {
+        *max_p = mx->dbl[1];
+    }
+    return status;
+}
+
+static tpu_status_t mpi_gather_sigs(tpu_xport_t *x, const tpu_call_sig_t *mine, tpu_call_sig_t *all,
+                                    const tpu_xport_wait_t *w)
+{
+    mpi_xport_t *mx = (mpi_xport_t *)x;
+    tpu_status_t status = coll_ready(mx);
+    int rc;
+
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (mx->sigs_out == NULL) {
+        mx->sigs_in = tpu__malloc(sizeof(*mx->sigs_in));
+        mx->sigs_out = tpu__malloc((size_t)x->nchips * sizeof(*mx->sigs_out));
+        if (mx->sigs_in == NULL || mx->sigs_out == NULL) {
+            tpu__free(mx->sigs_in);
+            tpu__free(mx->sigs_out);
+            mx->sigs_in = mx->sigs_out = NULL;
+            snprintf(x->msg, sizeof(x->msg), "out of memory for the calls of %d chips", x->nchips);
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
+    *mx->sigs_in = *mine;
+    rc = MPI_Iallgather(mx->sigs_in, (int)sizeof(*mine), MPI_BYTE, mx->sigs_out, (int)sizeof(*mine),
+                        MPI_BYTE, mx->comm, &mx->coll);
+    if (rc != MPI_SUCCESS) {
+        mx->coll = MPI_REQUEST_NULL;
+        return mpi_fail(x, "MPI_Iallgather", rc);
+    }
+    status = wait_coll(mx, "the comparison of the chips' calls (MPI_Iallgather)", w);
+    if (status == TPU_OK) {
+        memcpy(all, mx->sigs_out, (size_t)x->nchips * sizeof(*all));
+    }
+    return status;
 }
 
 static void mpi_destroy(tpu_xport_t *x)
 {
     mpi_xport_t *mx = (mpi_xport_t *)x;
+    int open = coll_ready(mx) != TPU_OK;
 
     while (mx->npool > 0) {
         tpu__free(mx->pool[--mx->npool]);
+    }
+    if (!open) {
+        tpu__free(mx->sigs_in);
+        tpu__free(mx->sigs_out);
     }
     tpu__free(mx->many);
     tpu__free(mx->many_st);
@@ -580,7 +682,9 @@ static void mpi_destroy(tpu_xport_t *x)
         tpu__free(r);
     }
     tpu__free(x->local_chips);
-    tpu__free(mx);
+    if (!open) {
+        tpu__free(mx); /* else MPI may still write its buffers: kept to the end of the process */
+    }
 }
 
 /*
@@ -642,6 +746,7 @@ tpu_status_t tpu_xport_mpi_create(MPI_Comm comm, tpu_xport_t **x_p, tpu_err_t *e
         return tpu_err_set(err, TPU_ERR_TRANSPORT, "MPI_Comm_dup failed (code %d)", rc);
     }
     MPI_Comm_set_errhandler(mx->comm, MPI_ERRORS_RETURN);
+    mx->coll = MPI_REQUEST_NULL;
     MPI_Comm_rank(mx->comm, &rank);
     MPI_Comm_size(mx->comm, &size);
     mx->base.ops = &mpi_ops;

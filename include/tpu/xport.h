@@ -96,6 +96,18 @@ typedef struct tpu_msg_hdr {
 typedef struct tpu_xport tpu_xport_t;
 typedef struct tpu_xport_req tpu_xport_req_t;
 
+/*
+ * How a collective exchange of the transport (max_time, gather_sigs) waits for
+ * the other chips: a chip that is stopped or dead must not leave the others in
+ * it forever.  NULL: wait as long as it takes.
+ */
+typedef struct tpu_xport_wait {
+    double timeout_s; /* > 0: give up after this many seconds with TPU_ERR_TIMEOUT */
+    /* Called while waiting, with chip -1 (everyone is waited for); NULL: none. */
+    void (*on_wait)(void *arg, int chip);
+    void *on_wait_arg;
+} tpu_xport_wait_t;
+
 typedef struct tpu_xport_ops {
     size_t size;      /* sizeof(tpu_xport_ops_t) the implementation was built against */
     const char *name; /* "mpi", "loopback", "sim" */
@@ -121,11 +133,14 @@ typedef struct tpu_xport_ops {
     void (*cancel)(tpu_xport_t *x, tpu_xport_req_t *req);
     /* Wait a little for progress without burning the CPU (called when nothing completed). */
     void (*idle)(tpu_xport_t *x, int rounds);
-    /* The largest modeled time over all chips of the transport (a max-reduction). */
-    tpu_status_t (*max_time)(tpu_xport_t *x, double local, double *max_p);
+    /* The largest modeled time over all chips of the transport (a max-reduction).
+     * Collective over all chips; waits as 'w' says (TPU_ERR_TIMEOUT past its timeout). */
+    tpu_status_t (*max_time)(tpu_xport_t *x, double local, double *max_p,
+                             const tpu_xport_wait_t *w);
     /* Gather the call of every chip into 'all' (nchips entries), from the local ones'
-     * 'mine' (nlocal entries).  Collective over all chips; blocks. */
-    tpu_status_t (*gather_sigs)(tpu_xport_t *x, const tpu_call_sig_t *mine, tpu_call_sig_t *all);
+     * 'mine' (nlocal entries).  Collective over all chips; waits as 'w' says. */
+    tpu_status_t (*gather_sigs)(tpu_xport_t *x, const tpu_call_sig_t *mine, tpu_call_sig_t *all,
+                                const tpu_xport_wait_t *w);
     void (*destroy)(tpu_xport_t *x);
 } tpu_xport_ops_t;
 

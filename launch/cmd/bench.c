@@ -355,6 +355,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
     tpu_report_t rep;
     tpu_progress_t progress;
     double t_job = 0, *walls = NULL;
+    char host_what[96];
     const char *corrupt = getenv("TPUEMU_TEST_CORRUPT"); /* tests only: flip a byte */
     long nrows_all = 0;
 
@@ -492,7 +493,13 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             group = desc.kind == TPU_COLL_P2P ? 2 : tpu_coll_plan_group_size(c.plan);
             compare = o->compare_mpi && mpi_has(&c.desc);
             if (compare) {
+                /* MPI_Comm_split and the host's own collectives block: guarded, so that
+                 * a stopped chip does not leave its group in them forever. */
+                snprintf(host_what, sizeof(host_what), "the host MPI's own %s (--compare-mpi)",
+                         tpu_coll_name(c.desc.kind));
+                tpu_job_guard_arm(&job, timeout, "the groups of the host MPI's collectives");
                 gcomm = group_comm(&job, &c.desc);
+                tpu_job_guard_disarm(&job);
             }
             /* Ours and the host MPI's alternate call by call, so that both see the
              * same machine (the load of 16 ranks on 2 cores drifts within a run). */
@@ -524,9 +531,12 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                     double m;
 
                     tpu_job_barrier(&job, "the barrier around a bench row");
+                    /* Armed and disarmed outside the timed call (mpi_once times itself). */
+                    tpu_job_guard_arm(&job, timeout, host_what);
                     m = mpi_once(
                         &c, gcomm,
                         tpu_topo_group_index(tpu_pod_topo(job.pod), c.desc.axes, job.chip));
+                    tpu_job_guard_disarm(&job);
                     if (it >= warmup) {
                         mpi_sum += m;
                     }

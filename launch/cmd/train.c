@@ -1340,6 +1340,6 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
         tpu_pod_destroy(one);
     }
     run_fini(&r);
-    MPI_Bcast(&ok, 1, MPI_INT, 0, job->comm);
+    tpu_job_bcast(job, &ok, 1, MPI_INT, 0, "the comparison with the one-chip run");
     return ok ? 0 : 1;
 }

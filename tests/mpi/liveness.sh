@@ -5,10 +5,15 @@
 #   MODE inject: a 4-rank run with --inject crash:chip=3,call=2
 #   MODE injstop: a 4-rank bench with --inject stop:chip=C,call=5, C = 1, 2, 3
 #   MODE trainstop: SIGSTOP world rank 2 of a 4-rank train (--timeout 2) once it runs
-# Passes when the job ends non-zero within the bound (--timeout + 5 s for stop and trainstop,
-# 10 s for kill and inject, 15 s for injstop, from the signal or the start), and one 'tpuemu:'
-# line names the chip that was behind or lost by its coordinates.  Prints the
-# seconds it took and the line.
+#   MODE runstop: the default run with --inject stop:chip=2,call=3 (the stop comes before the
+#                 comparison of the chips' calls, a collective of the transport)
+#   MODE mpistop: SIGSTOP world rank 2 of a 4-rank bench --compare-mpi (--timeout 2): the
+#                 stop lands in ours or in the host MPI's own blocking psum (the guard)
+# Passes when one 'tpuemu:' line names the chip that was behind or lost by its
+# coordinates within the bound (--timeout + 5 s for stop, trainstop, mpistop, injstop
+# and runstop, 10 s for kill and inject, from the signal, or from the moment the chip
+# that stops or kills itself is seen stopped or gone) and the job then ends non-zero
+# (within 10 s more: mpirun's teardown).  Prints the seconds it took and the line.
 set -u
 mode=$1 tpuemu=$2
 # MODE injstop: --inject stop:chip=C,call=K stops chip C (SIGSTOP, raised by
@@ -32,22 +37,50 @@ args=(bench --topology 2x2 --collective psum --min-bytes 4K --max-bytes 4K --ite
 # trainstop: SIGSTOP rank 2 of a training job; between steps (the step-time and
 # error checks) as inside its collectives, the watchdog names it.
 [ "$mode" = trainstop ] && args=(train --topology 2x2 --steps 1000000 --hidden 256 --timeout 2)
+[ "$mode" = mpistop ] && args+=(--compare-mpi)
 chip=${TPU_LIVENESS_CHIP:-2}
 [ "$mode" = injstop1 ] && args+=(--inject "stop:chip=$chip,call=5")
+[ "$mode" = runstop ] && args=(run --topology 2x2 --inject stop:chip=2,call=3 --timeout 2)
 start=$(date +%s.%N)
 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -n 4 "$tpuemu" "${args[@]}" >"$out" 2>&1 &
 mpid=$!
 # The pid of world rank 2 (its environment says which rank it is).
 victim=
-if [ "$mode" = stop ] || [ "$mode" = kill ] || [ "$mode" = trainstop ]; then
+# The pid of world rank $1, once it exists (empty if it does not yet).
+rank_pid() {
+    local p
+    for p in $(pgrep -P "$mpid"); do
+        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+            echo "$p"
+        fi
+    done
+}
+if [ "$mode" = injstop1 ] || [ "$mode" = runstop ] || [ "$mode" = inject ]; then
+    # A chip that stops (or kills) itself: the bound counts from the moment it is
+    # seen stopped (or gone).  From the start, it counted the start-up too, which a
+    # loaded machine stretches: under two CPU hogs 'inject' took 10.1 s of its 10.
+    [ "$mode" = inject ] && chip=3
+    stopped=
+    for _ in $(seq 1 1200); do
+        [ -n "$victim" ] || victim=$(rank_pid "$chip")
+        if [ -n "$victim" ]; then
+            state=$(awk '{ print $3 }' "/proc/$victim/stat" 2>/dev/null)
+            case $mode:$state in
+            inject: | inject:Z | inject:X | injstop1:T | runstop:T) stopped=1 ;;
+            esac
+            [ -n "$stopped" ] && break
+        fi
+        kill -0 "$mpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -n "$stopped" ] || { echo "FAIL: chip $chip never stopped"; cat "$out"; kill "$mpid"; exit 1; }
+    start=$(date +%s.%N)
+fi
+if [ "$mode" = stop ] || [ "$mode" = kill ] || [ "$mode" = trainstop ] || [ "$mode" = mpistop ]
+then
     for _ in $(seq 1 300); do
         if grep -qE '^ *4096|^#|^step' "$out" 2>/dev/null; then
-            for p in $(pgrep -P "$mpid"); do
-                if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=2
-                then
-                    victim=$p
-                fi
-            done
+            victim=$(rank_pid 2)
             [ -n "$victim" ] && break
         fi
         sleep 0.1
@@ -58,16 +91,22 @@ if [ "$mode" = stop ] || [ "$mode" = kill ] || [ "$mode" = trainstop ]; then
     if [ "$mode" = kill ]; then kill -9 "$victim"; else kill -STOP "$victim"; fi
 fi
 limit=10
-[ "$mode" = stop ] || [ "$mode" = trainstop ] && limit=7
-# injstop counts from the start (the stop comes at call 5, after start-up).
-[ "$mode" = injstop1 ] && limit=15
+case $mode in stop | trainstop | mpistop | injstop1 | runstop) limit=7 ;; esac
 rc=0
-for _ in $(seq 1 $((limit * 10 + 50))); do
+# The bound is on our part: the moment a 'tpuemu:' line names the chip.  mpirun's
+# teardown after that (it stops 4 processes, one of them stopped, on a loaded
+# machine: 2.8 s under two CPU hogs) only has to end: $teardown s more.
+teardown=10
+named=
+for _ in $(seq 1 $(((limit + teardown) * 10))); do
+    if [ -z "$named" ] && grep -qE '^tpuemu: .*(behind|lost)' "$out" 2>/dev/null; then
+        named=$(date +%s.%N)
+    fi
     kill -0 "$mpid" 2>/dev/null || break
     sleep 0.1
 done
 if kill -0 "$mpid" 2>/dev/null; then
-    echo "FAIL: the job still runs $((limit + 5)) s after the $mode"
+    echo "FAIL: the job still runs $((limit + teardown)) s after the $mode"
     [ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null
     kill "$mpid"
     cat "$out"
@@ -76,14 +115,15 @@ fi
 wait "$mpid"
 rc=$?
 end=$(date +%s.%N)
-secs=$(echo "$end - $start" | bc)
-echo "$mode: exit $rc after $secs s"
+[ -n "$named" ] || named=$end
+secs=$(echo "$named - $start" | bc)
+echo "$mode: named after $secs s, exit $rc after $(echo "$end - $start" | bc) s"
 grep '^tpuemu: ' "$out" | grep -v 'chips of' | sed 's/^/  /'
 [ "$rc" -ne 0 ] || { echo "FAIL: exit 0"; cat "$out"; exit 1; }
 awk -v s="$secs" -v l="$limit" 'BEGIN { exit !(s <= l) }' || {
-    echo "FAIL: took $secs s, more than $limit"; cat "$out"; exit 1; }
+    echo "FAIL: the chip was named after $secs s, more than $limit"; cat "$out"; exit 1; }
 case $mode in
-stop | trainstop) want='chip 2 \(1,0\), MPI rank 2 is behind' ;;
+stop | trainstop | mpistop | runstop) want='chip 2 \(1,0\), MPI rank 2 is behind' ;;
 kill) want='lost chip 2 \(1,0\), MPI rank 2' ;;
 inject) want='lost chip 3 \(1,1\), MPI rank 3' ;;
 injstop1) want="chip $chip \\($((chip / 2)),$((chip % 2))\\), MPI rank $chip is behind" ;;
