@@ -463,6 +463,7 @@ void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int ro
 void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err)
 {
     char what[TPU_ERR_MSG_LEN + 64];
+    MPI_Request req;
 
     if (err->status != TPU_ERR_TIMEOUT) {
         tpu_job_abort(job, err->msg);
@@ -475,7 +476,12 @@ void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err)
      */
     job->timeout = job->timeout < FAIL_WAIT_S ? job->timeout : FAIL_WAIT_S;
     snprintf(what, sizeof(what), "the end of a collective that timed out (%s)", err->msg);
-    tpu_job_barrier(job, what);
+    /* On the watchdog's communicator, not job->comm: a chip whose part of the
+     * collective completed is already in the next collective on job->comm, and a
+     * barrier there met it (MPI_ERR_TRUNCATE in a loaded train, a false "lost chip"). */
+    enter(job, TPU_JOB_WAIT_ALL);
+    MPI_Ibarrier(job->watch != MPI_COMM_NULL ? job->watch : job->comm, &req);
+    tpu_job_wait(job, &req, what);
     tpu_job_abort(job, err->msg); /* every chip came: a deadlock among live chips */
 }
 
@@ -666,6 +672,12 @@ void tpu_job_guard_arm(tpu_job_t *job, double seconds, const char *what)
 
     if (seconds <= 0) {
         return;
+    }
+    /* A sync point: rank 0 hears this rank now, before it falls silent in the wait.
+     * Else one that left a barrier for the host's collective looked older than the
+     * chip stopped inside that barrier, and rank 0 named it as the silent one. */
+    if (job->watch != MPI_COMM_NULL) {
+        enter(job, TPU_JOB_WAIT_ALL);
     }
     if (!job->guard_made) {
         struct sigevent sev;
