@@ -521,6 +521,9 @@ void tpu_usage(FILE *out, const char *cmd)
             "  --compare-mpi    also time the host MPI library's own collective on the same\n"
             "                   bytes (MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block,\n"
             "                   MPI_Alltoall) and print the ratio\n"
+            "  --iters N        timed iterations per size (default 5)\n"
+            "  --warmup N       untimed iterations before them (default 5: MPI libraries\n"
+            "                   set up their fast paths per peer over the first messages)\n"
             "  --timeout S      watchdog seconds per collective (default 60)\n\n%s",
             common);
     } else if (strcmp(cmd, "info") == 0) {

@@ -343,7 +343,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
     tpu_err_t err = {0};
     tpu_coll_kind_t kinds[TPU_COLL_COUNT];
     int nkinds = 0, k, iters = o->iters >= 0 ? o->iters : 5,
-        warmup = o->warmup >= 0 ? o->warmup : 1;
+        warmup = o->warmup >= 0 ? o->warmup : 5;
     int code = tpu_job_start(o, &argc, &argv, &job), failed = 0, rows_total = 0;
     unsigned long long lo = 1024, hi = 1u << 20;
     double timeout = o->timeout > 0 ? o->timeout : 60;
