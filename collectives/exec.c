@@ -24,6 +24,10 @@
  * link constant), checked on arrival together with the flow index and the size;
  * the optional first exchange (check_peers) compares every chip's signature
  * before any byte moves.  A mismatch names both chips and the differing field.
+ * When every member of a psum's group is on this node and the transport shares
+ * memory between them (mpi: an MPI-3 shared window), the host plan's additions
+ * are done from the members' shared regions instead (shm_psum.c), in the same
+ * order, so with the same bits; TPUEMU_HOST_SHM=0 turns that off.
  * Tags carry the call number (runs of the transport without options), so what
  * a failed call left in flight never matches a later call; the error path cancels exactly the
  * requests still live, and the run object can run again after any error.
@@ -41,6 +45,7 @@
 #include "lines.h"
 #include "plan.h"
 #include "reduce.h"
+#include "shm_psum.h"
 #include "timing.h"
 
 #include <stdio.h>
@@ -87,6 +92,8 @@ struct tpu_coll_exec {
      * the flows between its two chips in schedule order, which both chips count
      * alike from their own part of the schedule; NULL: the flow index. */
     int32_t *msg_id;
+    /* The psum through the node's shared memory (shm_psum.c), or NULL. */
+    tpu_shm_psum_t *shm;
 };
 
 /* "chip 5 (1,1)" or "chip 17 (slice 1, 0,1)". */
@@ -1161,6 +1168,7 @@ void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
     tpu__free(exec->is_local);
     tpu__free(exec->local_index);
     tpu__free(exec->msg_id);
+    tpu__shm_psum_destroy(exec->shm);
     tpu__plan_sched_fini(&exec->data);
     tpu__free(exec);
 }
@@ -1219,6 +1227,13 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
         }
         e->ps = &e->data;
         e->send_from_recv = e->data.s.nlocal > 0;
+        if (local != NULL) {
+            status = tpu__shm_psum_create(plan, x, strcmp(e->data.s.algo, "direct") == 0, &e->shm);
+            if (status != TPU_OK && status != TPU_ERR_UNSUPPORTED) {
+                status = tpu_err_set(err, status, "out of memory for the shared-memory psum");
+                goto fail;
+            }
+        }
         if (plan->data_scale == 2) {
             /* bf16 words on the wire, f32 accumulators here. */
             e->scale = 1;
@@ -1328,6 +1343,13 @@ tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t 
             return status;
         }
     }
+    if (ctx->shm != NULL && tpu__shm_psum_usable(ctx->shm, opts->call)) {
+        status = tpu__shm_psum_run(ctx->shm, &ctx->sig, opts, in[0], out[0], err);
+        if (status == TPU_OK) {
+            *modeled_us_p = (opts->local_time ? ctx->local_end_s : ctx->end_s) * 1e6;
+        }
+        return status;
+    }
     if (x->moves_data) {
         prepare(ctx, in, out);
     }
@@ -1406,4 +1428,19 @@ out:
     tpu__free(e.state);
     tpu__free(pend);
     return status;
+}
+
+void tpu__exec_chip_str(const tpu_topo_t *topo, int chip, char *buf, size_t len)
+{
+    chip_str(topo, chip, buf, len);
+}
+
+void tpu__exec_sig_str(const tpu_call_sig_t *s, char *buf, size_t len)
+{
+    sig_str(s, buf, len);
+}
+
+int tpu__exec_sig_diff(const tpu_call_sig_t *a, const tpu_call_sig_t *b, char *buf, size_t len)
+{
+    return sig_diff(a, b, buf, len);
 }

@@ -23,6 +23,13 @@
  * read through the MPI tool interface), the executor's one test per pass already
  * yielded and idle adds no second yield (on 16 ranks on 2 cores, each yield waits
  * a turn of every other process: two per pass made every wait twice as long).
+ *
+ * Shared memory: the ranks of one node (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED)
+ * allocate one MPI-3 shared window when the transport is made, a region of
+ * SHM_BYTES per rank (TPUEMU_HOST_SHM_BYTES overrides it; TPUEMU_HOST_SHM=0 makes
+ * none), and the executor reads and writes the regions of its node's chips
+ * directly (shm_region).  The window is never freed before MPI_Finalize:
+ * MPI_Win_free is collective and would wait forever for a stopped rank.
  */
 #include "tpu/alloc.h"
 #include "tpu/mpi.h"
@@ -32,6 +39,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -40,6 +48,8 @@
 /* The largest payload carried in the first message, after the header. */
 #define INLINE_MAX 16384
 #define FIRST_CAP  (sizeof(tpu_msg_hdr_t) + INLINE_MAX)
+/* Shared memory per rank of a node: the executor's pieces are half of it. */
+#define SHM_BYTES ((size_t)8 << 20)
 /* How long the error path waits for a receive that MPI had already matched. */
 #define CANCEL_WAIT_S 1.0
 
@@ -82,6 +92,12 @@ typedef struct mpi_xport {
     MPI_Request coll;
     tpu_call_sig_t *sigs_in, *sigs_out;
     double dbl[2];
+    /* Shared memory of the node's ranks: the window, and every chip's region (NULL
+     * off this node); NULL when there is none. */
+    MPI_Comm node;
+    MPI_Win win;
+    void **shm;
+    size_t shm_bytes;
 } mpi_xport_t;
 
 /* A staging buffer of at least 'bytes' from the pool (or new). */
@@ -667,6 +683,7 @@ static void mpi_destroy(tpu_xport_t *x)
     tpu__free(mx->many);
     tpu__free(mx->many_st);
     tpu__free(mx->many_idx);
+    tpu__free(mx->shm); /* (the window and the node's communicator: see the top) */
     MPI_Comm_free(&mx->comm);
     while (mx->free_reqs != NULL) {
         tpu_xport_req_t *r = mx->free_reqs;
@@ -685,6 +702,94 @@ static void mpi_destroy(tpu_xport_t *x)
     if (!open) {
         tpu__free(mx); /* else MPI may still write its buffers: kept to the end of the process */
     }
+}
+
+static void *mpi_shm_region(tpu_xport_t *x, int chip, size_t *bytes_p)
+{
+    mpi_xport_t *mx = (mpi_xport_t *)x;
+
+    *bytes_p = mx->shm_bytes;
+    return mx->shm != NULL && chip >= 0 && chip < x->nchips ? mx->shm[chip] : NULL;
+}
+
+/*
+ * The node's shared window, when every rank of the node wants one and has it
+ * (agreed first, as allocating is collective over the node).  Collective over
+ * the transport's communicator.  Without it (a failure, TPUEMU_HOST_SHM=0, one
+ * rank on the node) the transport has no shared memory: never an error.
+ */
+static void shm_create(mpi_xport_t *mx)
+{
+    const char *on = getenv("TPUEMU_HOST_SHM"), *sz = getenv("TPUEMU_HOST_SHM_BYTES");
+    long long want[2], all[2];
+    int nnode = 0, ok, all_ok = 0, r, *node_ranks = NULL, *ranks = NULL;
+    MPI_Group gnode, gcomm;
+    MPI_Info info;
+    void *base = NULL;
+
+    mx->node = MPI_COMM_NULL;
+    mx->win = MPI_WIN_NULL;
+    if (MPI_Comm_split_type(mx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &mx->node) !=
+        MPI_SUCCESS) {
+        mx->node = MPI_COMM_NULL;
+        return;
+    }
+    MPI_Comm_set_errhandler(mx->node, MPI_ERRORS_RETURN);
+    MPI_Comm_size(mx->node, &nnode);
+    /* Every rank of the node: on, and the smallest region asked for (at least 64 KiB). */
+    want[0] = on == NULL || strcmp(on, "0") != 0;
+    want[1] = sz != NULL && atoll(sz) >= 65536 ? atoll(sz) : (long long)SHM_BYTES;
+    if (MPI_Allreduce(want, all, 2, MPI_LONG_LONG, MPI_MIN, mx->node) != MPI_SUCCESS || !all[0] ||
+        nnode < 2) {
+        return;
+    }
+    mx->shm_bytes = (size_t)all[1] & ~(size_t)63;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    ok = MPI_Win_allocate_shared((MPI_Aint)mx->shm_bytes, 64, info, mx->node, &base, &mx->win) ==
+         MPI_SUCCESS;
+    MPI_Info_free(&info);
+    if (!ok) {
+        mx->win = MPI_WIN_NULL;
+    }
+    mx->shm = tpu__calloc((size_t)mx->base.nchips, sizeof(void *));
+    node_ranks = tpu__malloc((size_t)nnode * sizeof(int));
+    ranks = tpu__malloc((size_t)nnode * sizeof(int));
+    ok =
+        ok && mx->shm != NULL && node_ranks != NULL && ranks != NULL && ((uintptr_t)base & 63) == 0;
+    if (ok) {
+        MPI_Comm_group(mx->node, &gnode);
+        MPI_Comm_group(mx->comm, &gcomm);
+        for (r = 0; r < nnode; r++) {
+            node_ranks[r] = r;
+        }
+        ok = MPI_Group_translate_ranks(gnode, nnode, node_ranks, gcomm, ranks) == MPI_SUCCESS;
+        MPI_Group_free(&gnode);
+        MPI_Group_free(&gcomm);
+    }
+    for (r = 0; r < nnode && ok; r++) {
+        MPI_Aint bytes = 0;
+        int disp = 0;
+        void *p = NULL;
+
+        ok = MPI_Win_shared_query(mx->win, r, &bytes, &disp, &p) == MPI_SUCCESS &&
+             (size_t)bytes == mx->shm_bytes && ranks[r] >= 0 && ranks[r] < mx->base.nchips &&
+             ((uintptr_t)p & 63) == 0;
+        if (ok) {
+            mx->shm[ranks[r]] = p;
+        }
+    }
+    if (ok) {
+        memset(base, 0, mx->shm_bytes);
+    }
+    /* Every region zeroed before anyone reads it; and all of the node or none. */
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, mx->node) != MPI_SUCCESS || !all_ok) {
+        tpu__free(mx->shm);
+        mx->shm = NULL;
+        mx->shm_bytes = 0;
+    }
+    tpu__free(node_ranks);
+    tpu__free(ranks);
 }
 
 /*
@@ -724,6 +829,7 @@ static const tpu_xport_ops_t mpi_ops = {
     .max_time = mpi_max_time,
     .gather_sigs = mpi_gather_sigs,
     .destroy = mpi_destroy,
+    .shm_region = mpi_shm_region,
 };
 
 tpu_status_t tpu_xport_mpi_create(MPI_Comm comm, tpu_xport_t **x_p, tpu_err_t *err)
@@ -755,6 +861,7 @@ tpu_status_t tpu_xport_mpi_create(MPI_Comm comm, tpu_xport_t **x_p, tpu_err_t *e
     mx->base.local_chips[0] = rank;
     mx->base.moves_data = 1;
     mx->lib_yields = lib_yields_when_idle();
+    shm_create(mx);
     {
         int *ub = NULL, flag = 0;
 

@@ -142,6 +142,12 @@ typedef struct tpu_xport_ops {
     tpu_status_t (*gather_sigs)(tpu_xport_t *x, const tpu_call_sig_t *mine, tpu_call_sig_t *all,
                                 const tpu_xport_wait_t *w);
     void (*destroy)(tpu_xport_t *x);
+    /* Memory shared by the chips of one node (NULL: the transport has none).  The
+     * address in this process of chip 'chip''s region, which every chip of its node
+     * maps: 64-byte aligned, zero when the transport was made, '*bytes_p' bytes (the
+     * same for every chip), written only by its chip's executor.  NULL when 'chip'
+     * is on another node or the transport made no shared memory. */
+    void *(*shm_region)(tpu_xport_t *x, int chip, size_t *bytes_p);
 } tpu_xport_ops_t;
 
 /* The fields every transport starts with. */

@@ -1,0 +1,351 @@
+/*
+ * psum through the memory the chips of one node share (the transport's
+ * shm_region: an MPI-3 shared window), instead of messages, when every member
+ * of the chip's group is on its node.
+ *
+ * Each chip's region starts with a control block (its phase counter, stamped
+ * with the call number, and its call signature), then an input area and a result
+ * area.  The buffer goes through in pieces of half a region, rounded to 64 n
+ * bytes.  Per piece, with n members:
+ *
+ *   one round (the one-round host plan's sizes):
+ *     copy my piece in -> publish 2i+1 -> wait for every member's 2i+1 (the first
+ *     time: check its call) -> add every member's piece into my output
+ *     -> publish 2i+2 -> wait for every member's 2i+2 (nobody reads my input now)
+ *   two rounds (larger):
+ *     copy my piece in -> publish 2i+1 -> wait 2i+1 -> add my 1/n of the piece
+ *     from every member's input into my result area -> publish 2i+2 -> wait 2i+2
+ *     -> copy every member's result into my output;  after the last piece:
+ *     publish 2N+1 -> wait 2N+1 (nobody reads my result area now)
+ *
+ * Cost: per chip, V bytes copied in, n V / n = V read and added (two rounds) or
+ * n V (one round), V copied out; 2 or 3 synchronisations per piece, each a poll
+ * of n - 1 counters.  No message, no MPI call.
+ *
+ * Every element is added in the order the message path adds it (exec.c's host
+ * plans): the one-round plan starts from member 0's value and adds the others in
+ * group order; the two-round plan starts from the value of the block's owner
+ * (the member the element's block belongs to) and adds the others in group
+ * order.  Which chip adds does not change the bits: the results are identical to
+ * the message path's (bf16: the same f32 accumulation, rounded once).
+ *
+ * Counters are per chip and stamped with the call number ((call + 1) << 32 |
+ * phase), stored with release and read with acquire: a chip left behind by a
+ * failed call never looks like the next call, and one found in a later call is
+ * a mismatch.  Every wait polls (spin, then sched_yield, then short sleeps),
+ * calls the caller's on_wait with the chip it waits for, and ends at the
+ * caller's timeout naming that chip.  Restrictions: psum, one local chip (the
+ * mpi transport), the whole group on the node, increasing call numbers (else
+ * the caller takes the message path; every chip decides alike).
+ */
+#include "shm_psum.h"
+
+#include "tpu/alloc.h"
+#include "tpu/dtype.h"
+
+#include "clock.h"
+#include "plan.h"
+#include "reduce.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* The control block's room at the start of a region. */
+#define SHM_HDR 1024
+/* Polls before the first yield, and yields before short sleeps. */
+#define SPIN   64
+#define YIELDS 20000
+
+typedef struct shm_ctl {
+    _Atomic uint64_t seq; /* (call + 1) << 32 | phase, stored by the owner (release) */
+    uint64_t last;        /* the owner's last call + 1 (the owner's own) */
+    unsigned char pad[48];
+    tpu_call_sig_t sig; /* the owner's call, written before its first phase */
+} shm_ctl_t;
+
+_Static_assert(sizeof(shm_ctl_t) <= SHM_HDR, "the control block fits its room");
+
+struct tpu_shm_psum {
+    const tpu_coll_plan_t *plan;
+    int n, mi;           /* members, and mine */
+    int one_round;       /* the one-round plan (every element from member 0) */
+    int wide;            /* bf16 words, f32 accumulation */
+    int esz;             /* user bytes per element */
+    int64_t piece;       /* bytes per piece */
+    int *chips;          /* the members' chips, group order */
+    shm_ctl_t **ctl;     /* per member: its control block */
+    unsigned char **in;  /* per member: its input area */
+    unsigned char **res; /* per member: its result area */
+    float *acc;          /* wide: the accumulator */
+};
+
+void tpu__shm_psum_destroy(tpu_shm_psum_t *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    tpu__free(s->chips);
+    tpu__free(s->ctl);
+    tpu__free(s->in);
+    tpu__free(s->res);
+    tpu__free(s->acc);
+    tpu__free(s);
+}
+
+tpu_status_t tpu__shm_psum_create(const tpu_coll_plan_t *plan, tpu_xport_t *x, int first_zero,
+                                  tpu_shm_psum_t **s_p)
+{
+    int n = plan->group, g, me;
+    size_t bytes = 0, b = 0;
+    int64_t in_cap, piece;
+    tpu_shm_psum_t *s;
+    shm_ctl_t probe;
+
+    *s_p = NULL;
+    if (plan->desc.kind != TPU_COLL_PSUM || n < 2 || plan->desc.bytes == 0 || x->nlocal != 1 ||
+        x->ops->size < sizeof(tpu_xport_ops_t) || x->ops->shm_region == NULL ||
+        !atomic_is_lock_free(&probe.seq)) {
+        return TPU_ERR_UNSUPPORTED;
+    }
+    me = x->local_chips[0];
+    if (x->ops->shm_region(x, me, &bytes) == NULL || bytes < SHM_HDR + (size_t)256 * n) {
+        return TPU_ERR_UNSUPPORTED;
+    }
+    in_cap = (int64_t)((bytes - SHM_HDR) / 2) & ~(int64_t)63;
+    piece = first_zero ? in_cap : in_cap / (64 * n) * (64 * n);
+    if (piece < 64 || ((int64_t)plan->desc.bytes + piece - 1) / piece >= ((int64_t)1 << 30)) {
+        return TPU_ERR_UNSUPPORTED;
+    }
+    for (g = 0; g < n; g++) {
+        if (x->ops->shm_region(x, tpu__plan_member(plan, me, g), &b) == NULL || b != bytes) {
+            return TPU_ERR_UNSUPPORTED; /* a member elsewhere: the messages */
+        }
+    }
+    s = tpu__calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    s->plan = plan;
+    s->n = n;
+    s->mi = tpu__plan_member_index(plan, me);
+    s->one_round = first_zero;
+    s->wide = plan->data_scale == 2;
+    s->esz = tpu_dtype_size(plan->desc.dtype);
+    s->piece = piece;
+    s->chips = tpu__malloc((size_t)n * sizeof(*s->chips));
+    s->ctl = tpu__malloc((size_t)n * sizeof(*s->ctl));
+    s->in = tpu__malloc((size_t)n * sizeof(*s->in));
+    s->res = tpu__malloc((size_t)n * sizeof(*s->res));
+    s->acc = s->wide ? tpu__malloc((size_t)piece * 2) : NULL;
+    if (s->chips == NULL || s->ctl == NULL || s->in == NULL || s->res == NULL ||
+        (s->wide && s->acc == NULL)) {
+        tpu__shm_psum_destroy(s);
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (g = 0; g < n; g++) {
+        unsigned char *base;
+
+        s->chips[g] = tpu__plan_member(plan, me, g);
+        base = x->ops->shm_region(x, s->chips[g], &b);
+        s->ctl[g] = (shm_ctl_t *)base;
+        s->in[g] = base + SHM_HDR;
+        s->res[g] = base + SHM_HDR + in_cap;
+    }
+    *s_p = s;
+    return TPU_OK;
+}
+
+int tpu__shm_psum_usable(const tpu_shm_psum_t *s, uint64_t call)
+{
+    return call < 0xfffffffeull && call + 1 > s->ctl[s->mi]->last;
+}
+
+static void publish(tpu_shm_psum_t *s, uint64_t v)
+{
+    atomic_store_explicit(&s->ctl[s->mi]->seq, v, memory_order_release);
+}
+
+/* Wait until member 'g' has published 'want' (or a later phase of the same call). */
+static tpu_status_t wait_one(tpu_shm_psum_t *s, int g, uint64_t want,
+                             const tpu_coll_run_opts_t *opts, double deadline, tpu_err_t *err)
+{
+    _Atomic uint64_t *seq = &s->ctl[g]->seq;
+    long rounds = 0;
+
+    for (;;) {
+        uint64_t v = atomic_load_explicit(seq, memory_order_acquire);
+        char a[64], b[64];
+
+        if ((v >> 32) == (want >> 32) && v >= want) {
+            return TPU_OK;
+        }
+        if ((v >> 32) > (want >> 32)) {
+            tpu__exec_chip_str(&s->plan->topo, s->chips[s->mi], a, sizeof(a));
+            tpu__exec_chip_str(&s->plan->topo, s->chips[g], b, sizeof(b));
+            return tpu_err_set(err, TPU_ERR_MISMATCH,
+                               "collective mismatch: %s is in call %llu of %s, but %s is "
+                               "already in call %llu; they differ in call number",
+                               a, (unsigned long long)(want >> 32) - 1, s->plan->name, b,
+                               (unsigned long long)(v >> 32) - 1);
+        }
+        if (++rounds <= SPIN) {
+            continue;
+        }
+        if (deadline > 0 && tpu__now_s() > deadline) {
+            tpu__exec_chip_str(&s->plan->topo, s->chips[s->mi], a, sizeof(a));
+            tpu__exec_chip_str(&s->plan->topo, s->chips[g], b, sizeof(b));
+            return tpu_err_set(err, TPU_ERR_TIMEOUT,
+                               "watchdog: %s waited %.0f s in %s (call %llu) for %s", a,
+                               opts->timeout_s, s->plan->name, (unsigned long long)opts->call, b);
+        }
+        if (opts->on_wait != NULL) {
+            opts->on_wait(opts->on_wait_arg, s->chips[g]);
+        }
+        if (rounds < SPIN + YIELDS) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 100000L};
+
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/* Wait for every other member's phase 'want'; 'check': then compare its call. */
+static tpu_status_t wait_all(tpu_shm_psum_t *s, const tpu_call_sig_t *sig, uint64_t want, int check,
+                             const tpu_coll_run_opts_t *opts, double deadline, tpu_err_t *err)
+{
+    int g;
+
+    for (g = 0; g < s->n; g++) {
+        tpu_status_t status;
+        tpu_call_sig_t peer;
+        char diff[128];
+
+        if (g == s->mi) {
+            continue;
+        }
+        status = wait_one(s, g, want, opts, deadline, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+        if (!check) {
+            continue;
+        }
+        memcpy(&peer, &s->ctl[g]->sig, sizeof(peer));
+        if (tpu__exec_sig_diff(sig, &peer, diff, sizeof(diff))) {
+            char a[64], b[64], sa[192], sb[192];
+
+            tpu__exec_chip_str(&s->plan->topo, s->chips[s->mi], a, sizeof(a));
+            tpu__exec_chip_str(&s->plan->topo, s->chips[g], b, sizeof(b));
+            tpu__exec_sig_str(sig, sa, sizeof(sa));
+            tpu__exec_sig_str(&peer, sb, sizeof(sb));
+            return tpu_err_set(err, TPU_ERR_MISMATCH,
+                               "collective mismatch: %s is in %s, but %s is in %s; they differ "
+                               "in %s",
+                               a, sa, b, sb, diff);
+        }
+    }
+    return TPU_OK;
+}
+
+/* Bytes [off, off + len) of the piece, summed from member 'first' on, into 'dst'. */
+static void add_seg(tpu_shm_psum_t *s, int first, int64_t off, int64_t len, unsigned char *dst)
+{
+    size_t nel = (size_t)(len / s->esz);
+    tpu_redop_t op = s->plan->desc.op;
+    int g;
+
+    if (s->wide) {
+        tpu_dtype_bf16_widen((const uint16_t *)(s->in[first] + off), s->acc, nel);
+        for (g = 0; g < s->n; g++) {
+            if (g != first) {
+                tpu__reduce_bf16(op, s->acc, (const uint16_t *)(s->in[g] + off), nel);
+            }
+        }
+        tpu_dtype_bf16_narrow(s->acc, (uint16_t *)dst, nel);
+        return;
+    }
+    memcpy(dst, s->in[first] + off, (size_t)len);
+    for (g = 0; g < s->n; g++) {
+        if (g != first) {
+            tpu__reduce(s->plan->desc.dtype, op, dst, s->in[g] + off, nel);
+        }
+    }
+}
+
+/* Bytes [lo, lo + len) of the buffer (in the piece from 'a'), summed into 'dst':
+ * split at the blocks' ends when each block starts from its owner's value. */
+static void add_range(tpu_shm_psum_t *s, int64_t a, int64_t lo, int64_t len, unsigned char *dst)
+{
+    int64_t shard = s->plan->shard;
+
+    while (len > 0) {
+        int64_t seg = len, j = 0;
+
+        if (!s->one_round) {
+            j = lo / shard;
+            if (lo + seg > (j + 1) * shard) {
+                seg = (j + 1) * shard - lo;
+            }
+        }
+        add_seg(s, (int)j, lo - a, seg, dst);
+        lo += seg;
+        dst += seg;
+        len -= seg;
+    }
+}
+
+tpu_status_t tpu__shm_psum_run(tpu_shm_psum_t *s, const tpu_call_sig_t *sig,
+                               const tpu_coll_run_opts_t *opts, const void *in, void *out,
+                               tpu_err_t *err)
+{
+    const unsigned char *src = in;
+    unsigned char *dst = out;
+    int64_t V = (int64_t)s->plan->desc.bytes, a;
+    uint64_t stamp = (sig->call + 1) << 32, k = 0;
+    double deadline = opts->timeout_s > 0 ? tpu__now_s() + opts->timeout_s : 0;
+    shm_ctl_t *mine = s->ctl[s->mi];
+    tpu_status_t status;
+    int g;
+
+    mine->last = sig->call + 1;
+    memcpy(&mine->sig, sig, sizeof(*sig));
+    for (a = 0; a < V; a += s->piece) {
+        int64_t L = V - a < s->piece ? V - a : s->piece;
+        int64_t q = ((L + s->n - 1) / s->n + s->esz - 1) / s->esz * s->esz;
+
+        memcpy(s->in[s->mi], src + a, (size_t)L);
+        publish(s, stamp | ++k);
+        status = wait_all(s, sig, stamp | k, a == 0, opts, deadline, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+        if (s->one_round) {
+            add_range(s, a, a, L, dst + a);
+        } else {
+            int64_t lo = (int64_t)s->mi * q < L ? (int64_t)s->mi * q : L;
+
+            add_range(s, a, a + lo, (lo + q < L ? lo + q : L) - lo, s->res[s->mi]);
+        }
+        publish(s, stamp | ++k);
+        status = wait_all(s, sig, stamp | k, 0, opts, deadline, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+        for (g = 0; g < s->n && !s->one_round; g++) {
+            int64_t lo = (int64_t)g * q < L ? (int64_t)g * q : L;
+            int64_t hi = lo + q < L ? lo + q : L;
+
+            memcpy(dst + a + lo, s->res[g], (size_t)(hi - lo));
+        }
+    }
+    if (!s->one_round) {
+        publish(s, stamp | ++k);
+        return wait_all(s, sig, stamp | k, 0, opts, deadline, err);
+    }
+    return TPU_OK;
+}
