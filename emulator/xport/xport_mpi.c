@@ -746,8 +746,11 @@ static void shm_create(mpi_xport_t *mx)
     mx->shm_bytes = (size_t)all[1] & ~(size_t)63;
     MPI_Info_create(&info);
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
-    ok = MPI_Win_allocate_shared((MPI_Aint)mx->shm_bytes, 64, info, mx->node, &base, &mx->win) ==
-         MPI_SUCCESS;
+    /* 64 bytes more: Open MPI's segments are 8-byte aligned (and their sizes rounded
+     * up to pages); each region starts at
+     * its segment's first 64-byte boundary. */
+    ok = MPI_Win_allocate_shared((MPI_Aint)(mx->shm_bytes + 64), 64, info, mx->node, &base,
+                                 &mx->win) == MPI_SUCCESS;
     MPI_Info_free(&info);
     if (!ok) {
         mx->win = MPI_WIN_NULL;
@@ -755,8 +758,7 @@ static void shm_create(mpi_xport_t *mx)
     mx->shm = tpu__calloc((size_t)mx->base.nchips, sizeof(void *));
     node_ranks = tpu__malloc((size_t)nnode * sizeof(int));
     ranks = tpu__malloc((size_t)nnode * sizeof(int));
-    ok =
-        ok && mx->shm != NULL && node_ranks != NULL && ranks != NULL && ((uintptr_t)base & 63) == 0;
+    ok = ok && mx->shm != NULL && node_ranks != NULL && ranks != NULL;
     if (ok) {
         MPI_Comm_group(mx->node, &gnode);
         MPI_Comm_group(mx->comm, &gcomm);
@@ -773,14 +775,13 @@ static void shm_create(mpi_xport_t *mx)
         void *p = NULL;
 
         ok = MPI_Win_shared_query(mx->win, r, &bytes, &disp, &p) == MPI_SUCCESS &&
-             (size_t)bytes == mx->shm_bytes && ranks[r] >= 0 && ranks[r] < mx->base.nchips &&
-             ((uintptr_t)p & 63) == 0;
+             (size_t)bytes >= mx->shm_bytes + 64 && ranks[r] >= 0 && ranks[r] < mx->base.nchips;
         if (ok) {
-            mx->shm[ranks[r]] = p;
+            mx->shm[ranks[r]] = (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
         }
     }
     if (ok) {
-        memset(base, 0, mx->shm_bytes);
+        memset(base, 0, mx->shm_bytes + 64);
     }
     /* Every region zeroed before anyone reads it; and all of the node or none. */
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, mx->node) != MPI_SUCCESS || !all_ok) {

@@ -1,0 +1,222 @@
+/*
+ * The psum through the node's shared memory (collectives/shm_psum.c) against the
+ * message path, bit for bit: two mpi transports, one made with
+ * TPUEMU_HOST_SHM=0 (messages) and one with shared regions of 64 KiB (so that
+ * larger sizes go through several pieces), the same psum on both, over every
+ * axis subset of SHAPE (groups of every size the shape gives), f32, bf16 and
+ * i32, at sizes of one element, not divisible by the group, around the
+ * one-round limit (16 KiB) and over several pieces.  The data are not exact
+ * (f32 values of many magnitudes), so any change in the order of additions shows.
+ * Rank 0 also compares its f32 sums with the loopback transport's chip 0.
+ * Each rank checks its own results; the outcomes are OR-reduced.
+ *
+ * usage: mpirun -n N test_shm_psum CHIP SHAPE WRAP
+ */
+#include "tpu/chip.h"
+#include "tpu/coll.h"
+#include "tpu/dtype.h"
+#include "tpu/mpi.h"
+#include "tpu/topo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Values of many magnitudes and signs (sums depend on their order). */
+static void fill_rough(int chip, void *buf, uint64_t bytes, void *dtype_arg)
+{
+    tpu_dtype_t dt = *(const tpu_dtype_t *)dtype_arg;
+    uint64_t i, n = bytes / (uint64_t)tpu_dtype_size(dt);
+
+    for (i = 0; i < n; i++) {
+        uint32_t h = (uint32_t)(i * 2654435761u) ^ (uint32_t)(chip * 40503u + 17u);
+        float v;
+
+        h ^= h >> 13;
+        h *= 0x5bd1e995u;
+        h ^= h >> 15;
+        v = (float)((int32_t)(h % 200001u) - 100000) / (float)(1u << (h % 23u));
+        if (dt == TPU_DTYPE_F32) {
+            ((float *)buf)[i] = v;
+        } else if (dt == TPU_DTYPE_BF16) {
+            tpu_dtype_bf16_narrow(&v, (uint16_t *)buf + i, 1);
+        } else {
+            ((int32_t *)buf)[i] = (int32_t)h;
+        }
+    }
+}
+
+static int run(tpu_xport_t *x, tpu_coll_plan_t *plan, uint64_t call, void *in, void *out)
+{
+    tpu_err_t err = {0};
+    tpu_coll_exec_t *exec = NULL;
+    tpu_coll_run_opts_t o = {call, 30, 1, 0, NULL, NULL, NULL};
+    void *ins[1] = {in}, *outs[1] = {out};
+    double us;
+    int bad = 0;
+
+    if (tpu_coll_exec_create(plan, x, &exec, &err) != TPU_OK ||
+        tpu_coll_exec_run(exec, &o, ins, outs, &us, &err) != TPU_OK) {
+        fprintf(stderr, "run: %s\n", err.msg);
+        bad = 1;
+    }
+    tpu_coll_exec_destroy(exec);
+    return bad;
+}
+
+/* Chip 0's psum on the loopback transport, into 'out0'. */
+static int loopback0(const tpu_topo_t *topo, tpu_coll_plan_t *plan, void *out0, uint64_t outb)
+{
+    tpu_err_t err = {0};
+    tpu_xport_t *x = NULL;
+    tpu_coll_exec_t *exec = NULL;
+    uint64_t inb, ob;
+    void **in = calloc((size_t)topo->nchips, sizeof(void *));
+    void **out = calloc((size_t)topo->nchips, sizeof(void *));
+    double us;
+    int c, bad = 0;
+    tpu_dtype_t dt = tpu_coll_plan_desc(plan)->dtype;
+
+    tpu_coll_plan_sizes(plan, &inb, &ob);
+    for (c = 0; c < topo->nchips; c++) {
+        in[c] = malloc(inb);
+        out[c] = calloc(1, ob);
+        fill_rough(c, in[c], inb, &dt);
+    }
+    if (tpu_xport_loopback_create(topo->nchips, &x, &err) != TPU_OK ||
+        tpu_coll_exec_create(plan, x, &exec, &err) != TPU_OK ||
+        tpu_coll_exec_run(exec, NULL, in, out, &us, &err) != TPU_OK) {
+        fprintf(stderr, "loopback: %s\n", err.msg);
+        bad = 1;
+    }
+    if (!bad) {
+        memcpy(out0, out[0], (size_t)outb);
+    }
+    for (c = 0; c < topo->nchips; c++) {
+        free(in[c]);
+        free(out[c]);
+    }
+    free(in);
+    free(out);
+    tpu_coll_exec_destroy(exec);
+    tpu_xport_destroy(x);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    static const uint64_t elems[] = {1, 5, 4095, 4096, 4097, 8191, 8193, 12289, 40001};
+    static const tpu_dtype_t dtypes[] = {TPU_DTYPE_F32, TPU_DTYPE_BF16, TPU_DTYPE_I32};
+    tpu_err_t err = {0};
+    tpu_chip_spec_t chip;
+    tpu_link_model_t link;
+    tpu_topo_t topo;
+    tpu_xport_t *xm = NULL, *xs = NULL;
+    int dims[TPU_MAX_AXES], wrap[TPU_MAX_AXES], naxes, is_auto, rank, size, failed = 0;
+    int cases = 0, d, z, groups = 0;
+    unsigned mask, all;
+    size_t b = 0;
+    uint64_t call = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    setenv("TPUEMU_HOST_SHM", "0", 1);
+    if (argc < 4 || tpu_chip_preset(argv[1], &chip, &err) != TPU_OK ||
+        tpu_topo_parse_shape(argv[2], dims, &naxes, &err) != TPU_OK ||
+        tpu_topo_parse_wrap(argv[3], naxes, wrap, &is_auto, &err) != TPU_OK ||
+        tpu_topo_init(&topo, naxes, dims, wrap, 1, &err) != TPU_OK || topo.nchips != size ||
+        tpu_xport_mpi_create(MPI_COMM_WORLD, &xm, &err) != TPU_OK ||
+        (setenv("TPUEMU_HOST_SHM", "1", 1), setenv("TPUEMU_HOST_SHM_BYTES", "65536", 1),
+         tpu_xport_mpi_create(MPI_COMM_WORLD, &xs, &err)) != TPU_OK) {
+        if (rank == 0) {
+            fprintf(stderr, "usage: test_shm_psum CHIP SHAPE WRAP (%s)\n", err.msg);
+        }
+        MPI_Finalize();
+        return 1;
+    }
+    /* The two transports are what they claim: messages only, and shared regions. */
+    if (xm->ops->shm_region(xm, rank, &b) != NULL || xs->ops->shm_region(xs, rank, &b) == NULL ||
+        b != 65536) {
+        fprintf(stderr,
+                "rank %d: shared regions: none expected on the first transport, 64 KiB "
+                "on the second (%zu)\n",
+                rank, b);
+        failed = 1;
+    }
+    tpu_chip_link_model(&chip, &link);
+    all = (1u << naxes) - 1;
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    for (mask = 1; mask <= all && !failed; mask++) {
+        int g = tpu_topo_group_size(&topo, mask);
+
+        if (g < 2) {
+            continue;
+        }
+        groups++;
+        for (d = 0; d < 4; d++) {
+            for (z = 0; z < (int)(sizeof(elems) / sizeof(elems[0])); z++) {
+                tpu_coll_desc_t desc;
+                tpu_coll_plan_t *plan = NULL;
+                uint64_t inb, outb;
+                void *in, *om, *os;
+                int bad = 0;
+
+                tpu_coll_desc_init(&desc);
+                desc.kind = TPU_COLL_PSUM;
+                desc.axes = mask;
+                desc.dtype = dtypes[d < 3 ? d : 0];
+                desc.op = d < 3 ? TPU_REDOP_SUM : TPU_REDOP_MAX;
+                desc.bytes = elems[z] * (uint64_t)tpu_dtype_size(desc.dtype);
+                if (tpu_coll_plan_create(&topo, &link, &desc, &plan, &err) != TPU_OK) {
+                    fprintf(stderr, "rank %d: plan: %s\n", rank, err.msg);
+                    failed = 1;
+                    continue;
+                }
+                tpu_coll_plan_sizes(plan, &inb, &outb);
+                in = malloc(inb);
+                om = calloc(1, outb);
+                os = calloc(1, outb);
+                fill_rough(rank, in, inb, &desc.dtype);
+                bad |= run(xm, plan, call++, in, om);
+                bad |= run(xs, plan, call++, in, os);
+                if (!bad && memcmp(om, os, outb) != 0) {
+                    fprintf(stderr,
+                            "rank %d: psum mask %u (groups of %d) %s %s %llu bytes: shared "
+                            "memory and messages differ\n",
+                            rank, mask, g, tpu_dtype_name(desc.dtype), tpu_redop_name(desc.op),
+                            (unsigned long long)desc.bytes);
+                    bad = 1;
+                }
+                if (!bad && rank == 0 && d == 0) {
+                    void *lb = calloc(1, outb);
+
+                    bad |= loopback0(&topo, plan, lb, outb);
+                    if (!bad && memcmp(lb, os, outb) != 0) {
+                        fprintf(stderr,
+                                "psum mask %u %llu bytes: loopback and shared memory "
+                                "differ on chip 0\n",
+                                mask, (unsigned long long)desc.bytes);
+                        bad = 1;
+                    }
+                    free(lb);
+                }
+                failed |= bad;
+                cases++;
+                free(in);
+                free(om);
+                free(os);
+                tpu_coll_plan_destroy(plan);
+            }
+        }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("%s %s wrap %s: %d groupings, %d cases on %d ranks: %s\n", argv[1], argv[2], argv[3],
+               groups, cases, size, failed ? "FAILED" : "all passed");
+    }
+    tpu_xport_destroy(xs);
+    tpu_xport_destroy(xm);
+    MPI_Finalize();
+    return failed;
+}
