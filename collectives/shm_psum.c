@@ -4,23 +4,26 @@
  * of the chip's group is on its node.
  *
  * Each chip's region starts with a control block (its phase counter, stamped
- * with the call number, and its call signature), then an input area and a result
- * area.  The buffer goes through in pieces of half a region, rounded to 64 n
- * bytes.  Per piece, with n members:
+ * with the call number, its call signature, and the chips that read its areas
+ * in its last call), then an input area and a result area.  The buffer goes
+ * through in pieces of half a region, rounded to 64 n bytes.  With n members:
  *
- *   one round (the one-round host plan's sizes):
+ *   first: wait until every reader of my areas in my last call has published
+ *     its end of that call (or any later phase): they may be another group
+ *   per piece i, one round (the one-round host plan's sizes, one piece):
  *     copy my piece in -> publish 2i+1 -> wait for every member's 2i+1 (the first
  *     time: check its call) -> add every member's piece into my output
- *     -> publish 2i+2 -> wait for every member's 2i+2 (nobody reads my input now)
- *   two rounds (larger):
+ *     -> publish 2i+2 [-> wait for every member's 2i+2, but after the last piece]
+ *   per piece i, two rounds (larger):
  *     copy my piece in -> publish 2i+1 -> wait 2i+1 -> add my 1/n of the piece
  *     from every member's input into my result area -> publish 2i+2 -> wait 2i+2
  *     -> copy every member's result into my output;  after the last piece:
- *     publish 2N+1 -> wait 2N+1 (nobody reads my result area now)
+ *     publish 2N+1 (the end: the next call waits for it)
  *
- * Cost: per chip, V bytes copied in, n V / n = V read and added (two rounds) or
- * n V (one round), V copied out; 2 or 3 synchronisations per piece, each a poll
- * of n - 1 counters.  No message, no MPI call.
+ * Cost: per chip, V bytes copied in, V (two rounds) or n V (one round) read and
+ * added, V copied out (two rounds); one synchronisation per call and piece in
+ * one round, two per piece and one per call in two rounds, each a poll of n - 1
+ * counters.  No message, no MPI call.
  *
  * Every element is added in the order the message path adds it (exec.c's host
  * plans): the one-round plan starts from member 0's value and adds the others in
@@ -53,16 +56,21 @@
 #include <string.h>
 #include <time.h>
 
-/* The control block's room at the start of a region. */
-#define SHM_HDR 1024
+/* The control block's room at the start of a region (at least: then the list of
+ * the last call's readers, one int32 per chip of the pod). */
+#define SHM_HDR 512
 /* Polls before the first yield, and yields before short sleeps. */
 #define SPIN   64
 #define YIELDS 20000
 
 typedef struct shm_ctl {
     _Atomic uint64_t seq; /* (call + 1) << 32 | phase, stored by the owner (release) */
-    uint64_t last;        /* the owner's last call + 1 (the owner's own) */
-    unsigned char pad[48];
+    /* The owner's own: its last call + 1; the phase every reader of its areas in
+     * that call publishes when done with them, and how many readers there were
+     * (their chips follow the control block). */
+    uint64_t last, pend_want;
+    int32_t npend;
+    unsigned char pad[36];
     tpu_call_sig_t sig; /* the owner's call, written before its first phase */
 } shm_ctl_t;
 
@@ -70,6 +78,7 @@ _Static_assert(sizeof(shm_ctl_t) <= SHM_HDR, "the control block fits its room");
 
 struct tpu_shm_psum {
     const tpu_coll_plan_t *plan;
+    tpu_xport_t *x;
     int n, mi;           /* members, and mine */
     int one_round;       /* the one-round plan (every element from member 0) */
     int wide;            /* bf16 words, f32 accumulation */
@@ -100,7 +109,7 @@ tpu_status_t tpu__shm_psum_create(const tpu_coll_plan_t *plan, tpu_xport_t *x, i
 {
     int n = plan->group, g, me;
     size_t bytes = 0, b = 0;
-    int64_t in_cap, piece;
+    int64_t in_cap, piece, hdr = ((int64_t)SHM_HDR + 4 * (int64_t)x->nchips + 63) & ~63;
     tpu_shm_psum_t *s;
     shm_ctl_t probe;
 
@@ -111,10 +120,10 @@ tpu_status_t tpu__shm_psum_create(const tpu_coll_plan_t *plan, tpu_xport_t *x, i
         return TPU_ERR_UNSUPPORTED;
     }
     me = x->local_chips[0];
-    if (x->ops->shm_region(x, me, &bytes) == NULL || bytes < SHM_HDR + (size_t)256 * n) {
+    if (x->ops->shm_region(x, me, &bytes) == NULL || (int64_t)bytes < hdr + (int64_t)256 * n) {
         return TPU_ERR_UNSUPPORTED;
     }
-    in_cap = (int64_t)((bytes - SHM_HDR) / 2) & ~(int64_t)63;
+    in_cap = (((int64_t)bytes - hdr) / 2) & ~(int64_t)63;
     piece = first_zero ? in_cap : in_cap / (64 * n) * (64 * n);
     if (piece < 64 || ((int64_t)plan->desc.bytes + piece - 1) / piece >= ((int64_t)1 << 30)) {
         return TPU_ERR_UNSUPPORTED;
@@ -129,6 +138,7 @@ tpu_status_t tpu__shm_psum_create(const tpu_coll_plan_t *plan, tpu_xport_t *x, i
         return TPU_ERR_NO_MEMORY;
     }
     s->plan = plan;
+    s->x = x;
     s->n = n;
     s->mi = tpu__plan_member_index(plan, me);
     s->one_round = first_zero;
@@ -151,8 +161,8 @@ tpu_status_t tpu__shm_psum_create(const tpu_coll_plan_t *plan, tpu_xport_t *x, i
         s->chips[g] = tpu__plan_member(plan, me, g);
         base = x->ops->shm_region(x, s->chips[g], &b);
         s->ctl[g] = (shm_ctl_t *)base;
-        s->in[g] = base + SHM_HDR;
-        s->res[g] = base + SHM_HDR + in_cap;
+        s->in[g] = base + hdr;
+        s->res[g] = base + hdr + in_cap;
     }
     *s_p = s;
     return TPU_OK;
@@ -212,6 +222,54 @@ static tpu_status_t wait_one(tpu_shm_psum_t *s, int g, uint64_t want,
             nanosleep(&ts, NULL);
         }
     }
+}
+
+/*
+ * Before this chip's areas are written again: every reader of them in its last
+ * call (the members of that call's group, which may be another group) has
+ * published that it is done with them, in that call or any later one.
+ */
+static tpu_status_t wait_readers(tpu_shm_psum_t *s, const tpu_coll_run_opts_t *opts,
+                                 double deadline, tpu_err_t *err)
+{
+    shm_ctl_t *mine = s->ctl[s->mi];
+    const int32_t *chips = (const int32_t *)((const unsigned char *)mine + SHM_HDR);
+    int i;
+
+    for (i = 0; i < mine->npend; i++) {
+        size_t b;
+        shm_ctl_t *peer = s->x->ops->shm_region(s->x, chips[i], &b);
+        long rounds = 0;
+
+        while (atomic_load_explicit(&peer->seq, memory_order_acquire) < mine->pend_want) {
+            char a[64], c[64];
+
+            if (++rounds <= SPIN) {
+                continue;
+            }
+            if (deadline > 0 && tpu__now_s() > deadline) {
+                tpu__exec_chip_str(&s->plan->topo, s->chips[s->mi], a, sizeof(a));
+                tpu__exec_chip_str(&s->plan->topo, chips[i], c, sizeof(c));
+                return tpu_err_set(err, TPU_ERR_TIMEOUT,
+                                   "watchdog: %s waited %.0f s in %s (call %llu) for %s (to "
+                                   "finish reading its previous call)",
+                                   a, opts->timeout_s, s->plan->name,
+                                   (unsigned long long)opts->call, c);
+            }
+            if (opts->on_wait != NULL) {
+                opts->on_wait(opts->on_wait_arg, chips[i]);
+            }
+            if (rounds < SPIN + YIELDS) {
+                sched_yield();
+            } else {
+                struct timespec ts = {0, 100000L};
+
+                nanosleep(&ts, NULL);
+            }
+        }
+    }
+    mine->npend = 0;
+    return TPU_OK;
 }
 
 /* Wait for every other member's phase 'want'; 'check': then compare its call. */
@@ -312,6 +370,10 @@ tpu_status_t tpu__shm_psum_run(tpu_shm_psum_t *s, const tpu_call_sig_t *sig,
     tpu_status_t status;
     int g;
 
+    status = wait_readers(s, opts, deadline, err);
+    if (status != TPU_OK) {
+        return status;
+    }
     mine->last = sig->call + 1;
     memcpy(&mine->sig, sig, sizeof(*sig));
     for (a = 0; a < V; a += s->piece) {
@@ -332,6 +394,9 @@ tpu_status_t tpu__shm_psum_run(tpu_shm_psum_t *s, const tpu_call_sig_t *sig,
             add_range(s, a, a + lo, (lo + q < L ? lo + q : L) - lo, s->res[s->mi]);
         }
         publish(s, stamp | ++k);
+        if (s->one_round && a + L >= V) {
+            break; /* the wait for the readers comes before the next call writes */
+        }
         status = wait_all(s, sig, stamp | k, 0, opts, deadline, err);
         if (status != TPU_OK) {
             return status;
@@ -345,7 +410,12 @@ tpu_status_t tpu__shm_psum_run(tpu_shm_psum_t *s, const tpu_call_sig_t *sig,
     }
     if (!s->one_round) {
         publish(s, stamp | ++k);
-        return wait_all(s, sig, stamp | k, 0, opts, deadline, err);
     }
+    /* The others may still read my areas: the next call waits for them first. */
+    for (g = 0; g < s->n; g++) {
+        ((int32_t *)((unsigned char *)mine + SHM_HDR))[g] = s->chips[g];
+    }
+    mine->pend_want = stamp | k;
+    mine->npend = s->n;
     return TPU_OK;
 }
