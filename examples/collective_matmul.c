@@ -203,7 +203,8 @@ int main(int argc, char **argv)
     bufs[RBUF] = (tpu_rdma_buf_t){"vmem_right", TPU_RDMA_VMEM, 2 * xbytes, NULL};
     bufs[LBUF] = (tpu_rdma_buf_t){"vmem_left", TPU_RDMA_VMEM, 2 * xbytes, NULL};
     kern = (tpu_rdma_kernel_t){"collective_matmul", 5, bufs, 4, sems, collective_matmul, &a};
-    if (tpu_rdma_run(ex.rdma, &kern, &(tpu_rdma_opts_t){ex.timeout_s}, &stats, &err) != TPU_OK) {
+    if (tpu_rdma_run(ex.rdma, &kern, &(tpu_rdma_opts_t){.timeout_s = ex.timeout_s}, &stats, &err) !=
+        TPU_OK) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }

@@ -172,7 +172,8 @@ int main(int argc, char **argv)
     bufs[RBUF] = (tpu_rdma_buf_t){"vmem_right", TPU_RDMA_VMEM, 2 * args.shard, NULL};
     bufs[LBUF] = (tpu_rdma_buf_t){"vmem_left", TPU_RDMA_VMEM, 2 * args.shard, NULL};
     k = (tpu_rdma_kernel_t){"ring_allgather", 4, bufs, 6, sems, ring_allgather, &args};
-    if (tpu_rdma_run(ex.rdma, &k, &(tpu_rdma_opts_t){ex.timeout_s}, &stats, &err) != TPU_OK) {
+    if (tpu_rdma_run(ex.rdma, &k, &(tpu_rdma_opts_t){.timeout_s = ex.timeout_s}, &stats, &err) !=
+        TPU_OK) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }
