@@ -367,6 +367,7 @@ tpu_status_t tpu_rdma_axis_peer(const tpu_rdma_ctx_t *ctx, int axis, int shift, 
 static tpu_status_t mesh_axis(const tpu_rdma_ctx_t *ctx, const tpu_mesh_t *mesh, const char *axis,
                               int *a_p, tpu_err_t *err)
 {
+    *a_p = -1; /* set on every path (the compiler cannot see the status of tpu_err_set) */
     if (mesh == NULL || axis == NULL) {
         return tpu_err_set(err, TPU_ERR_INVALID, "%s on chip %d: NULL mesh or axis name",
                            kname(ctx->run), ctx->chip);

@@ -132,6 +132,7 @@ static tpu_status_t parse_i64(const char *flag, const char *v, int64_t lo, int64
     char *end;
     long long x;
 
+    *out = lo; /* set on every path (the compiler cannot see the status of tpu_err_set) */
     errno = 0;
     x = strtoll(v, &end, 10);
     if (*v == '\0' || *end != '\0' || errno != 0 || x < lo) {
