@@ -41,12 +41,6 @@ enum {
     RBUF,
     LBUF
 }; /* buffers */
-enum {
-    SEND_R,
-    SEND_L,
-    RECV_R,
-    RECV_L
-}; /* semaphores */
 
 typedef struct cm_args {
     int64_t m, k, n; /* X_i is m x k, W is k x n */
@@ -83,7 +77,7 @@ static tpu_status_t collective_matmul(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t 
     int n = tpu_rdma_axis_size(ctx, 0), me = tpu_rdma_axis_index(ctx, 0);
     int K = n / 2, s;
     unsigned char *rb = tpu_rdma_buf_data(ctx, RBUF), *lb = tpu_rdma_buf_data(ctx, LBUF);
-    example_ring_t ring = {X, RBUF, LBUF, SEND_R, SEND_L, RECV_R, RECV_L, 0, 0, B};
+    example_ring_t ring = {X, RBUF, LBUF, 0, 0, B};
     tpu_rdma_copy_t cr, cl;
     tpu_status_t st;
 
@@ -149,7 +143,7 @@ static void fill_bf16(uint16_t *p, int64_t count, int chip, int salt)
 
 int main(int argc, char **argv)
 {
-    static const char *const sems[] = {"send_right", "send_left", "recv_right", "recv_left"};
+    static const char *const sems[] = {EXAMPLE_RING_SEM_NAMES};
     example_t ex;
     tpu_err_t err;
     tpu_rdma_buf_t bufs[5];
@@ -202,8 +196,10 @@ int main(int argc, char **argv)
     bufs[Y] = (tpu_rdma_buf_t){"y", TPU_RDMA_HBM, ybytes, ys};
     bufs[RBUF] = (tpu_rdma_buf_t){"vmem_right", TPU_RDMA_VMEM, 2 * xbytes, NULL};
     bufs[LBUF] = (tpu_rdma_buf_t){"vmem_left", TPU_RDMA_VMEM, 2 * xbytes, NULL};
-    kern = (tpu_rdma_kernel_t){"collective_matmul", 5, bufs, 4, sems, collective_matmul, &a};
-    if (tpu_rdma_run(ex.rdma, &kern, &(tpu_rdma_opts_t){ex.timeout_s}, &stats, &err) != TPU_OK) {
+    kern = (tpu_rdma_kernel_t){"collective_matmul", 5, bufs, EXAMPLE_RING_NSEMS, sems,
+                               collective_matmul,   &a};
+    if (tpu_rdma_run(ex.rdma, &kern, &(tpu_rdma_opts_t){.timeout_s = ex.timeout_s}, &stats, &err) !=
+        TPU_OK) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }

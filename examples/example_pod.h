@@ -192,11 +192,21 @@ static inline int example_builtin_allgather(const example_t *ex, uint64_t bytes,
  * (s - 1) % 2.  On the last step of an even ring ('half') each moves half a block:
  * the first half to the right, the second half to the left.
  */
+/* The ring's semaphores: numbers 0 to 3 of a kernel that runs it (its own come from
+ * EXAMPLE_RING_NSEMS on), named EXAMPLE_RING_SEM_NAMES in that order. */
+enum {
+    EXAMPLE_SEND_R,
+    EXAMPLE_SEND_L,
+    EXAMPLE_RECV_R,
+    EXAMPLE_RECV_L,
+    EXAMPLE_RING_NSEMS
+};
+#define EXAMPLE_RING_SEM_NAMES "send_right", "send_left", "recv_right", "recv_left"
+
 typedef struct example_ring {
-    int x, rbuf, lbuf;                  /* buffers */
-    int send_r, send_l, recv_r, recv_l; /* semaphores */
-    int right, left;                    /* the chips on either side */
-    uint64_t block;                     /* bytes of one block */
+    int x, rbuf, lbuf; /* buffers */
+    int right, left;   /* the chips on either side */
+    uint64_t block;    /* bytes of one block */
 } example_ring_t;
 
 static inline tpu_status_t example_ring_start(tpu_rdma_ctx_t *ctx, const example_ring_t *r, int s,
@@ -210,12 +220,15 @@ static inline tpu_status_t example_ring_start(tpu_rdma_ctx_t *ctx, const example
     tpu_status_t st;
 
     if (s == 0) {
-        tpu_rdma_copy_init(cr, r->x, 0, r->rbuf, 0, len_r, r->send_r, r->recv_r, r->right);
-        tpu_rdma_copy_init(cl, r->x, off_l, r->lbuf, off_l, len_l, r->send_l, r->recv_l, r->left);
+        tpu_rdma_copy_init(cr, r->x, 0, r->rbuf, 0, len_r, EXAMPLE_SEND_R, EXAMPLE_RECV_R,
+                           r->right);
+        tpu_rdma_copy_init(cl, r->x, off_l, r->lbuf, off_l, len_l, EXAMPLE_SEND_L, EXAMPLE_RECV_L,
+                           r->left);
     } else {
-        tpu_rdma_copy_init(cr, r->rbuf, prev, r->rbuf, slot, len_r, r->send_r, r->recv_r, r->right);
-        tpu_rdma_copy_init(cl, r->lbuf, prev + off_l, r->lbuf, slot + off_l, len_l, r->send_l,
-                           r->recv_l, r->left);
+        tpu_rdma_copy_init(cr, r->rbuf, prev, r->rbuf, slot, len_r, EXAMPLE_SEND_R, EXAMPLE_RECV_R,
+                           r->right);
+        tpu_rdma_copy_init(cl, r->lbuf, prev + off_l, r->lbuf, slot + off_l, len_l, EXAMPLE_SEND_L,
+                           EXAMPLE_RECV_L, r->left);
     }
     st = tpu_rdma_start(ctx, cr, err);
     if (st == TPU_OK) {

@@ -125,7 +125,8 @@ int main(int argc, char **argv)
     bufs[IN] = (tpu_rdma_buf_t){"input_ref", TPU_RDMA_HBM, TILE, (void *const *)in};
     bufs[OUT] = (tpu_rdma_buf_t){"output_ref", TPU_RDMA_HBM, TILE, (void *const *)out};
     k = (tpu_rdma_kernel_t){"example_kernel", 2, bufs, 2, sem_names, example_kernel, &bug};
-    if (tpu_rdma_run(ex.rdma, &k, &(tpu_rdma_opts_t){ex.timeout_s}, &stats, &err) != TPU_OK) {
+    if (tpu_rdma_run(ex.rdma, &k, &(tpu_rdma_opts_t){.timeout_s = ex.timeout_s}, &stats, &err) !=
+        TPU_OK) {
         fprintf(stderr, "error: %s\n", err.msg);
         rc = 1;
         goto done;

@@ -54,11 +54,7 @@ enum {
     LBUF
 }; /* buffers */
 enum {
-    SEND_R,
-    SEND_L,
-    RECV_R,
-    RECV_L,
-    LSEND,
+    LSEND = EXAMPLE_RING_NSEMS,
     LRECV
 }; /* semaphores */
 
@@ -72,7 +68,7 @@ static tpu_status_t ring_allgather(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t *er
     const uint64_t B = a->shard;
     int n = tpu_rdma_axis_size(ctx, 0), me = tpu_rdma_axis_index(ctx, 0);
     int K = n / 2, s, nlocal = 0, self = tpu_rdma_chip(ctx);
-    example_ring_t ring = {X, RBUF, LBUF, SEND_R, SEND_L, RECV_R, RECV_L, 0, 0, B};
+    example_ring_t ring = {X, RBUF, LBUF, 0, 0, B};
     tpu_rdma_copy_t cr, cl, lc;
     tpu_status_t st;
 
@@ -121,8 +117,7 @@ static tpu_status_t ring_allgather(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t *er
 
 int main(int argc, char **argv)
 {
-    static const char *const sems[] = {"send_right", "send_left",  "recv_right",
-                                       "recv_left",  "local_send", "local_recv"};
+    static const char *const sems[] = {EXAMPLE_RING_SEM_NAMES, "local_send", "local_recv"};
     tpu_dtype_t dtype = TPU_DTYPE_F32;
     example_t ex;
     tpu_err_t err;
@@ -171,8 +166,9 @@ int main(int argc, char **argv)
     bufs[OUT] = (tpu_rdma_buf_t){"out", TPU_RDMA_HBM, bytes, out};
     bufs[RBUF] = (tpu_rdma_buf_t){"vmem_right", TPU_RDMA_VMEM, 2 * args.shard, NULL};
     bufs[LBUF] = (tpu_rdma_buf_t){"vmem_left", TPU_RDMA_VMEM, 2 * args.shard, NULL};
-    k = (tpu_rdma_kernel_t){"ring_allgather", 4, bufs, 6, sems, ring_allgather, &args};
-    if (tpu_rdma_run(ex.rdma, &k, &(tpu_rdma_opts_t){ex.timeout_s}, &stats, &err) != TPU_OK) {
+    k = (tpu_rdma_kernel_t){"ring_allgather", 4, bufs, LRECV + 1, sems, ring_allgather, &args};
+    if (tpu_rdma_run(ex.rdma, &k, &(tpu_rdma_opts_t){.timeout_s = ex.timeout_s}, &stats, &err) !=
+        TPU_OK) {
         fprintf(stderr, "error: %s\n", err.msg);
         goto done;
     }

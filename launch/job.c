@@ -111,8 +111,8 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
     MPI_Comm_dup(MPI_COMM_WORLD, &job->watch);
     job->waits = TPU_JOB_WAIT_NONE;
     if (job->world_rank == 0) {
-        job->peers = calloc((size_t)job->nranks, sizeof(*job->peers));
-        job->rank_of_chip = calloc((size_t)job->nranks, sizeof(*job->rank_of_chip));
+        job->peers = tpu__calloc((size_t)job->nranks, sizeof(*job->peers));
+        job->rank_of_chip = tpu__calloc((size_t)job->nranks, sizeof(*job->rank_of_chip));
         if (job->peers == NULL || job->rank_of_chip == NULL) {
             tpu_job_abort(job, "out of host memory for the watchdog");
         }
@@ -150,8 +150,8 @@ int tpu_job_end(tpu_job_t *job, int code)
     if (job->watch != MPI_COMM_NULL) {
         MPI_Comm_free(&job->watch);
     }
-    free(job->peers);
-    free(job->rank_of_chip);
+    tpu__free(job->peers);
+    tpu__free(job->rank_of_chip);
     job->peers = NULL;
     job->rank_of_chip = NULL;
     if (job->comm != MPI_COMM_NULL) {
@@ -159,7 +159,7 @@ int tpu_job_end(tpu_job_t *job, int code)
     }
     tpu_pod_destroy(job->pod);
     job->pod = NULL;
-    free(job->local_pids);
+    tpu__free(job->local_pids);
     job->local_pids = NULL;
     tpu_job_monitor_stop(job);
     /* MPI_Finalize waits for every rank too. */
@@ -287,9 +287,9 @@ tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_d
     }
     c->desc = *tpu_coll_plan_desc(c->plan);
     tpu_coll_plan_sizes(c->plan, &c->in_bytes, &c->out_bytes);
-    c->in = malloc(c->in_bytes);
-    c->out = calloc(1, c->out_bytes);
-    c->ref = calloc(1, c->out_bytes);
+    c->in = tpu__malloc(c->in_bytes);
+    c->out = tpu__calloc(1, c->out_bytes);
+    c->ref = tpu__calloc(1, c->out_bytes);
     if (c->in == NULL || c->out == NULL || c->ref == NULL) {
         tpu_case_fini(c);
         return tpu_err_set(err, TPU_ERR_NO_MEMORY,
@@ -311,9 +311,9 @@ void tpu_case_fini(tpu_case_t *c)
 {
     tpu_coll_exec_destroy(c->exec);
     tpu_coll_plan_destroy(c->plan);
-    free(c->in);
-    free(c->out);
-    free(c->ref);
+    tpu__free(c->in);
+    tpu__free(c->out);
+    tpu__free(c->ref);
     memset(c, 0, sizeof(*c));
 }
 

@@ -49,6 +49,8 @@
  * was lost.  It exits when rank 0 closes the pipe after a clean end, or when rank
  * 0 itself is gone.  Restriction: it sees the ranks of rank 0's node only.
  */
+#include "tpu/alloc.h"
+
 #include "clock.h"
 #include "job.h"
 
@@ -264,7 +266,7 @@ int tpu__job_behind(const tpu_job_peer_t *peers, int n, uint64_t point, double n
                     int *waiters_p)
 {
     int r, best = -1;
-    int *count = calloc((size_t)n, sizeof(int));
+    int *count = tpu__calloc((size_t)n, sizeof(int));
 
     *waiters_p = 0;
     for (r = 0; r < n; r++) {
@@ -291,7 +293,7 @@ int tpu__job_behind(const tpu_job_peer_t *peers, int n, uint64_t point, double n
         }
     }
     if (best < 0) {
-        free(count);
+        tpu__free(count);
         return -1;
     }
     for (r = 0; r < n; r++) {
@@ -315,7 +317,7 @@ int tpu__job_behind(const tpu_job_peer_t *peers, int n, uint64_t point, double n
         }
     }
     *waiters_p = count != NULL ? count[best] : 1;
-    free(count);
+    tpu__free(count);
     return best;
 }
 
@@ -512,14 +514,14 @@ static uint64_t hash_str(const char *s)
 int tpu_job_agree_values(int n, const char *const *names, const char *const *vals, char *msg,
                          size_t len)
 {
-    uint64_t *mine = calloc((size_t)n + 1, sizeof(uint64_t)), *first;
+    uint64_t *mine = tpu__calloc((size_t)n + 1, sizeof(uint64_t)), *first;
     int i, me, diff = -1, who;
     char theirs[64];
 
-    first = calloc((size_t)n + 1, sizeof(uint64_t));
+    first = tpu__calloc((size_t)n + 1, sizeof(uint64_t));
     if (mine == NULL || first == NULL) {
-        free(mine);
-        free(first);
+        tpu__free(mine);
+        tpu__free(first);
         snprintf(msg, len, "out of host memory comparing the options of the ranks");
         return 1;
     }
@@ -534,8 +536,8 @@ int tpu_job_agree_values(int n, const char *const *names, const char *const *val
             diff = i;
         }
     }
-    free(mine);
-    free(first);
+    tpu__free(mine);
+    tpu__free(first);
     who = tpu_job_agree(MPI_COMM_WORLD, diff >= 0);
     if (who < 0) {
         return 0;
@@ -782,7 +784,7 @@ static void monitor(int fd, int parent)
         read_all(fd, marker, sizeof(marker)) != 0) {
         _exit(0);
     }
-    ranks = calloc((size_t)n, sizeof(*ranks));
+    ranks = tpu__calloc((size_t)n, sizeof(*ranks));
     if (ranks == NULL || read_all(fd, ranks, (size_t)n * sizeof(*ranks)) != 0) {
         _exit(0);
     }
@@ -872,9 +874,9 @@ void tpu_job_monitor_start(tpu_job_t *job)
     memset(host, 0, sizeof(host));
     MPI_Get_processor_name(host, &len);
     if (job->world_rank == 0) {
-        pids = malloc((size_t)n * sizeof(int));
-        hosts = malloc((size_t)n * MPI_MAX_PROCESSOR_NAME);
-        ranks = calloc((size_t)n, sizeof(*ranks));
+        pids = tpu__malloc((size_t)n * sizeof(int));
+        hosts = tpu__malloc((size_t)n * MPI_MAX_PROCESSOR_NAME);
+        ranks = tpu__calloc((size_t)n, sizeof(*ranks));
     }
     MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
@@ -885,7 +887,7 @@ void tpu_job_monitor_start(tpu_job_t *job)
     MPI_Bcast(marker, (int)sizeof(marker), MPI_CHAR, 0, MPI_COMM_WORLD);
     snprintf(job->marker, sizeof(job->marker), "%s", marker);
     if (job->world_rank == 0 && job->monitor_fd >= 0 && pids && hosts && ranks) {
-        job->local_pids = calloc((size_t)n, sizeof(int));
+        job->local_pids = tpu__calloc((size_t)n, sizeof(int));
         for (r = 0; r < n; r++) {
             ranks[r].pid = pids[r];
             ranks[r].local = strncmp(hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME, host,
@@ -903,9 +905,9 @@ void tpu_job_monitor_start(tpu_job_t *job)
             job->monitor_fd = -1;
         }
     }
-    free(pids);
-    free(hosts);
-    free(ranks);
+    tpu__free(pids);
+    tpu__free(hosts);
+    tpu__free(ranks);
 }
 
 void tpu_job_monitor_stop(tpu_job_t *job)

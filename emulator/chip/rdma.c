@@ -168,6 +168,8 @@ struct tpu_rdma_ctx {
 struct run_state {
     const tpu_rdma_kernel_t *kernel;
     double timeout_s;
+    void (*on_wait)(void *arg, int chip); /* tpu_rdma_opts_t.on_wait (NULL: none) */
+    void *on_wait_arg;
     int failed;   /* a local chip failed (loopback: tell the waiting threads) */
     int deadlock; /* a deadlock was found; 'deadlock_msg' names it */
     char deadlock_msg[TPU_ERR_MSG_LEN];
@@ -365,6 +367,7 @@ tpu_status_t tpu_rdma_axis_peer(const tpu_rdma_ctx_t *ctx, int axis, int shift, 
 static tpu_status_t mesh_axis(const tpu_rdma_ctx_t *ctx, const tpu_mesh_t *mesh, const char *axis,
                               int *a_p, tpu_err_t *err)
 {
+    *a_p = -1; /* set on every path (the compiler cannot see the status of tpu_err_set) */
     if (mesh == NULL || axis == NULL) {
         return tpu_err_set(err, TPU_ERR_INVALID, "%s on chip %d: NULL mesh or axis name",
                            kname(ctx->run), ctx->chip);
@@ -866,6 +869,22 @@ static void backoff(tpu_rdma_t *r, int rounds)
     pthread_cond_timedwait(&r->cv, &r->mu, &ts);
 }
 
+/* Whom 'ctx' waits for, for the on_wait hook: at the end of the kernel the first
+ * peer still in its body; a semaphore can be signalled by any chip (-1). */
+static int waited_chip(const tpu_rdma_ctx_t *ctx)
+{
+    int p;
+
+    if (ctx->state == ST_DRAINING) {
+        for (p = 0; p < ctx->rdma->x->nchips; p++) {
+            if (!ctx->peers[p].done) {
+                return p;
+            }
+        }
+    }
+    return -1;
+}
+
 /*
  * Wait (lock held on entry and exit) until 'ctx' is satisfied in its state
  * (ST_WAITING or ST_DRAINING), making progress.  'what' describes the wait.
@@ -928,6 +947,9 @@ static tpu_status_t wait_until(tpu_rdma_ctx_t *ctx, const char *what)
         if (changed) {
             pthread_cond_broadcast(&r->cv);
             continue;
+        }
+        if (run->on_wait != NULL) {
+            run->on_wait(run->on_wait_arg, waited_chip(ctx));
         }
         backoff(r, rounds++);
     }
@@ -1442,6 +1464,10 @@ tpu_status_t tpu_rdma_run(tpu_rdma_t *rdma, const tpu_rdma_kernel_t *kernel,
     memset(&run, 0, sizeof(run));
     run.kernel = kernel;
     run.timeout_s = opts != NULL && opts->timeout_s > 0 ? opts->timeout_s : DEFAULT_TIMEOUT_S;
+    if (opts != NULL) {
+        run.on_wait = opts->on_wait;
+        run.on_wait_arg = opts->on_wait_arg;
+    }
     for (i = 0; i < x->nlocal; i++, nset++) {
         status = setup_chip(rdma, &run, i, err);
         if (status != TPU_OK) {
@@ -1491,7 +1517,7 @@ tpu_status_t tpu_rdma_run(tpu_rdma_t *rdma, const tpu_rdma_kernel_t *kernel,
         }
     }
     if (drained && x->nlocal != x->nchips) {
-        tpu_xport_wait_t w = {run.timeout_s, NULL, NULL};
+        tpu_xport_wait_t w = {run.timeout_s, run.on_wait, run.on_wait_arg};
         tpu_status_t s2 = x->ops->max_time(x, first >= 0 ? 1e300 : local, &all, &w);
 
         if (s2 != TPU_OK && first < 0) {

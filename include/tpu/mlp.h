@@ -128,7 +128,8 @@ typedef struct tpu_mlp_coll {
 
 /* One compute op of a step on the compute stream (every chip runs the same). */
 typedef struct tpu_mlp_op {
-    char what[64];   /* "forward 1: matmul 32x784x256", "update w3,b3: add" */
+    char what[96];   /* "forward 1: matmul 32x784x256", "update w3,b3: add" (section
+                      * name, ": ", and an op name of up to 63 characters) */
     double start_us; /* from the start of the step */
     double dur_us;   /* roofline time */
 } tpu_mlp_op_t;

@@ -127,6 +127,13 @@ typedef struct tpu_rdma_copy {
 
 typedef struct tpu_rdma_opts {
     double timeout_s; /* watchdog on a wait over MPI (0: 30 s) */
+    /* NULL, or called whenever a wait of a local chip makes no progress (as
+     * tpu_coll_run_opts_t.on_wait), with the chip it waits for: at the end of the
+     * kernel, the first peer still in its body; else -1 (a semaphore: any chip may
+     * signal it).  Called with the runtime's lock held (one call at a time, from
+     * the waiting chip's thread); it must return quickly. */
+    void (*on_wait)(void *arg, int chip);
+    void *on_wait_arg;
 } tpu_rdma_opts_t;
 
 /* What a run did (for the local chips) and the kernel's modeled time. */

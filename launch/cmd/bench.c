@@ -95,15 +95,16 @@ static MPI_Comm group_comm(tpu_job_t *job, const tpu_coll_desc_t *d)
     const tpu_topo_t *t = tpu_pod_topo(job->pod);
     MPI_Comm group;
 
+    if (d->kind == TPU_COLL_P2P) {
+        /* The pair, the source first; the other ranks get MPI_COMM_NULL. */
+        int in = job->chip == d->src || job->chip == d->dst;
+
+        MPI_Comm_split(job->comm, in ? 0 : MPI_UNDEFINED, job->chip == d->src ? 0 : 1, &group);
+        return group;
+    }
     MPI_Comm_split(job->comm, tpu_topo_group_member(t, d->axes, job->chip, 0),
                    tpu_topo_group_index(t, d->axes, job->chip), &group);
     return group;
-}
-
-/* Does the host MPI library have this collective on these bytes? */
-static int mpi_has(const tpu_coll_desc_t *d)
-{
-    return d->kind != TPU_COLL_P2P;
 }
 
 /* The largest element count handed to MPI in one piece. */
@@ -140,7 +141,9 @@ static MPI_Datatype block_type(uint64_t bytes)
  * One call of the host MPI library's own collective on the same bytes over the
  * same group: this rank's wall time.  Counts never pass INT_MAX: reductions go in
  * pieces of MPI_PIECE elements (a reduce-scatter whose block is larger reduces
- * each block to its owner), whole blocks travel as one derived datatype.
+ * each block to its owner), whole blocks travel as one derived datatype.  p2p:
+ * MPI_Send from the source, MPI_Recv at the destination (group: the pair, source
+ * first); the other ranks (group MPI_COMM_NULL) time nothing, as in ours.
  */
 static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
 {
@@ -151,6 +154,9 @@ static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
     uint64_t off, piece;
     double t0;
 
+    if (group == MPI_COMM_NULL) {
+        return 0.0;
+    }
     MPI_Comm_size(group, &n);
     if (d->kind == TPU_COLL_PSUM || d->kind == TPU_COLL_REDUCE_SCATTER) {
         op = mpi_op(d->op, d->dtype);
@@ -193,6 +199,21 @@ static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
     case TPU_COLL_ALL_TO_ALL:
         MPI_Alltoall(c->in, 1, bt, c->out, 1, bt, group);
         break;
+    case TPU_COLL_P2P: {
+        int r;
+
+        MPI_Comm_rank(group, &r);
+        for (off = 0; off < d->bytes; off += piece) {
+            piece = d->bytes - off < MPI_PIECE ? d->bytes - off : MPI_PIECE;
+            if (r == 0) {
+                MPI_Send((char *)c->in + off, (int)piece, MPI_BYTE, 1, 0, group);
+            } else {
+                MPI_Recv((char *)c->out + off, (int)piece, MPI_BYTE, 0, 0, group,
+                         MPI_STATUS_IGNORE);
+            }
+        }
+        break;
+    }
     default: {
         int to = ((me + d->shift) % n + n) % n, from = ((me - d->shift) % n + n) % n;
 
@@ -491,7 +512,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                 }
             }
             group = desc.kind == TPU_COLL_P2P ? 2 : tpu_coll_plan_group_size(c.plan);
-            compare = o->compare_mpi && mpi_has(&c.desc);
+            compare = o->compare_mpi;
             if (compare) {
                 /* MPI_Comm_split and the host's own collectives block: guarded, so that
                  * a stopped chip does not leave its group in them forever. */
@@ -543,7 +564,9 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                 }
             }
             if (compare) {
-                MPI_Comm_free(&gcomm);
+                if (gcomm != MPI_COMM_NULL) {
+                    MPI_Comm_free(&gcomm);
+                }
                 mpi_sum /= iters;
                 tpu_job_allreduce(&job, MPI_IN_PLACE, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM,
                                   "the results of a bench row");

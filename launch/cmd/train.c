@@ -132,6 +132,7 @@ static tpu_status_t parse_i64(const char *flag, const char *v, int64_t lo, int64
     char *end;
     long long x;
 
+    *out = lo; /* set on every path (the compiler cannot see the status of tpu_err_set) */
     errno = 0;
     x = strtoll(v, &end, 10);
     if (*v == '\0' || *end != '\0' || errno != 0 || x < lo) {
@@ -639,36 +640,38 @@ static int agree(const where_t *w, tpu_status_t *status_p, int rank, int nranks)
 }
 
 /* Do the chips that share a model index hold the same parameter bytes? */
+typedef struct replica {
+    uint64_t hash; /* of the chip's parameter bytes */
+    uint64_t midx; /* its model index (64 bits: no padding to gather) */
+} replica_t;
+
 static int replicas_identical(const where_t *w, const tpu_mlp_t *mlp, int nlocal, int nchips)
 {
-    uint64_t *hash = calloc((size_t)nchips, sizeof(*hash));
-    int *midx = calloc((size_t)nchips, sizeof(*midx));
+    replica_t *rep = calloc((size_t)nchips, sizeof(*rep));
     int i, j, ok = 1;
 
-    if (hash == NULL || midx == NULL) {
-        free(hash);
-        free(midx);
+    if (rep == NULL) {
         return 0;
     }
     for (i = 0; i < nlocal; i++) {
-        hash[i] = tpu_mlp_param_hash(mlp, i, NULL, &midx[i]);
+        int m = 0;
+
+        rep[i].hash = tpu_mlp_param_hash(mlp, i, NULL, &m);
+        rep[i].midx = (uint64_t)m;
     }
     if (w->job != NULL) {
-        uint64_t h = hash[0];
-        int m = midx[0];
+        replica_t mine = rep[0];
 
-        tpu_job_allgather(w->job, &h, (int)sizeof(h), hash, "the check of the replicas");
-        tpu_job_allgather(w->job, &m, (int)sizeof(m), midx, "the check of the replicas");
+        tpu_job_allgather(w->job, &mine, (int)sizeof(mine), rep, "the check of the replicas");
     }
     for (i = 0; i < nchips; i++) {
         for (j = 0; j < i; j++) {
-            if (midx[i] == midx[j] && hash[i] != hash[j]) {
+            if (rep[i].midx == rep[j].midx && rep[i].hash != rep[j].hash) {
                 ok = 0;
             }
         }
     }
-    free(hash);
-    free(midx);
+    free(rep);
     return ok;
 }
 

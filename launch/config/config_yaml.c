@@ -239,6 +239,7 @@ static tpu_status_t get_text(load_ctx_t *c, const char *key, const yaml_node_t *
 {
     const char *s = text_of(val);
 
+    *text_p = ""; /* set on every path (the compiler cannot see fail_at's status) */
     if (s == NULL) {
         return fail_at(c, val, "'%s' takes %s, not %s", key, what, kind_name(val));
     }

@@ -4,16 +4,18 @@
 # every collective of 'tpuemu bench' moves its bytes correctly (#wrong 0 in every
 # row) and reports the same modeled_us as 'tpuemu model' in one process (the sim
 # transport); the bench JSON lists the three faults.
-# usage: faults_mpi.sh TPUEMU MPIRUN [MPIRUN ARGS...]
+# usage: faults_mpi.sh TPUEMU COLLECTIVES MPIRUN [MPIRUN ARGS...]
+#   COLLECTIVES: comma-separated, of psum, all-gather, reduce-scatter, all-to-all,
+#   ppermute, p2p (ctest runs them in two tests)
 set -eu
-tpuemu=$1
-shift
+tpuemu=$1 colls=$2
+shift 2
 mpirun=("$@")
 faults=(--fault link-down:chip=1,dir=+x --fault slow-link:chip=3,dir=-x,factor=0.25
     --fault slow-chip:chip=0,factor=0.5)
 pod=(--topology 4 --wrap all "${faults[@]}")
 fail=0
-for coll in psum all-gather reduce-scatter all-to-all ppermute p2p; do
+for coll in ${colls//,/ }; do
     extra=()
     [ "$coll" = p2p ] && extra=(--src 1 --dst 2)
     json=$("${mpirun[@]}" "$tpuemu" bench "${pod[@]}" --collective "$coll" "${extra[@]}" \

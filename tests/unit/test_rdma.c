@@ -5,7 +5,8 @@
  * 4.5e10 per direction, alpha = 1 us, DMA issue 0.1 us), and every error a
  * kernel author makes: a wait nobody satisfies, a copy too big for its
  * destination, a device outside the pod, two copies racing into one range, a
- * kernel that ends with copies in flight, VMEM buffers over capacity.
+ * kernel that ends with copies in flight, VMEM buffers over capacity; and the
+ * on_wait hook (a chip waiting for another tells a watchdog, as in collectives).
  */
 #include "tpu/mesh.h"
 #include "tpu/pod.h"
@@ -15,10 +16,12 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -53,13 +56,56 @@ typedef enum {
     SC_IN_FLIGHT,  /* chip 0 never waits for its send */
     SC_SELF,       /* a local DMA: HBM -> HBM on the chip itself */
     SC_BODY_ERROR, /* chip 2's body fails on its own */
-    SC_MESH        /* data=4,model=4: copy to model+1 by the mesh axis' name */
+    SC_MESH,       /* data=4,model=4: copy to model+1 by the mesh axis' name */
+    SC_ON_WAIT     /* chip 0 copies to chip 1 only once the hook saw chips waiting */
 } scenario_t;
+
+/* What the on_wait hook saw: calls naming chip -1 (a semaphore) and chip 0. */
+typedef struct waits {
+    atomic_int any;
+    atomic_int chip0;
+} waits_t;
 
 typedef struct test_run {
     scenario_t sc;
     const tpu_mesh_t *mesh;
+    waits_t *waits; /* SC_ON_WAIT */
 } test_run_t;
+
+static void on_wait(void *arg, int chip)
+{
+    waits_t *w = arg;
+
+    if (chip == -1) {
+        atomic_fetch_add(&w->any, 1);
+    } else if (chip == 0) {
+        atomic_fetch_add(&w->chip0, 1);
+    }
+}
+
+/*
+ * SC_ON_WAIT, chip 0: run (without a copy, so every other chip keeps waiting)
+ * until the hook has been called by chip 1 in its wait for the copy (a semaphore:
+ * chip -1) and by chip 2 or 3 at the end of the kernel, waiting for chip 0 still
+ * in its body.  Both waits last until chip 0 copies, so this ends however the host
+ * schedules the threads; the bound (20 s) only turns a missing call into an error.
+ */
+static tpu_status_t wait_for_hook(const waits_t *w, tpu_err_t *err)
+{
+    struct timespec t0, now, nap = {0, 1000000};
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (atomic_load(&w->any) == 0 || atomic_load(&w->chip0) == 0) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec > 20) {
+            return tpu_err_set(err, TPU_ERR_INTERNAL,
+                               "on_wait: %d calls for a semaphore, %d for chip 0 in 20 s",
+                               atomic_load(&w->any), atomic_load(&w->chip0));
+        }
+        nanosleep(&nap, NULL);
+    }
+    return TPU_OK;
+}
 
 static tpu_status_t start_wait(tpu_rdma_ctx_t *ctx, const tpu_rdma_copy_t *c, tpu_err_t *err)
 {
@@ -181,6 +227,13 @@ static tpu_status_t body(tpu_rdma_ctx_t *ctx, void *arg, tpu_err_t *err)
         }
         tpu_rdma_copy_init(&c, IN, 0, OUT, 0, NB, SEND, RECV, 2);
         return me == 1 ? tpu_rdma_wait_recv(ctx, &c, err) : TPU_OK;
+    case SC_ON_WAIT:
+        tpu_rdma_copy_init(&c, IN, 0, OUT, 0, NB, SEND, RECV, 1);
+        if (me == 0) {
+            st = wait_for_hook(t->waits, err);
+            return st == TPU_OK ? start_wait(ctx, &c, err) : st;
+        }
+        return me == 1 ? tpu_rdma_wait_recv(ctx, &c, err) : TPU_OK;
     }
     return TPU_OK;
 }
@@ -241,7 +294,7 @@ static tpu_status_t run_mesh(fixture_t *f, scenario_t sc, uint64_t vmem_bytes,
     static const char *const sems[] = {"send", "recv", "other"};
     tpu_rdma_buf_t bufs[4];
     tpu_rdma_kernel_t k;
-    test_run_t t = {sc, mesh};
+    test_run_t t = {sc, mesh, NULL};
 
     bufs[IN] = (tpu_rdma_buf_t){"in", TPU_RDMA_HBM, NB, (void *const *)f->in};
     bufs[OUT] = (tpu_rdma_buf_t){"out", TPU_RDMA_HBM, NB, (void *const *)f->out};
@@ -249,7 +302,7 @@ static tpu_status_t run_mesh(fixture_t *f, scenario_t sc, uint64_t vmem_bytes,
     bufs[VBUF] = (tpu_rdma_buf_t){"vbuf", TPU_RDMA_VMEM, vmem_bytes, NULL};
     k = (tpu_rdma_kernel_t){"test_kernel", 4, bufs, 3, sems, body, &t};
     tpu_err_clear(&f->err);
-    return tpu_rdma_run(f->rdma, &k, &(tpu_rdma_opts_t){5.0}, &f->stats, &f->err);
+    return tpu_rdma_run(f->rdma, &k, &(tpu_rdma_opts_t){.timeout_s = 5.0}, &f->stats, &f->err);
 }
 
 static tpu_status_t run(fixture_t *f, scenario_t sc, uint64_t vmem_bytes)
@@ -399,6 +452,34 @@ static void test_deadlock_named(void **state)
     close_pod(&f);
 }
 
+/* A chip that waits tells the on_wait hook whom it waits for (a watchdog's
+ * heartbeat), in a semaphore wait and at the end of the kernel. */
+static void test_on_wait_called(void **state)
+{
+    static const char *const sems[] = {"send", "recv", "other"};
+    waits_t w;
+    test_run_t t = {SC_ON_WAIT, NULL, &w};
+    tpu_rdma_buf_t bufs[2];
+    tpu_rdma_kernel_t k;
+    tpu_rdma_opts_t opts = {30.0, on_wait, &w};
+    fixture_t f;
+
+    (void)state;
+    atomic_init(&w.any, 0);
+    atomic_init(&w.chip0, 0);
+    open_pod(&f, "4");
+    bufs[IN] = (tpu_rdma_buf_t){"in", TPU_RDMA_HBM, NB, (void *const *)f.in};
+    bufs[OUT] = (tpu_rdma_buf_t){"out", TPU_RDMA_HBM, NB, (void *const *)f.out};
+    k = (tpu_rdma_kernel_t){"test_kernel", 2, bufs, 3, sems, body, &t};
+    assert_int_equal(tpu_rdma_run(f.rdma, &k, &opts, &f.stats, &f.err), TPU_OK);
+    assert_true(atomic_load(&w.any) > 0);
+    assert_true(atomic_load(&w.chip0) > 0);
+    assert_memory_equal(f.out[1], f.in[0], NB);
+    /* The wall-clock wait costs no modeled time: one hop, as test_pairs. */
+    expect_us(f.stats.modeled_us, ISSUE + ALPHA + NB / BW);
+    close_pod(&f);
+}
+
 static void test_too_small(void **state)
 {
     fixture_t f;
@@ -494,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_mesh_axis_peer),
         cmocka_unit_test(test_self_copy),
         cmocka_unit_test(test_deadlock_named),
+        cmocka_unit_test(test_on_wait_called),
         cmocka_unit_test(test_too_small),
         cmocka_unit_test(test_bad_device),
         cmocka_unit_test(test_race_detected),
