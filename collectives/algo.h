@@ -20,7 +20,10 @@ typedef struct tpu_algo_args {
     int chunks;                 /* pipeline chunks per ordering (>= 1) */
     double split;               /* in (0, 1): the data fraction of axis order 0 of a torus
                                    all-gather over two axes (select.c times a few); 0: the
-                                   estimate's choice (allgather_torus.c, choose_split) */
+                                   estimate's choice among the rotations of the axis order
+                                   (allgather_torus.c, choose_split); TPU_SPLIT_ALL_ORDERS:
+                                   over three axes, the shares of all six orders that
+                                   balance the axes' loads (balance_orders) */
     int rep;                    /* -1: flows of every chip; else only those chip rep sends (the
                                    representative of a translation-invariant pod, see linkmodel.c) */
     const tpu_groups_t *groups; /* groups that are not whole axes (group algorithms), or NULL */
@@ -33,6 +36,9 @@ typedef struct tpu_algo_args {
                              (a rank's own part of the data schedule; torus family, direct
                              all-to-all and ppermute; the others build every flow) */
 } tpu_algo_args_t;
+
+/* args.split: the torus all-gather over three axes splits between all six axis orders. */
+#define TPU_SPLIT_ALL_ORDERS 2.0
 
 typedef tpu_status_t (*tpu_algo_fn_t)(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                       tpu_err_t *err);

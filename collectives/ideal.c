@@ -9,7 +9,9 @@
  * the formulas are exactly fidelity.md's.  Neither the message start nor the
  * calibrated launch cost and link efficiency are in the formula: the default
  * model must reach the formula anyway, and the calibrated mode is compared with
- * measurements, not with the formula.
+ * measurements, not with the formula.  A wrapped axis counts f = 1 at any size:
+ * a wrapped axis of 2 chips is two links each way in the topology
+ * (topology/topo.c), a ring's bandwidth.
  */
 #include "tpu/coll.h"
 

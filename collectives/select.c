@@ -2,7 +2,8 @@
  * Selection by the cost model.  Every (algorithm, pipeline depth) the registry
  * offers for the collective is built and timed (time.c), over two axes the torus
  * family's one-chunk schedule also at a grid of splits between its axis orders,
- * refined around the grid's best;
+ * refined around the grid's best, over three axes every depth also with the
+ * data split between all six axis orders;
  * an algorithm that refuses the shape is skipped.  The fastest wins, and among
  * those within TPU_SELECT_SLACK of it the shallowest pipeline.  The tables
  * below are the whole policy: the depths tried, the size guards, and how many
@@ -112,7 +113,12 @@ static double model_flows(const tpu_coll_plan_t *p)
 /*
  * How many splits to time for 'algo': the grid over two ICI axes, for the
  * one-chunk schedule (deeper pipelines overlap the phases and depend less on the
- * split) of schedules of at most TPU_SELECT_MAX_FLOWS / TPU_SELECT_SPLITS flows.
+ * split) of schedules of at most TPU_SELECT_MAX_FLOWS / TPU_SELECT_SPLITS flows;
+ * over three axes, at every depth, two: the estimate's split between the
+ * rotations of the axis order and TPU_SPLIT_ALL_ORDERS, the six orders' shares
+ * that balance the axes (allgather_torus.c: the rotations cannot when one axis
+ * is much cheaper than the others, v4 4x6x2 with z wrapped; the estimate cannot
+ * tell which of the two a pipeline of a given depth prefers, so both are timed).
  */
 static int split_count(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks)
 {
@@ -125,7 +131,14 @@ static int split_count(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chu
     for (a = 0; a < p->topo.naxes; a++) {
         d += (p->desc.axes & (1u << a)) && p->topo.dims[a] >= 2;
     }
-    if (!algo->pipelined || d != 2 || chunks > 1 || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+    if (!algo->pipelined || (p->desc.axes & TPU_AXIS_MASK_DCN)) {
+        return 1;
+    }
+    if (d == 3) {
+        /* The rotations' split and the balance of all six orders, at every depth. */
+        return flow_estimate(p, chunks) * every * 2 > TPU_SELECT_MAX_FLOWS ? 1 : 2;
+    }
+    if (d != 2 || chunks > 1 ||
         flow_estimate(p, chunks) * every * TPU_SELECT_SPLITS > TPU_SELECT_MAX_FLOWS) {
         return 1;
     }
@@ -142,7 +155,8 @@ static int refine_count(const tpu_coll_plan_t *p, int nsplit, int chunks)
     double every = tpu__plan_translation_invariant(p) ? p->topo.nchips : 1;
     int n = 2 * (TPU_SELECT_REFINE - 1);
 
-    return nsplit > 1 && flow_estimate(p, chunks) * every * (nsplit + n) <= TPU_SELECT_MAX_FLOWS
+    return nsplit == TPU_SELECT_SPLITS &&
+                   flow_estimate(p, chunks) * every * (nsplit + n) <= TPU_SELECT_MAX_FLOWS
                ? n
                : 0;
 }
@@ -169,7 +183,9 @@ static double split_at(const candidate_t *cand, int first, int ncand, int i, int
     double step = 1.0 / (TPU_SELECT_SPLITS * TPU_SELECT_REFINE), x;
 
     if (i < nsplit) {
-        return i == 0 ? 0 : (double)i / TPU_SELECT_SPLITS;
+        return i == 0                       ? 0
+               : nsplit < TPU_SELECT_SPLITS ? TPU_SPLIT_ALL_ORDERS
+                                            : (double)i / TPU_SELECT_SPLITS;
     }
     for (k = first; k < ncand && k < first + nsplit; k++) {
         if (cand[k].split > 0 && (best < 0 || cand[k].t < cand[best].t)) {

@@ -7,6 +7,12 @@
  * wrapped axis and n-1 on an open one ('+' links leave coordinates 0..n-2, '-'
  * links leave 1..n-1).  Slices follow each other.  The ids are therefore dense,
  * and both directions of the mapping are arithmetic.
+ *
+ * A wrapped axis of 2 chips has two links each way between the pair: the '+'
+ * link and the wraparound '-' link.  No source describes such an axis (the TPU
+ * slice rules of --wrap auto never wrap one); we assume the wraparound cable
+ * that --wrap asks for is there, as on a longer ring, so the pair has twice an
+ * open axis' bandwidth and f = 1, as the formula (collectives/ideal.c) counts it.
  */
 #include "tpu/topo.h"
 

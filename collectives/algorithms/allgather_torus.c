@@ -6,13 +6,17 @@
  * bidirectional ring when the axis wraps (each block goes both ways; the block
  * from the opposite side of an even ring is split, half each way) and a
  * bidirectional line when it does not.  Over several axes the data is split
- * between the rotations of the axis order (x-y-z, y-z-x, z-x-y): the part of
- * order x-y-z first gathers along x, then the gathered row along y, then along z.
- * The split is chosen so that every axis carries the same load, which keeps every
- * link of every axis busy for the whole collective, and each part is cut into
- * 'chunks' pieces that follow each other through the phases (a pipeline), so that
- * the phases of one part overlap.  Across slices ('dcn') the blocks are first
- * exchanged directly with the chips of the same coordinates in the other slices.
+ * between axis orders: the part of order x-y-z first gathers along x, then the
+ * gathered row along y, then along z.  By default the orders are the rotations
+ * (x-y-z, y-z-x, z-x-y) and the split is the estimate's (choose_split()); over
+ * three axes select.c also times the split between all six orders that loads
+ * every axis in proportion to its bandwidth (balance_orders(), a small linear
+ * program), which the rotations alone cannot do when one axis is much cheaper
+ * than the others (a wrapped axis of 2 chips is cheap only as a last phase).
+ * Each part is cut into 'chunks' pieces that follow each other through the
+ * phases (a pipeline), so that the phases of one part overlap.  Across slices
+ * ('dcn') the blocks are first exchanged directly with the chips of the same
+ * coordinates in the other slices.
  *
  * Cost model (W: bidirectional bandwidth of one link, alpha: per-hop latency,
  * f_i = 1 for a wrapped axis and 1/2 for an open one, D the diameter):
@@ -22,10 +26,17 @@
  * One wrapped axis, n chips: floor(n/2) steps, each moving one block each way
  * over one hop: (n-1)/n * V / W + floor(n/2) * alpha, exactly.  One open axis:
  * n-1 steps at W/2 per direction: twice the ring's bandwidth term (the chip at
- * the end of the line has one link in).  Several axes: the load of axis a is
- * sum_r frac_r * (prod of the sizes gathered before a in order r) * (n_a - 1)/f_a,
- * and the fractions solve "all axes equal" (a d x d linear system); with enough
- * chunks the time approaches the bound.  The DCN phase costs (S-1)/S * V_dcn / W_dcn.
+ * the end of the line has one link in).  A wrapped axis of 2 chips is a ring of
+ * two links each way (the '+' link and the wraparound '-' link join the same two
+ * chips: we assume the wraparound cable is there, as --wrap asks, so f = 1 as in
+ * the formula), and its one step sends half of every block over each.  Several
+ * axes: the load of axis a is sum_r frac_r * (prod of the sizes gathered before
+ * a in order r) * (n_a - 1)/f_a; the rotations' fractions solve "all axes equal"
+ * (a d x d linear system) where they can, and the six orders' minimise the
+ * largest load, which is (N-1)/N V / (W sum f) whenever the orders can balance
+ * the axes; with enough chunks the time approaches the bound (with no message
+ * start cost: every chunk costs its port one start per ring step, so a deep
+ * pipeline pays K x steps starts).  The DCN phase costs (S-1)/S * V_dcn / W_dcn.
  *
  * Restrictions: V must divide into N blocks of whole elements.
  * Source: the JAX scaling book, "Sharded Matrices and How to Multiply Them"
@@ -98,6 +109,167 @@ static double axis_tau(const tpu_topo_t *topo, int a)
     return (topo->dims[a] - 1) / (topo->wrap[a] ? 1.0 : 0.5);
 }
 
+/* The most axis orders: every permutation of three axes. */
+#define MAX_ORDERS 6
+
+/*
+ * The axis orders of a torus all-gather over d axes, as indices into axes[]:
+ * the d rotations first (x-y-z, y-z-x, z-x-y), then over three axes the other
+ * three permutations (x-z-y, z-y-x, y-x-z).  Returns how many.
+ */
+static int axis_orders(int d, int ord[MAX_ORDERS][TPU_MAX_AXES])
+{
+    static const int rest[3][3] = {{0, 2, 1}, {2, 1, 0}, {1, 0, 2}};
+    int r, j, n = 0;
+
+    for (r = 0; r < d; r++) {
+        for (j = 0; j < d; j++) {
+            ord[n][j] = (r + j) % d;
+        }
+        n++;
+    }
+    for (r = 0; d == 3 && r < 3; r++) {
+        memcpy(ord[n++], rest[r], sizeof(rest[r]));
+    }
+    return n;
+}
+
+/* load[a][r]: bytes per byte of item that order r puts on axis a, in units of 1/W. */
+static void order_loads(const tpu_topo_t *topo, const int *axes, int d, int nord,
+                        int ord[MAX_ORDERS][TPU_MAX_AXES], double load[TPU_MAX_AXES][MAX_ORDERS])
+{
+    int r, j;
+
+    for (r = 0; r < nord; r++) {
+        double prod = 1;
+
+        for (j = 0; j < d; j++) {
+            int a = ord[r][j];
+
+            load[a][r] = prod * axis_tau(topo, axes[a]);
+            prod *= topo->dims[axes[a]];
+        }
+    }
+}
+
+/* Solve the n x n system m (augmented, column n) in place; 0 if it is singular. */
+static int solve_system(double m[TPU_MAX_AXES + 1][TPU_MAX_AXES + 2], int n, double *x)
+{
+    int i, j, k;
+
+    for (k = 0; k < n; k++) {
+        int piv = k;
+
+        for (i = k + 1; i < n; i++) {
+            if ((m[i][k] < 0 ? -m[i][k] : m[i][k]) > (m[piv][k] < 0 ? -m[piv][k] : m[piv][k])) {
+                piv = i;
+            }
+        }
+        if ((m[piv][k] < 0 ? -m[piv][k] : m[piv][k]) < 1e-12) {
+            return 0;
+        }
+        for (j = 0; j <= n; j++) {
+            double t = m[k][j];
+
+            m[k][j] = m[piv][j];
+            m[piv][j] = t;
+        }
+        for (i = 0; i < n; i++) {
+            if (i != k) {
+                double f = m[i][k] / m[k][k];
+
+                for (j = k; j <= n; j++) {
+                    m[i][j] -= f * m[k][j];
+                }
+            }
+        }
+    }
+    for (i = 0; i < n; i++) {
+        x[i] = m[i][n] / m[i][i];
+    }
+    return 1;
+}
+
+/*
+ * The shares of the orders that minimise the load of the most loaded axis (in
+ * units of 1/W, so an axis' load is proportional to its time at its bandwidth
+ * W f_a): a linear program, min t over shares s >= 0 summing to 1 with
+ * sum_r s_r load[a][r] <= t on every axis.  An optimal vertex has as many
+ * orders with a share as axes at t, so every choice of m orders and m axes (m =
+ * 1..d) is solved with those axes at t, and the best feasible one kept (ties:
+ * the first found, rotations before the other orders).  At its optimum the
+ * axes carry loads proportional to their bandwidths wherever the orders can do
+ * that: the formula's (N-1)/N V / (W sum f_a) is reached in bandwidth terms.
+ * Returns the most loaded axis' load.
+ */
+static double balance_orders(int d, int nord, double load[TPU_MAX_AXES][MAX_ORDERS], double *frac)
+{
+    double best = -1;
+    int m, so, sa;
+
+    for (m = 1; m <= d; m++) {
+        for (so = 0; so < (1 << nord); so++) {
+            int ro[TPU_MAX_AXES], ra[TPU_MAX_AXES], no = 0, na, r, i, j, ok;
+
+            if (__builtin_popcount((unsigned)so) != m) {
+                continue;
+            }
+            for (r = 0; r < nord; r++) {
+                if (so & (1 << r)) {
+                    ro[no++] = r;
+                }
+            }
+            for (sa = 0; sa < (1 << d); sa++) {
+                double mat[TPU_MAX_AXES + 1][TPU_MAX_AXES + 2], x[TPU_MAX_AXES + 1], t,
+                    f[MAX_ORDERS];
+
+                if (__builtin_popcount((unsigned)sa) != m) {
+                    continue;
+                }
+                for (na = 0, i = 0; i < d; i++) {
+                    if (sa & (1 << i)) {
+                        ra[na++] = i;
+                    }
+                }
+                /* Unknowns: the m shares, then t.  Rows: m tight axes, sum = 1. */
+                for (i = 0; i < m; i++) {
+                    for (j = 0; j < m; j++) {
+                        mat[i][j] = load[ra[i]][ro[j]];
+                    }
+                    mat[i][m] = -1;
+                    mat[i][m + 1] = 0;
+                }
+                for (j = 0; j < m; j++) {
+                    mat[m][j] = 1;
+                }
+                mat[m][m] = 0;
+                mat[m][m + 1] = 1;
+                if (!solve_system(mat, m + 1, x)) {
+                    continue;
+                }
+                memset(f, 0, sizeof(f));
+                for (ok = 1, j = 0; j < m; j++) {
+                    ok = ok && x[j] >= -1e-12;
+                    f[ro[j]] = x[j] < 0 ? 0 : x[j];
+                }
+                for (t = 0, i = 0; ok && i < d; i++) {
+                    double l = 0;
+
+                    for (r = 0; r < nord; r++) {
+                        l += f[r] * load[i][r];
+                    }
+                    t = l > t ? l : t;
+                }
+                if (ok && (best < 0 || t < best * (1 - 1e-9))) {
+                    best = t;
+                    memcpy(frac, f, sizeof(f));
+                }
+            }
+        }
+    }
+    return best;
+}
+
 /*
  * Fractions of the data for each rotation of the axis order, such that every
  * axis carries the same load.  Falls back to equal parts if the system has no
@@ -168,52 +340,75 @@ static void solve_fractions(const tpu_topo_t *topo, const int *axes, int d, doub
 }
 
 /*
- * An estimate of the time of the split 'frac' with 'K' chunks, in seconds.  Phase
- * j of order r moves its items in axis_steps() ring steps: bw(r, j) = frac_r x
- * (blocks gathered before) x tau x block / W of bytes time, steps x alpha of
- * hops.  The phases of the orders advance in windows (phase j of every order in
- * window j), a chunk's window lasts as long as its slowest phase (bw / K +
- * hops), and the other K - 1 chunks follow at the rate of the busiest phase
- * (bw / K + one message start per ring step); never below the load of the most
- * loaded axis.
+ * An estimate of the time of the split 'frac' between the 'nord' orders 'ord'
+ * with 'K' chunks, in seconds.  Phase j of order r moves its items in
+ * axis_steps() ring steps: bw(r, j) = frac_r x (blocks gathered before) x tau x
+ * block / W of bytes time, steps x alpha of hops.  The phases of the orders
+ * advance in windows (phase j of every order in window j); in a window an axis
+ * carries the phases of every order that is on it there, a chunk's window lasts
+ * as long as its busiest axis (bw / K + hops), and the other K - 1 chunks follow
+ * at the rate of the busiest axis of a window (bw / K + one message start per
+ * ring step of each phase); never below the load of the most loaded axis.  The
+ * rotations always count (their phases hold every axis in every window); the
+ * other orders only where they have a share.
  */
-static double split_estimate(const tpu_algo_args_t *args, const int *axes, int d, int K,
-                             const double *frac)
+static double split_estimate(const tpu_algo_args_t *args, const int *axes, int d, int nord,
+                             int ord[MAX_ORDERS][TPU_MAX_AXES], int K, const double *frac)
 {
     const tpu_topo_t *topo = args->topo;
     const tpu_link_model_t *link = args->link;
     double eff = link->ici_efficiency > 0 ? link->ici_efficiency : 1;
     double unit = (double)args->shard / (link->ici_bw * eff);
-    double win[TPU_MAX_AXES] = {0}, tot[TPU_MAX_AXES] = {0}, rate = 0, t = 0;
-    int r, j;
+    double wbw[TPU_MAX_AXES][TPU_MAX_AXES] = {{0}}, wmsg[TPU_MAX_AXES][TPU_MAX_AXES] = {{0}};
+    double tot[TPU_MAX_AXES] = {0}, rate = 0, t = 0;
+    int on[TPU_MAX_AXES][TPU_MAX_AXES] = {{0}};
+    int r, j, a;
 
-    for (r = 0; r < d; r++) {
+    for (r = 0; r < nord; r++) {
         double prod = 1;
 
+        if (r >= d && frac[r] <= 0) {
+            continue;
+        }
         for (j = 0; j < d; j++) {
-            int a = (r + j) % d, steps = axis_steps(topo, axes[a]);
-            double bw = frac[r] * prod * axis_tau(topo, axes[a]) * unit;
-            double chunk = bw / K + steps * link->ici_latency;
-            double follow = bw / K + steps * link->msg_cost;
+            int steps;
+            double bw;
 
-            win[j] = chunk > win[j] ? chunk : win[j];
-            rate = follow > rate ? follow : rate;
+            a = ord[r][j];
+            steps = axis_steps(topo, axes[a]);
+            bw = frac[r] * prod * axis_tau(topo, axes[a]) * unit;
+            wbw[j][a] += bw / K;
+            wmsg[j][a] += steps * link->msg_cost;
+            on[j][a] = 1;
             tot[a] += bw;
             prod *= topo->dims[axes[a]];
         }
     }
     for (j = 0; j < d; j++) {
-        t += win[j];
+        double win = 0;
+
+        for (a = 0; a < d; a++) {
+            double chunk = wbw[j][a] + axis_steps(topo, axes[a]) * link->ici_latency;
+            double follow = wbw[j][a] + wmsg[j][a];
+
+            if (!on[j][a]) {
+                continue;
+            }
+            win = chunk > win ? chunk : win;
+            rate = follow > rate ? follow : rate;
+        }
+        t += win;
     }
     t += (K - 1) * rate;
-    for (j = 0; j < d; j++) {
-        t = tot[j] > t ? tot[j] : t;
+    for (a = 0; a < d; a++) {
+        t = tot[a] > t ? tot[a] : t;
     }
     return t;
 }
 
 /*
- * The split used: the fractions of the orders that minimise split_estimate() for
+ * The split between the rotations of the axis order (the estimate's choice, when
+ * select.c asks for no other): the fractions that minimise split_estimate() for
  * K chunks, over the equal-load split of solve_fractions() and a grid of the
  * simplex (steps of 1/SPLIT_GRID).  With unequal or open axes the phases of the
  * orders differ in length (bytes and ring steps); equal loads keep every link
@@ -221,13 +416,14 @@ static double split_estimate(const tpu_algo_args_t *args, const int *axes, int d
  * does better with the data split so that the phases of a window end together.
  */
 #define SPLIT_GRID 120
-static void choose_split(const tpu_algo_args_t *args, const int *axes, int d, int K, double *frac)
+static void choose_split(const tpu_algo_args_t *args, const int *axes, int d, int nord,
+                         int ord[MAX_ORDERS][TPU_MAX_AXES], int K, double *frac)
 {
-    double best, f[TPU_MAX_AXES];
+    double best, f[MAX_ORDERS] = {0};
     int i, j;
 
     solve_fractions(args->topo, axes, d, frac);
-    best = split_estimate(args, axes, d, K, frac);
+    best = split_estimate(args, axes, d, nord, ord, K, frac);
     for (i = 0; i <= SPLIT_GRID; i++) {
         for (j = 0; j <= (d == 3 ? SPLIT_GRID - i : 0); j++) {
             double t;
@@ -235,7 +431,7 @@ static void choose_split(const tpu_algo_args_t *args, const int *axes, int d, in
             f[0] = (double)i / SPLIT_GRID;
             f[1] = d == 3 ? (double)j / SPLIT_GRID : 1 - f[0];
             f[2] = d == 3 ? 1 - f[0] - f[1] : 0;
-            t = split_estimate(args, axes, d, K, f);
+            t = split_estimate(args, axes, d, nord, ord, K, f);
             if (t < best) {
                 best = t;
                 memcpy(frac, f, sizeof(f));
@@ -480,12 +676,13 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     phase_ctx_t ctx;
     int axes[TPU_MAX_AXES], d = ici_axes(topo, args->mask, axes);
     int dcn = (args->mask & TPU_AXIS_MASK_DCN) && topo->slices > 1;
-    double frac[TPU_MAX_AXES] = {1, 0, 0};
+    double frac[MAX_ORDERS] = {1, 0, 0, 0, 0, 0};
+    int ord[MAX_ORDERS][TPU_MAX_AXES] = {{0, 1, 2}};
     int64_t elems = args->shard / args->elem, done = 0, base = 0;
     /* The DCN phase is a stage of its own (reduce-scatter over ICI, then DCN, then
      * all-gather over ICI, as the hierarchical algorithm is defined), so chunks
      * do not pipeline it with the ICI phases. */
-    int K, r, k, j, a, maxT = 1, total_rx, nsteps = 0;
+    int K, r, k, j, a, maxT = 1, total_rx, nsteps = 0, last = 0, nset = 0;
     tpu_status_t status = TPU_OK;
 
     (void)err;
@@ -494,9 +691,8 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     ctx.sched = sched;
     ctx.shard = args->shard;
     ctx.mask = args->mask;
-    if (nord > d) {
-        nord = d > 0 ? d : 1;
-    }
+    /* One order (axis by axis), or every order of the axes (d rotations first). */
+    nord = nord > 1 && d > 1 ? axis_orders(d, ord) : 1;
     /* Chunks pipeline the phases of several axes into each other; one axis is one
      * phase, which the ring already keeps busy (chunks would only hide its hops). */
     K = nord > 1 && !dcn ? args->chunks : 1;
@@ -518,8 +714,24 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     if (nord > 1 && d == 2 && args->split > 0 && args->split < 1) {
         frac[0] = args->split;
         frac[1] = 1 - args->split;
+    } else if (nord > d && args->split == TPU_SPLIT_ALL_ORDERS) {
+        double load[TPU_MAX_AXES][MAX_ORDERS];
+
+        order_loads(topo, axes, d, nord, ord, load);
+        if (balance_orders(d, nord, load, frac) < 0) {
+            choose_split(args, axes, d, d, ord, K, frac);
+        }
     } else if (nord > 1) {
-        choose_split(args, axes, d, K, frac);
+        /* The rotations only: the estimate's split among them. */
+        choose_split(args, axes, d, d, ord, K, frac);
+    }
+    /* The last order with a share takes the rounding's rest; orders without one
+     * build nothing (at most d have one, balance_orders()). */
+    for (r = 0; r < nord; r++) {
+        if (frac[r] > 0) {
+            last = r;
+            nset++;
+        }
     }
     total_rx = dcn ? topo->slices : 0;
     for (j = 0; j < d; j++) {
@@ -548,7 +760,8 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
         }
     }
     /* Room for every flow at once: no copies while the schedule grows. */
-    if (tpu__sched_reserve(sched, (int64_t)ctx.nbuilt * total_rx * nord * K, 0) != TPU_OK) {
+    if (tpu__sched_reserve(sched, (int64_t)ctx.nbuilt * total_rx * (nset > 0 ? nset : 1) * K, 0) !=
+        TPU_OK) {
         status = TPU_ERR_NO_MEMORY;
         goto out;
     }
@@ -562,7 +775,9 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     }
     sched->nlayout = nord * K;
     for (r = 0; r < nord; r++) {
-        int64_t part = r == nord - 1 ? elems - done : (int64_t)(frac[r] * (double)elems + 0.5);
+        int64_t part = r == last  ? elems - done
+                       : r > last ? 0
+                                  : (int64_t)(frac[r] * (double)elems + 0.5);
         int64_t kdone = 0;
 
         if (part > elems - done) {
@@ -589,8 +804,8 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
                 l->gstride[l->ndigits++] = ctx.stride[TPU_AXIS_DCN];
             }
             for (j = 0; j < d; j++) {
-                l->n[l->ndigits] = topo->dims[axes[(r + j) % d]];
-                l->gstride[l->ndigits++] = ctx.stride[axes[(r + j) % d]];
+                l->n[l->ndigits] = topo->dims[axes[ord[r][j]]];
+                l->gstride[l->ndigits++] = ctx.stride[axes[ord[r][j]]];
             }
             base += (int64_t)args->group * ctx.sub_len;
             ctx.lay = l;
@@ -607,7 +822,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
                 step += 1;
             }
             for (j = 0; j < d; j++) {
-                int axis = axes[(r + j) % d];
+                int axis = axes[ord[r][j]];
 
                 /* The rows of the chips built: only they send, and a flow is received
                  * by a chip built (the representative, a domain chip, a chip near
