@@ -781,7 +781,12 @@ static void shm_create(mpi_xport_t *mx)
         }
     }
     if (ok) {
-        memset(base, 0, mx->shm_bytes + 64);
+        /* The control blocks only (shm_psum.c: 512 bytes and an int32 per chip): the
+         * data areas are written before they are read, and untouched pages cost no
+         * memory. */
+        size_t ctl = 64 + 512 + 4 * (size_t)mx->base.nchips + 64;
+
+        memset(base, 0, ctl < mx->shm_bytes + 64 ? ctl : mx->shm_bytes + 64);
     }
     /* Every region zeroed before anyone reads it; and all of the node or none. */
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, mx->node) != MPI_SUCCESS || !all_ok) {
