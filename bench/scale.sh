@@ -6,7 +6,10 @@
 #     16x20x28 open, wrapped and mixed, and on two 2D pods;
 #  2. bench_scale: plan time, model time and one rank's part (time, peak RSS) at
 #     16, 256 and 8,960 chips (a transport hosting one chip, as an MPI rank);
-#  3. 'mpirun -n 16 tpuemu run' (the default tour on 4x4): peak RSS of each rank.
+#  3. every collective x every algorithm that can be chosen or forced (--algo), open
+#     and wrapped, at 16, 256 and 8,960 chips, and the group algorithms over the
+#     groups of a mesh axis of 8,960 chips: plan time, rank part, peak RSS;
+#  4. 'mpirun -n 16 tpuemu run' (the default tour on 4x4): peak RSS of each rank.
 # Expect noise on a loaded machine.
 set -u
 b=${1:-build}
@@ -39,6 +42,31 @@ for cfg in "4x4 none" "4x4 all" "16x16 none" "8x8x4 none" "8x8x4 all" "16x20x28 
     set -- $cfg
     for op in psum all-gather all-to-all ppermute; do
         "$b/bench/bench_scale" "$1" "$2" "$op" 17203200 1 || true
+    done
+done
+
+echo
+echo "== every collective x algorithm (forced with --algo; '-': the cost model's choice): plan, rank part, peak RSS"
+echo "   (group algorithms over whole axes of 8,960 chips build 80 million flows: refused or out of memory under ulimit -v 6 GB)"
+for cfg in "4x4 none" "4x4 all" "16x16 none" "16x16 all" "16x20x28 none" "16x20x28 all"; do
+    set -- $cfg
+    for ca in psum:- psum:rs_ag psum:rs_ag_axis_by_axis psum:snake psum:group_rs_ag psum:group_direct \
+        all-gather:- all-gather:torus all-gather:axis_by_axis all-gather:snake all-gather:group_ring \
+        all-gather:group_direct reduce-scatter:- reduce-scatter:torus reduce-scatter:axis_by_axis \
+        reduce-scatter:snake reduce-scatter:group_ring reduce-scatter:group_direct all-to-all:- \
+        all-to-all:direct all-to-all:group_direct ppermute:- ppermute:direct ppermute:pairs p2p:- \
+        p2p:multipath; do
+        op=${ca%%:*}
+        al=${ca#*:}
+        (ulimit -v 6000000; timeout 120 "$b/bench/bench_scale" "$1" "$2" "$op" 17203200 0 "$al") 2>&1 | tail -1
+    done
+done
+echo "== groups of a mesh (data=64,model=140 over model: 140 chips, 5 of y x all of z) on 16x20x28"
+for wrap in all none; do
+    for ca in psum:- psum:group_direct all-gather:- all-gather:group_direct reduce-scatter:- \
+        reduce-scatter:group_direct all-to-all:group_direct; do
+        (ulimit -v 6000000; timeout 300 "$b/bench/bench_scale" 16x20x28 "$wrap" "${ca%%:*}" 17203200 0 \
+            "${ca#*:}" model data=64,model=140) 2>&1 | tail -1
     done
 done
 

@@ -116,6 +116,8 @@ typedef tpu_status_t (*tpu_algo_pair_fn_t)(const tpu_algo_args_t *args, tpu_sche
 /*
  * A one-step, one-stream direct schedule: 'fn' for every ordered pair i != j of
  * members of every group whose sender is in the domain; '*size_p' is the group size.
+ * With args->local, only the pairs whose sender or receiver is marked (a rank's own
+ * part), in the same order.
  */
 tpu_status_t tpu__algo_group_pairs(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                    tpu_algo_pair_fn_t fn, int *size_p, tpu_err_t *err);

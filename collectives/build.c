@@ -1,4 +1,6 @@
 /* Building a plan's schedule from the registry: the algorithm, then the step index. */
+#include "tpu/alloc.h"
+
 #include "lines.h"
 #include "plan.h"
 
@@ -100,6 +102,13 @@ tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *a
     }
     if (status == TPU_OK && !ps->lines) {
         status = tpu__plan_sched_index(ps);
+    }
+    if (status == TPU_OK && orbit && !ps->lines && rep < 0 && local == NULL) {
+        /* The model schedule of every chip or of a domain: room for its chips' ends. */
+        ps->ends = tpu__calloc(1, sizeof(*ps->ends) + (size_t)p->topo.nchips * sizeof(double));
+        if (ps->ends == NULL) {
+            status = TPU_ERR_NO_MEMORY;
+        }
     }
     if (status == TPU_OK) {
         tpu__plan_label(algo, chunks, ps->s.algo, sizeof(ps->s.algo));

@@ -801,6 +801,55 @@ static int64_t scratch_need(const tpu_plan_sched_t *ps, const uint8_t *is_local,
 }
 
 /*
+ * The modeled times from the per-chip ends of the selector's walk (schedule.h):
+ * the same maxima of the same arrivals as model_times()'s walk, in O(chips).
+ */
+static tpu_status_t ends_times(tpu_coll_exec_t *e, const tpu_plan_sched_t *ps)
+{
+    const tpu_coll_plan_t *plan = e->plan;
+    const tpu_chip_ends_t *ce = ps->ends;
+    int n = plan->topo.nchips, c, i;
+    double end = 0, local = 0;
+
+    for (c = 0; c < n; c++) {
+        if (ce->end[c] > end) {
+            end = ce->end[c];
+        }
+    }
+    if (ps->orbit) {
+        tpu_algo_args_t args;
+        uint8_t *mark = tpu__calloc((size_t)n, 1);
+
+        /* The chips whose stand-in is the stand-in of a local chip (model_times). */
+        if (mark == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        memset(&args, 0, sizeof(args));
+        args.topo = &plan->topo;
+        args.period = ps->period;
+        args.reflect = ps->reflect;
+        for (i = 0; i < e->x->nlocal; i++) {
+            mark[tpu__algo_canon(&args, e->x->local_chips[i])] = 1;
+        }
+        for (c = 0; c < n; c++) {
+            if (mark[tpu__algo_canon(&args, c)] && ce->end[c] > local) {
+                local = ce->end[c];
+            }
+        }
+        tpu__free(mark);
+    } else {
+        for (i = 0; i < e->x->nlocal; i++) {
+            if (ce->end[e->x->local_chips[i]] > local) {
+                local = ce->end[e->x->local_chips[i]];
+            }
+        }
+    }
+    e->end_s = end + ce->launch;
+    e->local_end_s = local + ce->launch;
+    return TPU_OK;
+}
+
+/*
  * The modeled times, once: the plan's own schedule walked through the link model
  * (time.c), as tpu_coll_plan_model() does; the local end is the latest arrival at
  * or from a local chip.  In representative mode every chip ends with the pod.  In
@@ -824,6 +873,9 @@ static tpu_status_t model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t *o
     if (obs == NULL && ps->lines) {
         return tpu__lines_time_own(&plan->topo, &plan->link, ps, &e->ps->s, e->is_local,
                                    &e->local_end_s, &e->end_s, NULL);
+    }
+    if (obs == NULL && ps->ends != NULL && ps->ends->filled) {
+        return ends_times(e, ps);
     }
     if (obs != NULL && (ps->orbit || ps->lines)) {
         /* The observer is told of every flow of the pod: walk every chip's schedule
@@ -1141,6 +1193,12 @@ static tpu_status_t wide_init(tpu_coll_exec_t *e)
         }
     }
     return TPU_OK;
+}
+
+void tpu__exec_times(const tpu_coll_exec_t *e, double *end_s_p, double *local_end_s_p)
+{
+    *end_s_p = e->end_s;
+    *local_end_s_p = e->local_end_s;
 }
 
 void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)

@@ -95,9 +95,21 @@ tpu_status_t tpu__algo_group_pairs(const tpu_algo_args_t *args, tpu_sched_t *sch
     for (g = 0; g < ag.gr->ngroups && status == TPU_OK; g++) {
         const int32_t *m = ag.gr->chips + (int64_t)g * G;
 
+        if (args->local != NULL) {
+            /* A rank's own part: only the groups of its chips, and in them only the
+             * pairs that start or end on one of its chips (the same order). */
+            for (i = 0; i < G && !args->local[m[i]]; i++) {
+            }
+            if (i == G) {
+                continue;
+            }
+        }
         for (i = 0; i < G && status == TPU_OK; i++) {
+            if (!tpu__algo_in_domain(args, m[i])) {
+                continue;
+            }
             for (j = 0; j < G && status == TPU_OK; j++) {
-                if (j == i || !tpu__algo_in_domain(args, m[i])) {
+                if (j == i || (args->local != NULL && !args->local[m[i]] && !args->local[m[j]])) {
                     continue;
                 }
                 status = fn(args, sched, m, i, j);

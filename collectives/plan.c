@@ -350,6 +350,12 @@ tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t
     if (status != TPU_OK) {
         goto err_free;
     }
+    if (p->model.ends != NULL && (!p->model.ends->filled || !p->model_cached)) {
+        /* Not walked with the plan's constants (rebuilt after the choice): no table,
+         * so that no later walk with other constants fills it (schedule.h). */
+        tpu__free(p->model.ends);
+        p->model.ends = NULL;
+    }
     *plan_p = p;
     return TPU_OK;
 err_free:

@@ -534,4 +534,6 @@ void tpu__plan_sched_fini(tpu_plan_sched_t *ps)
     tpu__sched_fini(&ps->s);
     tpu__free(ps->step_start);
     ps->step_start = NULL;
+    tpu__free(ps->ends);
+    ps->ends = NULL;
 }

@@ -106,6 +106,19 @@ typedef struct tpu_sched {
 } tpu_sched_t;
 
 /* A built schedule with its step index. */
+/*
+ * Per chip, the latest arrival at or from it in the first walk of a model
+ * schedule (time.c; an O(chips) table): the walk that the selector does with the
+ * plan's own link constants, kept so that a run object (exec.c) reads its chips'
+ * ends instead of walking every flow again.  The same maxima of the same doubles:
+ * bit for bit what a second walk gives.
+ */
+typedef struct tpu_chip_ends {
+    int filled;    /* 0 until the first walk without an observer has written it */
+    double launch; /* that walk's launch cost (added once, as the walk does) */
+    double end[];  /* per chip: the latest arrival of a flow it sends or receives */
+} tpu_chip_ends_t;
+
 typedef struct tpu_plan_sched {
     tpu_sched_t s;
     int64_t *step_start;      /* flows of step s are [step_start[s], step_start[s+1]) */
@@ -117,6 +130,7 @@ typedef struct tpu_plan_sched {
     unsigned lines_mask;      /* its axes, */
     int64_t lines_blk;        /* its block bytes, */
     int64_t lines_elem;       /* and its element bytes */
+    tpu_chip_ends_t *ends;    /* every-chip and orbit model schedules: per-chip ends, or NULL */
 } tpu_plan_sched_t;
 
 /* Permutations of (0, 1, 2), the axis orders a route can take; index 0 is x, y, z. */

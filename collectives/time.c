@@ -211,6 +211,25 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
     if (res != NULL) {
         tpu__linkmodel_stats(&t.lm, end, res);
     }
+    if (ps->ends != NULL && !ps->ends->filled && obs == NULL) {
+        /* The first walk (the selector's, with the plan's own constants): keep
+         * every chip's end for the run objects (schedule.h). */
+        tpu_chip_ends_t *ce = ps->ends;
+        int64_t i;
+
+        for (i = 0; i < sc->nflows; i++) {
+            const tpu_flow_t *f = &sc->flows[i];
+
+            if (t.arrival[i] > ce->end[f->src]) {
+                ce->end[f->src] = t.arrival[i];
+            }
+            if (t.arrival[i] > ce->end[f->dst]) {
+                ce->end[f->dst] = t.arrival[i];
+            }
+        }
+        ce->launch = t.launch;
+        ce->filled = 1;
+    }
     tpu__timing_report(&t);
     tpu__timing_fini(&t);
     *seconds_p = end;

@@ -15,7 +15,8 @@
  * over every pair: a shift by one along a ring costs V/(W/2) + alpha; pairs whose
  * routes overlap share their links.
  *
- * Restrictions: one step, not pipelined.
+ * Restrictions: one step, not pipelined.  With args->local (a rank's own part)
+ * only the pairs that start or end on a marked chip are built.
  *
  * Step diagram, pairs (0,1) (1,2) (2,3) (3,0) on a line of 4:
  *   step 1:  0->1, 1->2, 2->3 over the + links; 3->0 back over the - links (3 hops).
@@ -53,7 +54,12 @@ tpu_status_t tpu__algo_PPERMUTE_pairs(const tpu_algo_args_t *args, tpu_sched_t *
     (void)err;
     if (d->pairs != NULL) {
         for (k = 0; k < d->npairs && status == TPU_OK; k++) {
-            status = add_pair(args, d->pairs[2 * k], d->pairs[2 * k + 1], 1, sched);
+            int src = d->pairs[2 * k], dst = d->pairs[2 * k + 1];
+
+            if (args->local != NULL && !args->local[src] && !args->local[dst]) {
+                continue; /* a rank's own part: the pairs of its chips */
+            }
+            status = add_pair(args, src, dst, 1, sched);
         }
     } else {
         const tpu_topo_t *topo = args->topo;
@@ -63,6 +69,9 @@ tpu_status_t tpu__algo_PPERMUTE_pairs(const tpu_algo_args_t *args, tpu_sched_t *
             int i = tpu_topo_group_index(topo, args->mask, c);
             int dst = tpu_topo_group_member(topo, args->mask, c, ((i + d->shift) % n + n) % n);
 
+            if (args->local != NULL && !args->local[c] && !args->local[dst]) {
+                continue;
+            }
             status = add_pair(args, c, dst, d->shift > 0 ? 1 : -1, sched);
         }
     }

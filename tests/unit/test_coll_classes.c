@@ -10,10 +10,12 @@
  * axes and over a subset, every algorithm of the registry that takes axes at
  * pipeline depths 1, 2 and 4, and blocks of 1, 3 (halves of unequal size at a
  * tie) and 1000 elements.  And a rank's own part of the data schedule (item 5)
- * against the flows of every chip's that touch its chip.
+ * against the flows of every chip's that touch its chip, for the algorithm the
+ * cost model chooses and for every group algorithm and ppermute pairs.
  */
 #include "tpu/coll.h"
 #include "tpu/topo.h"
+#include "tpu/xport.h"
 
 #include "plan.h"
 #include "timing.h"
@@ -120,7 +122,7 @@ static int same_flow(const tpu_flow_t *a, const tpu_flow_t *b)
  * exactly the flows of the every-chip schedule that start or end on it, in the
  * same order, and every flow it sends depends on the same flows.
  */
-static void compare_part(const tpu_coll_plan_t *p)
+static void compare_part_n(const tpu_coll_plan_t *p, int fewer)
 {
     tpu_err_t err = {0};
     tpu_plan_sched_t full, part;
@@ -170,11 +172,20 @@ static void compare_part(const tpu_coll_plan_t *p)
                         c, (long long)j, (long long)part.s.nflows);
         }
         assert_int_equal(j, part.s.nflows);
+        if (fewer) {
+            /* Only a part: the rank does not build the others' flows. */
+            assert_true(part.s.nflows < full.s.nflows);
+        }
         mine[c] = 0;
         tpu__plan_sched_fini(&part);
     }
     tpu__plan_sched_fini(&full);
     free(mine);
+}
+
+static void compare_part(const tpu_coll_plan_t *p)
+{
+    compare_part_n(p, 0);
 }
 
 /* Whole-element block sizes that every collective takes over a group of 'group'. */
@@ -273,12 +284,223 @@ static void test_classes_8x8x8(void **state)
     run_shapes(shapes, 2, sizes, 1);
 }
 
+/*
+ * A rank's own part for the group algorithms and explicit ppermute pairs (issue 13
+ * item 5): named over torus axes and over groups that are not (every other chip,
+ * a strided set), on open and wrapped pods.  The part holds exactly the flows of
+ * every chip's schedule that touch its chip, with the same dependencies, and
+ * fewer flows than the whole; the modeled time is the plan's walk, which the part
+ * does not change.
+ */
+static void part_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, const char *algo,
+                      int strided)
+{
+    tpu_err_t err = {0};
+    tpu_topo_t topo;
+    tpu_link_model_t link;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_groups_t groups;
+    int32_t *ids = NULL;
+    int sizes[2], c, group;
+
+    assert_true(make(&topo, &link, shape, wrap));
+    memset(&groups, 0, sizeof(groups));
+    tpu_coll_desc_init(&d);
+    d.kind = kind;
+    snprintf(d.algo, sizeof(d.algo), "%s", algo);
+    d.axes = kind == TPU_COLL_PPERMUTE ? 1u : (1u << topo.naxes) - 1;
+    group = kind == TPU_COLL_PPERMUTE ? 1 : topo.nchips;
+    if (strided && kind == TPU_COLL_PPERMUTE) {
+        /* Chip c to chip c + 3 (mod the pod): pairs that are no torus shift. */
+        ids = malloc((size_t)topo.nchips * 2 * sizeof(int32_t));
+        assert_non_null(ids);
+        for (c = 0; c < topo.nchips; c++) {
+            ids[2 * c] = c;
+            ids[2 * c + 1] = (c + 3) % topo.nchips;
+        }
+        d.pairs = ids;
+        d.npairs = topo.nchips;
+    } else if (strided) {
+        /* Two groups: the even chips and the odd ones. */
+        ids = malloc((size_t)topo.nchips * sizeof(int32_t));
+        assert_non_null(ids);
+        for (c = 0; c < topo.nchips; c++) {
+            ids[c / 2 + (c % 2) * (topo.nchips / 2)] = c;
+        }
+        sizes[0] = sizes[1] = topo.nchips / 2;
+        assert_int_equal(tpu_groups_from_lists(ids, sizes, 2, &groups, &err), TPU_OK);
+        d.groups = &groups;
+        group = topo.nchips / 2;
+    }
+    d.bytes = (uint64_t)(3 * 4 * group);
+    if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
+        print_error("%s %s %s %s: %s\n", shape, wrap, tpu_coll_name(kind), algo, err.msg);
+        fail();
+    }
+    assert_string_equal(plan->algo->name, algo);
+    compare_part_n(plan, 1);
+    tpu_coll_plan_destroy(plan);
+    tpu_groups_fini(&groups);
+    free(ids);
+}
+
+static void test_group_parts(void **state)
+{
+    static const struct {
+        tpu_coll_kind_t kind;
+        const char *algo;
+    } algos[] = {
+        {TPU_COLL_ALL_GATHER, "group_ring"},     {TPU_COLL_ALL_GATHER, "group_direct"},
+        {TPU_COLL_REDUCE_SCATTER, "group_ring"}, {TPU_COLL_REDUCE_SCATTER, "group_direct"},
+        {TPU_COLL_PSUM, "group_rs_ag"},          {TPU_COLL_PSUM, "group_direct"},
+        {TPU_COLL_ALL_TO_ALL, "group_direct"},   {TPU_COLL_PPERMUTE, "pairs"},
+    };
+    static const char *const shapes[][2] = {
+        {"4x4", "none"}, {"4x4", "all"}, {"6x4", "x"}, {"4x2x3", "none"}, {"4x4x2", "all"}};
+    int k, s, strided;
+
+    (void)state;
+    for (k = 0; k < (int)(sizeof(algos) / sizeof(algos[0])); k++) {
+        for (s = 0; s < (int)(sizeof(shapes) / sizeof(shapes[0])); s++) {
+            for (strided = 0; strided < 2; strided++) {
+                part_case(shapes[s][0], shapes[s][1], algos[k].kind, algos[k].algo, strided);
+            }
+        }
+    }
+}
+
+/* A transport that hosts one chip and moves nothing: only run objects are built. */
+static void no_destroy(tpu_xport_t *x)
+{
+    (void)x;
+}
+
+/*
+ * A rank's modeled times from the per-chip ends of the selector's walk
+ * (schedule.h) against a second walk of the model schedule (the table switched
+ * off), compared with ==: the collective's end and the rank's own end, for chips
+ * at the start, middle and end of the pod, on every-chip and domain (orbit)
+ * schedules, axes and groups.  Returns how many plans carried the table.
+ */
+static int ends_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, const char *axes,
+                     const char *algo, int strided)
+{
+    static tpu_xport_ops_t ops;
+    tpu_err_t err = {0};
+    tpu_topo_t topo;
+    tpu_link_model_t link;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_groups_t groups;
+    int32_t ids[64];
+    int sizes[2], c, k, group, had;
+
+    assert_true(make(&topo, &link, shape, wrap));
+    assert_true(topo.nchips <= 64);
+    if (strided && topo.nchips % 2 != 0) {
+        return 0; /* two halves need an even pod */
+    }
+    memset(&groups, 0, sizeof(groups));
+    tpu_coll_desc_init(&d);
+    d.kind = kind;
+    snprintf(d.algo, sizeof(d.algo), "%s", algo);
+    assert_int_equal(tpu_topo_parse_axes(&topo, axes, &d.axes, &err), TPU_OK);
+    group = tpu_topo_group_size(&topo, d.axes);
+    if (strided) {
+        for (c = 0; c < topo.nchips; c++) {
+            ids[c / 2 + (c % 2) * (topo.nchips / 2)] = c;
+        }
+        sizes[0] = sizes[1] = topo.nchips / 2;
+        assert_int_equal(tpu_groups_from_lists(ids, sizes, 2, &groups, &err), TPU_OK);
+        d.groups = &groups;
+        group = topo.nchips / 2;
+    }
+    d.bytes = (uint64_t)(3 * 4 * (kind == TPU_COLL_PPERMUTE ? 1 : group));
+    if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
+        print_error("%s %s %s %s: %s\n", shape, wrap, tpu_coll_name(kind), algo, err.msg);
+        fail();
+    }
+    had = plan->model.ends != NULL;
+    ops.size = sizeof(ops);
+    ops.name = "one-chip";
+    ops.destroy = no_destroy;
+    for (k = 0; k < 3; k++) {
+        int chip = k == 0 ? 0 : k == 1 ? topo.nchips / 2 : topo.nchips - 1;
+        tpu_xport_t x;
+        tpu_coll_exec_t *e1 = NULL, *e2 = NULL;
+        double end1, local1, end2, local2;
+
+        memset(&x, 0, sizeof(x));
+        x.ops = &ops;
+        x.nchips = topo.nchips;
+        x.nlocal = 1;
+        x.local_chips = &chip;
+        x.tag_ub = 2147483647;
+        assert_int_equal(tpu_coll_exec_create(plan, &x, &e1, &err), TPU_OK);
+        if (had) {
+            plan->model.ends->filled = 0; /* the walk, as without the table */
+        }
+        assert_int_equal(tpu_coll_exec_create(plan, &x, &e2, &err), TPU_OK);
+        if (had) {
+            plan->model.ends->filled = 1;
+        }
+        tpu__exec_times(e1, &end1, &local1);
+        tpu__exec_times(e2, &end2, &local2);
+        if (end1 != end2 || local1 != local2) {
+            print_error("%s %s %s %s chip %d: %.17g %.17g != %.17g %.17g\n", shape, wrap,
+                        tpu_coll_name(kind), plan->name, chip, end1, local1, end2, local2);
+        }
+        assert_true(end1 == end2);
+        assert_true(local1 == local2);
+        assert_true(local1 <= end1);
+        tpu_coll_exec_destroy(e1);
+        tpu_coll_exec_destroy(e2);
+    }
+    tpu_coll_plan_destroy(plan);
+    tpu_groups_fini(&groups);
+    return had;
+}
+
+static void test_rank_ends(void **state)
+{
+    static const struct {
+        tpu_coll_kind_t kind;
+        const char *axes, *algo;
+        int strided;
+    } cases[] = {
+        {TPU_COLL_PSUM, "x,y", "", 0},
+        {TPU_COLL_ALL_GATHER, "y", "", 0},
+        {TPU_COLL_REDUCE_SCATTER, "x", "", 0},
+        {TPU_COLL_ALL_GATHER, "x,y", "axis_by_axis", 0},
+        {TPU_COLL_PPERMUTE, "x", "", 0},
+        {TPU_COLL_PPERMUTE, "x", "pairs", 0},
+        {TPU_COLL_ALL_TO_ALL, "x,y", "group_direct", 0},
+        {TPU_COLL_PSUM, "x,y", "group_direct", 1},
+        {TPU_COLL_ALL_GATHER, "x,y", "group_ring", 1},
+        {TPU_COLL_REDUCE_SCATTER, "x,y", "group_direct", 1},
+        {TPU_COLL_PSUM, "x,y", "group_rs_ag", 0},
+    };
+    static const char *const shapes[][2] = {
+        {"4x4", "none"}, {"6x4", "x"}, {"3x5", "none"}, {"4x4", "all"}, {"8x2", "y"}};
+    int k, s, had = 0;
+
+    (void)state;
+    for (k = 0; k < (int)(sizeof(cases) / sizeof(cases[0])); k++) {
+        for (s = 0; s < (int)(sizeof(shapes) / sizeof(shapes[0])); s++) {
+            had += ends_case(shapes[s][0], shapes[s][1], cases[k].kind, cases[k].axes,
+                             cases[k].algo, cases[k].strided);
+        }
+    }
+    assert_true(had > 20); /* the table is what is tested */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lines_1d_2d),
-        cmocka_unit_test(test_classes_3d),
-        cmocka_unit_test(test_classes_8x8x8),
+        cmocka_unit_test(test_lines_1d_2d),   cmocka_unit_test(test_classes_3d),
+        cmocka_unit_test(test_classes_8x8x8), cmocka_unit_test(test_group_parts),
+        cmocka_unit_test(test_rank_ends),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
