@@ -178,12 +178,45 @@ static void publish(tpu_shm_psum_t *s, uint64_t v)
     atomic_store_explicit(&s->ctl[s->mi]->seq, v, memory_order_release);
 }
 
+/*
+ * One round of a wait for chip 'chip' that found nothing: spin, then yield, then
+ * nap; past the deadline, the watchdog's error ('why' ends its message).
+ */
+static tpu_status_t back_off(tpu_shm_psum_t *s, long rounds, int chip, const char *why,
+                             const tpu_coll_run_opts_t *opts, double deadline, tpu_err_t *err)
+{
+    if (rounds <= SPIN) {
+        return TPU_OK;
+    }
+    if (deadline > 0 && tpu__now_s() > deadline) {
+        char a[64], b[64];
+
+        tpu__exec_chip_str(&s->plan->topo, s->chips[s->mi], a, sizeof(a));
+        tpu__exec_chip_str(&s->plan->topo, chip, b, sizeof(b));
+        return tpu_err_set(err, TPU_ERR_TIMEOUT,
+                           "watchdog: %s waited %.0f s in %s (call %llu) for %s%s", a,
+                           opts->timeout_s, s->plan->name, (unsigned long long)opts->call, b, why);
+    }
+    if (opts->on_wait != NULL) {
+        opts->on_wait(opts->on_wait_arg, chip);
+    }
+    if (rounds < SPIN + YIELDS) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 100000L};
+
+        nanosleep(&ts, NULL);
+    }
+    return TPU_OK;
+}
+
 /* Wait until member 'g' has published 'want' (or a later phase of the same call). */
 static tpu_status_t wait_one(tpu_shm_psum_t *s, int g, uint64_t want,
                              const tpu_coll_run_opts_t *opts, double deadline, tpu_err_t *err)
 {
     _Atomic uint64_t *seq = &s->ctl[g]->seq;
     long rounds = 0;
+    tpu_status_t status;
 
     for (;;) {
         uint64_t v = atomic_load_explicit(seq, memory_order_acquire);
@@ -201,25 +234,9 @@ static tpu_status_t wait_one(tpu_shm_psum_t *s, int g, uint64_t want,
                                a, (unsigned long long)(want >> 32) - 1, s->plan->name, b,
                                (unsigned long long)(v >> 32) - 1);
         }
-        if (++rounds <= SPIN) {
-            continue;
-        }
-        if (deadline > 0 && tpu__now_s() > deadline) {
-            tpu__exec_chip_str(&s->plan->topo, s->chips[s->mi], a, sizeof(a));
-            tpu__exec_chip_str(&s->plan->topo, s->chips[g], b, sizeof(b));
-            return tpu_err_set(err, TPU_ERR_TIMEOUT,
-                               "watchdog: %s waited %.0f s in %s (call %llu) for %s", a,
-                               opts->timeout_s, s->plan->name, (unsigned long long)opts->call, b);
-        }
-        if (opts->on_wait != NULL) {
-            opts->on_wait(opts->on_wait_arg, s->chips[g]);
-        }
-        if (rounds < SPIN + YIELDS) {
-            sched_yield();
-        } else {
-            struct timespec ts = {0, 100000L};
-
-            nanosleep(&ts, NULL);
+        status = back_off(s, ++rounds, s->chips[g], "", opts, deadline, err);
+        if (status != TPU_OK) {
+            return status;
         }
     }
 }
@@ -242,29 +259,12 @@ static tpu_status_t wait_readers(tpu_shm_psum_t *s, const tpu_coll_run_opts_t *o
         long rounds = 0;
 
         while (atomic_load_explicit(&peer->seq, memory_order_acquire) < mine->pend_want) {
-            char a[64], c[64];
+            tpu_status_t status =
+                back_off(s, ++rounds, chips[i], " (to finish reading its previous call)", opts,
+                         deadline, err);
 
-            if (++rounds <= SPIN) {
-                continue;
-            }
-            if (deadline > 0 && tpu__now_s() > deadline) {
-                tpu__exec_chip_str(&s->plan->topo, s->chips[s->mi], a, sizeof(a));
-                tpu__exec_chip_str(&s->plan->topo, chips[i], c, sizeof(c));
-                return tpu_err_set(err, TPU_ERR_TIMEOUT,
-                                   "watchdog: %s waited %.0f s in %s (call %llu) for %s (to "
-                                   "finish reading its previous call)",
-                                   a, opts->timeout_s, s->plan->name,
-                                   (unsigned long long)opts->call, c);
-            }
-            if (opts->on_wait != NULL) {
-                opts->on_wait(opts->on_wait_arg, chips[i]);
-            }
-            if (rounds < SPIN + YIELDS) {
-                sched_yield();
-            } else {
-                struct timespec ts = {0, 100000L};
-
-                nanosleep(&ts, NULL);
+            if (status != TPU_OK) {
+                return status;
             }
         }
     }
