@@ -52,9 +52,9 @@
  * ones it is the finish time of the largest under processor sharing; two flows
  * of a step that cross a resource at different times do not slow each other.
  * After a step, r is busy over [start, start + drain(r)) of each of its flows
- * there (merged intervals, the last TPU_LM_BUSY_CAP of them; older ones merge
- * and their gaps count as busy), and a flow starts at the first idle moment of
- * its port: the next chunk of a pipeline, ordered in a later step but ready
+ * there (every interval is kept, merged where they touch: no gap between them
+ * is ever counted as busy), and a flow starts at the first idle moment of its
+ * port: the next chunk of a pipeline, ordered in a later step but ready
  * earlier, uses the idle time the earlier steps left instead of queueing behind
  * their last flow (which charged a pipeline's hop latencies serially).
  *
@@ -138,8 +138,11 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->s0 = tpu__malloc(n * sizeof(double));
     lm->e0 = tpu__malloc(n * sizeof(double));
     lm->nfree = tpu__malloc(n * sizeof(double));
-    lm->iv = tpu__malloc(n * 2 * TPU_LM_BUSY_CAP * sizeof(double));
+    lm->iv = tpu__malloc(n * 2 * TPU_LM_IV_INLINE * sizeof(double));
+    lm->ivx = tpu__calloc(n, sizeof(double *));
     lm->niv = tpu__calloc(n, sizeof(int32_t));
+    lm->civ = tpu__calloc(n, sizeof(int32_t));
+    lm->ivhint = tpu__calloc(n, sizeof(int32_t));
     lm->nmsg = tpu__malloc(n * sizeof(int32_t));
     lm->stream0 = tpu__malloc(n * sizeof(int32_t));
     lm->stamp = tpu__calloc(n, sizeof(int32_t));
@@ -149,9 +152,9 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->rw = tpu__calloc((size_t)route_cap, sizeof(double));
     if (lm->bw == NULL || lm->free == NULL || lm->busy == NULL || lm->bytes == NULL ||
         lm->sum == NULL || lm->s0 == NULL || lm->e0 == NULL || lm->nfree == NULL ||
-        lm->iv == NULL || lm->niv == NULL || lm->nmsg == NULL || lm->stream0 == NULL ||
-        lm->stamp == NULL || lm->mixed == NULL || lm->touched == NULL || lm->rres == NULL ||
-        lm->rw == NULL) {
+        lm->iv == NULL || lm->ivx == NULL || lm->niv == NULL || lm->civ == NULL ||
+        lm->ivhint == NULL || lm->nmsg == NULL || lm->stream0 == NULL || lm->stamp == NULL ||
+        lm->mixed == NULL || lm->touched == NULL || lm->rres == NULL || lm->rw == NULL) {
         tpu__linkmodel_fini(lm);
         return TPU_ERR_NO_MEMORY;
     }
@@ -196,6 +199,8 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
 
 void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
 {
+    int r;
+
     tpu__free(lm->bw);
     tpu__free(lm->free);
     tpu__free(lm->busy);
@@ -204,8 +209,14 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->s0);
     tpu__free(lm->e0);
     tpu__free(lm->nfree);
+    for (r = 0; lm->ivx != NULL && r < lm->nres; r++) {
+        tpu__free(lm->ivx[r]);
+    }
+    tpu__free(lm->ivx);
     tpu__free(lm->iv);
     tpu__free(lm->niv);
+    tpu__free(lm->civ);
+    tpu__free(lm->ivhint);
     tpu__free(lm->nmsg);
     tpu__free(lm->stream0);
     tpu__free(lm->stamp);
@@ -277,6 +288,12 @@ tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, u
         img = orbit_chip(topo, src, period, reflect, &flip);
         /* A reflection of the link's own axis turns its direction. */
         lm->orbit[l] = tpu_topo_link(topo, img, axis, (flip & (1u << axis)) ? -dir : dir);
+        if (lm->orbit[l] < 0) {
+            /* No such link at the image (the end of an open axis): then no flow of the
+             * schedule crosses this one (the symmetry would map it there), and it
+             * stands for itself, with nothing on it. */
+            lm->orbit[l] = l;
+        }
     }
     return TPU_OK;
 }
@@ -463,25 +480,61 @@ static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double 
 }
 
 /*
- * Queueing behind the earlier steps.  A resource keeps the intervals in which
- * it was busy (merged, the last TPU_LM_BUSY_CAP of them).  Work w that reaches
+ * Queueing behind the earlier steps.  A resource keeps every interval in which
+ * it was busy (sorted, disjoint, merged where they touch).  Work w that reaches
  * it at time t fills its idle gaps from t on: the wait is the busy time it
  * skips before w seconds of idle time have passed.  A step that the schedule
- * orders later but that is ready earlier (the next chunk of a pipeline) is thus
- * not queued behind work that only starts after it.
+ * orders later but that is ready earlier (the next chunk of a pipeline, or any
+ * flow of a schedule turned around in time) is thus not queued behind work that
+ * only starts after it.  (Until fid7 only the last 8 intervals were kept and the
+ * oldest two merged, their gap counted as busy: a reversed pipeline lost most of
+ * its idle time, test_linkmodel's test_many_gaps.)
  */
+
+/* The busy intervals of resource r: in place, or on the heap once there are more. */
+static double *busy_list(const tpu_linkmodel_t *lm, int32_t r)
+{
+    return lm->ivx[r] != NULL ? lm->ivx[r] : &lm->iv[(size_t)r * 2 * TPU_LM_IV_INLINE];
+}
+
+/*
+ * The first interval of resource r that ends after t (niv[r] if none).  Work
+ * mostly comes after the last interval or near where the resource's previous
+ * question landed (its hint): those first, then a search by halves.
+ */
+static int busy_first_after(const tpu_linkmodel_t *lm, int32_t r, double t)
+{
+    const double *iv = busy_list(lm, r);
+    int lo = 0, hi = lm->niv[r], h = lm->ivhint[r];
+
+    if (hi == 0 || iv[2 * (hi - 1) + 1] <= t) {
+        return hi;
+    }
+    if (h < hi && iv[2 * h + 1] > t && (h == 0 || iv[2 * (h - 1) + 1] <= t)) {
+        return h;
+    }
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+
+        if (iv[2 * mid + 1] <= t) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lm->ivhint[r] = lo;
+    return lo;
+}
+
 static double busy_wait(const tpu_linkmodel_t *lm, int32_t r, double t, double w)
 {
-    const double *iv = &lm->iv[(size_t)r * 2 * TPU_LM_BUSY_CAP];
+    const double *iv = busy_list(lm, r);
     double q = 0;
     int i;
 
-    for (i = 0; i < lm->niv[r]; i++) {
+    for (i = busy_first_after(lm, r, t); i < lm->niv[r]; i++) {
         double a = iv[2 * i], b = iv[2 * i + 1];
 
-        if (b <= t) {
-            continue;
-        }
         if (a > t) {
             if (w <= a - t) {
                 return q;
@@ -498,28 +551,27 @@ static double busy_wait(const tpu_linkmodel_t *lm, int32_t r, double t, double w
 /* The first moment at or after t when resource r is idle. */
 static double busy_idle(const tpu_linkmodel_t *lm, int32_t r, double t)
 {
-    const double *iv = &lm->iv[(size_t)r * 2 * TPU_LM_BUSY_CAP];
-    int i;
+    const double *iv = busy_list(lm, r);
+    int i = busy_first_after(lm, r, t);
 
-    for (i = 0; i < lm->niv[r]; i++) {
-        if (iv[2 * i] <= t && iv[2 * i + 1] > t) {
-            t = iv[2 * i + 1];
-        }
+    /* Intervals that touch are merged: the end of the one holding t is idle. */
+    if (i < lm->niv[r] && iv[2 * i] <= t) {
+        t = iv[2 * i + 1];
     }
     return t;
 }
 
-/* Mark [a, b) busy on resource r. */
-static void busy_add(tpu_linkmodel_t *lm, int32_t r, double a, double b)
+/* Mark [a, b) busy on resource r; TPU_ERR_NO_MEMORY if its list cannot grow. */
+static tpu_status_t busy_add(tpu_linkmodel_t *lm, int32_t r, double a, double b)
 {
-    double *iv = &lm->iv[(size_t)r * 2 * TPU_LM_BUSY_CAP];
-    int n = lm->niv[r], i, j, k;
+    double *iv = busy_list(lm, r);
+    int n = lm->niv[r], i, j;
 
     if (!(b > a)) {
-        return;
+        return TPU_OK;
     }
     /* The first interval that ends at or after a, and the first that starts after b. */
-    for (i = 0; i < n && iv[2 * i + 1] < a; i++) {
+    for (i = busy_first_after(lm, r, a); i > 0 && iv[2 * (i - 1) + 1] >= a; i--) {
     }
     for (j = i; j < n && iv[2 * j] <= b; j++) {
     }
@@ -527,32 +579,31 @@ static void busy_add(tpu_linkmodel_t *lm, int32_t r, double a, double b)
         /* [a, b) overlaps or touches intervals i .. j - 1: merge them into i. */
         iv[2 * i] = iv[2 * i] < a ? iv[2 * i] : a;
         iv[2 * i + 1] = iv[2 * (j - 1) + 1] > b ? iv[2 * (j - 1) + 1] : b;
-        for (k = j; k < n; k++) {
-            iv[2 * (k - (j - i - 1))] = iv[2 * k];
-            iv[2 * (k - (j - i - 1)) + 1] = iv[2 * k + 1];
+        if (j - i > 1) {
+            memmove(iv + 2 * (i + 1), iv + 2 * j, (size_t)(n - j) * 2 * sizeof(double));
         }
         lm->niv[r] = n - (j - i - 1);
-        return;
+        return TPU_OK;
     }
-    if (n == TPU_LM_BUSY_CAP) {
-        /* Full: the two oldest become one (their gap counts as busy). */
-        iv[1] = iv[3];
-        for (k = 2; k < n; k++) {
-            iv[2 * (k - 1)] = iv[2 * k];
-            iv[2 * (k - 1) + 1] = iv[2 * k + 1];
+    if (n == (lm->ivx[r] != NULL ? lm->civ[r] : TPU_LM_IV_INLINE)) {
+        /* Full: the list moves to (a larger) one on the heap. */
+        int32_t cap = 2 * n;
+        double *p = tpu__realloc(lm->ivx[r], (size_t)cap * 2 * sizeof(double));
+
+        if (p == NULL) {
+            return TPU_ERR_NO_MEMORY;
         }
-        n--;
-        if (i > 0) {
-            i--;
+        if (lm->ivx[r] == NULL) {
+            memcpy(p, iv, (size_t)n * 2 * sizeof(double));
         }
+        lm->ivx[r] = iv = p;
+        lm->civ[r] = cap;
     }
-    for (k = n; k > i; k--) {
-        iv[2 * k] = iv[2 * (k - 1)];
-        iv[2 * k + 1] = iv[2 * (k - 1) + 1];
-    }
+    memmove(iv + 2 * (i + 1), iv + 2 * i, (size_t)(n - i) * 2 * sizeof(double));
     iv[2 * i] = a;
     iv[2 * i + 1] = b;
     lm->niv[r] = n + 1;
+    return TPU_OK;
 }
 
 static int entry_cmp(const void *pa, const void *pb)
@@ -864,7 +915,9 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
     }
     /* Every resource is busy until its flows of the step have drained. */
     for (e = 0; lm->any_mixed && e < lm->nent; e++) {
-        busy_add(lm, lm->ent[e].res, lm->ent[e].st, lm->ent[e].end);
+        if (busy_add(lm, lm->ent[e].res, lm->ent[e].st, lm->ent[e].end) != TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
+        }
     }
     for (t = 0; t < lm->ntouched; t++) {
         int32_t r = lm->touched[t];
@@ -875,8 +928,8 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         if (lm->nfree[r] > lm->free[r]) {
             lm->free[r] = lm->nfree[r];
         }
-        if (!lm->mixed[r]) {
-            busy_add(lm, r, lm->s0[r], lm->nfree[r]);
+        if (!lm->mixed[r] && busy_add(lm, r, lm->s0[r], lm->nfree[r]) != TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
         }
         lm->busy[r] += lm->sum[r] / lm->bw[r] + lm->nmsg[r] * msg;
         lm->bytes[r] += lm->sum[r];

@@ -34,8 +34,11 @@ typedef struct tpu_linkmodel {
     int vpu0;               /* first VPU (one per chip; one in representative mode) */
     double *bw;             /* bytes/s of each resource (0: not modeled) */
     double *free;           /* when each resource has drained what it was given so far */
-    double *iv;             /* per resource: its busy intervals, TPU_LM_BUSY_CAP (a, b) pairs */
+    double *iv;             /* per resource: room for TPU_LM_IV_INLINE busy intervals (a, b) */
+    double **ivx;           /* per resource: its intervals on the heap when more, or NULL */
     int32_t *niv;           /* per resource: how many */
+    int32_t *civ;           /* per resource: room for how many on the heap */
+    int32_t *ivhint;        /* per resource: where its last search landed (a hint) */
     double *busy;           /* total busy seconds of each resource */
     double *bytes;          /* total bytes of each resource */
     /* Scratch of the current step, per resource: */
@@ -64,8 +67,8 @@ typedef struct tpu_linkmodel {
     int64_t cap_sres;
 } tpu_linkmodel_t;
 
-/* Busy intervals kept per resource; the oldest two merge (idle time between them lost). */
-#define TPU_LM_BUSY_CAP 8
+/* Busy intervals a resource keeps in place; more go to the heap (none is dropped). */
+#define TPU_LM_IV_INLINE 8
 
 /*
  * 'classes' selects the representative mode: the schedule holds the flows of one
@@ -81,7 +84,8 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm);
  * Orbit mode (after init with classes 0): the schedule holds the flows of the
  * chips whose coordinates are below 'period' on every axis, a fundamental domain
  * of the torus translations by multiples of 'period' that map the schedule onto
- * itself (group algorithms over symmetric groups, see tpu_groups_period()).  Every
+ * itself (group algorithms over symmetric groups, see tpu_groups_period(); on an
+ * open axis, groups that repeat within windows of the period, plan.c).  Every
  * link then stands for its orbit under those translations: a flow's bytes on a
  * link are counted on the link of the orbit whose source chip is in the domain,
  * which adds up exactly what the full schedule puts on each link of the orbit,

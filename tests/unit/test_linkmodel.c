@@ -1,7 +1,8 @@
 /*
  * The link model itself (collectives/linkmodel.c), on schedules written by hand
  * and times computed by hand in the comments: two flows sharing a link, time
- * overlap (two flows on one link at different times do not slow each other), a
+ * overlap (two flows on one link at different times do not slow each other),
+ * every idle gap a later step can fill (no cap on the busy intervals kept), a
  * pipelined chain, the message start cost (batches and streams), the reduction
  * on the VPU, a DCN NIC shared by a host's chips, a cross-slice transfer at the
  * per-chip DCN bandwidth, and the calibrated mode against the book's three
@@ -143,6 +144,42 @@ static void test_no_overlap_no_slowdown(void **state)
     add(&ps.s, 1, 2, 1, 1000, 0, TPU_ROUTE_ICI, &x, 1);
     add(&ps.s, 1, 2, 1, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
     near(time_us(&t, &l, &ps), 4.0);
+}
+
+/*
+ * Every idle gap is kept, however many there are.  Line 0-1-2.  A chain C_0 ..
+ * C_9 of 1000 B blocks 2->1, C_i at step i after C_(i-1): each starts when the
+ * one before arrives (link 2->1 is free again 1 us after a start), so C_i runs
+ * [2i, 2i + 1) and arrives at 2i + 1 + 1 = 2(i + 1) us.  Chip 1 forwards 500 B of
+ * each to chip 0, G_i at step i + 1 after C_i: link 1->0 is busy [2(i + 1),
+ * 2(i + 1) + 0.5), ten intervals [2, 2.5), [4, 4.5), ... [20, 20.5) with gaps of
+ * 1.5 us between them.  Last, at step 11, Z: chip 1's own 30000 B to chip 0 (30
+ * us of link), its data there at 0: it fills the gaps of link 1->0 from 0 on,
+ * skipping the ten busy halves (5 us) that lie before its work is done, so it
+ * finishes at 0 + 30 + 5 = 35 us and arrives at 35 + 1 = 36 us, the end of the
+ * collective (G_9 arrives at 20 + 0.5 + 1 = 21.5 us).  (Keeping only the last 8
+ * intervals merged [2, 2.5), [4, 4.5) and [6, 6.5) into [2, 6.5) and counted its
+ * 3 us of gaps as busy: 39 us.)
+ */
+static void test_many_gaps(void **state)
+{
+    tpu_link_model_t l = easy_link();
+    tpu_plan_sched_t ps;
+    tpu_topo_t t;
+    int32_t c[10];
+    int i;
+
+    (void)state;
+    line(&t, 3, 1);
+    memset(&ps, 0, sizeof(ps));
+    tpu__sched_init(&ps.s);
+    for (i = 0; i < 10; i++) {
+        c[i] = (int32_t)add(&ps.s, 2, 1, i, 1000, 0, TPU_ROUTE_ICI, i > 0 ? &c[i - 1] : NULL,
+                            i > 0 ? 1 : 0);
+        add(&ps.s, 1, 0, i + 1, 500, 0, TPU_ROUTE_ICI, &c[i], 1);
+    }
+    add(&ps.s, 1, 0, 11, 30000, 0, TPU_ROUTE_ICI, NULL, 0);
+    near(time_us(&t, &l, &ps), 36.0);
 }
 
 /* Two chunks c0, c1 of 1000 B down the line 0->1->2->3, forwarded hop by hop. */
@@ -473,6 +510,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_flows_share_a_link),
         cmocka_unit_test(test_no_overlap_no_slowdown),
+        cmocka_unit_test(test_many_gaps),
         cmocka_unit_test(test_pipelined_chain_and_message_cost),
         cmocka_unit_test(test_message_batches),
         cmocka_unit_test(test_reduction_cost),
