@@ -682,7 +682,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     /* The DCN phase is a stage of its own (reduce-scatter over ICI, then DCN, then
      * all-gather over ICI, as the hierarchical algorithm is defined), so chunks
      * do not pipeline it with the ICI phases. */
-    int K, r, k, j, a, maxT = 1, total_rx, nsteps = 0, last = 0, nset = 0;
+    int K, r, k, j, a, maxT = 1, total_rx, rx_flows, nsteps = 0, last = 0, nset = 0;
     tpu_status_t status = TPU_OK;
 
     (void)err;
@@ -759,8 +759,15 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
             ctx.chips[ctx.nbuilt++] = a;
         }
     }
-    /* Room for every flow at once: no copies while the schedule grows. */
-    if (tpu__sched_reserve(sched, (int64_t)ctx.nbuilt * total_rx * (nset > 0 ? nset : 1) * K, 0) !=
+    /* Room for every flow at once: no copies while the schedule grows.  A chip
+     * receives 2 * floor(n/2) flows on a ring of n, n - 1 on an open line and one
+     * from every other slice (total_rx, 2 (n - 1) on a line, bounds the scratch
+     * lists only: reserved as flows, it doubled the schedule of an open mesh). */
+    rx_flows = dcn ? topo->slices - 1 : 0;
+    for (j = 0; j < d; j++) {
+        rx_flows += (topo->wrap[axes[j]] ? 2 : 1) * axis_steps(topo, axes[j]);
+    }
+    if (tpu__sched_reserve(sched, (int64_t)ctx.nbuilt * rx_flows * (nset > 0 ? nset : 1) * K, 0) !=
         TPU_OK) {
         status = TPU_ERR_NO_MEMORY;
         goto out;
