@@ -3,7 +3,8 @@
  * collective on one pod, the time to plan it (select and build), the time of
  * tpu_coll_plan_model(), and the time and memory of one rank's run object (the
  * data schedule of its own chip and its modeled times) over a transport that
- * hosts one chip of the pod, as an MPI rank does.  Prints one line; the peak
+ * hosts one chip of the pod, as an MPI rank does.  Prints one line (flows: the
+ * pod's; plan flows: those the plan built and walked); the peak
  * resident memory of the process (VmHWM) is the last figure.  A benchmark, not a
  * test: it never fails on a timing.  bench/scale.sh runs it over pods of 16,
  * 256 and 8,960 chips.
@@ -162,9 +163,10 @@ int main(int argc, char **argv)
     }
     t3 = now_s();
     printf("%-9s %-5s %-14s %-13s %12s  chips %5d  plan %8.3f s  model %7.3f s  rank part %7.3f s"
-           "  modeled %10.3f us  flows %11lld  RSS start %6ld KB peak %7ld KB\n",
+           "  modeled %10.3f us  flows %11lld  plan flows %10lld  RSS start %6ld KB peak %7ld KB\n",
            argv[1], argv[2], argv[3], tpu_coll_plan_algo(plan), argv[4], topo.nchips, t1 - t0,
-           t2 - t1, t3 - t2, res.modeled_us, (long long)res.flows, rss0, vm_kb("VmHWM:"));
+           t2 - t1, t3 - t2, res.modeled_us, (long long)res.flows,
+           (long long)tpu_coll_plan_model_flows(plan), rss0, vm_kb("VmHWM:"));
     tpu_coll_exec_destroy(exec);
     tpu_coll_plan_destroy(plan);
     free(pairs);

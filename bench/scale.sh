@@ -8,7 +8,8 @@
 #     16, 256 and 8,960 chips (a transport hosting one chip, as an MPI rank);
 #  3. every collective x every algorithm that can be chosen or forced (--algo), open
 #     and wrapped, at 16, 256 and 8,960 chips, and the group algorithms over the
-#     groups of a mesh axis of 8,960 chips: plan time, rank part, peak RSS;
+#     groups of a mesh axis of 256 and 8,960 chips and named over every axis of
+#     8,960: plan time, rank part, the pod's and the plan's flows, peak RSS;
 #  4. 'mpirun -n 16 tpuemu run' (the default tour on 4x4): peak RSS of each rank.
 # Expect noise on a loaded machine.
 set -u
@@ -47,7 +48,7 @@ done
 
 echo
 echo "== every collective x algorithm (forced with --algo; '-': the cost model's choice): plan, rank part, peak RSS"
-echo "   (group algorithms over whole axes of 8,960 chips build 80 million flows: refused or out of memory under ulimit -v 6 GB)"
+echo "   (group algorithms over every axis of 8,960 chips: refused on the open pod, see below)"
 for cfg in "4x4 none" "4x4 all" "16x16 none" "16x16 all" "16x20x28 none" "16x20x28 all"; do
     set -- $cfg
     for ca in psum:- psum:rs_ag psum:rs_ag_axis_by_axis psum:snake psum:group_rs_ag psum:group_direct \
@@ -61,12 +62,24 @@ for cfg in "4x4 none" "4x4 all" "16x16 none" "16x16 all" "16x20x28 none" "16x20x
         (ulimit -v 6000000; timeout 120 "$b/bench/bench_scale" "$1" "$2" "$op" 17203200 0 "$al") 2>&1 | tail -1
     done
 done
-echo "== groups of a mesh (data=64,model=140 over model: 140 chips, 5 of y x all of z) on 16x20x28"
+echo "== groups of a mesh over 'model' (8x8x4 data=16,model=16: 16 chips, half of y x all of z;"
+echo "   16x20x28 data=64,model=140: 140 chips, 5 of y x all of z), open and wrapped"
+for cfg in "8x8x4 data=16,model=16" "16x20x28 data=64,model=140"; do
+    set -- $cfg
+    for wrap in none all; do
+        for ca in psum:- psum:group_direct all-gather:- all-gather:group_direct reduce-scatter:- \
+            reduce-scatter:group_direct all-to-all:group_direct; do
+            (ulimit -v 6000000; timeout 300 "$b/bench/bench_scale" "$1" "$wrap" "${ca%%:*}" 17203200 0 \
+                "${ca#*:}" model "$2") 2>&1 | tail -1
+        done
+    done
+done
+echo "== group algorithms named over every axis of 16x20x28 (one group of 8,960 chips)"
 for wrap in all none; do
-    for ca in psum:- psum:group_direct all-gather:- all-gather:group_direct reduce-scatter:- \
-        reduce-scatter:group_direct all-to-all:group_direct; do
+    for ca in psum:group_rs_ag all-gather:group_ring reduce-scatter:group_ring psum:group_direct \
+        all-to-all:group_direct; do
         (ulimit -v 6000000; timeout 300 "$b/bench/bench_scale" 16x20x28 "$wrap" "${ca%%:*}" 17203200 0 \
-            "${ca#*:}" model data=64,model=140) 2>&1 | tail -1
+            "${ca#*:}") 2>&1 | tail -1
     done
 done
 

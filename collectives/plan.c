@@ -37,6 +37,75 @@ static int farthest(const tpu_topo_t *topo, int src)
 }
 
 /*
+ * The period of the orbit timing of the group algorithms over 'g' (linkmodel.h),
+ * given its chip -> group and member tables: tpu_groups_period() on the wrapped
+ * axes; on the open ones the smallest q whose shift maps the groups onto
+ * groups, each within one window [k q, (k + 1) q) of the axis (a route between
+ * members then runs inside its window, and its images under the shifts never
+ * cross the axis' ends, where an open axis has no link).  An axis no group spans
+ * has q = 1: its planes are alike and apart.  Returns the number of translations
+ * (1: none; always 1 across slices).
+ */
+static int orbit_period(const tpu_topo_t *topo, const tpu_groups_t *g, const int32_t *group_of,
+                        const int32_t *index_of, int *period)
+{
+    int count = tpu_groups_period(topo, g, period), a, q;
+
+    for (a = 0; a < topo->naxes && topo->slices == 1; a++) {
+        int n = topo->dims[a];
+
+        if (n < 2 || topo->wrap[a]) {
+            continue;
+        }
+        for (q = 1; q < n; q++) {
+            if (n % q == 0 && tpu_groups_shift_maps(topo, g, group_of, index_of, a, q, 1)) {
+                period[a] = q;
+                count *= n / q;
+                break;
+            }
+        }
+    }
+    return count;
+}
+
+/*
+ * A group algorithm named for a request over whole torus axes works on the groups
+ * of the axes (group_args.c): their orbit period, as for groups given.
+ */
+static tpu_status_t axes_orbit(tpu_coll_plan_t *p, tpu_err_t *err)
+{
+    tpu_groups_t g;
+    int32_t *group_of = NULL, *index_of = NULL;
+    int i, named = 0;
+    tpu_status_t status;
+
+    for (i = 0; i < tpu__nalgos; i++) {
+        named |= tpu__algos[i].kind == p->desc.kind && tpu__algos[i].groups &&
+                 strcmp(tpu__algos[i].name, p->desc.algo) == 0;
+    }
+    if (!named || p->desc.groups != NULL || p->desc.pairs != NULL || tpu__plan_faulty(p) ||
+        p->desc.axes == 0 || p->topo.slices > 1) {
+        return TPU_OK;
+    }
+    status = tpu_groups_of_axes(&p->topo, p->desc.axes, &g, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    group_of = tpu__malloc((size_t)p->topo.nchips * sizeof(int32_t));
+    index_of = tpu__malloc((size_t)p->topo.nchips * sizeof(int32_t));
+    if (group_of == NULL || index_of == NULL) {
+        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the groups of a plan");
+    } else {
+        tpu_groups_index(&g, p->topo.nchips, group_of, index_of);
+        p->orbit = orbit_period(&p->topo, &g, group_of, index_of, p->period) > 1;
+    }
+    tpu__free(group_of);
+    tpu__free(index_of);
+    tpu_groups_fini(&g);
+    return status;
+}
+
+/*
  * Resolve desc->groups: checked, copied into the plan; groups equal to the groups
  * of whole torus axes become that axis mask (the torus algorithms), any other
  * set stays groups (the group algorithms), with per-chip member tables.
@@ -77,7 +146,8 @@ static tpu_status_t resolve_groups(tpu_coll_plan_t *p, tpu_err_t *err)
     }
     tpu_groups_index(&p->groups, p->topo.nchips, p->group_of, p->member);
     /* Symmetric groups are timed from the chips of one domain (linkmodel.h). */
-    p->orbit = !tpu__plan_faulty(p) && tpu_groups_period(&p->topo, &p->groups, p->period) > 1;
+    p->orbit = !tpu__plan_faulty(p) &&
+               orbit_period(&p->topo, &p->groups, p->group_of, p->member, p->period) > 1;
     d->groups = &p->groups;
     d->axes = 0;
     return TPU_OK;
@@ -346,6 +416,10 @@ tpu_status_t tpu_coll_plan_create(const tpu_topo_t *topo, const tpu_link_model_t
     p->args.elem = tpu_dtype_size(desc->dtype);
     p->args.groups = p->desc.groups;
     p->args.member = p->member;
+    status = axes_orbit(p, err);
+    if (status != TPU_OK) {
+        goto err_free;
+    }
     status = tpu__plan_select(p, err);
     if (status != TPU_OK) {
         goto err_free;
@@ -395,6 +469,11 @@ const char *tpu_coll_plan_algo(const tpu_coll_plan_t *plan)
 int tpu_coll_plan_group_size(const tpu_coll_plan_t *plan)
 {
     return plan->group;
+}
+
+int64_t tpu_coll_plan_model_flows(const tpu_coll_plan_t *plan)
+{
+    return plan->model.lines ? 0 : plan->model.s.nflows;
 }
 
 /* The walk's time 't' (seconds) and statistics 'res' into the caller's result. */

@@ -84,14 +84,26 @@ static double flow_estimate(const tpu_coll_plan_t *p, int chunks)
 static double model_flows(const tpu_coll_plan_t *p)
 {
     double chips = tpu__plan_translation_invariant(p) ? 1 : p->topo.nchips;
+    int i, named = 0;
 
-    if (p->desc.groups != NULL) {
-        /* A ring psum: two flows per member and step, of the chips of one domain. */
+    /* A group algorithm named over whole axes builds what it builds over groups. */
+    for (i = 0; i < tpu__nalgos && p->desc.algo[0] != '\0'; i++) {
+        named |= tpu__algos[i].kind == p->desc.kind && tpu__algos[i].groups &&
+                 strcmp(tpu__algos[i].name, p->desc.algo) == 0;
+    }
+    if (p->desc.groups != NULL || named) {
+        /* A ring psum: two flows per member and step, of the chips of one domain (what
+         * is built: orbit timing, linkmodel.h). */
         double domain = p->topo.nchips;
         int a;
 
         for (a = 0; p->orbit && a < TPU_MAX_AXES; a++) {
             domain = domain * p->period[a] / p->topo.dims[a];
+        }
+        if (named && p->desc.kind == TPU_COLL_PSUM && strcmp(p->desc.algo, "group_direct") == 0) {
+            /* Its gather flows each wait for the G - 1 reduce flows into their source:
+             * count those dependencies as flows (each about a tenth of one). */
+            return 2.0 * domain * p->group * (1 + p->group / 10.0);
         }
         return 2.0 * domain * p->group;
     }
@@ -309,6 +321,16 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                            "make the model walk every chip), more than the %.0f million this "
                            "build models; use fewer chips or fewer axes",
                            tpu_coll_name(desc->kind), p->group, model_flows(p) / 1e6,
+                           TPU_MAX_MODEL_FLOWS / 1e6);
+    }
+    if (model_flows(p) > TPU_MAX_MODEL_FLOWS && p->desc.groups == NULL &&
+        tpu__plan_translation_invariant(p)) {
+        /* Only a group algorithm named over wrapped axes gets here. */
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "%s over %d chips with --algo %s needs about %.0f million flows, more "
+                           "than the %.0f million this build models; let the cost model choose "
+                           "(no --algo) or use fewer chips",
+                           tpu_coll_name(desc->kind), p->group, desc->algo, model_flows(p) / 1e6,
                            TPU_MAX_MODEL_FLOWS / 1e6);
     }
     if (model_flows(p) > TPU_MAX_MODEL_FLOWS) {

@@ -219,20 +219,26 @@ void tpu_groups_index(const tpu_groups_t *groups, int nchips, int32_t *group_of,
     }
 }
 
-/* Does the shift by 'p' along 'axis' map every group onto a group, rotated? */
-static int shift_maps(const tpu_topo_t *topo, const tpu_groups_t *groups, const int32_t *group_of,
-                      const int32_t *index_of, int axis, int p)
+int tpu_groups_shift_maps(const tpu_topo_t *topo, const tpu_groups_t *groups,
+                          const int32_t *group_of, const int32_t *index_of, int axis, int p,
+                          int windowed)
 {
     int G = groups->size, g, i;
 
     for (g = 0; g < groups->ngroups; g++) {
         const int32_t *m = groups->chips + (int64_t)g * G;
         int32_t g2 = -1, s = 0;
+        int w = -1;
 
         for (i = 0; i < G; i++) {
             int c[TPU_MAX_AXES], t;
 
             tpu_topo_coords(topo, m[i], c);
+            if (windowed && i == 0) {
+                w = c[axis] / p;
+            } else if (windowed && c[axis] / p != w) {
+                return 0;
+            }
             c[axis] = (c[axis] + p) % topo->dims[axis];
             t = tpu_topo_chip(topo, tpu_topo_slice_of(topo, m[i]), c);
             if (i == 0) {
@@ -272,7 +278,7 @@ int tpu_groups_period(const tpu_topo_t *topo, const tpu_groups_t *groups, int pe
             continue;
         }
         for (p = 1; p < n; p++) {
-            if (n % p == 0 && shift_maps(topo, groups, group_of, index_of, a, p)) {
+            if (n % p == 0 && tpu_groups_shift_maps(topo, groups, group_of, index_of, a, p, 0)) {
                 period[a] = p;
                 break;
             }

@@ -37,7 +37,8 @@
  * Restrictions: V divides into G blocks of whole elements (checked by the plan).
  * Not pipelined.  Across slices a ring hop between members of different slices
  * crosses DCN; there is no hierarchical split (the torus algorithms do that for
- * the whole 'dcn' axis).  Symmetric groups (tpu_groups_period) are built and timed
+ * the whole 'dcn' axis).  Symmetric groups (tpu_groups_period; along an open axis,
+ * groups that repeat within windows of the period, plan.c) are built and timed
  * from the chips of one domain of their translations (orbit mode, linkmodel.h).  Source: Patarasuk
  * and Yuan (bandwidth optimal all-reduce, JPDC 2009) for the ring; the route and the sharing are
  * tpuemu's link model.

@@ -153,6 +153,13 @@ TPU_API const tpu_coll_desc_t *tpu_coll_plan_desc(const tpu_coll_plan_t *plan);
 TPU_API const char *tpu_coll_plan_algo(const tpu_coll_plan_t *plan);
 /* The number of chips in each group of the collective. */
 TPU_API int tpu_coll_plan_group_size(const tpu_coll_plan_t *plan);
+/*
+ * The flows the plan's model schedule holds: what the plan built and walked to
+ * choose and time the collective (one chip's flows, one domain's of a symmetry,
+ * every chip's; 0 for the line form of an all-to-all), not the pod's, which
+ * tpu_coll_result_t.flows gives.  A measure of the plan's size (bench_scale).
+ */
+TPU_API int64_t tpu_coll_plan_model_flows(const tpu_coll_plan_t *plan);
 
 /* Model the plan without moving data (the sim path of 'tpuemu model'). */
 TPU_API tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_result_t *res_p,

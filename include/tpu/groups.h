@@ -88,6 +88,18 @@ TPU_API void tpu_groups_index(const tpu_groups_t *groups, int nchips, int32_t *g
                               int32_t *index_of);
 
 /*
+ * Does the shift by 'p' along 'axis' (modulo the axis size) map every group onto
+ * a group with its member order rotated (member i of g -> member (i + s) mod G of
+ * g', s fixed per group)?  'group_of' and 'index_of' are tpu_groups_index()'s
+ * tables.  With 'windowed' it also asks every group to lie within one window
+ * [k p, (k + 1) p) of the axis, so that on an open axis a route between members
+ * never reaches the axis' ends.  Returns 1 or 0.
+ */
+TPU_API int tpu_groups_shift_maps(const tpu_topo_t *topo, const tpu_groups_t *groups,
+                                  const int32_t *group_of, const int32_t *index_of, int axis, int p,
+                                  int windowed);
+
+/*
  * The translations of the torus that map 'groups' onto itself, each group onto a
  * group with its member order rotated (member i of g -> member (i + s) mod G of
  * g', s fixed per group): per axis the smallest 'period[a]' (a divisor of the

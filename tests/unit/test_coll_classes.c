@@ -14,6 +14,7 @@
  * cost model chooses and for every group algorithm and ppermute pairs.
  */
 #include "tpu/coll.h"
+#include "tpu/mesh.h"
 #include "tpu/topo.h"
 #include "tpu/xport.h"
 
@@ -285,6 +286,23 @@ static void test_classes_8x8x8(void **state)
 }
 
 /*
+ * Two groups of an even pod, the even chips and the odd ones (no torus axes),
+ * listed in 'ids' (room for every chip).  Returns the group size.
+ */
+static int even_odd(const tpu_topo_t *topo, int32_t *ids, tpu_groups_t *groups)
+{
+    tpu_err_t err = {0};
+    int sizes[2], c;
+
+    for (c = 0; c < topo->nchips; c++) {
+        ids[c / 2 + (c % 2) * (topo->nchips / 2)] = c;
+    }
+    sizes[0] = sizes[1] = topo->nchips / 2;
+    assert_int_equal(tpu_groups_from_lists(ids, sizes, 2, groups, &err), TPU_OK);
+    return topo->nchips / 2;
+}
+
+/*
  * A rank's own part for the group algorithms and explicit ppermute pairs (issue 13
  * item 5): named over torus axes and over groups that are not (every other chip,
  * a strided set), on open and wrapped pods.  The part holds exactly the flows of
@@ -302,7 +320,7 @@ static void part_case(const char *shape, const char *wrap, tpu_coll_kind_t kind,
     tpu_coll_plan_t *plan = NULL;
     tpu_groups_t groups;
     int32_t *ids = NULL;
-    int sizes[2], c, group;
+    int c, group;
 
     assert_true(make(&topo, &link, shape, wrap));
     memset(&groups, 0, sizeof(groups));
@@ -322,16 +340,10 @@ static void part_case(const char *shape, const char *wrap, tpu_coll_kind_t kind,
         d.pairs = ids;
         d.npairs = topo.nchips;
     } else if (strided) {
-        /* Two groups: the even chips and the odd ones. */
         ids = malloc((size_t)topo.nchips * sizeof(int32_t));
         assert_non_null(ids);
-        for (c = 0; c < topo.nchips; c++) {
-            ids[c / 2 + (c % 2) * (topo.nchips / 2)] = c;
-        }
-        sizes[0] = sizes[1] = topo.nchips / 2;
-        assert_int_equal(tpu_groups_from_lists(ids, sizes, 2, &groups, &err), TPU_OK);
+        group = even_odd(&topo, ids, &groups);
         d.groups = &groups;
-        group = topo.nchips / 2;
     }
     d.bytes = (uint64_t)(3 * 4 * group);
     if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
@@ -345,26 +357,30 @@ static void part_case(const char *shape, const char *wrap, tpu_coll_kind_t kind,
     free(ids);
 }
 
+/* The group algorithms, each with its collective; ppermute's pairs last. */
+static const struct {
+    tpu_coll_kind_t kind;
+    const char *algo;
+} group_algos[] = {
+    {TPU_COLL_ALL_GATHER, "group_ring"},     {TPU_COLL_ALL_GATHER, "group_direct"},
+    {TPU_COLL_REDUCE_SCATTER, "group_ring"}, {TPU_COLL_REDUCE_SCATTER, "group_direct"},
+    {TPU_COLL_PSUM, "group_rs_ag"},          {TPU_COLL_PSUM, "group_direct"},
+    {TPU_COLL_ALL_TO_ALL, "group_direct"},   {TPU_COLL_PPERMUTE, "pairs"},
+};
+#define N_GROUP_ALGOS ((int)(sizeof(group_algos) / sizeof(group_algos[0])))
+
 static void test_group_parts(void **state)
 {
-    static const struct {
-        tpu_coll_kind_t kind;
-        const char *algo;
-    } algos[] = {
-        {TPU_COLL_ALL_GATHER, "group_ring"},     {TPU_COLL_ALL_GATHER, "group_direct"},
-        {TPU_COLL_REDUCE_SCATTER, "group_ring"}, {TPU_COLL_REDUCE_SCATTER, "group_direct"},
-        {TPU_COLL_PSUM, "group_rs_ag"},          {TPU_COLL_PSUM, "group_direct"},
-        {TPU_COLL_ALL_TO_ALL, "group_direct"},   {TPU_COLL_PPERMUTE, "pairs"},
-    };
     static const char *const shapes[][2] = {
         {"4x4", "none"}, {"4x4", "all"}, {"6x4", "x"}, {"4x2x3", "none"}, {"4x4x2", "all"}};
     int k, s, strided;
 
     (void)state;
-    for (k = 0; k < (int)(sizeof(algos) / sizeof(algos[0])); k++) {
+    for (k = 0; k < N_GROUP_ALGOS; k++) {
         for (s = 0; s < (int)(sizeof(shapes) / sizeof(shapes[0])); s++) {
             for (strided = 0; strided < 2; strided++) {
-                part_case(shapes[s][0], shapes[s][1], algos[k].kind, algos[k].algo, strided);
+                part_case(shapes[s][0], shapes[s][1], group_algos[k].kind, group_algos[k].algo,
+                          strided);
             }
         }
     }
@@ -394,7 +410,7 @@ static int ends_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, 
     tpu_coll_plan_t *plan = NULL;
     tpu_groups_t groups;
     int32_t ids[64];
-    int sizes[2], c, k, group, had;
+    int k, group, had;
 
     assert_true(make(&topo, &link, shape, wrap));
     assert_true(topo.nchips <= 64);
@@ -408,13 +424,8 @@ static int ends_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, 
     assert_int_equal(tpu_topo_parse_axes(&topo, axes, &d.axes, &err), TPU_OK);
     group = tpu_topo_group_size(&topo, d.axes);
     if (strided) {
-        for (c = 0; c < topo.nchips; c++) {
-            ids[c / 2 + (c % 2) * (topo.nchips / 2)] = c;
-        }
-        sizes[0] = sizes[1] = topo.nchips / 2;
-        assert_int_equal(tpu_groups_from_lists(ids, sizes, 2, &groups, &err), TPU_OK);
+        group = even_odd(&topo, ids, &groups);
         d.groups = &groups;
-        group = topo.nchips / 2;
     }
     d.bytes = (uint64_t)(3 * 4 * (kind == TPU_COLL_PPERMUTE ? 1 : group));
     if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
@@ -480,6 +491,8 @@ static void test_rank_ends(void **state)
         {TPU_COLL_ALL_GATHER, "x,y", "group_ring", 1},
         {TPU_COLL_REDUCE_SCATTER, "x,y", "group_direct", 1},
         {TPU_COLL_PSUM, "x,y", "group_rs_ag", 0},
+        {TPU_COLL_PSUM, "x", "group_rs_ag", 0},
+        {TPU_COLL_ALL_TO_ALL, "y", "group_direct", 0},
     };
     static const char *const shapes[][2] = {
         {"4x4", "none"}, {"6x4", "x"}, {"3x5", "none"}, {"4x4", "all"}, {"8x2", "y"}};
@@ -495,12 +508,124 @@ static void test_rank_ends(void **state)
     assert_true(had > 20); /* the table is what is tested */
 }
 
+/*
+ * Orbit timing of the group algorithms on open and mixed pods (issue 13 item 5):
+ * groups that repeat along an open axis, each inside one window of the period
+ * (parts of an axis, an axis outside the groups), are built and timed from the
+ * chips of one domain.  Against the build of every chip, with ==: the modeled
+ * time, every per-axis statistic, the pod's flows and steps; the domain build
+ * holds fewer flows; the plan's own model (what the selector walked) gives the
+ * same time.  Groups of a mesh axis and group algorithms named over whole axes
+ * (the groups of those axes), every group algorithm of the collective.
+ */
+static int orbit_case(const char *shape, const char *wrap, const char *mesh_spec, const char *axes,
+                      tpu_coll_kind_t kind, const char *algo)
+{
+    tpu_err_t err = {0};
+    tpu_topo_t topo;
+    tpu_link_model_t link;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_mesh_t *mesh = NULL;
+    tpu_groups_t groups;
+    tpu_plan_sched_t part, full;
+    tpu_coll_result_t rp, rf, rm;
+    double tp = -1, tf = -2;
+    int orbit;
+
+    assert_true(make(&topo, &link, shape, wrap));
+    memset(&groups, 0, sizeof(groups));
+    tpu_coll_desc_init(&d);
+    d.kind = kind;
+    snprintf(d.algo, sizeof(d.algo), "%s", algo);
+    if (mesh_spec != NULL) {
+        assert_int_equal(tpu_mesh_create(&topo, mesh_spec, NULL, 0, &mesh, &err), TPU_OK);
+        assert_int_equal(tpu_mesh_groups(mesh, axes, &groups, &err), TPU_OK);
+        d.groups = &groups;
+        d.bytes = (uint64_t)groups.size * 3 * 4;
+    } else {
+        assert_int_equal(tpu_topo_parse_axes(&topo, axes, &d.axes, &err), TPU_OK);
+        d.bytes = (uint64_t)tpu_topo_group_size(&topo, d.axes) * 3 * 4;
+    }
+    if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
+        print_error("%s %s %s %s %s: %s\n", shape, wrap, axes, tpu_coll_name(kind), algo, err.msg);
+        fail();
+    }
+    assert_string_equal(plan->algo->name, algo);
+    memset(&part, 0, sizeof(part));
+    memset(&full, 0, sizeof(full));
+    assert_int_equal(tpu__plan_build(plan, plan->algo, 1, -1, 1, &part, &err), TPU_OK);
+    assert_int_equal(tpu__plan_build(plan, plan->algo, 1, -1, 0, &full, &err), TPU_OK);
+    assert_int_equal(tpu__time_schedule(&topo, &link, &part, &tp, &rp), TPU_OK);
+    assert_int_equal(tpu__time_schedule(&topo, &link, &full, &tf, &rf), TPU_OK);
+    assert_int_equal(tpu_coll_plan_model(plan, &rm, &err), TPU_OK);
+    if (tp != tf || rm.modeled_us != tf * 1e6) {
+        print_error("%s %s %s %s %s: domain %.17g, every chip %.17g, plan %.17g us\n", shape, wrap,
+                    axes, tpu_coll_name(kind), algo, tp, tf, rm.modeled_us);
+    }
+    assert_true(tp == tf);
+    assert_true(rm.modeled_us == tf * 1e6);
+    same_stats(&rp, &rf);
+    assert_int_equal(tpu__plan_sched_pod_flows(&topo, &part), full.s.nflows);
+    assert_int_equal(rm.flows, full.s.nflows);
+    assert_int_equal(part.s.nsteps, full.s.nsteps);
+    orbit = part.orbit;
+    if (orbit) {
+        assert_true(part.s.nflows < full.s.nflows);
+        assert_int_equal(tpu_coll_plan_model_flows(plan), part.s.nflows);
+    }
+    tpu__plan_sched_fini(&part);
+    tpu__plan_sched_fini(&full);
+    tpu_coll_plan_destroy(plan);
+    tpu_groups_fini(&groups);
+    tpu_mesh_destroy(mesh);
+    return orbit;
+}
+
+static void test_orbit_open_groups(void **state)
+{
+    static const struct {
+        const char *shape, *wrap, *mesh, *axes;
+        int orbit; /* 1: the groups repeat along an open axis */
+    } cases[] = {
+        {"8x8x8", "none", "data=16,model=32", "model", 1},
+        {"8x8x8", "none", "data=16,model=32", "data", 1},
+        {"8x8x8", "x", "data=16,model=32", "model", 1},
+        {"4x4x4", "none", "a=8,b=8", "a", 1},
+        {"6x6", "none", "a=4,b=9", "b", 1},
+        {"12", "none", "a=3,b=4", "b", 1},
+        {"6x4x2", "y", "a=6,b=8", "b", 1},
+        {"4x6", "none", "a=2,b=12", "b", 1},
+        {"4x4", "none", NULL, "x", 1},
+        {"6x4x2", "none", NULL, "y", 1},
+        {"8x4x4", "z", NULL, "x,z", 1},
+        {"3x5", "none", NULL, "y", 1},
+        {"4x4", "none", NULL, "x,y", 0},
+    };
+    int c, k;
+
+    (void)state;
+    for (c = 0; c < (int)(sizeof(cases) / sizeof(cases[0])); c++) {
+        /* The group algorithms (ppermute's pairs, last, take no groups). */
+        for (k = 0; k < N_GROUP_ALGOS - 1; k++) {
+            int orbit = orbit_case(cases[c].shape, cases[c].wrap, cases[c].mesh, cases[c].axes,
+                                   group_algos[k].kind, group_algos[k].algo);
+
+            if (orbit != cases[c].orbit) {
+                print_error("%s %s %s: orbit %d\n", cases[c].shape, cases[c].wrap, cases[c].axes,
+                            orbit);
+            }
+            assert_int_equal(orbit, cases[c].orbit);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lines_1d_2d),   cmocka_unit_test(test_classes_3d),
         cmocka_unit_test(test_classes_8x8x8), cmocka_unit_test(test_group_parts),
-        cmocka_unit_test(test_rank_ends),
+        cmocka_unit_test(test_rank_ends),     cmocka_unit_test(test_orbit_open_groups),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
