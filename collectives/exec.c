@@ -45,7 +45,7 @@
 #include "lines.h"
 #include "plan.h"
 #include "reduce.h"
-#include "shm_psum.h"
+#include "shm.h"
 #include "timing.h"
 
 #include <stdio.h>
@@ -92,8 +92,10 @@ struct tpu_coll_exec {
      * the flows between its two chips in schedule order, which both chips count
      * alike from their own part of the schedule; NULL: the flow index. */
     int32_t *msg_id;
-    /* The psum through the node's shared memory (shm_psum.c), or NULL. */
-    tpu_shm_psum_t *shm;
+    /* The collective through the node's shared memory (shm.c), or NULL; whether
+     * the last run went through it. */
+    tpu_shm_t *shm;
+    int last_shm;
 };
 
 /* "chip 5 (1,1)" or "chip 17 (slice 1, 0,1)". */
@@ -680,8 +682,9 @@ static void prepare(tpu_coll_exec_t *ctx, void *const *in, void *const *out)
             if (ctx->wide) {
                 ctx->acc_seen[i] = 0;
                 if (ctx->acc_from_input && ctx->acc_nred[i] > 0) {
+                    /* From the local copy just made: the chip's own block. */
                     tpu_dtype_bf16_widen(
-                        (const uint16_t *)((unsigned char *)in[i] + ctx->acc_off[i]), ctx->acc[i],
+                        (const uint16_t *)((unsigned char *)out[i] + ctx->acc_off[i]), ctx->acc[i],
                         (size_t)(ctx->acc_len[i] / 2));
                 }
             }
@@ -948,6 +951,30 @@ static void tag_bits(tpu_coll_exec_t *e)
     e->epochs = 1 << (bits - 1 - e->flow_bits > 0 ? bits - 1 - e->flow_bits : 0);
 }
 
+/* Empty 'ps' for a host plan and set 'f' up as its first flow: one span, no offsets. */
+static void host_plan_start(tpu_plan_sched_t *ps, tpu_flow_t *f)
+{
+    tpu__plan_sched_fini(ps);
+    tpu__sched_init(&ps->s);
+    ps->rep = -1;
+    memset(f, 0, sizeof(*f));
+    f->span.count[0] = f->span.count[1] = f->span.count[2] = 1;
+}
+
+/* Sort and index a host plan of one stream in 'nsteps' steps, named 'algo'. */
+static tpu_status_t host_plan_finish(tpu_plan_sched_t *ps, int nsteps, const char *algo,
+                                     tpu_err_t *err)
+{
+    ps->s.nsteps = nsteps;
+    ps->s.nstreams = 1;
+    if (tpu__sched_sort(&ps->s) != TPU_OK || tpu__plan_sched_index(ps) != TPU_OK) {
+        tpu__plan_sched_fini(ps);
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+    }
+    snprintf(ps->s.algo, sizeof(ps->s.algo), "%s", algo);
+    return TPU_OK;
+}
+
 /*
  * The host's one-round plan for a small psum: every chip sends its buffer to
  * every member of its group (itself included), and adds what it receives in
@@ -984,12 +1011,8 @@ static tpu_status_t build_direct(const tpu_coll_plan_t *p, const uint8_t *local,
             }
         }
     }
-    tpu__plan_sched_fini(ps);
-    tpu__sched_init(&ps->s);
-    ps->rep = -1;
-    memset(&f, 0, sizeof(f));
+    host_plan_start(ps, &f);
     f.span.len = (int64_t)p->desc.bytes;
-    f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
     for (src = 0; src < topo->nchips; src++) {
         int me = tpu__plan_member_index(p, src);
 
@@ -1006,14 +1029,7 @@ static tpu_status_t build_direct(const tpu_coll_plan_t *p, const uint8_t *local,
             }
         }
     }
-    ps->s.nsteps = 1;
-    ps->s.nstreams = 1;
-    if (tpu__sched_sort(&ps->s) != TPU_OK || tpu__plan_sched_index(ps) != TPU_OK) {
-        tpu__plan_sched_fini(ps);
-        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
-    }
-    snprintf(ps->s.algo, sizeof(ps->s.algo), "direct");
-    return TPU_OK;
+    return host_plan_finish(ps, 1, "direct", err);
 }
 
 /*
@@ -1044,11 +1060,7 @@ static tpu_status_t build_direct2(const tpu_coll_plan_t *p, const uint8_t *local
     if (deps == NULL) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
     }
-    tpu__plan_sched_fini(ps);
-    tpu__sched_init(&ps->s);
-    ps->rep = -1;
-    memset(&f, 0, sizeof(f));
-    f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
+    host_plan_start(ps, &f);
     /* Round 1: the blocks to their owners, added there. */
     f.step = 0;
     f.reduce = 1;
@@ -1101,21 +1113,67 @@ static tpu_status_t build_direct2(const tpu_coll_plan_t *p, const uint8_t *local
         }
     }
     tpu__free(deps);
-    deps = NULL;
-    ps->s.nsteps = 2;
-    ps->s.nstreams = 1;
     ps->s.local[0].src_off = ps->s.local[0].dst_off = 0;
     ps->s.local[0].len = V;
     ps->s.nlocal = 1;
-    if (tpu__sched_sort(&ps->s) != TPU_OK || tpu__plan_sched_index(ps) != TPU_OK) {
-        goto nomem;
-    }
-    snprintf(ps->s.algo, sizeof(ps->s.algo), "direct2");
-    return TPU_OK;
+    return host_plan_finish(ps, 2, "direct2", err);
 nomem:
     tpu__free(deps);
     tpu__plan_sched_fini(ps);
     return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+}
+
+/*
+ * The host's plan for a reduce-scatter: block j of every chip goes to member j
+ * of its group, which adds the others' into a copy of its own block, in flow
+ * order (group order): round 1 of the two-round psum (build_direct2).  One
+ * dependency round, n - 1 messages and (n - 1) / n * V bytes per chip, where the
+ * ring takes n - 1 rounds; each block is reduced in one place, in the same order
+ * every run (bf16: accumulated in f32 from the owner's block, rounded once),
+ * the order the shared-memory reduce-scatter (shm_reduce_scatter.c) follows.
+ * The chip's sends read its input; its output starts as a copy of its block.
+ * Not with line timing (the data schedule times the chip's own flows there).
+ */
+static tpu_status_t build_rs(const tpu_coll_plan_t *p, const uint8_t *local, tpu_plan_sched_t *ps,
+                             tpu_err_t *err)
+{
+    const tpu_topo_t *topo = &p->topo;
+    int n = p->group, d, g;
+    int64_t shard = p->shard;
+    tpu_flow_t f;
+
+    if (p->desc.kind != TPU_COLL_REDUCE_SCATTER || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+        p->model.lines || shard == 0 || (double)topo->nchips * n > DIRECT_MAX_FLOWS) {
+        return TPU_ERR_UNSUPPORTED;
+    }
+    host_plan_start(ps, &f);
+    f.reduce = 1;
+    f.span.len = shard;
+    for (d = 0; d < topo->nchips; d++) {
+        int me = tpu__plan_member_index(p, d);
+
+        for (g = 0; g < n; g++) {
+            int src = tpu__plan_member(p, d, g);
+
+            if (src == d || (local != NULL && !local[src] && !local[d])) {
+                continue;
+            }
+            f.src = src;
+            f.dst = d;
+            f.span.off = me * shard;
+            f.span.dst_off = 0;
+            if (tpu__sched_add(&ps->s, &f) < 0) {
+                tpu__plan_sched_fini(ps);
+                return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the host plan");
+            }
+        }
+    }
+    ps->s.local[0].src_off = ps->s.local[0].dst_off = 0;
+    ps->s.local[0].len = shard;
+    ps->s.nlocal = 1;
+    ps->s.local_src_shift = shard;
+    ps->s.local_dst_shift = 0;
+    return host_plan_finish(ps, 1, "direct_rs", err);
 }
 
 /*
@@ -1226,7 +1284,7 @@ void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
     tpu__free(exec->is_local);
     tpu__free(exec->local_index);
     tpu__free(exec->msg_id);
-    tpu__shm_psum_destroy(exec->shm);
+    tpu__shm_destroy(exec->shm);
     tpu__plan_sched_fini(&exec->data);
     tpu__free(exec);
 }
@@ -1237,7 +1295,7 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     tpu_coll_exec_t *e;
     const uint8_t *local;
     tpu_status_t status;
-    int i;
+    int i, host_plan = 0;
 
     if (x->nchips != plan->topo.nchips) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -1279,19 +1337,14 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
     e->ps = &plan->model;
     if (x->moves_data &&
         ((status = build_direct(plan, local, &e->data, err)) != TPU_ERR_UNSUPPORTED ||
-         (status = build_direct2(plan, local, &e->data, err)) != TPU_ERR_UNSUPPORTED)) {
+         (status = build_direct2(plan, local, &e->data, err)) != TPU_ERR_UNSUPPORTED ||
+         (status = build_rs(plan, local, &e->data, err)) != TPU_ERR_UNSUPPORTED)) {
         if (status != TPU_OK) {
             goto fail;
         }
         e->ps = &e->data;
-        e->send_from_recv = e->data.s.nlocal > 0;
-        if (local != NULL) {
-            status = tpu__shm_psum_create(plan, x, strcmp(e->data.s.algo, "direct") == 0, &e->shm);
-            if (status != TPU_OK && status != TPU_ERR_UNSUPPORTED) {
-                status = tpu_err_set(err, status, "out of memory for the shared-memory psum");
-                goto fail;
-            }
-        }
+        host_plan = 1;
+        e->send_from_recv = e->data.s.nlocal > 0 && plan->desc.kind == TPU_COLL_PSUM;
         if (plan->data_scale == 2) {
             /* bf16 words on the wire, f32 accumulators here. */
             e->scale = 1;
@@ -1309,6 +1362,16 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
             goto fail;
         }
         e->ps = &e->data;
+    }
+    /* Shared memory where the whole group is on the node: the all-gathers, and
+     * the reductions that run a host plan (the additions in its order). */
+    if (local != NULL && x->moves_data && (plan->desc.kind == TPU_COLL_ALL_GATHER || host_plan) &&
+        ((status = tpu__shm_create(plan, x, strcmp(e->data.s.algo, "direct") == 0, &e->shm)) !=
+             TPU_OK &&
+         status != TPU_ERR_UNSUPPORTED)) {
+        status = tpu_err_set(err, status, "out of memory for the shared-memory %s",
+                             tpu_coll_name(plan->desc.kind));
+        goto fail;
     }
     if (local != NULL && msg_ids(e) != TPU_OK) {
         status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory running %s", plan->name);
@@ -1401,8 +1464,9 @@ tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t 
             return status;
         }
     }
-    if (ctx->shm != NULL && tpu__shm_psum_usable(ctx->shm, opts->call)) {
-        status = tpu__shm_psum_run(ctx->shm, &ctx->sig, opts, in[0], out[0], err);
+    ctx->last_shm = ctx->shm != NULL && tpu__shm_usable(ctx->shm, opts->call);
+    if (ctx->last_shm) {
+        status = tpu__shm_run(ctx->shm, &ctx->sig, opts, in[0], out[0], err);
         if (status == TPU_OK) {
             *modeled_us_p = (opts->local_time ? ctx->local_end_s : ctx->end_s) * 1e6;
         }
@@ -1496,6 +1560,11 @@ void tpu__exec_chip_str(const tpu_topo_t *topo, int chip, char *buf, size_t len)
 void tpu__exec_sig_str(const tpu_call_sig_t *s, char *buf, size_t len)
 {
     sig_str(s, buf, len);
+}
+
+const char *tpu_coll_exec_host_path(const tpu_coll_exec_t *exec)
+{
+    return exec->last_shm ? "shm" : "messages";
 }
 
 int tpu__exec_sig_diff(const tpu_call_sig_t *a, const tpu_call_sig_t *b, char *buf, size_t len)

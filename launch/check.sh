@@ -17,9 +17,11 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 
 # The MPI tier under ASan: Open MPI's own allocations are not ours to free, so
 # leak detection is off for it (detect_leaks=0); addressing errors still fail.
-echo "== 4-rank MPI tier and loopback under ASan/UBSan (build-asan/)"
+# The 5-rank shared-memory tests run every collective that goes through the
+# node's shared window (psum, all-gather, reduce-scatter) against messages.
+echo "== small MPI tier (4-5 ranks) and loopback under ASan/UBSan (build-asan/)"
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
-    ctest --test-dir "$TPU_ROOT/build-asan" -R 'mpi_run_np4|mpi_coll_2x2_all|loopback' \
+    ctest --test-dir "$TPU_ROOT/build-asan" -R 'mpi_run_np4|mpi_coll_2x2_all|loopback|mpi_shm_.*_5$' \
     --output-on-failure -j 1
 
 # Each parser's libFuzzer target for 20 s (tests/fuzz/run_fuzz.sh 36000 for hours).

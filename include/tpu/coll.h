@@ -284,6 +284,13 @@ TPU_API tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run
                                        tpu_err_t *err);
 
 /*
+ * How the host moved the bytes of the last run: "shm" (through the memory the
+ * chips of one node share; the mpi transport, every member of the group on the
+ * node) or "messages" (the transport's messages, also before any run).
+ */
+TPU_API const char *tpu_coll_exec_host_path(const tpu_coll_exec_t *exec);
+
+/*
  * The reference result of the collective for local chip 'chip', computed directly
  * from every chip's input as 'fill' produces it: 'fill(chip, buf, bytes, arg)'
  * writes the input of any chip.  Used to verify results.

@@ -26,6 +26,7 @@ typedef struct bench_row {
     double mpi_us;
     long wrong;
     char algo[64];
+    const char *host; /* the host path: "shm", "messages" or "mixed" (ranks differ) */
 } bench_row_t;
 
 /* nccl-tests' bus bandwidth factor. */
@@ -247,22 +248,22 @@ static uint64_t valid_bytes(const tpu_pod_t *pod, const tpu_coll_desc_t *d, uint
     return (want + unit - 1) / unit * unit;
 }
 
-/* The nccl-tests style table: 15 columns, and 2 more with --compare-mpi. */
+/* The nccl-tests style table: 16 columns, and 2 more with --compare-mpi. */
 static const tpu_col_t bench_cols[] = {
-    {"size", "(B)", 10, 0, 0},    {"count", "(elems)", 10, 0, 1},
-    {"type", "", 5, 0, 1},        {"redop", "", 6, 0, 1},
-    {"algorithm", "", 18, 1, 2},  {"model_us", "(TPU)", 10, 0, 1},
-    {"algbw", "(GB/s)", 8, 0, 1}, {"busbw", "(GB/s)", 8, 0, 1},
-    {"formula", "(%)", 7, 0, 1},  {"meas_us", "(host)", 10, 0, 2},
-    {"min_us", "", 10, 0, 1},     {"max_us", "", 10, 0, 1},
-    {"algbw", "(GB/s)", 8, 0, 1}, {"busbw", "(GB/s)", 8, 0, 1},
-    {"#wrong", "", 7, 0, 1},      {"mpi_us", "(host)", 10, 0, 2},
-    {"ratio", "(x)", 7, 0, 1}};
+    {"size", "(B)", 10, 0, 0},      {"count", "(elems)", 10, 0, 1},
+    {"type", "", 5, 0, 1},          {"redop", "", 6, 0, 1},
+    {"algorithm", "", 18, 1, 2},    {"model_us", "(TPU)", 10, 0, 1},
+    {"algbw", "(GB/s)", 8, 0, 1},   {"busbw", "(GB/s)", 8, 0, 1},
+    {"formula", "(%)", 7, 0, 1},    {"meas_us", "(host)", 10, 0, 2},
+    {"min_us", "", 10, 0, 1},       {"max_us", "", 10, 0, 1},
+    {"algbw", "(GB/s)", 8, 0, 1},   {"busbw", "(GB/s)", 8, 0, 1},
+    {"#wrong", "", 7, 0, 1},        {"host", "(path)", 8, 1, 1},
+    {"mpi_us", "(host)", 10, 0, 2}, {"ratio", "(x)", 7, 0, 1}};
 
 static const char *const csv_cols[] = {
     "collective", "axes",       "bytes",      "count",       "dtype",           "redop",
     "algorithm",  "modeled_us", "formula_us", "measured_us", "measured_min_us", "measured_max_us",
-    "algbw_GBps", "busbw_GBps", "wrong",      "mpi_us"};
+    "algbw_GBps", "busbw_GBps", "wrong",      "mpi_us",      "host_path"};
 
 /* The reduction of a row: only psum and reduce-scatter reduce. */
 static const char *row_redop(const tpu_coll_desc_t *d)
@@ -278,9 +279,9 @@ static void emit_row(const tpu_opts_t *o, FILE *txt, tpu_json_t *j, tpu_csv_t *c
 {
     double bf = bus_factor(desc->kind, group);
     double malg = row->bytes / (row->modeled_us * 1e3), halg = row->bytes / (row->avg_us * 1e3);
-    char cell[17][64];
-    const char *cells[17];
-    int i, ncols = o->compare_mpi ? 17 : 15;
+    char cell[18][64];
+    const char *cells[18];
+    int i, ncols = o->compare_mpi ? 18 : 16;
 
     snprintf(cell[0], 64, "%llu", (unsigned long long)row->bytes);
     snprintf(cell[1], 64, "%llu", (unsigned long long)row->count);
@@ -297,14 +298,15 @@ static void emit_row(const tpu_opts_t *o, FILE *txt, tpu_json_t *j, tpu_csv_t *c
     snprintf(cell[12], 64, "%.3f", halg);
     snprintf(cell[13], 64, "%.3f", halg * bf);
     snprintf(cell[14], 64, "%ld", row->wrong);
+    snprintf(cell[15], 64, "%s", row->host);
     if (row->mpi_us > 0) {
-        snprintf(cell[15], 64, "%.1f", row->mpi_us);
-        snprintf(cell[16], 64, "%.2f", row->avg_us / row->mpi_us);
+        snprintf(cell[16], 64, "%.1f", row->mpi_us);
+        snprintf(cell[17], 64, "%.2f", row->avg_us / row->mpi_us);
     } else {
-        snprintf(cell[15], 64, "-");
         snprintf(cell[16], 64, "-");
+        snprintf(cell[17], 64, "-");
     }
-    for (i = 0; i < 17; i++) {
+    for (i = 0; i < 18; i++) {
         cells[i] = cell[i];
     }
     tpu_table_row(txt, "  ", bench_cols, ncols, cells);
@@ -327,6 +329,7 @@ static void emit_row(const tpu_opts_t *o, FILE *txt, tpu_json_t *j, tpu_csv_t *c
         tpu_json_kfixed(j, "modeled_algbw_GBps", malg, 4);
         tpu_json_kfixed(j, "modeled_busbw_GBps", malg * bf, 4);
         tpu_json_kint(j, "wrong", row->wrong);
+        tpu_json_kstr(j, "host_path", row->host);
         if (o->compare_mpi && row->mpi_us > 0) {
             tpu_json_kfixed(j, "mpi_us", row->mpi_us, 3);
             tpu_json_kfixed(j, "mpi_ratio", row->avg_us / row->mpi_us, 4);
@@ -354,6 +357,7 @@ static void emit_row(const tpu_opts_t *o, FILE *txt, tpu_json_t *j, tpu_csv_t *c
         } else {
             tpu_csv_empty(csv);
         }
+        tpu_csv_str(csv, row->host);
         tpu_csv_end_row(csv);
     }
 }
@@ -475,13 +479,13 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                     tpu_pod_shape(job.pod), tpu_pod_wrap(job.pod), job.nranks, iters, warmup);
             tpu_faults_print(txt, job.pod, "# fault: ");
             fprintf(txt, "#\n");
-            tpu_table_header(txt, "# ", bench_cols, o->compare_mpi ? 17 : 15);
+            tpu_table_header(txt, "# ", bench_cols, o->compare_mpi ? 18 : 16);
         }
         for (b = (double)lo; b <= (double)hi * 1.0000001; b *= o->factor) {
             bench_row_t row;
             tpu_case_t c;
             double modeled = 0, wall, sum = 0, mpi_sum = 0, vals[3];
-            int it, group, compare;
+            int it, group, compare, nshm;
             MPI_Comm gcomm = MPI_COMM_NULL;
 
             memset(&row, 0, sizeof(row));
@@ -593,6 +597,11 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             row.ideal_us = tpu_coll_ideal_us(tpu_pod_topo(job.pod), tpu_pod_link(job.pod),
                                              tpu_coll_plan_desc(c.plan));
             snprintf(row.algo, sizeof(row.algo), "%s", tpu_coll_plan_algo(c.plan));
+            /* The host path of the last call, over every rank. */
+            nshm = strcmp(tpu_coll_exec_host_path(c.exec), "shm") == 0;
+            tpu_job_allreduce(&job, MPI_IN_PLACE, &nshm, 1, MPI_INT, MPI_SUM,
+                              "the results of a bench row");
+            row.host = nshm == job.nranks ? "shm" : nshm == 0 ? "messages" : "mixed";
             failed |= row.wrong != 0;
             if (walls != NULL) {
                 /* Every rank's wall-clock calls, to rank 0, for --trace-measured (with the

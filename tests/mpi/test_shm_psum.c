@@ -1,16 +1,19 @@
 /*
- * The psum through the node's shared memory (collectives/shm_psum.c) against the
- * message path, bit for bit: two mpi transports, one made with
- * TPUEMU_HOST_SHM=0 (messages) and one with shared regions of 64 KiB (so that
- * larger sizes go through several pieces), the same psum on both, over every
- * axis subset of SHAPE (groups of every size the shape gives), f32, bf16 and
- * i32, at sizes of one element, not divisible by the group, around the
- * one-round limit (16 KiB) and over several pieces.  The data are not exact
- * (f32 values of many magnitudes), so any change in the order of additions shows.
- * Rank 0 also compares its f32 sums with the loopback transport's chip 0.
- * Each rank checks its own results; the outcomes are OR-reduced.
+ * The collectives through the node's shared memory (collectives/shm.c: psum,
+ * all-gather, reduce-scatter) against the message path, bit for bit: two mpi
+ * transports, one made with TPUEMU_HOST_SHM=0 (messages) and one with shared
+ * regions of 64 KiB (so that larger sizes go through several pieces), the same
+ * collective on both, over every axis subset of SHAPE (groups of every size the
+ * shape gives), f32, bf16 and i32 (sum) and f32 max, at sizes of one element
+ * (a block of one element: all-gather, reduce-scatter), not divisible by the
+ * group, around the one-round limit (16 KiB) and over several pieces.  Each run
+ * must say it took the path it was meant to (tpu_coll_exec_host_path).  Last, a
+ * mismatch (half the ranks with another ICI bandwidth) through shared memory.  The data are not
+ * exact (f32 values of many magnitudes), so any change in the order of additions shows. Rank 0 also
+ * compares its f32 sums with the loopback transport's chip 0. Each rank checks its own results; the
+ * outcomes are OR-reduced.
  *
- * usage: mpirun -n N test_shm_psum CHIP SHAPE WRAP
+ * usage: mpirun -n N test_shm_psum CHIP SHAPE WRAP [psum|all-gather|reduce-scatter]
  */
 #include "tpu/chip.h"
 #include "tpu/coll.h"
@@ -46,7 +49,8 @@ static void fill_rough(int chip, void *buf, uint64_t bytes, void *dtype_arg)
     }
 }
 
-static int run(tpu_xport_t *x, tpu_coll_plan_t *plan, uint64_t call, void *in, void *out)
+static int run(tpu_xport_t *x, tpu_coll_plan_t *plan, uint64_t call, void *in, void *out,
+               const char *path)
 {
     tpu_err_t err = {0};
     tpu_coll_exec_t *exec = NULL;
@@ -59,8 +63,65 @@ static int run(tpu_xport_t *x, tpu_coll_plan_t *plan, uint64_t call, void *in, v
         tpu_coll_exec_run(exec, &o, ins, outs, &us, &err) != TPU_OK) {
         fprintf(stderr, "run: %s\n", err.msg);
         bad = 1;
+    } else if (strcmp(tpu_coll_exec_host_path(exec), path) != 0) {
+        fprintf(stderr, "run: the host path is %s, not %s\n", tpu_coll_exec_host_path(exec), path);
+        bad = 1;
     }
     tpu_coll_exec_destroy(exec);
+    return bad;
+}
+
+/*
+ * A mismatch through shared memory: the upper half of the ranks plans with twice
+ * the ICI bandwidth and nobody compares calls first (check_peers 0), so the
+ * shared-memory path's own check of the signatures in the regions must fail
+ * every rank with a mismatch naming both chips and the field.
+ */
+static int mismatch(tpu_xport_t *xs, const tpu_topo_t *topo, tpu_link_model_t link,
+                    tpu_coll_kind_t kind, int rank, int size, uint64_t call)
+{
+    tpu_err_t err = {0};
+    tpu_coll_desc_t desc;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_coll_exec_t *exec = NULL;
+    tpu_coll_run_opts_t o = {call, 30, 0, 0, NULL, NULL, NULL};
+    uint64_t inb, outb;
+    void *in = NULL, *out = NULL, *ins[1], *outs[1];
+    double us;
+    int bad = 0;
+    tpu_status_t status;
+
+    if (rank >= size / 2) {
+        link.ici_bw *= 2;
+    }
+    tpu_coll_desc_init(&desc);
+    desc.kind = kind;
+    desc.axes = (1u << topo->naxes) - 1;
+    desc.dtype = TPU_DTYPE_F32;
+    desc.bytes = 64 * 4 * (uint64_t)size;
+    if (tpu_coll_plan_create(topo, &link, &desc, &plan, &err) != TPU_OK ||
+        tpu_coll_exec_create(plan, xs, &exec, &err) != TPU_OK) {
+        fprintf(stderr, "rank %d: mismatch: %s\n", rank, err.msg);
+        tpu_coll_plan_destroy(plan);
+        return 1;
+    }
+    tpu_coll_plan_sizes(plan, &inb, &outb);
+    in = calloc(1, inb);
+    out = calloc(1, outb);
+    ins[0] = in;
+    outs[0] = out;
+    status = tpu_coll_exec_run(exec, &o, ins, outs, &us, &err);
+    if (status != TPU_ERR_MISMATCH || strcmp(tpu_coll_exec_host_path(exec), "shm") != 0 ||
+        strstr(err.msg, "collective mismatch: chip ") == NULL ||
+        strstr(err.msg, ", but chip ") == NULL || strstr(err.msg, "differ in ici_bw") == NULL) {
+        fprintf(stderr, "rank %d: %s mismatch: status %d, path %s, message '%s'\n", rank,
+                tpu_coll_name(kind), (int)status, tpu_coll_exec_host_path(exec), err.msg);
+        bad = 1;
+    }
+    free(in);
+    free(out);
+    tpu_coll_exec_destroy(exec);
+    tpu_coll_plan_destroy(plan);
     return bad;
 }
 
@@ -106,6 +167,8 @@ static int loopback0(const tpu_topo_t *topo, tpu_coll_plan_t *plan, void *out0, 
 int main(int argc, char **argv)
 {
     static const uint64_t elems[] = {1, 5, 4095, 4096, 4097, 8191, 8193, 12289, 40001};
+    /* all-gather and reduce-scatter: elements per block. */
+    static const uint64_t blocks[] = {1, 5, 1023, 4097, 20011};
     static const tpu_dtype_t dtypes[] = {TPU_DTYPE_F32, TPU_DTYPE_BF16, TPU_DTYPE_I32};
     tpu_err_t err = {0};
     tpu_chip_spec_t chip;
@@ -113,7 +176,8 @@ int main(int argc, char **argv)
     tpu_topo_t topo;
     tpu_xport_t *xm = NULL, *xs = NULL;
     int dims[TPU_MAX_AXES], wrap[TPU_MAX_AXES], naxes, is_auto, rank, size, failed = 0;
-    int cases = 0, d, z, groups = 0;
+    int cases = 0, d, z, nz, groups = 0;
+    tpu_coll_kind_t kind = TPU_COLL_PSUM;
     unsigned mask, all;
     size_t b = 0;
     uint64_t call = 0;
@@ -135,6 +199,15 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 1;
     }
+    if (argc > 4 && tpu_coll_parse(argv[4], &kind, &err) != TPU_OK) {
+        if (rank == 0) {
+            fprintf(stderr, "test_shm_psum: %s\n", err.msg);
+        }
+        MPI_Finalize();
+        return 1;
+    }
+    nz = kind == TPU_COLL_PSUM ? (int)(sizeof(elems) / sizeof(elems[0]))
+                               : (int)(sizeof(blocks) / sizeof(blocks[0]));
     /* The two transports are what they claim: messages only, and shared regions. */
     if (xm->ops->shm_region(xm, rank, &b) != NULL || xs->ops->shm_region(xs, rank, &b) == NULL ||
         b != 65536) {
@@ -154,8 +227,8 @@ int main(int argc, char **argv)
             continue;
         }
         groups++;
-        for (d = 0; d < 4; d++) {
-            for (z = 0; z < (int)(sizeof(elems) / sizeof(elems[0])); z++) {
+        for (d = 0; d < (kind == TPU_COLL_ALL_GATHER ? 3 : 4); d++) {
+            for (z = 0; z < nz; z++) {
                 tpu_coll_desc_t desc;
                 tpu_coll_plan_t *plan = NULL;
                 uint64_t inb, outb;
@@ -163,11 +236,12 @@ int main(int argc, char **argv)
                 int bad = 0;
 
                 tpu_coll_desc_init(&desc);
-                desc.kind = TPU_COLL_PSUM;
+                desc.kind = kind;
                 desc.axes = mask;
                 desc.dtype = dtypes[d < 3 ? d : 0];
                 desc.op = d < 3 ? TPU_REDOP_SUM : TPU_REDOP_MAX;
-                desc.bytes = elems[z] * (uint64_t)tpu_dtype_size(desc.dtype);
+                desc.bytes = (kind == TPU_COLL_PSUM ? elems[z] : blocks[z] * (uint64_t)g) *
+                             (uint64_t)tpu_dtype_size(desc.dtype);
                 if (tpu_coll_plan_create(&topo, &link, &desc, &plan, &err) != TPU_OK) {
                     fprintf(stderr, "rank %d: plan: %s\n", rank, err.msg);
                     failed = 1;
@@ -178,14 +252,14 @@ int main(int argc, char **argv)
                 om = calloc(1, outb);
                 os = calloc(1, outb);
                 fill_rough(rank, in, inb, &desc.dtype);
-                bad |= run(xm, plan, call++, in, om);
-                bad |= run(xs, plan, call++, in, os);
+                bad |= run(xm, plan, call++, in, om, "messages");
+                bad |= run(xs, plan, call++, in, os, "shm");
                 if (!bad && memcmp(om, os, outb) != 0) {
                     fprintf(stderr,
-                            "rank %d: psum mask %u (groups of %d) %s %s %llu bytes: shared "
+                            "rank %d: %s mask %u (groups of %d) %s %s %llu bytes: shared "
                             "memory and messages differ\n",
-                            rank, mask, g, tpu_dtype_name(desc.dtype), tpu_redop_name(desc.op),
-                            (unsigned long long)desc.bytes);
+                            rank, tpu_coll_name(kind), mask, g, tpu_dtype_name(desc.dtype),
+                            tpu_redop_name(desc.op), (unsigned long long)desc.bytes);
                     bad = 1;
                 }
                 if (!bad && rank == 0 && d == 0) {
@@ -194,9 +268,9 @@ int main(int argc, char **argv)
                     bad |= loopback0(&topo, plan, lb, outb);
                     if (!bad && memcmp(lb, os, outb) != 0) {
                         fprintf(stderr,
-                                "psum mask %u %llu bytes: loopback and shared memory "
+                                "%s mask %u %llu bytes: loopback and shared memory "
                                 "differ on chip 0\n",
-                                mask, (unsigned long long)desc.bytes);
+                                tpu_coll_name(kind), mask, (unsigned long long)desc.bytes);
                         bad = 1;
                     }
                     free(lb);
@@ -211,9 +285,13 @@ int main(int argc, char **argv)
         }
     }
     MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (!failed) {
+        failed = mismatch(xs, &topo, link, kind, rank, size, call);
+        MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    }
     if (rank == 0) {
-        printf("%s %s wrap %s: %d groupings, %d cases on %d ranks: %s\n", argv[1], argv[2], argv[3],
-               groups, cases, size, failed ? "FAILED" : "all passed");
+        printf("%s %s %s wrap %s: %d groupings, %d cases on %d ranks: %s\n", tpu_coll_name(kind),
+               argv[1], argv[2], argv[3], groups, cases, size, failed ? "FAILED" : "all passed");
     }
     tpu_xport_destroy(xs);
     tpu_xport_destroy(xm);
