@@ -106,7 +106,16 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
     }
     job->chip = tpu_place_chip_of_rank(tpu_pod_topo(job->pod), tpu_pod_chip(job->pod)->host_dims,
                                        job->world_rank);
-    tpu_job_monitor_start(job);
+    if (tpu_job_monitor_start(job) != 0) {
+        if (job->world_rank == 0) {
+            snprintf(msg, sizeof(msg),
+                     "out of host memory for the table of the job's %d ranks (the monitor of "
+                     "lost chips)",
+                     job->nranks);
+            tpu_die_msg(msg);
+        }
+        return tpu_job_end(job, TPU_EXIT_FAIL);
+    }
     MPI_Comm_split(MPI_COMM_WORLD, 0, job->chip, &job->comm);
     MPI_Comm_dup(MPI_COMM_WORLD, &job->watch);
     job->waits = TPU_JOB_WAIT_NONE;
@@ -166,6 +175,7 @@ int tpu_job_end(tpu_job_t *job, int code)
     tpu_job_guard_arm(job, job->timeout > START_S ? job->timeout : START_S,
                       "the end of the job (MPI_Finalize)");
     MPI_Finalize();
+    tpu_job_monitor_forget_term();
     tpu_job_guard_disarm(job);
     if (job->guard_made) {
         timer_delete(job->guard);
@@ -268,6 +278,17 @@ int tpu_job_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink, tpu_s
     return status != TPU_OK ? TPU_EXIT_FAIL : -1;
 }
 
+void tpu_job_inject(const tpu_job_t *job, long call)
+{
+    if (job->crash_chip == job->chip && call == job->crash_call) {
+        /* --inject crash: die as a killed process does, with no word; stop: stop
+         * as a stopped one does, at the same sync point as the others. */
+        fflush(stdout);
+        fflush(stderr);
+        raise(job->crash_stop ? SIGSTOP : SIGKILL);
+    }
+}
+
 tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_desc_t *desc,
                            tpu_err_t *err)
 {
@@ -327,13 +348,7 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
 
     memset(&opts, 0, sizeof(opts));
     tpu_job_progress(job);
-    if (job->crash_chip == job->chip && (long)call == job->crash_call) {
-        /* --inject crash: die as a killed process does, with no word; stop: stop
-         * as a stopped one does, at the same sync point as the others. */
-        fflush(stdout);
-        fflush(stderr);
-        raise(job->crash_stop ? SIGSTOP : SIGKILL);
-    }
+    tpu_job_inject(job, (long)call);
     opts.call = call;
     opts.timeout_s = timeout;
     opts.check_peers = check_peers;

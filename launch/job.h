@@ -152,12 +152,25 @@ void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int ro
  */
 void tpu_job_guard_arm(tpu_job_t *job, double seconds, const char *what);
 void tpu_job_guard_disarm(tpu_job_t *job);
+/* Tests only: 1 when the environment's TPUEMU_TEST_NOMEM is 'where', the name of an
+ * allocation of launch/ that then fails as if the host were out of memory (a path
+ * no test could reach otherwise). */
+int tpu_job_test_nomem(const char *where);
 void tpu_job_monitor_fork(tpu_job_t *job);
-void tpu_job_monitor_start(tpu_job_t *job);
+/* Collective over the world: -1 on every rank when rank 0 had no memory for the
+ * monitor's tables (nothing printed), else 0. */
+int tpu_job_monitor_start(tpu_job_t *job);
 void tpu_job_monitor_stop(tpu_job_t *job);
+/* After MPI_Finalize: SIGTERM ends this process again without leaving the file that
+ * tells the monitor the runtime ended it (the monitor has gone). */
+void tpu_job_monitor_forget_term(void);
 /* Refuse a bad command line in an MPI job: the lowest failing rank prints 'msg'
  * ('msg' NULL on ranks that parsed it); returns TPU_EXIT_USAGE. */
 int tpu_job_refuse(const char *msg, int *argc, char ***argv);
+
+/* --inject crash|stop:chip=C,call=N: on chip C at call N, die (SIGKILL) or stop
+ * (SIGSTOP); call it right after the sync point of the call (tpu_job_progress). */
+void tpu_job_inject(const tpu_job_t *job, long call);
 
 /* A collective with its buffers and reference result on this chip. */
 typedef struct tpu_case {

@@ -4,6 +4,8 @@
  */
 #include "placement.h"
 
+#include "tpu/alloc.h"
+
 #include "table.h"
 
 #include <stdlib.h>
@@ -76,7 +78,7 @@ tpu_status_t tpu_place_local(MPI_Comm comm, tpu_place_t *p, tpu_err_t *err)
         int nranks, i, *leaders;
 
         MPI_Comm_size(comm, &nranks);
-        leaders = calloc((size_t)nranks, sizeof(int));
+        leaders = tpu__calloc((size_t)nranks, sizeof(int));
         if (leaders == NULL) {
             MPI_Comm_free(&node);
             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for placement");
@@ -85,7 +87,7 @@ tpu_status_t tpu_place_local(MPI_Comm comm, tpu_place_t *p, tpu_err_t *err)
         for (idx = 0, i = 0; i < leader; i++) {
             idx += leaders[i];
         }
-        free(leaders);
+        tpu__free(leaders);
     }
     p->node = idx;
     MPI_Comm_free(&node);

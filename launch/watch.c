@@ -47,7 +47,11 @@
  * of every rank on its node through a pipe and polls them every 50 ms: when one
  * disappears and no rank announced an abort (a marker file), it prints which chip
  * was lost.  It exits when rank 0 closes the pipe after a clean end, or when rank
- * 0 itself is gone.  Restriction: it sees the ranks of rank 0's node only.
+ * 0 itself is gone.  The ranks of its node leave a file when they get SIGTERM,
+ * with which Open MPI's daemon ends them after a rank elsewhere died (or mpirun
+ * was interrupted): a rank gone with its file is not the lost one, and the
+ * monitor names only a rank gone without.  Restriction: it sees the ranks of
+ * rank 0's node only; a rank lost on another node is named by mpirun's message.
  */
 #include "tpu/alloc.h"
 
@@ -78,6 +82,13 @@
 #define HEARTBEAT_S 0.25
 /* A rank silent this long is taken as stopped when chains of waits are followed. */
 #define SILENT_S 1.0
+
+int tpu_job_test_nomem(const char *where)
+{
+    const char *v = getenv("TPUEMU_TEST_NOMEM");
+
+    return v != NULL && strcmp(v, where) == 0;
+}
 
 /* The world rank the launcher gave this process, from its environment; -1 unknown. */
 int tpu_job_env_rank(void)
@@ -770,6 +781,90 @@ static int read_all(int fd, void *buf, size_t len)
     return 0;
 }
 
+/*
+ * The file a rank of rank 0's node leaves when it gets SIGTERM: Open MPI's daemon
+ * ends the ranks of a node with SIGTERM (SIGKILL a little later) when a rank
+ * elsewhere died, mpirun was interrupted or the job aborts.  A rank gone with its
+ * file was ended by the runtime and the monitor does not report it as lost; one
+ * gone without (killed, crashed) is the rank that was lost.  The path is the one
+ * piece of state of the program a signal handler needs: written once, before the
+ * handler is set.
+ */
+static char term_path[300];
+
+static void term_file(const char *marker, int rank, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s.term.%d", marker, rank);
+}
+
+static void on_term(int sig)
+{
+    int fd = open(term_path, O_WRONLY | O_CREAT, 0600);
+
+    if (fd >= 0) {
+        close(fd);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Ended by the runtime (its SIGTERM), not lost? */
+static int termed(const char *marker, int rank)
+{
+    char path[300];
+
+    term_file(marker, rank, path, sizeof(path));
+    return access(path, F_OK) == 0;
+}
+
+/* The rank of this node that is gone without the runtime's SIGTERM (rank 0's pid is
+ * 'parent'); -1 none.  Every rank is looked at: the runtime ends the others within
+ * milliseconds of a death, so several may be gone at one poll. */
+static int lost_rank(const char *marker, const mon_rank_t *ranks, int n, int parent)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        int pid = i == 0 ? parent : ranks[i].pid;
+
+        if ((i == 0 || ranks[i].local) && pid > 0 && pid_gone(pid) && !termed(marker, i)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Wait (10 s at most) until every rank of this node is gone. */
+static void node_gone(const mon_rank_t *ranks, int n, int parent)
+{
+    int k, alive = 1, waits;
+
+    for (waits = 0; alive && waits < 200; waits++) {
+        alive = !pid_gone(parent);
+        for (k = 1; k < n && !alive; k++) {
+            alive = ranks[k].local && ranks[k].pid > 0 && !pid_gone(ranks[k].pid);
+        }
+        if (alive) {
+            nap(50000000);
+        }
+    }
+}
+
+/* The monitor's files: the marker and the SIGTERM files of the ranks of its node. */
+static void mon_cleanup(const char *marker, const mon_rank_t *ranks, int n)
+{
+    char path[300];
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (ranks[i].local) {
+            term_file(marker, i, path, sizeof(path));
+            unlink(path);
+        }
+    }
+    unlink(marker);
+}
+
 /* The monitor process: never returns. */
 static void monitor(int fd, int parent)
 {
@@ -798,12 +893,17 @@ static void monitor(int fd, int parent)
             /* Rank 0 ended: cleanly ('q'), or it died (EOF alone). */
             if (got == 0 && access(marker, F_OK) != 0 && pid_gone(parent)) {
                 nap(20000000);
-                if (access(marker, F_OK) != 0) {
+                i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n, parent) : -1;
+                if (i >= 0) {
                     fprintf(stderr, "tpuemu: lost %s (pid %d): the process died; the job ends\n",
-                            ranks[0].name, parent);
+                            ranks[i].name, i == 0 ? parent : ranks[i].pid);
                 }
             }
-            unlink(marker);
+            /* Even after a clean 'q' the runtime may still end ranks of this node (mpirun
+             * ends the job when a rank exits non-zero): their SIGTERM files come before
+             * they are gone. */
+            node_gone(ranks, n, parent);
+            mon_cleanup(marker, ranks, n);
             _exit(0);
         }
         for (i = 1; i < n; i++) {
@@ -811,29 +911,23 @@ static void monitor(int fd, int parent)
                 /* Let an abort in progress leave its marker, or a clean end its 'q'. */
                 nap(30000000);
                 if (read(fd, &byte, 1) == 1 && byte == 'q') {
+                    node_gone(ranks, n, parent);
+                    mon_cleanup(marker, ranks, n);
                     _exit(0);
                 }
-                if (access(marker, F_OK) != 0) {
+                i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n, parent) : -1;
+                if (i >= 0) {
                     fprintf(stderr,
                             "tpuemu: lost %s (pid %d): the process died (killed or crashed); the "
                             "job ends\n",
-                            ranks[i].name, ranks[i].pid);
-                } else {
-                    /* An abort in progress: keep the marker until the ranks of this
-                     * node are gone, or one still aborting would print again. */
-                    int k, alive = 1, waits;
-
-                    for (waits = 0; alive && waits < 200; waits++) {
-                        alive = !pid_gone(parent);
-                        for (k = 1; k < n && !alive; k++) {
-                            alive = ranks[k].local && ranks[k].pid > 0 && !pid_gone(ranks[k].pid);
-                        }
-                        if (alive) {
-                            nap(50000000);
-                        }
-                    }
+                            ranks[i].name, i == 0 ? parent : ranks[i].pid);
                 }
-                unlink(marker);
+                /* An abort in progress (or the runtime ending this node's ranks after a
+                 * loss, which mpirun names too): keep the marker until the ranks of this
+                 * node are gone, or one still aborting would print again; then remove
+                 * it and the SIGTERM files they left. */
+                node_gone(ranks, n, parent);
+                mon_cleanup(marker, ranks, n);
                 _exit(0);
             }
         }
@@ -865,18 +959,25 @@ void tpu_job_monitor_fork(tpu_job_t *job)
     job->monitor_fd = fds[1];
 }
 
-void tpu_job_monitor_start(tpu_job_t *job)
+int tpu_job_monitor_start(tpu_job_t *job)
 {
-    char host[MPI_MAX_PROCESSOR_NAME], *hosts = NULL, marker[256];
-    int len, pid = (int)getpid(), *pids = NULL, r, n = job->nranks;
+    char host[MPI_MAX_PROCESSOR_NAME], host0[MPI_MAX_PROCESSOR_NAME], *hosts = NULL, marker[256];
+    int len, pid = (int)getpid(), *pids = NULL, r, n = job->nranks, ok = 1;
     mon_rank_t *ranks = NULL;
 
     memset(host, 0, sizeof(host));
     MPI_Get_processor_name(host, &len);
-    if (job->world_rank == 0) {
+    if (job->world_rank == 0 && !tpu_job_test_nomem("monitor")) {
         pids = tpu__malloc((size_t)n * sizeof(int));
         hosts = tpu__malloc((size_t)n * MPI_MAX_PROCESSOR_NAME);
         ranks = tpu__calloc((size_t)n, sizeof(*ranks));
+    }
+    /* Rank 0's buffers receive the gathers: every rank learns first whether it has them
+     * (a gather into NULL crashed rank 0 and left the others in the gather). */
+    ok = job->world_rank != 0 || (pids != NULL && hosts != NULL && ranks != NULL);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!ok) {
+        goto out;
     }
     MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
@@ -886,6 +987,13 @@ void tpu_job_monitor_start(tpu_job_t *job)
     }
     MPI_Bcast(marker, (int)sizeof(marker), MPI_CHAR, 0, MPI_COMM_WORLD);
     snprintf(job->marker, sizeof(job->marker), "%s", marker);
+    /* The ranks of rank 0's node (the monitor's) say when the runtime ends them. */
+    memcpy(host0, host, sizeof(host0));
+    MPI_Bcast(host0, (int)sizeof(host0), MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (strncmp(host0, host, sizeof(host0)) == 0) {
+        term_file(marker, job->world_rank, term_path, sizeof(term_path));
+        signal(SIGTERM, on_term);
+    }
     if (job->world_rank == 0 && job->monitor_fd >= 0 && pids && hosts && ranks) {
         job->local_pids = tpu__calloc((size_t)n, sizeof(int));
         for (r = 0; r < n; r++) {
@@ -905,9 +1013,16 @@ void tpu_job_monitor_start(tpu_job_t *job)
             job->monitor_fd = -1;
         }
     }
+out:
     tpu__free(pids);
     tpu__free(hosts);
     tpu__free(ranks);
+    return ok ? 0 : -1;
+}
+
+void tpu_job_monitor_forget_term(void)
+{
+    signal(SIGTERM, SIG_DFL);
 }
 
 void tpu_job_monitor_stop(tpu_job_t *job)

@@ -199,6 +199,20 @@ int tpu_mlp_param_shape(int64_t hidden, int p, int64_t shape[2])
     }
 }
 
+double tpu_mlp_param_rel_diff(const float *a, const float *b, int64_t n)
+{
+    double num = 0, den = 0;
+    int64_t i;
+
+    for (i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+
+        num = d > num ? d : num;
+        den = fabs((double)b[i]) > den ? fabs((double)b[i]) : den;
+    }
+    return den > 0 ? num / den : num;
+}
+
 int64_t tpu_mlp_param_count(int64_t hidden, int p)
 {
     int64_t s[2];

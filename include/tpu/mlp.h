@@ -199,6 +199,9 @@ TPU_API int64_t tpu_mlp_param_count(int64_t hidden, int p);
 TPU_API const char *tpu_mlp_param_name(int p);
 /* Dimensions of parameter 'p': 1 or 2, written into 'shape'. */
 TPU_API int tpu_mlp_param_shape(int64_t hidden, int p, int64_t shape[2]);
+/* max |a - b| / max |b| over 'n' elements (max |a - b| when b is all zero): how far
+ * a parameter of a trained model is from a reference's. */
+TPU_API double tpu_mlp_param_rel_diff(const float *a, const float *b, int64_t n);
 
 #ifdef __cplusplus
 }

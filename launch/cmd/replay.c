@@ -4,7 +4,7 @@
  *   tpuemu replay MODULE.hlo [pod options] [--module N] [--list] [--device-order LIST]
  *                 [--trip-count NAME=K,...] [--custom-call-us NAME=US,...] [--top N]
  *                 [--json FILE|-] [--trace FILE [--trace-measured]] [--heatmap FILE.svg]
- *                 [--timeout S]
+ *                 [--timeout S] [--inject crash|stop:chip=C,call=N]
  *
  * Reads the HLO text (the library's parser, include/tpu/hlo.h), picks one module
  * (--module N counts from 1; by default the first whose device count equals the
@@ -14,6 +14,7 @@
  */
 #include "tpu/replay.h"
 
+#include "tpu/alloc.h"
 #include "tpu/hlo.h"
 
 #include "csv.h"
@@ -61,7 +62,7 @@ static void usage(FILE *out)
             "usage: tpuemu replay MODULE.hlo [pod options] [--module N] [--list]\n"
             "                     [--device-order LIST] [--entry NAME] [--trip-count NAME=K,...]\n"
             "                     [--custom-call-us NAME=US,...] [--top N] [--json FILE|-]\n"
-            "                     [--timeout S]\n\n"
+            "                     [--timeout S] [--inject crash|stop:chip=C,call=N]\n\n"
             "Replay a compiled XLA module (HLO text: jax.jit(f).lower(...).compile().as_text(),\n"
             "or the after_optimizations dump of --xla_dump_to) on the emulated pod: its\n"
             "collectives through the schedules and link model of 'tpuemu model', its dots,\n"
@@ -89,7 +90,10 @@ static void usage(FILE *out)
             "                      over the step (every collective, every execution)\n"
             "  --quiet             no warnings, no progress bar\n"
             "  --timeout S         under mpirun: the watchdog, seconds any wait may last\n"
-            "                      (default 60)\n\n"
+            "                      (default 60)\n"
+            "  --inject crash|stop:chip=C,call=N  under mpirun, for tests: chip C dies\n"
+            "                      (SIGKILL) or stops (SIGSTOP) at execution N of the\n"
+            "                      module's collectives, counted from 0\n\n"
             "Pod options: --chip --topology --wrap --slices --config --ici-bw --ici-latency-us\n"
             "--dcn-bw --dcn-latency-us --fault (see tpuemu --help).  The module's partitions (or\n"
             "replicas) must equal the pod's chips.\n");
@@ -139,7 +143,7 @@ static tpu_status_t parse_kv(const char *flag, const char *text, int integer, kv
             }
             l->values[l->n] = v;
         }
-        l->names[l->n] = malloc((size_t)(eq - item) + 1);
+        l->names[l->n] = tpu__malloc((size_t)(eq - item) + 1);
         if (l->names[l->n] == NULL) {
             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory");
         }
@@ -159,7 +163,7 @@ static void kv_free(kv_list_t *l)
     int i;
 
     for (i = 0; i < l->n; i++) {
-        free(l->names[i]);
+        tpu__free(l->names[i]);
     }
     l->n = 0;
 }
@@ -205,9 +209,10 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
          "microseconds from 0 to 1e6, such as 10"},
     };
     /* Flags given so far (each at most once; --trip-count and --custom-call-us repeat). */
-    const char *given[sizeof(pod_flags) / sizeof(pod_flags[0]) + 9] = {NULL};
-    static const char *const own[] = {"slices",         "module", "top",     "device-order", "list",
-                                      "trace-measured", "quiet",  "timeout", "entry"};
+    const char *given[sizeof(pod_flags) / sizeof(pod_flags[0]) + 10] = {NULL};
+    static const char *const own[] = {"slices", "module",         "top",   "device-order",
+                                      "list",   "trace-measured", "quiet", "timeout",
+                                      "entry",  "inject"};
     int i;
     size_t k;
 
@@ -314,6 +319,8 @@ static tpu_status_t parse_args(int argc, char **argv, tpu_opts_t *o, replay_args
                                  err) != TPU_OK) {
                 return TPU_ERR_INVALID;
             }
+        } else if (strcmp(name, "inject") == 0) {
+            o->inject = val; /* checked by tpu_opts_check */
         } else if (strcmp(name, "entry") == 0) {
             if (*val == '\0') {
                 return tpu_err_set(err, TPU_ERR_INVALID,
@@ -381,14 +388,14 @@ static tpu_status_t read_file(const char *path, char **buf_p, size_t *len_p, tpu
 
             cap = cap ? cap * 2 : 1 << 20;
             if (cap > (size_t)MAX_HLO_BYTES) {
-                free(buf);
+                tpu__free(buf);
                 fclose(f);
                 return tpu_err_set(err, TPU_ERR_INVALID, "'%s' is larger than %ld bytes", path,
                                    MAX_HLO_BYTES);
             }
-            nb = realloc(buf, cap);
+            nb = tpu__realloc(buf, cap);
             if (nb == NULL) {
-                free(buf);
+                tpu__free(buf);
                 fclose(f);
                 return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory reading '%s'", path);
             }
@@ -401,7 +408,7 @@ static tpu_status_t read_file(const char *path, char **buf_p, size_t *len_p, tpu
         }
     }
     if (ferror(f)) {
-        free(buf);
+        tpu__free(buf);
         fclose(f);
         return tpu_err_set(err, TPU_ERR_INVALID, "cannot read '%s'", path);
     }
@@ -424,7 +431,7 @@ static tpu_status_t parse_order(const char *text, int32_t **order_p, int *n_p, t
         errno = 0;
         x = strtol(p, &end, 10);
         if (end == p || errno != 0 || x < 0 || x >= TPU_MAX_CHIPS || (*end != ',' && *end != 0)) {
-            free(v);
+            tpu__free(v);
             return tpu_err_set(err, TPU_ERR_INVALID,
                                "--device-order '%s': expected chip ids separated by commas", text);
         }
@@ -432,9 +439,9 @@ static tpu_status_t parse_order(const char *text, int32_t **order_p, int *n_p, t
             int32_t *nv;
 
             cap = cap ? cap * 2 : 64;
-            nv = realloc(v, (size_t)cap * sizeof(int32_t));
+            nv = tpu__realloc(v, (size_t)cap * sizeof(int32_t));
             if (nv == NULL) {
-                free(v);
+                tpu__free(v);
                 return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory");
             }
             v = nv;
@@ -464,12 +471,12 @@ static int by_total_desc(const void *a, const void *b)
 /* 'order[k]' = the row of rank k, for 'n' rows whose totals are 'total[i]'. */
 static int *rank_rows(int n, const double *total)
 {
-    by_total_t *t = malloc(sizeof(*t) * (size_t)(n + 1));
-    int *order = malloc(sizeof(int) * (size_t)(n + 1)), i;
+    by_total_t *t = tpu__malloc(sizeof(*t) * (size_t)(n + 1));
+    int *order = tpu__malloc(sizeof(int) * (size_t)(n + 1)), i;
 
     if (t == NULL || order == NULL) {
-        free(t);
-        free(order);
+        tpu__free(t);
+        tpu__free(order);
         return NULL;
     }
     for (i = 0; i < n; i++) {
@@ -480,7 +487,7 @@ static int *rank_rows(int n, const double *total)
     for (i = 0; i < n; i++) {
         order[i] = t[i].index;
     }
-    free(t);
+    tpu__free(t);
     return order;
 }
 
@@ -771,7 +778,7 @@ static tpu_status_t write_report(tpu_report_t *report, const tpu_pod_t *pod,
                                  const double *spans, int64_t nspans, FILE *txt, int quiet,
                                  tpu_err_t *err)
 {
-    tpu_coll_plan_t **plans = calloc((size_t)r->ncolls + 1, sizeof(*plans));
+    tpu_coll_plan_t **plans = tpu__calloc((size_t)r->ncolls + 1, sizeof(*plans));
     tpu_status_t status = TPU_OK;
     tpu_progress_t progress;
     char name[256];
@@ -841,7 +848,7 @@ static tpu_status_t write_report(tpu_report_t *report, const tpu_pod_t *pod,
     for (i = 0; i < r->ncolls; i++) {
         tpu_coll_plan_destroy(plans[i]);
     }
-    free(plans);
+    tpu__free(plans);
     return status;
 }
 
@@ -953,6 +960,10 @@ int tpu_cmd_replay(int argc, char **argv)
                     "nothing)");
         err.status = TPU_ERR_INVALID;
     }
+    if (err.status == TPU_OK && o.inject != NULL && !mpi) {
+        tpu_err_set(&err, TPU_ERR_INVALID,
+                    "--inject needs a run under mpirun (without it replay runs no collective)");
+    }
     if (err.status != TPU_OK) {
         if (mpi) {
             /* Meet the ranks that parsed theirs (tpu_job_start) and end with them. */
@@ -985,9 +996,12 @@ int tpu_cmd_replay(int argc, char **argv)
             rc = TPU_EXIT_USAGE;
         }
     }
-    trips = calloc(1, sizeof(*trips));
-    customs = calloc(1, sizeof(*customs));
+    trips = tpu__calloc(1, sizeof(*trips));
+    customs = tpu__calloc(1, sizeof(*customs));
     if (trips == NULL || customs == NULL) {
+        if (mpi) {
+            tpu_job_abort(&job, "out of host memory for the replay's flags");
+        }
         tpu_die_msg("out of memory");
         rc = TPU_EXIT_FAIL;
         goto out;
@@ -1114,7 +1128,7 @@ int tpu_cmd_replay(int argc, char **argv)
     }
     {
         int n = rep->ncolls > rep->nops ? rep->ncolls : rep->nops;
-        double *total = malloc(sizeof(double) * (size_t)(n + 1));
+        double *total = tpu__malloc(sizeof(double) * (size_t)(n + 1));
 
         if (total != NULL) {
             for (i = 0; i < rep->ncolls; i++) {
@@ -1125,10 +1139,14 @@ int tpu_cmd_replay(int argc, char **argv)
                 total[i] = rep->ops[i].modeled_us * (double)rep->ops[i].executions;
             }
             oi = rank_rows(rep->nops, total);
-            free(total);
+            tpu__free(total);
         }
     }
     if (ci == NULL || oi == NULL) {
+        /* One rank alone may fail here: under mpirun, it ends the job. */
+        if (mpi) {
+            tpu_job_abort(&job, "out of host memory for the replay's tables");
+        }
         tpu_die_msg("out of memory");
         rc = TPU_EXIT_FAIL;
         goto out;
@@ -1142,7 +1160,8 @@ int tpu_cmd_replay(int argc, char **argv)
         if (o.trace_measured) {
             /* Every rank's executions, to rank 0 (with the watchdog). */
             if (rank0) {
-                spans = malloc(2 * sizeof(double) * (size_t)(ms.nspans + 1) * (size_t)job.nranks);
+                spans =
+                    tpu__malloc(2 * sizeof(double) * (size_t)(ms.nspans + 1) * (size_t)job.nranks);
                 if (spans == NULL) {
                     tpu_job_abort(&job, "out of host memory for the measured trace");
                 }
@@ -1216,22 +1235,22 @@ out:
     tpu_sink_close(&sink, NULL);
     tpu_sink_close(&csv_sink, NULL);
     tpu_report_close(&report, NULL);
-    free(spans);
+    tpu__free(spans);
     tpu__replay_measured_fini(&ms);
-    free(ci);
-    free(oi);
+    tpu__free(ci);
+    tpu__free(oi);
     tpu_replay_report_destroy(rep);
     tpu_hlo_file_destroy(hf);
-    free(text);
-    free(order);
+    tpu__free(text);
+    tpu__free(order);
     if (trips != NULL) {
         kv_free(trips);
     }
     if (customs != NULL) {
         kv_free(customs);
     }
-    free(trips);
-    free(customs);
+    tpu__free(trips);
+    tpu__free(customs);
     if (mpi) {
         return tpu_job_end(&job, rc);
     }

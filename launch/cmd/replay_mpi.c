@@ -17,6 +17,8 @@
  */
 #include "replay_mpi.h"
 
+#include "tpu/alloc.h"
+
 #include "clock.h"
 #include "job.h"
 #include "progress.h"
@@ -64,16 +66,16 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
     tpu_status_t status = TPU_OK;
 
     memset(m, 0, sizeof(*m));
-    m->measured_us = calloc((size_t)n + 1, sizeof(double));
-    m->runs = calloc((size_t)n + 1, sizeof(int64_t));
-    m->wrong = calloc((size_t)n + 1, sizeof(long));
-    cases = calloc((size_t)n + 1, sizeof(*cases));
-    ready = calloc((size_t)n + 1, 1);
-    wall = calloc((size_t)n + 1, sizeof(double));
-    wrong = calloc((size_t)n + 1, sizeof(long));
-    runs = calloc((size_t)n + 1, sizeof(int64_t));
+    m->measured_us = tpu__calloc((size_t)n + 1, sizeof(double));
+    m->runs = tpu__calloc((size_t)n + 1, sizeof(int64_t));
+    m->wrong = tpu__calloc((size_t)n + 1, sizeof(long));
+    cases = tpu__calloc((size_t)n + 1, sizeof(*cases));
+    ready = tpu__calloc((size_t)n + 1, 1);
+    wall = tpu__calloc((size_t)n + 1, sizeof(double));
+    wrong = tpu__calloc((size_t)n + 1, sizeof(long));
+    runs = tpu__calloc((size_t)n + 1, sizeof(int64_t));
     m->nspans = rep->nseq < TPU_REPLAY_SPANS ? rep->nseq : TPU_REPLAY_SPANS;
-    m->spans = malloc(2 * sizeof(double) * (size_t)(m->nspans + 1));
+    m->spans = tpu__malloc(2 * sizeof(double) * (size_t)(m->nspans + 1));
     if (m->measured_us == NULL || m->runs == NULL || m->wrong == NULL || cases == NULL ||
         ready == NULL || wall == NULL || wrong == NULL || runs == NULL || m->spans == NULL) {
         status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of host memory");
@@ -91,6 +93,10 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
         double modeled = 0, wall_s = 0, t0;
 
         tpu_progress_update(&progress, (long)k, c->name);
+        /* A sync point per execution of the sequence (every rank walks the same one),
+         * and --inject's call N is execution N, counted from 0. */
+        tpu_job_progress(job);
+        tpu_job_inject(job, (long)k);
         if (!c->supported || c->group_size < 2 || c->bytes == 0 || c->bytes * 2 > MAX_RUN_BYTES) {
             if (ready[r] == 0) {
                 ready[r] = 2; /* skipped */
@@ -133,9 +139,11 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
         }
     }
     tpu_progress_end(&progress);
-    /* Every rank ran the same sequence; a failure on one rank aborts the job. */
+    /* Every rank ran the same sequence; a failure on one rank ends the job.  A
+     * collective that timed out waited for a chip behind: the live chips meet and
+     * rank 0 names it (tpu_job_fail), not the first chip to give up. */
     if (status != TPU_OK) {
-        tpu_job_abort(job, err->msg);
+        tpu_job_fail(job, err);
     }
     /* Watched: a chip that stalled in the replay is named within the timeout. */
     tpu_job_allreduce(job, wall, m->measured_us, n, MPI_DOUBLE, MPI_MAX, "the measured times");
@@ -154,19 +162,19 @@ out:
             tpu_case_fini(&cases[i]);
         }
     }
-    free(cases);
-    free(ready);
-    free(wall);
-    free(wrong);
-    free(runs);
+    tpu__free(cases);
+    tpu__free(ready);
+    tpu__free(wall);
+    tpu__free(wrong);
+    tpu__free(runs);
     return status;
 }
 
 void tpu__replay_measured_fini(tpu_replay_measured_t *m)
 {
-    free(m->measured_us);
-    free(m->runs);
-    free(m->wrong);
-    free(m->spans);
+    tpu__free(m->measured_us);
+    tpu__free(m->runs);
+    tpu__free(m->wrong);
+    tpu__free(m->spans);
     memset(m, 0, sizeof(*m));
 }

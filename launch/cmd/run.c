@@ -3,6 +3,8 @@
  * a token over every link, and run every collective at a small and a large size
  * with real data, verified, modeled and measured side by side.
  */
+#include "tpu/alloc.h"
+
 #include "clock.h"
 #include "csv.h"
 #include "faults.h"
@@ -192,7 +194,7 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     }
     t = tpu_pod_topo(job.pod);
     if (o->trace_measured) {
-        walls = calloc(2 * (size_t)t->nchips, sizeof(double));
+        walls = tpu__calloc(2 * (size_t)t->nchips, sizeof(double));
         if (walls == NULL) {
             tpu_job_abort(&job, "out of host memory for the measured trace");
         }
@@ -205,7 +207,7 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     }
     /* The pod and the placement. */
     if (job.chip == 0) {
-        all = malloc((size_t)t->nchips * sizeof(*all));
+        all = tpu__malloc((size_t)t->nchips * sizeof(*all));
         if (all == NULL) {
             tpu_job_abort(&job, "out of host memory for the placement table");
         }
@@ -213,7 +215,7 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     tpu_job_gather(&job, &job.place, (int)sizeof(job.place), all, 0, "the placement table");
     if (job.chip == 0) {
         print_pod(o, &job, txt, j, all);
-        free(all);
+        tpu__free(all);
     }
     /* The wiring. */
     bad = wiring_check(&job, &wall_us, &links);
@@ -375,7 +377,7 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
         }
         fflush(txt);
     }
-    free(walls);
+    tpu__free(walls);
     code = tpu_job_close(&job, j, &sink, &csv_sink);
     if (code < 0) {
         code = tpu_job_report_close(&job, &rep);

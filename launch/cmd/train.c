@@ -647,10 +647,14 @@ typedef struct replica {
 
 static int replicas_identical(const where_t *w, const tpu_mlp_t *mlp, int nlocal, int nchips)
 {
-    replica_t *rep = calloc((size_t)nchips, sizeof(*rep));
+    replica_t *rep = tpu__calloc((size_t)nchips, sizeof(*rep));
     int i, j, ok = 1;
 
     if (rep == NULL) {
+        if (w->job != NULL) {
+            /* The others are in the gather below: end the job with one line. */
+            tpu_job_abort(w->job, "out of host memory for the check of the replicas");
+        }
         return 0;
     }
     for (i = 0; i < nlocal; i++) {
@@ -671,7 +675,7 @@ static int replicas_identical(const where_t *w, const tpu_mlp_t *mlp, int nlocal
             }
         }
     }
-    free(rep);
+    tpu__free(rep);
     return ok;
 }
 
@@ -699,9 +703,9 @@ static void run_fini(run_t *r)
     int p;
 
     tpu_mlp_destroy(r->mlp);
-    free(r->losses);
-    free(r->wall_us);
-    free(r->modeled);
+    tpu__free(r->losses);
+    tpu__free(r->wall_us);
+    tpu__free(r->modeled);
     for (p = 0; p < TPU_MLP_NPARAMS; p++) {
         tpu__free(r->w[p]);
     }
@@ -711,9 +715,9 @@ static void run_fini(run_t *r)
 static tpu_status_t run_create(run_t *r, tpu_err_t *err)
 {
     r->replicas_ok = 1;
-    r->losses = calloc((size_t)r->steps, sizeof(*r->losses));
-    r->wall_us = calloc((size_t)r->steps, sizeof(*r->wall_us));
-    r->modeled = calloc((size_t)r->steps, sizeof(*r->modeled));
+    r->losses = tpu__calloc((size_t)r->steps, sizeof(*r->losses));
+    r->wall_us = tpu__calloc((size_t)r->steps, sizeof(*r->wall_us));
+    r->modeled = tpu__calloc((size_t)r->steps, sizeof(*r->modeled));
     if (r->losses == NULL || r->wall_us == NULL || r->modeled == NULL) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for %d steps", r->steps);
     }
@@ -771,7 +775,7 @@ static void trace_measured(run_t *r, int s, double t0, double t1)
 
     if (r->where.job != NULL) {
         if (r->where.root) {
-            all = calloc(2 * (size_t)t->nchips, sizeof(double));
+            all = tpu__calloc(2 * (size_t)t->nchips, sizeof(double));
             if (all == NULL) {
                 tpu_job_abort(r->where.job, "out of host memory for the measured trace");
             }
@@ -786,7 +790,7 @@ static void trace_measured(run_t *r, int s, double t0, double t1)
                                 all ? all[2 * c + 1] : mine[1]);
         }
     }
-    free(all);
+    tpu__free(all);
 }
 
 /* Train, check the replicas after every step, gather the weights if asked. */
@@ -883,7 +887,7 @@ int tpu_cmd_train(int argc, char **argv)
     tpu_json_t json_w, *json = NULL;
     tpu_report_t report;
     run_t r;
-    char **rest = calloc((size_t)argc + 1, sizeof(char *));
+    char **rest = tpu__calloc((size_t)argc + 1, sizeof(char *));
     float *init[TPU_MLP_NPARAMS] = {0};
     tpu_npy_t x = {0}; /* --data, mapped */
     int32_t *y = NULL;
@@ -897,11 +901,15 @@ int tpu_cmd_train(int argc, char **argv)
     memset(&r, 0, sizeof(r));
     memset(&report, 0, sizeof(report));
     if (rest == NULL) {
+        if (under_mpirun()) {
+            return tpu_job_refuse("out of host memory for the command line", &argc, &argv);
+        }
+        tpu_die_msg("out of host memory for the command line");
         return TPU_EXIT_FAIL;
     }
     if (parse_args(argc, argv, &a, &nrest, rest, &err) != TPU_OK ||
         tpu_opts_parse(nrest, rest, &o, &err) != TPU_OK) {
-        free(rest);
+        tpu__free(rest);
         if (!a.model_only && under_mpirun()) {
             /* Meet the ranks that parsed theirs (tpu_job_start) and end with them. */
             return tpu_job_refuse(err.msg, &argc, &argv);
@@ -911,7 +919,7 @@ int tpu_cmd_train(int argc, char **argv)
         }
         return TPU_EXIT_USAGE;
     }
-    free(rest);
+    tpu__free(rest);
     if (o.help) {
         usage(stdout);
         return TPU_EXIT_OK;
@@ -1224,21 +1232,6 @@ out:
 
 /* ---- the default run's step ---- */
 
-/* max |a - b| / max |b|. */
-static double rel_diff(const float *a, const float *b, int64_t n)
-{
-    double num = 0, den = 0;
-    int64_t i;
-
-    for (i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-
-        num = d > num ? d : num;
-        den = fabs((double)b[i]) > den ? fabs((double)b[i]) : den;
-    }
-    return den > 0 ? num / den : num;
-}
-
 int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
 {
     const tpu_topo_t *t = tpu_pod_topo(job->pod);
@@ -1304,7 +1297,8 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
         }
         loss_diff = fabs((double)r.losses[0] - ref.losses[0]) / fabs((double)ref.losses[0]);
         for (p = 0; p < TPU_MLP_NPARAMS; p++) {
-            double d = rel_diff(r.w[p], ref.w[p], tpu_mlp_param_count(r.spec.hidden, p));
+            double d =
+                tpu_mlp_param_rel_diff(r.w[p], ref.w[p], tpu_mlp_param_count(r.spec.hidden, p));
 
             w_diff = d > w_diff ? d : w_diff;
         }

@@ -100,21 +100,6 @@ static void train(const char *shape, int data, int model, tpu_mlp_strategy_t str
     tpu_xport_destroy(x);
 }
 
-/* max |a - b| / max |b| over a parameter. */
-static double rel_err(const float *a, const float *b, int64_t n)
-{
-    double num = 0, den = 0;
-    int64_t i;
-
-    for (i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-
-        num = d > num ? d : num;
-        den = fabs((double)b[i]) > den ? fabs((double)b[i]) : den;
-    }
-    return den > 0 ? num / den : num;
-}
-
 /* The largest relative difference seen, for the log. */
 static double worst;
 
@@ -134,7 +119,7 @@ static void compare(const result_t *a, const result_t *ref, int64_t hidden, doub
         }
     }
     for (p = 0; p < TPU_MLP_NPARAMS; p++) {
-        double e = rel_err(a->w[p], ref->w[p], tpu_mlp_param_count(hidden, p));
+        double e = tpu_mlp_param_rel_diff(a->w[p], ref->w[p], tpu_mlp_param_count(hidden, p));
 
         worst = e > worst ? e : worst;
 
