@@ -51,10 +51,10 @@ echo "== every collective x algorithm (forced with --algo; '-': the cost model's
 echo "   (group algorithms over every axis of 8,960 chips: refused on the open pod, see below)"
 for cfg in "4x4 none" "4x4 all" "16x16 none" "16x16 all" "16x20x28 none" "16x20x28 all"; do
     set -- $cfg
-    for ca in psum:- psum:rs_ag psum:rs_ag_axis_by_axis psum:snake psum:group_rs_ag psum:group_direct \
-        all-gather:- all-gather:torus all-gather:axis_by_axis all-gather:snake all-gather:group_ring \
+    for ca in psum:- psum:rs_ag psum:rs_ag_axis_by_axis psum:snake psum:tree psum:group_rs_ag psum:group_direct \
+        all-gather:- all-gather:torus all-gather:axis_by_axis all-gather:snake all-gather:tree all-gather:group_ring \
         all-gather:group_direct reduce-scatter:- reduce-scatter:torus reduce-scatter:axis_by_axis \
-        reduce-scatter:snake reduce-scatter:group_ring reduce-scatter:group_direct all-to-all:- \
+        reduce-scatter:snake reduce-scatter:tree reduce-scatter:group_ring reduce-scatter:group_direct all-to-all:- \
         all-to-all:direct all-to-all:group_direct ppermute:- ppermute:direct ppermute:pairs p2p:- \
         p2p:multipath; do
         op=${ca%%:*}

@@ -71,6 +71,32 @@ extern const int tpu__nalgos;
 tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sched_t *sched,
                                    tpu_err_t *err);
 
+/* The most axis orders of the torus family: every permutation of three axes. */
+#define TPU_MAX_ORDERS 6
+
+/*
+ * The ICI axes of 'mask' with two chips or more into 'axes' ('*d_p' of them) and
+ * their axis orders into 'ord' (the d rotations first, then over three axes the
+ * other three permutations), as indices into 'axes'; returns how many orders.
+ */
+int tpu__allgather_orders(const tpu_topo_t *topo, unsigned mask, int *axes, int *d_p,
+                          int ord[][TPU_MAX_AXES]);
+/*
+ * The shares of the 'nord' orders that load every axis in proportion to its
+ * bandwidth where the orders can (the linear program of allgather_torus.c:
+ * minimise the most loaded axis); 'frac' gets TPU_MAX_ORDERS shares, at most d of
+ * them above 0.  Returns the most loaded axis' load, or -1 if none is feasible.
+ */
+double tpu__allgather_balance(const tpu_topo_t *topo, const int *axes, int d, int nord,
+                              int ord[][TPU_MAX_AXES], double *frac);
+/*
+ * Elements of order 'r' when 'done' of 'elems' are taken by the orders before it:
+ * its share 'frac[r]' rounded, the rest for order 'last', none after it.
+ */
+int64_t tpu__allgather_part(int r, int last, const double *frac, int64_t elems, int64_t done);
+/* Ring steps of axis 'axis': floor(n/2) when it wraps, n-1 when it is open. */
+int tpu__allgather_steps(const tpu_topo_t *topo, int axis);
+
 /*
  * Build the all-gather 'ag_fn' and write its time reversal, a reduce-scatter,
  * into 'sched'; with 'then_ag', append the all-gather after it (a psum).

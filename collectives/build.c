@@ -23,8 +23,9 @@ void tpu__plan_label(const tpu_algo_t *algo, int chunks, char *buf, size_t len)
  * groups are alike and apart), and under the reflection i -> n-1-i of an open
  * axis (a line run from both ends alike).  A reflection is used on axes of even
  * size only, where it fixes no chip, and never for the snake ring
- * (allgather_snake.c), whose cycle is not its own mirror image, so every flow of the pod is the
- * image of exactly one flow of a domain chip.  Returns 1 when the domain is smaller than the pod.
+ * (allgather_snake.c; 'algo' NULL: the torus family as a whole), whose cycle is not its own mirror
+ * image, so every flow of the pod is the image of exactly one flow of a domain chip.  Returns 1
+ * when the domain is smaller than the pod.
  */
 static int torus_domain(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int *period,
                         unsigned *reflect_p)
@@ -34,8 +35,8 @@ static int torus_domain(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int *p
 
     *reflect_p = 0;
     /* Faults break the symmetry (tpu__plan_faulty(), the one check). */
-    if (tpu__plan_faulty(p) || algo->groups || p->desc.groups != NULL || p->desc.pairs != NULL ||
-        (p->desc.axes & TPU_AXIS_MASK_DCN) ||
+    if (tpu__plan_faulty(p) || (algo != NULL && algo->groups) || p->desc.groups != NULL ||
+        p->desc.pairs != NULL || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
         !(p->desc.kind == TPU_COLL_ALL_GATHER || p->desc.kind == TPU_COLL_REDUCE_SCATTER ||
           p->desc.kind == TPU_COLL_PSUM)) {
         return 0;
@@ -50,12 +51,27 @@ static int torus_domain(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int *p
         if (!(p->desc.axes & (1u << a)) || topo->wrap[a]) {
             period[a] = 1;
             smaller = 1;
-        } else if (n % 2 == 0 && strcmp(algo->name, "snake") != 0) {
+        } else if (n % 2 == 0 && (algo == NULL || strcmp(algo->name, "snake") != 0)) {
             *reflect_p |= 1u << a;
             smaller = 1;
         }
     }
     return smaller;
+}
+
+int64_t tpu__plan_domain_chips(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
+{
+    int period[TPU_MAX_AXES], a;
+    unsigned reflect;
+    int64_t n = p->topo.nchips;
+
+    if (!torus_domain(p, algo, period, &reflect)) {
+        return n;
+    }
+    for (a = 0; a < TPU_MAX_AXES; a++) {
+        n = n / p->topo.dims[a] * ((reflect & (1u << a)) ? p->topo.dims[a] / 2 : period[a]);
+    }
+    return n;
 }
 
 tpu_status_t tpu__plan_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, int rep,

@@ -847,8 +847,8 @@ static tpu_status_t ends_times(tpu_coll_exec_t *e, const tpu_plan_sched_t *ps)
             }
         }
     }
-    e->end_s = end + ce->launch;
-    e->local_end_s = local + ce->launch;
+    e->end_s = end + ce->chain + ce->launch;
+    e->local_end_s = local + ce->chain + ce->launch;
     return TPU_OK;
 }
 

@@ -64,8 +64,29 @@ double tpu_coll_ideal_us(const tpu_topo_t *t, const tpu_link_model_t *link,
         return sumf > 0 ? 1e6 * 2 * ((N - 1) / N * V / (W * sumf) + D * alpha) : 0;
     case TPU_COLL_ALL_TO_ALL:
         return 1e6 * (worst + D * alpha);
-    case TPU_COLL_PPERMUTE:
-        return 1e6 * (V / (W / 2) + alpha);
+    case TPU_COLL_PPERMUTE: {
+        /* A shift by k along one axis (fidelity.md: +1 costs b / (W/2) and 1 hop if the
+         * axis wraps, n - 1 hops if it is open: the message of the last chip runs back
+         * along the line).  In general the busiest link carries min(k, n - k)
+         * messages; on a wrapped axis each goes min(k, n - k) hops, on an open one
+         * the messages that wrap go n - k hops back.  Explicit pairs have no
+         * published formula: one message over one link. */
+        int ax = -1, n, k;
+
+        for (a = 0; a < t->naxes && ax < 0; a++) {
+            ax = (d->axes & (1u << a)) ? a : -1;
+        }
+        if (d->pairs != NULL || d->shift == 0 || ax < 0) {
+            return 1e6 * (V / (W / 2) + alpha);
+        }
+        n = t->dims[ax];
+        k = ((d->shift % n) + n) % n;
+        k = k < n - k ? k : n - k;
+        if (t->wrap[ax]) {
+            return 1e6 * (k * V / (W / 2) + k * alpha);
+        }
+        return 1e6 * (k * V / (W / 2) + (n - k) * alpha);
+    }
     default: {
         /* p2p: split over the P edge-disjoint minimal routes, plus the hops. */
         tpu_route_t routes[TPU_MAX_ROUTES];

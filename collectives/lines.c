@@ -18,15 +18,24 @@
  * from these tables, exactly the sums the full schedule adds up (whole bytes:
  * exact in doubles below 2^53 bytes per link).
  *
- * The only step has no dependencies, so a flow's time is a function of its route
- * and of those loads.  Along each axis the flows fall into classes by the hops
- * they make there and the direction they take at a tie; in each class the one
- * whose route crosses the busiest link stands for it (a later arrival is never
- * the cost of a lighter route), and the pod's flows are the combinations of a
- * class per axis (the tied axes all going the same way).  Timing one flow per
- * combination through the link model itself gives the latest arrival of the
- * whole pod, and the link loads its per-axis statistics, bit for bit as the walk
- * over every flow: test_coll_classes compares both on every shape up to 8x8x8.
+ * Messages come in three sizes: a block, and its two halves at a tie (a pair at
+ * the tie distance of a wrapped even axis sends half each way; both halves then
+ * cross every axis that is not at a tie).  The link model shares a link between
+ * the messages it carries (processor sharing: a half is through before a
+ * block), so the loads are kept per size: a line's whole blocks and halves, and
+ * on the other axes' free coordinates, the fraction at a tie on some other axis,
+ * whose blocks cross this line as halves.
+ *
+ * The only step has no dependencies, so a flow's bytes' time is a function of
+ * its route, its size and those loads.  Along each axis the flows fall into
+ * classes by the hops they make there and the direction they take at a tie; in
+ * each class, for each size, the route whose busiest link the message is through
+ * last stands for it, and the pod's flows are the combinations of a class per
+ * axis (the tied axes all going the same way).  Timing one flow per combination
+ * through the link model itself gives the latest bytes and the most hops of the
+ * whole pod (the collective takes their sum, as the walk: time.c), and the link
+ * loads its per-axis statistics, bit for bit as the walk over every flow:
+ * test_coll_classes compares both on every shape up to 8x8x8.
  *
  * Cost: sum over axes of n_a^2 line flows, one pass over the links, and
  * prod over axes of (n_a + 2) timed flows: about 10^4 on 16x20x28.
@@ -46,11 +55,21 @@
 #include <string.h>
 
 /* A class of the flows along one axis: the hops they make and their tie direction. */
+/* The message sizes of the direct all-to-all: a block, and its two tie halves. */
+enum {
+    SZ_BLOCK,
+    SZ_PLUS,
+    SZ_MINUS,
+    NSZ
+};
+
 typedef struct line_class {
     int hops;
-    int tie;      /* 0: no tie on this axis; +1 / -1: a tie, taken that way */
-    int from, to; /* the line flow that stands for the class (busiest route) */
-    double arrival;
+    int tie; /* 0: no tie on this axis; +1 / -1: a tie, taken that way */
+    /* For a message of each size: the line flow that stands for the class (the
+     * route whose busiest link it is through last) and when. */
+    int from[NSZ], to[NSZ];
+    double arrival[NSZ];
 } line_class_t;
 
 typedef struct axis_lines {
@@ -85,97 +104,123 @@ static int line_chip(const tpu_topo_t *topo, int a, int i)
     return tpu_topo_chip(topo, 0, c);
 }
 
-static void add_class(axis_lines_t *al, int hops, int tie, int from, int to, double arrival)
+static void add_class(axis_lines_t *al, int hops, int tie, int from, int to, const double *arrival)
 {
-    int k;
+    line_class_t *c = NULL;
+    int k, z;
 
-    for (k = 0; k < al->ncls; k++) {
-        line_class_t *c = &al->cls[k];
-
-        if (c->hops == hops && c->tie == tie) {
-            if (arrival > c->arrival) {
-                c->from = from;
-                c->to = to;
-                c->arrival = arrival;
-            }
-            return;
+    for (k = 0; k < al->ncls && c == NULL; k++) {
+        if (al->cls[k].hops == hops && al->cls[k].tie == tie) {
+            c = &al->cls[k];
         }
     }
-    al->cls[al->ncls].hops = hops;
-    al->cls[al->ncls].tie = tie;
-    al->cls[al->ncls].from = from;
-    al->cls[al->ncls].to = to;
-    al->cls[al->ncls].arrival = arrival;
-    al->ncls++;
+    if (c == NULL) {
+        c = &al->cls[al->ncls++];
+        c->hops = hops;
+        c->tie = tie;
+        for (z = 0; z < NSZ; z++) {
+            c->arrival[z] = -1;
+        }
+    }
+    for (z = 0; z < NSZ; z++) {
+        if (arrival[z] > c->arrival[z]) {
+            c->from[z] = from;
+            c->to[z] = to;
+            c->arrival[z] = arrival[z];
+        }
+    }
 }
 
 /*
  * The flows of one line of axis 'a' (the schedule's own, from
- * tpu__algo_direct_block()), their loads on that line in 'lm1' (read into
- * 'line', per position and direction), and their classes.
+ * tpu__algo_direct_block(), between the chips of the line through chip 0) into
+ * 's', and what they put on that line's links into 'line' (per position and
+ * direction, NLT entries): the number of whole blocks (LT_WHOLE) and the bytes of
+ * tie halves (LT_PLUS, LT_MINUS).
  */
+enum {
+    LT_WHOLE,
+    LT_PLUS,
+    LT_MINUS,
+    NLT
+};
+
 static tpu_status_t axis_line(const tpu_topo_t *topo, const tpu_link_model_t *link,
-                              const tpu_algo_args_t *args, int a, double *line, axis_lines_t *al,
-                              int64_t *half_p)
+                              const tpu_algo_args_t *args, int a, tpu_sched_t *s, double *line)
 {
-    int n = topo->dims[a], i, j, d;
-    tpu_sched_t s;
+    int n = topo->dims[a], i, j;
     tpu_linkmodel_t lm1;
     tpu_status_t status = TPU_OK;
     int64_t f;
 
-    tpu__sched_init(&s);
     if (tpu__linkmodel_init(&lm1, topo, link, 0) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
-    }
-    al->cls = tpu__calloc((size_t)2 * n + 2, sizeof(*al->cls));
-    if (al->cls == NULL) {
-        status = TPU_ERR_NO_MEMORY;
-        goto out;
     }
     for (i = 0; i < n && status == TPU_OK; i++) {
         for (j = 0; j < n && status == TPU_OK; j++) {
             if (i != j) {
-                status = tpu__algo_direct_block(args, &s, line_chip(topo, a, i),
+                status = tpu__algo_direct_block(args, s, line_chip(topo, a, i),
                                                 line_chip(topo, a, j), 0, 0);
             }
         }
     }
-    if (status != TPU_OK) {
-        goto out;
-    }
-    tpu__linkmodel_load_step(&lm1, &s, 0, s.nflows);
-    for (i = 0; i < n; i++) {
-        for (d = 0; d < 2; d++) {
-            int l = tpu_topo_link(topo, line_chip(topo, a, i), a, d == 0 ? 1 : -1);
+    for (f = 0; f < s->nflows && status == TPU_OK; f++) {
+        const tpu_flow_t *fl = &s->flows[f];
+        int32_t links[64];
+        int src_host, dst_host, nl, q, k;
+        int64_t bytes = tpu__span_bytes(&fl->span);
 
-            line[2 * i + d] = l >= 0 ? tpu__linkmodel_load(&lm1, l) : 0;
+        /* A whole block, or a half: the first goes +, the second - at the tie. */
+        k = bytes == args->shard ? LT_WHOLE : fl->tie > 0 ? LT_PLUS : LT_MINUS;
+        nl = tpu__linkmodel_flow_links(&lm1, fl, links, 64, &src_host, &dst_host);
+        for (q = 0; q < nl; q++) {
+            int src, axis, dir, dst, c[TPU_MAX_AXES];
+
+            tpu_topo_link_ends(topo, links[q], &src, &axis, &dir, &dst);
+            tpu_topo_coords(topo, src, c);
+            line[(2 * c[a] + (dir < 0)) * NLT + k] += k == LT_WHOLE ? 1.0 : (double)bytes;
         }
     }
-    /* The class of "no move on this axis", then one per hop count and tie direction. */
+    tpu__linkmodel_fini(&lm1);
+    return status;
+}
+
+/*
+ * The classes of axis a's line flows 's': "no move on this axis", then one per
+ * hop count and tie direction, each with the route whose busiest link a message
+ * of each size is through last, on the pod's loads in 'lm'.
+ */
+static tpu_status_t axis_classes(const tpu_topo_t *topo, tpu_linkmodel_t *lm, int a,
+                                 const tpu_sched_t *s, const double *sizes, axis_lines_t *al)
+{
+    int n = topo->dims[a];
+    int64_t f;
+
+    al->cls = tpu__calloc((size_t)2 * n + 2, sizeof(*al->cls));
+    if (al->cls == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
     al->cls[0].hops = 0;
     al->ncls = 1;
-    for (f = 0; f < s.nflows; f++) {
-        const tpu_flow_t *fl = &s.flows[f];
-        int ci[TPU_MAX_AXES], cj[TPU_MAX_AXES], dir;
-        int hops, tie;
-        double start, arrival;
+    for (f = 0; f < s->nflows; f++) {
+        const tpu_flow_t *fl = &s->flows[f];
+        int ci[TPU_MAX_AXES], cj[TPU_MAX_AXES], dir, z, hops, tie;
+        double lat, arrival[NSZ];
+        tpu_flow_t g = *fl;
 
         tpu_topo_coords(topo, fl->src, ci);
         tpu_topo_coords(topo, fl->dst, cj);
         hops = tpu_topo_axis_move(topo, a, ci[a], cj[a], &dir);
         tie = topo->wrap[a] && n % 2 == 0 && hops == n / 2 ? (fl->tie < 0 ? -1 : 1) : 0;
-        if (tie < 0) {
-            *half_p = tpu__span_bytes(&fl->span);
+        /* The pod's message on this route is a half when an axis is at a tie. */
+        for (z = 0; z < NSZ; z++) {
+            g.span.len = (int64_t)sizes[z];
+            g.span.count[0] = g.span.count[1] = g.span.count[2] = 1;
+            tpu__linkmodel_time_flow(lm, &g, 0, &arrival[z], &lat);
         }
-        /* On one line the busiest link crossed decides: the link model's own time. */
-        tpu__linkmodel_time_flow(&lm1, fl, 0, &start, &arrival);
         add_class(al, hops, tie, ci[a], cj[a], arrival);
     }
-out:
-    tpu__linkmodel_fini(&lm1);
-    tpu__sched_fini(&s);
-    return status;
+    return TPU_OK;
 }
 
 tpu_status_t tpu__lines_time(const tpu_topo_t *topo, const tpu_link_model_t *link,
@@ -190,15 +235,17 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
                                  tpu_coll_result_t *res)
 {
     axis_lines_t al[TPU_MAX_AXES];
-    double *line[TPU_MAX_AXES] = {NULL, NULL, NULL};
-    int axes[TPU_MAX_AXES], nax = 0, a, l, k[TPU_MAX_AXES];
-    int64_t half = -1, mult[TPU_MAX_AXES];
+    tpu_sched_t ls[TPU_MAX_AXES];
+    double *line[TPU_MAX_AXES] = {NULL, NULL, NULL}, sizes[NSZ];
+    int axes[TPU_MAX_AXES], nax = 0, a, l, k[TPU_MAX_AXES], z;
+    int64_t mult[TPU_MAX_AXES], whole[TPU_MAX_AXES], e = ps->lines_blk / ps->lines_elem;
     tpu_algo_args_t args;
     tpu_linkmodel_t lm;
     tpu_status_t status = TPU_OK;
-    double end = 0;
+    double end = 0, chain = 0;
 
     memset(al, 0, sizeof(al));
+    memset(ls, 0, sizeof(ls));
     memset(&args, 0, sizeof(args));
     args.topo = topo;
     args.link = link;
@@ -214,26 +261,42 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
             axes[nax++] = a;
         }
     }
+    /* A block, and its halves of whole elements at a tie (tpu__algo_direct_block):
+     * the first one way, the second the other; a block of one element is not split. */
+    sizes[SZ_BLOCK] = (double)ps->lines_blk;
+    sizes[SZ_PLUS] = e >= 2 ? (double)((e + 1) / 2 * ps->lines_elem) : sizes[SZ_BLOCK];
+    sizes[SZ_MINUS] = e >= 2 ? (double)(e / 2 * ps->lines_elem) : sizes[SZ_BLOCK];
     for (a = 0; a < nax && status == TPU_OK; a++) {
         int b;
 
-        line[a] = tpu__calloc((size_t)2 * topo->dims[axes[a]], sizeof(double));
+        tpu__sched_init(&ls[a]);
+        line[a] = tpu__calloc((size_t)2 * topo->dims[axes[a]] * NLT, sizeof(double));
         if (line[a] == NULL) {
             status = TPU_ERR_NO_MEMORY;
             break;
         }
-        status = axis_line(topo, link, &args, axes[a], line[a], &al[a], &half);
+        status = axis_line(topo, link, &args, axes[a], &ls[a], line[a]);
+        /* The pod's flows through one line's links: the other axes' free coordinates,
+         * of which those at a tie on some other axis split the block in two halves. */
         mult[a] = 1;
+        whole[a] = 1;
         for (b = 0; b < nax; b++) {
-            mult[a] *= b == a ? 1 : topo->dims[axes[b]];
+            int nb = topo->dims[axes[b]];
+
+            if (b != a) {
+                mult[a] *= nb;
+                whole[a] *= e >= 2 && topo->wrap[axes[b]] && nb % 2 == 0 ? nb - 1 : nb;
+            }
         }
     }
     if (status != TPU_OK) {
         goto out;
     }
-    /* Every link of the pod: its line's load times the lines' multiplicity. */
-    for (l = 0; l < topo->nlinks; l++) {
+    /* Every link of the pod: its line's loads times the lines' multiplicity, by size. */
+    for (l = 0; l < topo->nlinks && status == TPU_OK; l++) {
         int src, axis, dir, dst, c[TPU_MAX_AXES];
+        const double *lt;
+        double by[NSZ];
 
         tpu_topo_link_ends(topo, l, &src, &axis, &dir, &dst);
         for (a = 0; a < nax && axes[a] != axis; a++) {
@@ -242,29 +305,27 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
             continue;
         }
         tpu_topo_coords(topo, src, c);
-        if (line[a][2 * c[axis] + (dir < 0)] > 0) {
-            tpu__linkmodel_add_load(&lm, l, line[a][2 * c[axis] + (dir < 0)] * (double)mult[a]);
-        }
-    }
-    /* A chip's own end: its own flows (the same flows the pod's schedule has), each
-     * timed on the loads of the whole pod. */
-    if (own != NULL) {
-        int64_t f;
-
-        *own_end_p = 0;
-        for (f = 0; f < own->nflows; f++) {
-            const tpu_flow_t *fl = &own->flows[f];
-            double start, arrival;
-
-            if (local[fl->src] || local[fl->dst]) {
-                tpu__linkmodel_time_flow(&lm, fl, 0, &start, &arrival);
-                if (arrival > *own_end_p) {
-                    *own_end_p = arrival;
-                }
+        lt = &line[a][(2 * c[axis] + (dir < 0)) * NLT];
+        by[SZ_BLOCK] = lt[LT_WHOLE] * (double)whole[a] * sizes[SZ_BLOCK];
+        by[SZ_PLUS] = lt[LT_WHOLE] * (double)(mult[a] - whole[a]) * sizes[SZ_PLUS] +
+                      lt[LT_PLUS] * (double)mult[a];
+        by[SZ_MINUS] = lt[LT_WHOLE] * (double)(mult[a] - whole[a]) * sizes[SZ_MINUS] +
+                       lt[LT_MINUS] * (double)mult[a];
+        for (z = 0; z < NSZ && status == TPU_OK; z++) {
+            if (by[z] > 0) {
+                status = tpu__linkmodel_add_load(&lm, l, by[z], sizes[z]);
             }
         }
     }
-    /* One flow per combination of classes; the tied axes all take one direction. */
+    for (a = 0; a < nax && status == TPU_OK; a++) {
+        status = axis_classes(topo, &lm, axes[a], &ls[a], sizes, &al[a]);
+    }
+    if (status != TPU_OK) {
+        goto out;
+    }
+    /* One flow per combination of classes; the tied axes all take one direction.  As
+     * in the walk (time.c), the collective takes the bytes' time plus its longest
+     * chain of latencies: the latest bytes plus the most hops. */
     memset(k, 0, sizeof(k));
     for (;;) {
         int tie = 0, ok = 1, moves = 0, cs[TPU_MAX_AXES] = {0, 0, 0}, cd[TPU_MAX_AXES] = {0, 0, 0};
@@ -277,12 +338,16 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
             }
             tie = c->tie != 0 ? c->tie : tie;
             moves += c->hops;
-            cs[axes[a]] = c->from;
-            cd[axes[a]] = c->to;
+        }
+        /* A whole block, or the tie half of its direction (tpu__algo_direct_block). */
+        z = tie < 0 ? SZ_MINUS : tie > 0 ? SZ_PLUS : SZ_BLOCK;
+        for (a = 0; a < nax; a++) {
+            cs[axes[a]] = al[a].cls[k[a]].from[z];
+            cd[axes[a]] = al[a].cls[k[a]].to[z];
         }
         if (ok && moves > 0) {
             tpu_flow_t f;
-            double start, arrival;
+            double bytes, lat;
 
             memset(&f, 0, sizeof(f));
             f.src = tpu_topo_chip(topo, 0, cs);
@@ -290,14 +355,10 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
             f.tie = (int8_t)(tie < 0 ? -1 : 1);
             f.kind = TPU_ROUTE_ICI;
             f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
-            /* A whole block, or the tie half of its direction (tpu__algo_direct_block). */
-            f.span.len = tie < 0                ? half
-                         : tie > 0 && half >= 0 ? ps->lines_blk - half
-                                                : ps->lines_blk;
-            tpu__linkmodel_time_flow(&lm, &f, 0, &start, &arrival);
-            if (arrival > end) {
-                end = arrival;
-            }
+            f.span.len = (int64_t)sizes[z];
+            tpu__linkmodel_time_flow(&lm, &f, 0, &bytes, &lat);
+            end = bytes > end ? bytes : end;
+            chain = lat > chain ? lat : chain;
         }
         for (a = 0; a < nax; a++) {
             if (++k[a] < al[a].ncls) {
@@ -309,6 +370,27 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
             break;
         }
     }
+    /* A chip's own end: its own flows (the same flows the pod's schedule has), each
+     * timed on the loads of the whole pod, plus the pod's longest chain. */
+    if (own != NULL) {
+        int64_t f;
+
+        *own_end_p = 0;
+        for (f = 0; f < own->nflows; f++) {
+            const tpu_flow_t *fl = &own->flows[f];
+            double bytes, lat;
+
+            if (local[fl->src] || local[fl->dst]) {
+                tpu__linkmodel_time_flow(&lm, fl, 0, &bytes, &lat);
+                *own_end_p = bytes > *own_end_p ? bytes : *own_end_p;
+            }
+        }
+        *own_end_p += chain;
+        *own_end_p += link->launch > 0 ? link->launch : 0;
+    }
+    /* The launch cost of a calibrated model, once, after the chain (as the walk). */
+    end += chain;
+    end += link->launch > 0 ? link->launch : 0;
     tpu__linkmodel_end_step(&lm);
     if (res != NULL) {
         tpu__linkmodel_stats(&lm, end, res);
@@ -318,6 +400,7 @@ out:
     for (a = 0; a < TPU_MAX_AXES; a++) {
         tpu__free(line[a]);
         tpu__free(al[a].cls);
+        tpu__sched_fini(&ls[a]);
     }
     tpu__linkmodel_fini(&lm);
     return status;

@@ -10,66 +10,60 @@
  *     chip's DCN traffic: a chip alone gets dcn_bw, not its host's whole NIC;
  *   - per TPU host, its NIC out and in (nic_bw, by default its chips x dcn_bw,
  *     the book's per-chip DCN figure), which the host's chips share;
- *   - per chip, the VPU that adds received data into the accumulator (reduce_bw).
+ *   - per chip, the VPU that adds received data into the accumulator (reduce_bw);
+ *   - per port (a flow's first resource: a link, or the chip's PCIe path for
+ *     DCN), its DMA engine, which starts the messages one after the other.
  *
  * A DCN flow crosses chip -> PCIe -> NIC -> datacenter network (dcn_latency) ->
  * NIC -> PCIe -> the chip of the same coordinates in the other slice, then ICI
  * hops in that slice if it is not the destination itself.
  *
+ * Bytes and latency, apart.  As in the published formulas (bandwidth term plus
+ * hops), the walk (time.c) times the bytes of every flow here, with no hop
+ * latency, and adds up the latencies along the chains of dependencies apart;
+ * the collective takes the latest bytes plus the longest chain.  So a pipeline
+ * can keep the links busy but cannot hide a hop.  This file gives each flow of a
+ * step its start and the moment its bytes are through (its "links" arrival),
+ * and its own latency: hops * alpha (+ dcn_latency), and what its start waited.
+ *
  * One flow alone.  A flow (one message) of B bytes starts when its data is at
- * its source and its first resource (its "port") has drained what the earlier
- * steps gave it.  It is usable at its destination
+ * its source and its port has drained what the earlier steps gave it; its bytes
+ * are through B / (the smallest bandwidth on its route) later (cut-through: every
+ * resource of the route at once, at the bottleneck's rate).
  *
- *     hops * alpha (+ dcn_latency) + B / (the smallest bandwidth on its route)
+ * Message starts.  A port's DMA engine starts the messages it is given
+ * (descriptors, doorbell, completion semaphore), msg_cost each: the messages a
+ * port is given at one moment are one batch and cost one start; batches go one
+ * after the other, in the order they are ready, in real time (the bytes' time
+ * plus the chain of latencies before the flow).  A batch's own start is inside
+ * the hop latency (the published 1 us per hop is end to end); what its start
+ * waited beyond the wait for its port's link is latency on its chain.  So a
+ * start overlaps the bytes before it: only messages that come faster than
+ * msg_cost apart, or a deep pipeline of small chunks, pay for their starts.
  *
- * after it starts (cut-through: the latency of every hop is paid once, the bytes
- * cross at the bottleneck rate).  Its port is busy for msg_cost + B / bw: the
- * DMA engine starts the messages it is given (descriptors, doorbell, completion
- * semaphore); the messages of one stream of the schedule (one transfer: an
- * all-to-all's blocks, say) that a port is given at the same moment are one
- * batch and cost one start, while every chunk of a pipeline and every ordering
- * of a multi-axis algorithm is a stream of its own.  The published 1 us per hop is an end-to-end
- * figure that already holds one message's start; what it does not show is that a port starts its
- * batches one after the other, so a pipeline of K chunks costs its port K * msg_cost more than one
- * message.
+ * Contention by time overlap: processor sharing.  On each resource the flows of
+ * a step that are being served share its bandwidth equally, each from its start
+ * until its bytes are through (share(): an event loop in virtual time, exact for
+ * flows of unequal size and start), and nothing is served while the resource is
+ * busy with an earlier step's work: the steps are priorities, a later step
+ * filling the idle time the earlier ones left (the next chunk of a pipeline,
+ * ordered later but ready earlier).  Every interval a resource was busy is kept
+ * (merged where they touch; no gap between them is counted as busy).  When
+ * every flow of the step on a resource starts together with the same bytes the
+ * sharing is their sum over the bandwidth (the fast path, the same result).
  *
- * Contention by time overlap.  A flow is on all its resources at once during its
- * interval [start, start + msg_cost + B / bottleneck) (cut-through).  On each
- * resource it shares the bandwidth with the flows of its step whose intervals
- * overlap its own, and it waits for what the earlier steps still have there:
- *
- *     drain(r) = (bytes of the overlapping flows on r) / bw(r)
- *              + wait(r): the busy time of the earlier steps that it skips
- *                on r before its own work has found as much idle time
- *              + on its port: (batches of the overlapping flows that start
- *                there, its own not counted: it is in alpha) * msg_cost
- *     arrival  = start + latency + max over its route of drain(r)
- *
- * (the starts occupy the DMA engine of the port's chip, not the bytes passing
- * through; the port stays busy for every batch's start).
- *
- * For k equal flows at once this is equal sharing (each at bw / k); for unequal
- * ones it is the finish time of the largest under processor sharing; two flows
- * of a step that cross a resource at different times do not slow each other.
- * After a step, r is busy over [start, start + drain(r)) of each of its flows
- * there (every interval is kept, merged where they touch: no gap between them
- * is ever counted as busy), and a flow starts at the first idle moment of its
- * port: the next chunk of a pipeline, ordered in a later step but ready
- * earlier, uses the idle time the earlier steps left instead of queueing behind
- * their last flow (which charged a pipeline's hop latencies serially).
- *
- * Reductions.  A flow that reduces is usable once the destination's VPU has
+ * Reductions.  A flow that reduces is through once the destination's VPU has
  * added it.  The VPU reduces the bytes as they land (it reads the accumulator
  * and the bytes and writes the sum: reduce_bw is a chip's HBM bandwidth over the
  * 3 bytes it moves per byte reduced), so the VPU is one more resource on the
- * flow's route, shared by the reductions of the chip that overlap in time.  At
- * the published HBM rates it keeps up with every link into the chip; it binds
- * when reduce_bw is set lower.
+ * flow's route, shared like a link.  At the published HBM rates it keeps up with
+ * every link into the chip; it binds when reduce_bw is set lower.
  *
- * Diagram, two flows a (4 KiB) and b (8 KiB) sharing link L, each alone at bw:
+ * Diagram, two flows a (4 KiB) and b (8 KiB) sharing link L from one moment:
  *
- *     L   |msg|== a and b share ==|== b alone ==|
- *         start                   a done        b done: (4K+8K)/bw + 2 msg
+ *     L   |== a and b share ==|== b alone ==|
+ *         start               a through     b through: (4K + 8K) / bw
+ *         (a at 8K / bw: half the bandwidth until then)
  *
  * Everything is a pure function of the schedule and the constants, evaluated in
  * a fixed order, so every transport gets bit-identical times.  Byte sums are sums
@@ -80,13 +74,12 @@
  * that every chip runs translated, and every chip's clock is the same.  Then one
  * chip's flows are enough.  A template whose route makes h hops in the class
  * (axis a, direction d) is on each link of that class h times (its h translated
- * copies that cross it), all with the template's interval, so each link of the
- * class sees exactly the entries (template, bytes * h(a, d), interval), the
- * entries the full schedule records link by link; one of the copies starts there
- * when (a, d) is the template's first class.  A chip's VPU sees one translated
- * copy of every reducing template.  Every time comes out bit for bit the same as
- * with the full schedule.  That is what lets 'tpuemu model' time an all-to-all
- * of 8,960 chips.
+ * copies that cross it), all with the template's start, so each link of the
+ * class sees exactly the entries of the full schedule: the template weighs h
+ * copies in the sharing (bytes * h), and its engine is the class's.  A chip's
+ * VPU sees one translated copy of every reducing template.  Every time comes out
+ * bit for bit the same as with the full schedule.  That is what lets 'tpuemu
+ * model' time an all-to-all of 8,960 chips.
  */
 #include "linkmodel.h"
 
@@ -116,12 +109,14 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     hosts = classes ? 0 : tpu_topo_host_count(topo, link->host_dims);
     if (classes) {
         lm->port0 = lm->nic0 = lm->vpu0 = 2 * TPU_MAX_AXES;
-        lm->nres = lm->vpu0 + 1;
+        lm->eng0 = lm->vpu0 + 1;
+        lm->nres = lm->eng0 + lm->port0;
     } else {
         lm->port0 = topo->nlinks;
         lm->nic0 = lm->port0 + 2 * topo->nchips;
         lm->vpu0 = lm->nic0 + 2 * hosts;
-        lm->nres = lm->vpu0 + topo->nchips;
+        lm->eng0 = lm->vpu0 + topo->nchips;
+        lm->nres = lm->eng0 + lm->nic0;
     }
     for (a = 0; a < topo->naxes; a++) {
         route_cap += topo->dims[a];
@@ -143,8 +138,6 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->niv = tpu__calloc(n, sizeof(int32_t));
     lm->civ = tpu__calloc(n, sizeof(int32_t));
     lm->ivhint = tpu__calloc(n, sizeof(int32_t));
-    lm->nmsg = tpu__malloc(n * sizeof(int32_t));
-    lm->stream0 = tpu__malloc(n * sizeof(int32_t));
     lm->stamp = tpu__calloc(n, sizeof(int32_t));
     lm->mixed = tpu__malloc(n);
     lm->touched = tpu__malloc(n * sizeof(int32_t));
@@ -153,8 +146,8 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     if (lm->bw == NULL || lm->free == NULL || lm->busy == NULL || lm->bytes == NULL ||
         lm->sum == NULL || lm->s0 == NULL || lm->e0 == NULL || lm->nfree == NULL ||
         lm->iv == NULL || lm->ivx == NULL || lm->niv == NULL || lm->civ == NULL ||
-        lm->ivhint == NULL || lm->nmsg == NULL || lm->stream0 == NULL || lm->stamp == NULL ||
-        lm->mixed == NULL || lm->touched == NULL || lm->rres == NULL || lm->rw == NULL) {
+        lm->ivhint == NULL || lm->stamp == NULL || lm->mixed == NULL || lm->touched == NULL ||
+        lm->rres == NULL || lm->rw == NULL) {
         tpu__linkmodel_fini(lm);
         return TPU_ERR_NO_MEMORY;
     }
@@ -190,7 +183,7 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
             return TPU_ERR_NO_MEMORY;
         }
     }
-    for (r = lm->vpu0; r < lm->nres; r++) {
+    for (r = lm->vpu0; r < lm->eng0; r++) {
         /* reduce_bw 0: reductions are not modeled (an infinite VPU). */
         lm->bw[r] = link->reduce_bw > 0 ? link->reduce_bw : 0;
     }
@@ -217,8 +210,6 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->niv);
     tpu__free(lm->civ);
     tpu__free(lm->ivhint);
-    tpu__free(lm->nmsg);
-    tpu__free(lm->stream0);
     tpu__free(lm->stamp);
     tpu__free(lm->mixed);
     tpu__free(lm->touched);
@@ -228,11 +219,22 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->en);
     tpu__free(lm->lat);
     tpu__free(lm->md);
+    tpu__free(lm->wait);
     tpu__free(lm->roff);
     tpu__free(lm->sres);
     tpu__free(lm->sw);
     tpu__free(lm->ent);
     tpu__free(lm->ent2);
+    tpu__free(lm->batch);
+    tpu__free(lm->batch2);
+    tpu__free(lm->bgroup);
+    tpu__free(lm->eslot);
+    tpu__free(lm->estamp);
+    tpu__free(lm->engs);
+    tpu__free(lm->szl);
+    tpu__free(lm->nsz);
+    tpu__free(lm->act);
+    tpu__free(lm->segs);
     tpu__free(lm->bstart);
     tpu__free(lm->slot);
     tpu__free(lm->orbit);
@@ -408,9 +410,12 @@ static tpu_status_t grow_step(tpu_linkmodel_t *lm, int64_t n)
     lm->en = tpu__malloc((size_t)n * sizeof(double));
     lm->lat = tpu__malloc((size_t)n * sizeof(double));
     lm->md = tpu__malloc((size_t)n * sizeof(double));
+    tpu__free(lm->wait);
+    lm->wait = tpu__malloc((size_t)n * sizeof(double));
     lm->roff = tpu__malloc((size_t)(n + 1) * sizeof(int64_t));
     lm->cap_step = n;
-    if (lm->st == NULL || lm->en == NULL || lm->lat == NULL || lm->md == NULL || lm->roff == NULL) {
+    if (lm->st == NULL || lm->en == NULL || lm->lat == NULL || lm->md == NULL || lm->roff == NULL ||
+        lm->wait == NULL) {
         lm->cap_step = 0;
         return TPU_ERR_NO_MEMORY;
     }
@@ -453,8 +458,7 @@ static tpu_status_t keep_resources(tpu_linkmodel_t *lm, int64_t k, int m)
     return TPU_OK;
 }
 
-static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double w, int port,
-                              int32_t stream)
+static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double m, double rem)
 {
     tpu_lm_entry_t *e;
 
@@ -471,11 +475,10 @@ static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double 
     e = &lm->ent[lm->nent++];
     e->res = r;
     e->k = k;
-    e->port = port;
-    e->w = w;
     e->st = lm->st[k];
     e->end = lm->st[k];
-    e->stream = stream;
+    e->m = m;
+    e->rem = rem;
     return TPU_OK;
 }
 
@@ -606,6 +609,34 @@ static tpu_status_t busy_add(tpu_linkmodel_t *lm, int32_t r, double a, double b)
     return TPU_OK;
 }
 
+/*
+ * Sort one group of 'len' records of 'size' bytes by 'cmp'.  A group comes nearly
+ * sorted (records are made in flow order): nothing to do when it is in order,
+ * insertion sort when it is short, qsort otherwise.
+ */
+static void sort_group(void *base, int64_t len, size_t size, int (*cmp)(const void *, const void *))
+{
+    unsigned char x[64], *v = base;
+    int64_t i, j;
+
+    for (i = 1; i < len && cmp(v + (size_t)(i - 1) * size, v + (size_t)i * size) <= 0; i++) {
+    }
+    if (i >= len) {
+        return;
+    }
+    if (len > 32 || size > sizeof(x)) {
+        qsort(v, (size_t)len, size, cmp);
+        return;
+    }
+    for (; i < len; i++) {
+        memcpy(x, v + (size_t)i * size, size);
+        for (j = i; j > 0 && cmp(v + (size_t)(j - 1) * size, x) > 0; j--) {
+        }
+        memmove(v + (size_t)(j + 1) * size, v + (size_t)j * size, (size_t)(i - j) * size);
+        memcpy(v + (size_t)j * size, x, size);
+    }
+}
+
 static int entry_cmp(const void *pa, const void *pb)
 {
     const tpu_lm_entry_t *a = pa, *b = pb;
@@ -615,9 +646,6 @@ static int entry_cmp(const void *pa, const void *pb)
     }
     if (a->st != b->st) {
         return a->st < b->st ? -1 : 1;
-    }
-    if (a->stream != b->stream) {
-        return a->stream < b->stream ? -1 : 1;
     }
     return a->k < b->k ? -1 : a->k > b->k;
 }
@@ -687,21 +715,8 @@ static tpu_status_t sort_entries(tpu_linkmodel_t *lm)
     }
     lm->bstart[0] = 0;
     for (g = 0; g < nb; g++) {
-        tpu_lm_entry_t *v = lm->ent2 + lm->bstart[g];
-        int64_t len = lm->bstart[g + 1] - lm->bstart[g], i, j;
-
-        if (len > 32) {
-            qsort(v, (size_t)len, sizeof(*v), entry_cmp);
-            continue;
-        }
-        for (i = 1; i < len; i++) {
-            tpu_lm_entry_t x = v[i];
-
-            for (j = i; j > 0 && entry_cmp(&v[j - 1], &x) > 0; j--) {
-                v[j] = v[j - 1];
-            }
-            v[j] = x;
-        }
+        sort_group(lm->ent2 + lm->bstart[g], lm->bstart[g + 1] - lm->bstart[g],
+                   sizeof(tpu_lm_entry_t), entry_cmp);
     }
     t = lm->ent;
     lm->ent = lm->ent2;
@@ -712,34 +727,182 @@ static tpu_status_t sort_entries(tpu_linkmodel_t *lm)
     return TPU_OK;
 }
 
-/* Do the intervals of flows j and k of the step overlap? */
-static int overlap(const double *s, const double *e, int32_t j, int32_t k)
+/* Keep [a, b) as served interval number i of share(). */
+static tpu_status_t keep_seg(tpu_linkmodel_t *lm, int64_t i, double a, double b)
 {
-    return j == k || (s[j] < e[k] && s[k] < e[j]);
+    if (i >= lm->cap_segs) {
+        int64_t cap = lm->cap_segs ? 2 * lm->cap_segs : 64;
+        double *q = tpu__realloc(lm->segs, (size_t)cap * 2 * sizeof(*q));
+
+        if (q == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        lm->segs = q;
+        lm->cap_segs = cap;
+    }
+    lm->segs[2 * i] = a;
+    lm->segs[2 * i + 1] = b;
+    return TPU_OK;
 }
 
 /*
- * The resources whose flows do not share one interval: each entry's drain from
- * the entries that overlap it, pairwise; the flow's worst drain goes to md[k].
+ * Processor sharing on resource r of the step's entries v[0 .. len) (sorted by
+ * start): every copy of every entry that has started and not finished gets an
+ * equal share of the bandwidth (an entry of weight m is m copies: the h
+ * translates of a representative's flow that cross one link of a class), and
+ * nothing is served while the resource is busy with an earlier step's work (its
+ * intervals).  Each entry's 'end' is when its bytes are through; the intervals
+ * served are added to the resource's busy intervals.  An event loop over starts,
+ * finishes and the edges of busy intervals; the same arithmetic on the same
+ * values in every mode, so the translates of a flow and the representative's
+ * entry that stands for them end at the same moment, bit for bit.
+ */
+/* The heap of share(): entry indices by finish tag ('rem' once admitted), least first. */
+static void heap_up(int64_t *h, const tpu_lm_entry_t *v, int64_t i)
+{
+    int64_t x = h[i];
+
+    while (i > 0 && v[h[(i - 1) / 2]].rem > v[x].rem) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = x;
+}
+
+static void heap_down(int64_t *h, int64_t n, const tpu_lm_entry_t *v)
+{
+    int64_t i = 0, x = h[0];
+
+    for (;;) {
+        int64_t c = 2 * i + 1;
+
+        if (c >= n) {
+            break;
+        }
+        if (c + 1 < n && v[h[c + 1]].rem < v[h[c]].rem) {
+            c++;
+        }
+        if (v[h[c]].rem >= v[x].rem) {
+            break;
+        }
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = x;
+}
+
+static tpu_status_t share(tpu_linkmodel_t *lm, int32_t r, tpu_lm_entry_t *v, int64_t len)
+{
+    const double *iv = busy_list(lm, r);
+    /* V: the seconds of full bandwidth one copy has had since the first start (it
+     * grows at 1/M per second, M the copies being served); an entry admitted at V
+     * with 'rem' seconds to go is through when V reaches its tag V + rem. */
+    double t = v[0].st, V = 0, M = 0, seg = -1;
+    int64_t next = 0, nact = 0, i, nseg = 0, *h;
+    int bi = busy_first_after(lm, r, t), niv = lm->niv[r];
+
+    if (lm->cap_act < len) {
+        int64_t *p = tpu__realloc(lm->act, (size_t)len * sizeof(*p));
+
+        if (p == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        lm->act = p;
+        lm->cap_act = len;
+    }
+    h = lm->act;
+    while (next < len || nact > 0) {
+        double tag, tfin, tblk, tarr, tn;
+
+        while (next < len && v[next].st <= t) {
+            v[next].rem = V + v[next].rem;
+            h[nact] = next;
+            heap_up(h, v, nact++);
+            M += v[next].m;
+            next++;
+        }
+        if (nact == 0) {
+            /* Idle until the next entry starts: the interval served so far ends here. */
+            if (seg >= 0 && t > seg && keep_seg(lm, nseg++, seg, t) != TPU_OK) {
+                return TPU_ERR_NO_MEMORY;
+            }
+            seg = -1;
+            t = v[next].st;
+            continue;
+        }
+        while (bi < niv && iv[2 * bi + 1] <= t) {
+            bi++;
+        }
+        if (bi < niv && iv[2 * bi] <= t) {
+            /* An earlier step's work holds the resource until the end of the interval. */
+            if (seg >= 0 && t > seg && keep_seg(lm, nseg++, seg, t) != TPU_OK) {
+                return TPU_ERR_NO_MEMORY;
+            }
+            seg = -1;
+            t = iv[2 * bi + 1];
+            continue;
+        }
+        if (seg < 0) {
+            seg = t;
+        }
+        tag = v[h[0]].rem;
+        tfin = tag > V ? t + (tag - V) * M : t;
+        tblk = bi < niv ? iv[2 * bi] : tfin;
+        tarr = next < len ? v[next].st : tfin;
+        if (tfin <= tblk && tfin <= tarr) {
+            /* The least tags are through; the others are on at the same rate. */
+            t = tfin;
+            V = tag > V ? tag : V;
+            while (nact > 0 && v[h[0]].rem <= tag) {
+                v[h[0]].end = t;
+                M -= v[h[0]].m;
+                h[0] = h[--nact];
+                if (nact > 0) {
+                    heap_down(h, nact, v);
+                }
+            }
+            continue;
+        }
+        tn = tblk < tarr ? tblk : tarr;
+        V += (tn - t) / M;
+        t = tn;
+    }
+    if (seg >= 0 && t > seg && keep_seg(lm, nseg++, seg, t) != TPU_OK) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < nseg; i++) {
+        if (busy_add(lm, r, lm->segs[2 * i], lm->segs[2 * i + 1]) != TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
+    return TPU_OK;
+}
+
+/*
+ * The resources whose flows of the step do not all start together with the same
+ * bytes: processor sharing (share()); a flow's latest end there goes to md[k].
  */
 static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n)
 {
-    double msg = lm->link.msg_cost;
-    int64_t k, a = 0, b, x, y;
+    int64_t k, a = 0, b, x;
     int i, m;
 
     lm->nent = 0;
     for (k = 0; k < n; k++) {
         const int32_t *rres = lm->sres + lm->roff[k];
         const double *rw = lm->sw + lm->roff[k];
+        double bytes = (double)tpu__span_bytes(&flows[k].span);
 
         if (lm->lat[k] < 0) {
             continue;
         }
         m = (int)(lm->roff[k + 1] - lm->roff[k]);
         for (i = 0; i < m; i++) {
-            if (lm->mixed[rres[i]] &&
-                add_entry(lm, rres[i], (int32_t)k, rw[i], i == 0, flows[k].stream) != TPU_OK) {
+            int32_t r = rres[i];
+
+            /* Copies: bytes x hops in representative mode, one flow otherwise. */
+            if (lm->mixed[r] && lm->bw[r] > 0 &&
+                add_entry(lm, r, (int32_t)k, rw[i] / bytes, bytes / lm->bw[r]) != TPU_OK) {
                 return TPU_ERR_NO_MEMORY;
             }
         }
@@ -749,56 +912,18 @@ static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, in
     }
     while (a < lm->nent) {
         int32_t r = lm->ent[a].res;
-        double bw = lm->bw[r];
 
-        int starts = 0;
-        double last = -1;
-        int32_t last_stream = -1;
-
-        /* Entries by start time and stream: the messages of one stream started at one
-         * moment are one batch and cost one start. */
         for (b = a; b < lm->nent && lm->ent[b].res == r; b++) {
-            if (lm->ent[b].port && (lm->ent[b].st != last || lm->ent[b].stream != last_stream)) {
-                starts++;
-                last = lm->ent[b].st;
-                last_stream = lm->ent[b].stream;
-            }
         }
-        lm->nmsg[r] = starts;
+        if (share(lm, r, lm->ent + a, b - a) != TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
+        }
         for (x = a; x < b; x++) {
             int32_t kx = lm->ent[x].k;
-            double sum = 0, d, q;
+            double d = lm->ent[x].end - lm->st[kx];
 
-            starts = 0;
-            last = -1;
-            last_stream = -1;
-            for (y = a; y < b; y++) {
-                if (overlap(lm->st, lm->en, lm->ent[y].k, kx)) {
-                    sum += lm->ent[y].w;
-                    if (lm->ent[y].port &&
-                        (lm->ent[y].st != last || lm->ent[y].stream != last_stream)) {
-                        starts++;
-                        last = lm->ent[y].st;
-                        last_stream = lm->ent[y].stream;
-                    }
-                }
-            }
-            d = sum / bw + starts * msg;
-            q = busy_wait(lm, r, lm->st[kx], d);
-            d += q;
-            if (lm->st[kx] + d > lm->nfree[r]) {
-                lm->nfree[r] = lm->st[kx] + d;
-            }
-            lm->ent[x].end = lm->st[kx] + d;
-            /* The starts hold up the messages of the port's own DMA engine, not the
-             * bytes passing through; its own start is inside the hop latency.  (Added
-             * only when there are some, so that a drain is bit for bit load / bw.) */
-            d = sum / bw;
-            if (lm->ent[x].port && starts > 1) {
-                d += (starts - 1) * msg;
-            }
-            if (q > 0) {
-                d += q;
+            if (lm->ent[x].end > lm->nfree[r]) {
+                lm->nfree[r] = lm->ent[x].end;
             }
             if (d > lm->md[kx]) {
                 lm->md[kx] = d;
@@ -809,11 +934,190 @@ static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, in
     return TPU_OK;
 }
 
-tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n,
-                                 double *start, double *arrival)
+/* The first moment at or after t from which resource r is idle for w seconds. */
+static double busy_fit(const tpu_linkmodel_t *lm, int32_t r, double t, double w)
+{
+    const double *iv = busy_list(lm, r);
+    int i = busy_first_after(lm, r, t);
+
+    while (i < lm->niv[r] && iv[2 * i] < t + w) {
+        if (iv[2 * i + 1] > t) {
+            t = iv[2 * i + 1];
+        }
+        i++;
+    }
+    return t;
+}
+
+static int batch_cmp(const void *pa, const void *pb)
+{
+    const tpu_lm_batch_t *a = pa, *b = pb;
+
+    if (a->eng != b->eng) {
+        return a->eng < b->eng ? -1 : 1;
+    }
+    if (a->st != b->st) {
+        return a->st < b->st ? -1 : 1;
+    }
+    return a->k < b->k ? -1 : a->k > b->k;
+}
+
+static int int32_cmp(const void *pa, const void *pb)
+{
+    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+
+    return a < b ? -1 : a > b;
+}
+
+/*
+ * Sort the step's nb batch records by batch_cmp(): grouped by engine with a
+ * counting pass (the groups in engine order), then each group by (start, stream,
+ * flow), left as it is when it already is (the common case: a step's flows come
+ * in order), by insertion when small, else by qsort.  The result is a full sort's.
+ */
+static tpu_status_t sort_batches(tpu_linkmodel_t *lm, int64_t nb)
+{
+    int64_t i, g, ng = 0, *start;
+    tpu_lm_batch_t *t;
+
+    for (i = 1; i < nb && batch_cmp(&lm->batch[i - 1], &lm->batch[i]) <= 0; i++) {
+    }
+    if (i >= nb) {
+        return TPU_OK;
+    }
+    if (lm->cap_batch2 < nb) {
+        tpu__free(lm->batch2);
+        tpu__free(lm->bgroup);
+        lm->batch2 = tpu__malloc((size_t)nb * sizeof(*lm->batch2));
+        lm->bgroup = tpu__malloc((size_t)(nb + 1) * sizeof(*lm->bgroup));
+        lm->cap_batch2 = lm->batch2 != NULL && lm->bgroup != NULL ? nb : 0;
+        if (lm->cap_batch2 == 0) {
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
+    if (lm->eslot == NULL) {
+        lm->eslot = tpu__malloc((size_t)lm->nres * sizeof(*lm->eslot));
+        lm->estamp = tpu__calloc((size_t)lm->nres, sizeof(*lm->estamp));
+        if (lm->eslot == NULL || lm->estamp == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
+    /* Engines in increasing order get the groups in order: count them first. */
+    lm->ebatch_id++;
+    start = lm->bgroup;
+    for (i = 0; i < nb; i++) {
+        int32_t e = lm->batch[i].eng;
+
+        if (lm->estamp[e] != lm->ebatch_id) {
+            lm->estamp[e] = lm->ebatch_id;
+            lm->eslot[e] = 0;
+            ng++;
+        }
+        lm->eslot[e]++;
+    }
+    /* Prefix sums in engine order: walk the engines of the step sorted. */
+    {
+        int32_t *engs = lm->engs;
+        int64_t ne = 0, sum = 0;
+
+        if (lm->cap_engs < ng) {
+            tpu__free(lm->engs);
+            lm->engs = engs = tpu__malloc((size_t)ng * sizeof(*engs));
+            lm->cap_engs = engs != NULL ? ng : 0;
+            if (engs == NULL) {
+                return TPU_ERR_NO_MEMORY;
+            }
+        }
+        for (i = 0; i < nb; i++) {
+            int32_t e = lm->batch[i].eng;
+
+            if (lm->estamp[e] == lm->ebatch_id) {
+                lm->estamp[e] = lm->ebatch_id + 1; /* listed */
+                engs[ne++] = e;
+            }
+        }
+        qsort(engs, (size_t)ne, sizeof(*engs), int32_cmp);
+        for (g = 0; g < ne; g++) {
+            int64_t c = lm->eslot[engs[g]];
+
+            lm->eslot[engs[g]] = sum;
+            start[g] = sum;
+            sum += c;
+        }
+        start[ne] = sum;
+        lm->ebatch_id++;
+        for (i = 0; i < nb; i++) {
+            lm->batch2[lm->eslot[lm->batch[i].eng]++] = lm->batch[i];
+        }
+        for (g = 0; g < ne; g++) {
+            sort_group(lm->batch2 + start[g], start[g + 1] - start[g], sizeof(tpu_lm_batch_t),
+                       batch_cmp);
+        }
+    }
+    t = lm->batch;
+    lm->batch = lm->batch2;
+    lm->batch2 = t;
+    {
+        int64_t cap = lm->cap_batch;
+
+        lm->cap_batch = lm->cap_batch2;
+        lm->cap_batch2 = cap;
+    }
+    return TPU_OK;
+}
+
+/*
+ * The message starts.  The flows that are ready at one moment on one port are
+ * one batch; the port's DMA engine starts its batches one at a time, each taking
+ * msg_cost of the engine, in the order they are ready, filling the engine's idle
+ * time from the moment a batch is ready.  Ready times are real ones: the flow's
+ * ready time for its bytes plus 'off' (the latency of its chain so far), NULL for
+ * none.  lm->wait[k] receives how long flow k's start waited.
+ */
+static tpu_status_t engine_starts(tpu_linkmodel_t *lm, int64_t n, const double *off)
 {
     double msg = lm->link.msg_cost;
-    int64_t k, e;
+    int64_t k, nb = 0, i, j;
+
+    if (n > lm->cap_batch) {
+        tpu_lm_batch_t *p = tpu__realloc(lm->batch, (size_t)n * sizeof(*p));
+
+        if (p == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        lm->batch = p;
+        lm->cap_batch = n;
+    }
+    for (k = 0; k < n; k++) {
+        if (lm->lat[k] >= 0) {
+            tpu_lm_batch_t *b = &lm->batch[nb++];
+
+            b->eng = lm->eng0 + lm->sres[lm->roff[k]];
+            b->st = lm->st[k] + (off != NULL ? off[k] : 0);
+            b->k = k;
+        }
+    }
+    if (sort_batches(lm, nb) != TPU_OK) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < nb; i = j) {
+        const tpu_lm_batch_t *b = &lm->batch[i];
+        double at = busy_fit(lm, b->eng, b->st, msg);
+
+        if (busy_add(lm, b->eng, at, at + msg) != TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        for (j = i; j < nb && lm->batch[j].eng == b->eng && lm->batch[j].st == b->st; j++) {
+            lm->wait[lm->batch[j].k] = at - b->st;
+        }
+    }
+    return TPU_OK;
+}
+
+tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n,
+                                 double *start, double *arrival, double *lat, const double *off)
+{
+    int64_t k;
     int i, m, t;
 
     if (grow_step(lm, n > 0 ? n : 1) != TPU_OK) {
@@ -823,10 +1127,8 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
     lm->ntouched = 0;
     lm->any_mixed = 0;
     lm->roff[0] = 0;
-    /* Each flow's start and its interval alone; the step's totals per resource. */
+    /* Each flow's resources; its start once its batch has been started. */
     for (k = 0; k < n; k++) {
-        double bytes = (double)tpu__span_bytes(&flows[k].span), minbw = 0;
-
         lm->md[k] = 0;
         lm->st[k] = lm->en[k] = start[k];
         m = flow_resources(lm, &flows[k], &lm->lat[k]);
@@ -835,45 +1137,60 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         }
         if (m == 0) {
             lm->lat[k] = -1;
+        }
+    }
+    for (k = 0; k < n; k++) {
+        lm->wait[k] = 0;
+    }
+    if (lm->link.msg_cost > 0 && engine_starts(lm, n, off) != TPU_OK) {
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (k = 0; lat == NULL && k < n; k++) {
+        /* One flow at a time (the link timer): its start waits for the engine. */
+        lm->st[k] += lm->wait[k];
+        lm->wait[k] = 0;
+    }
+    /* Each flow's interval alone; the step's totals per resource. */
+    for (k = 0; k < n; k++) {
+        double bytes = (double)tpu__span_bytes(&flows[k].span), minbw = 0;
+        const int32_t *rres = lm->sres + lm->roff[k];
+        const double *rw = lm->sw + lm->roff[k];
+
+        if (lm->lat[k] < 0) {
             continue;
         }
-        lm->st[k] = busy_idle(lm, lm->rres[0], lm->st[k]);
+        m = (int)(lm->roff[k + 1] - lm->roff[k]);
+        lm->st[k] = busy_idle(lm, rres[0], lm->st[k]);
+        if (lat != NULL) {
+            /* What its start waited beyond the wait for its port's link. */
+            double q = lm->wait[k] - (lm->st[k] - start[k]);
+
+            lm->wait[k] = q > 0 ? q : 0;
+        }
         for (i = 0; i < m; i++) {
-            double bw = lm->bw[lm->rres[i]];
+            double bw = lm->bw[rres[i]];
 
             if (bw > 0 && (minbw == 0 || bw < minbw)) {
                 minbw = bw;
             }
         }
-        lm->en[k] = lm->st[k] + (msg + (minbw > 0 ? bytes / minbw : 0));
+        lm->en[k] = lm->st[k] + (minbw > 0 ? bytes / minbw : 0);
         for (i = 0; i < m; i++) {
-            int32_t r = lm->rres[i];
+            int32_t r = rres[i];
 
             if (lm->stamp[r] != lm->step_id) {
                 lm->stamp[r] = lm->step_id;
                 lm->touched[lm->ntouched++] = r;
                 lm->sum[r] = 0;
-                lm->nmsg[r] = 0;
                 lm->mixed[r] = 0;
                 lm->nfree[r] = 0;
                 lm->s0[r] = lm->st[k];
-                lm->e0[r] = lm->en[k];
-                lm->stream0[r] = -1;
-            } else if ((lm->s0[r] != lm->st[k] || lm->e0[r] != lm->en[k]) && lm->bw[r] > 0) {
+                lm->e0[r] = bytes;
+            } else if ((lm->s0[r] != lm->st[k] || lm->e0[r] != bytes) && lm->bw[r] > 0) {
                 lm->mixed[r] = 1;
                 lm->any_mixed = 1;
             }
-            lm->sum[r] += lm->rw[i];
-            if (i == 0) {
-                /* The messages of one stream that start here together are one batch: one
-                 * start; several streams are counted pairwise (drain_mixed()). */
-                if (lm->stream0[r] >= 0 && lm->stream0[r] != flows[k].stream && lm->bw[r] > 0) {
-                    lm->mixed[r] = 1;
-                    lm->any_mixed = 1;
-                }
-                lm->stream0[r] = flows[k].stream;
-                lm->nmsg[r] = 1;
-            }
+            lm->sum[r] += rw[i];
         }
     }
     if (lm->any_mixed && drain_mixed(lm, flows, n) != TPU_OK) {
@@ -884,6 +1201,10 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         double d = lm->md[k];
 
         start[k] = lm->st[k];
+        if (lat != NULL) {
+            /* Its latency: its hops (and DCN), and the wait for its start. */
+            lat[k] = (lm->lat[k] < 0 ? 0 : lm->lat[k]) + lm->wait[k];
+        }
         if (lm->lat[k] < 0) {
             arrival[k] = lm->st[k];
             continue;
@@ -896,28 +1217,19 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
             if (lm->mixed[r] || lm->bw[r] <= 0) {
                 continue;
             }
-            dr = lm->sum[r] / lm->bw[r] + lm->nmsg[r] * msg;
-            q = busy_wait(lm, r, lm->st[k], dr);
-            dr += q;
-            if (lm->st[k] + dr > lm->nfree[r]) {
-                lm->nfree[r] = lm->st[k] + dr;
-            }
-            /* One batch here, its own or one it passes through: only the bytes. */
             dr = lm->sum[r] / lm->bw[r];
+            q = busy_wait(lm, r, lm->st[k], dr);
             if (q > 0) {
                 dr += q;
+            }
+            if (lm->st[k] + dr > lm->nfree[r]) {
+                lm->nfree[r] = lm->st[k] + dr;
             }
             if (dr > d) {
                 d = dr;
             }
         }
-        arrival[k] = lm->st[k] + lm->lat[k] + d;
-    }
-    /* Every resource is busy until its flows of the step have drained. */
-    for (e = 0; lm->any_mixed && e < lm->nent; e++) {
-        if (busy_add(lm, lm->ent[e].res, lm->ent[e].st, lm->ent[e].end) != TPU_OK) {
-            return TPU_ERR_NO_MEMORY;
-        }
+        arrival[k] = lat != NULL ? lm->st[k] + d : lm->st[k] + lm->lat[k] + d;
     }
     for (t = 0; t < lm->ntouched; t++) {
         int32_t r = lm->touched[t];
@@ -931,10 +1243,20 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         if (!lm->mixed[r] && busy_add(lm, r, lm->s0[r], lm->nfree[r]) != TPU_OK) {
             return TPU_ERR_NO_MEMORY;
         }
-        lm->busy[r] += lm->sum[r] / lm->bw[r] + lm->nmsg[r] * msg;
+        lm->busy[r] += lm->sum[r] / lm->bw[r];
         lm->bytes[r] += lm->sum[r];
     }
     return TPU_OK;
+}
+
+/* The axis of ICI link l: links are numbered by slice, then axis and direction. */
+static int link_axis(const tpu_topo_t *topo, int l)
+{
+    int local = l % topo->links_per_slice, g;
+
+    for (g = 2 * TPU_MAX_AXES - 1; g > 0 && local < topo->link_base[g / 2][g % 2]; g--) {
+    }
+    return g / 2;
 }
 
 void tpu__linkmodel_stats(const tpu_linkmodel_t *lm, double total_s, tpu_coll_result_t *res)
@@ -943,13 +1265,16 @@ void tpu__linkmodel_stats(const tpu_linkmodel_t *lm, double total_s, tpu_coll_re
 
     memset(res->axis, 0, sizeof(res->axis));
     for (r = 0; r < lm->vpu0; r++) {
-        int axis = TPU_AXIS_DCN, src, dir, dst;
+        int axis = TPU_AXIS_DCN;
         double busy_us = lm->busy[r] * 1e6;
 
+        if (lm->busy[r] == 0 && lm->bytes[r] == 0) {
+            continue;
+        }
         if (lm->classes) {
             axis = r / 2;
         } else if (r < lm->port0) {
-            tpu_topo_link_ends(lm->topo, r, &src, &axis, &dir, &dst);
+            axis = link_axis(lm->topo, r);
         } else if (r < lm->nic0) {
             continue; /* PCIe: the NICs stand for DCN */
         }
@@ -997,47 +1322,115 @@ double tpu__linkmodel_bw(const tpu_linkmodel_t *lm, int r)
  * is inside the hop latency; these give exactly what tpu__linkmodel_step() gives
  * for such a step, without a flow list.
  */
-void tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes)
+tpu_status_t tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes, double size)
 {
+    double *z;
+    int i, j;
+
+    if (lm->szl == NULL) {
+        lm->szl = tpu__malloc((size_t)lm->nres * 2 * TPU_LM_SIZES * sizeof(double));
+        lm->nsz = tpu__malloc((size_t)lm->nres);
+        if (lm->szl == NULL || lm->nsz == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
     if (lm->stamp[r] != lm->step_id) {
         lm->stamp[r] = lm->step_id;
         lm->touched[lm->ntouched++] = r;
         lm->sum[r] = 0;
-        lm->nmsg[r] = 0;
+        lm->nsz[r] = 0;
     }
     lm->sum[r] += bytes;
+    /* The messages' sizes, smallest first, with their bytes. */
+    z = lm->szl + (size_t)r * 2 * TPU_LM_SIZES;
+    for (i = 0; i < lm->nsz[r] && z[2 * i] < size; i++) {
+    }
+    if (i < lm->nsz[r] && z[2 * i] == size) {
+        z[2 * i + 1] += bytes;
+        return TPU_OK;
+    }
+    if (lm->nsz[r] == TPU_LM_SIZES) {
+        return TPU_ERR_INTERNAL;
+    }
+    for (j = lm->nsz[r]; j > i; j--) {
+        z[2 * j] = z[2 * (j - 1)];
+        z[2 * j + 1] = z[2 * (j - 1) + 1];
+    }
+    z[2 * i] = size;
+    z[2 * i + 1] = bytes;
+    lm->nsz[r]++;
+    return TPU_OK;
 }
 
-void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
-                              int64_t last)
+tpu_status_t tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
+                                      int64_t last)
 {
     int64_t k;
     int i, m;
     double lat;
 
     for (k = first; k < last; k++) {
+        double size = (double)tpu__span_bytes(&sched->flows[k].span);
+
         m = flow_resources(lm, &sched->flows[k], &lat);
         for (i = 0; i < m; i++) {
-            tpu__linkmodel_add_load(lm, lm->rres[i], lm->rw[i]);
+            if (tpu__linkmodel_add_load(lm, lm->rres[i], lm->rw[i], size) != TPU_OK) {
+                return TPU_ERR_NO_MEMORY;
+            }
         }
     }
+    return TPU_OK;
+}
+
+/*
+ * When a message of 'size' bytes is through resource r, all of the step's
+ * messages there having started together: its whole load over its bandwidth when
+ * they are all of one size, else processor sharing, smallest first, with the
+ * arithmetic of share() (the walk's), so that both give the same bits.
+ */
+static double shared_end(const tpu_linkmodel_t *lm, int32_t r, double size)
+{
+    const double *z = lm->szl + (size_t)r * 2 * TPU_LM_SIZES;
+    double t = 0, V = 0, M = 0;
+    int i, n = lm->nsz[r];
+
+    if (n <= 1) {
+        return lm->sum[r] / lm->bw[r];
+    }
+    for (i = 0; i < n; i++) {
+        M += z[2 * i + 1] / z[2 * i];
+    }
+    for (i = 0; i < n; i++) {
+        /* Every message was admitted at V = 0: its tag is its own time at full rate. */
+        double tag = 0 + z[2 * i] / lm->bw[r];
+
+        t = tag > V ? t + (tag - V) * M : t;
+        V = tag > V ? tag : V;
+        if (z[2 * i] >= size) {
+            return t;
+        }
+        M -= z[2 * i + 1] / z[2 * i];
+    }
+    return t;
 }
 
 void tpu__linkmodel_time_flow(tpu_linkmodel_t *lm, const tpu_flow_t *f, double ready,
-                              double *start_p, double *arrival_p)
+                              double *bytes_p, double *lat_p)
 {
-    double lat, d = 0;
+    double lat, d = 0, size = (double)tpu__span_bytes(&f->span);
     int i, m = flow_resources(lm, f, &lat);
 
     for (i = 0; i < m; i++) {
         int32_t r = lm->rres[i];
 
-        if (lm->stamp[r] == lm->step_id && lm->bw[r] > 0 && lm->sum[r] / lm->bw[r] > d) {
-            d = lm->sum[r] / lm->bw[r];
+        if (lm->stamp[r] == lm->step_id && lm->bw[r] > 0) {
+            double e = shared_end(lm, r, size);
+
+            d = e > d ? e : d;
         }
     }
-    *start_p = ready;
-    *arrival_p = m > 0 ? ready + lat + d : ready;
+    *bytes_p = ready + d;
+    *lat_p = m > 0 ? lat : 0;
 }
 
 void tpu__linkmodel_end_step(tpu_linkmodel_t *lm)
@@ -1048,7 +1441,7 @@ void tpu__linkmodel_end_step(tpu_linkmodel_t *lm)
         int32_t r = lm->touched[t];
 
         if (lm->bw[r] > 0) {
-            lm->busy[r] += lm->sum[r] / lm->bw[r] + (lm->sum[r] > 0 ? lm->link.msg_cost : 0);
+            lm->busy[r] += lm->sum[r] / lm->bw[r];
             lm->bytes[r] += lm->sum[r];
         }
     }

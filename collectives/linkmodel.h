@@ -10,16 +10,22 @@
 #include "schedule.h"
 
 /* One (flow, resource) crossing of the current step on a resource whose flows do not
- * all share one interval (see linkmodel.c, "contention by time overlap"). */
+ * all start together with the same bytes (see linkmodel.c, processor sharing). */
 typedef struct tpu_lm_entry {
-    int32_t res;  /* the resource */
-    int32_t k;    /* the flow, as its index in the step */
-    int32_t port; /* 1: the flow starts there (its message start is paid there) */
-    double w;     /* bytes it puts on the resource (bytes x hops in representative mode) */
-    double st;    /* the flow's start */
-    double end;   /* when it has drained there (drain_mixed()) */
-    int32_t stream;
+    int32_t res; /* the resource */
+    int32_t k;   /* the flow, as its index in the step */
+    double st;   /* the flow's start */
+    double end;  /* when its bytes are through there (share()) */
+    double m;    /* copies of the flow it stands for (hops in the class, or 1) */
+    double rem;  /* seconds of the resource one copy needs at full bandwidth (share(): its tag) */
 } tpu_lm_entry_t;
+
+/* A flow of the current step as its port's DMA engine sees it (engine_starts()). */
+typedef struct tpu_lm_batch {
+    int32_t eng; /* the engine: eng0 + the flow's port */
+    double st;   /* when its data is ready, in real time */
+    int64_t k;   /* the flow, as its index in the step */
+} tpu_lm_batch_t;
 
 typedef struct tpu_linkmodel {
     const tpu_topo_t *topo;
@@ -32,24 +38,35 @@ typedef struct tpu_linkmodel {
     int port0;              /* first chip host port (PCIe; 2 per chip: out, in) */
     int nic0;               /* first host NIC (2 per host: out, in) */
     int vpu0;               /* first VPU (one per chip; one in representative mode) */
-    double *bw;             /* bytes/s of each resource (0: not modeled) */
-    double *free;           /* when each resource has drained what it was given so far */
-    double *iv;             /* per resource: room for TPU_LM_IV_INLINE busy intervals (a, b) */
-    double **ivx;           /* per resource: its intervals on the heap when more, or NULL */
-    int32_t *niv;           /* per resource: how many */
-    int32_t *civ;           /* per resource: room for how many on the heap */
-    int32_t *ivhint;        /* per resource: where its last search landed (a hint) */
-    double *busy;           /* total busy seconds of each resource */
-    double *bytes;          /* total bytes of each resource */
+    int eng0;               /* first DMA engine: eng0 + r starts the messages of port r */
+    tpu_lm_batch_t *batch;  /* scratch: the step's flows by (engine, start, stream) */
+    int64_t cap_batch;
+    tpu_lm_batch_t *batch2; /* sort_batches(): the other buffer, */
+    int64_t *bgroup;        /* where each engine's group starts, */
+    int64_t cap_batch2;
+    int64_t *eslot;  /* per resource: its count, then its place */
+    int32_t *estamp; /* per resource: the sort that last saw it */
+    int32_t ebatch_id;
+    int32_t *engs; /* the engines of the step, sorted */
+    int64_t cap_engs;
+    double *bw;      /* bytes/s of each resource (0: not modeled) */
+    double *free;    /* when each resource has drained what it was given so far */
+    double *iv;      /* per resource: room for TPU_LM_IV_INLINE busy intervals (a, b) */
+    double **ivx;    /* per resource: its intervals on the heap when more, or NULL */
+    int32_t *niv;    /* per resource: how many */
+    int32_t *civ;    /* per resource: room for how many on the heap */
+    int32_t *ivhint; /* per resource: where its last search landed (a hint) */
+    double *busy;    /* total busy seconds of each resource */
+    double *bytes;   /* total bytes of each resource */
     /* Scratch of the current step, per resource: */
-    double *sum, *s0, *e0, *nfree;
-    int32_t *nmsg, *stamp; /* nmsg: batches of messages that start on the resource */
-    int32_t *stream0;      /* the stream of the first message that starts there */
-    uint8_t *mixed;
+    double *sum, *s0, *e0, *nfree; /* s0, e0: the first flow's start and bytes there */
+    int32_t *stamp;
+    uint8_t *mixed; /* 1: its flows do not all start together with the same bytes */
     int32_t *touched;
     int ntouched, step_id, any_mixed;
     /* Scratch per flow of the current step: */
     double *st, *en, *lat, *md;
+    double *wait; /* per flow: how long its start waited for its DMA engine */
     int64_t cap_step;
     tpu_lm_entry_t *ent;
     int64_t nent, cap_ent;
@@ -65,7 +82,18 @@ typedef struct tpu_linkmodel {
     int32_t *sres;
     double *sw;
     int64_t cap_sres;
+    int64_t *act; /* share(): the entries being served */
+    double *segs; /* share(): the intervals served */
+    int64_t cap_act, cap_segs;
+    /* Line timing (lines.c): per resource, the sizes of the step's messages (smallest
+     * first) and their bytes, TPU_LM_SIZES pairs; how many. */
+    double *szl;
+    uint8_t *nsz;
 } tpu_linkmodel_t;
+
+/* The most message sizes line timing tells apart on one resource (a block and its
+ * two tie halves). */
+#define TPU_LM_SIZES 3
 
 /* Busy intervals a resource keeps in place; more go to the heap (none is dropped). */
 #define TPU_LM_IV_INLINE 8
@@ -94,17 +122,20 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm);
 tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, unsigned reflect);
 
 /*
- * One step whose flows all start at once as one stream (line timing, lines.c):
- * count loads (load_step, add_load), read one (load), time a flow from them
- * (time_flow: start = ready, arrival = ready + latency + the largest load / bw
- * on its route, what tpu__linkmodel_step() gives such a step), close the step.
+ * One step whose flows all start at once (line timing, lines.c): count loads
+ * (load_step, add_load: 'bytes' of messages of 'size' bytes each;
+ * TPU_ERR_NO_MEMORY, or TPU_ERR_INTERNAL past TPU_LM_SIZES sizes), read one
+ * (load), time a flow from them (time_flow: '*bytes_p' = ready + when its bytes
+ * are through the busiest resource of its route, under processor sharing of the
+ * step's messages there, '*lat_p' its latency: what tpu__linkmodel_step() gives
+ * such a step), close the step.
  */
-void tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes);
-void tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
-                              int64_t last);
+tpu_status_t tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes, double size);
+tpu_status_t tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
+                                      int64_t last);
 double tpu__linkmodel_load(const tpu_linkmodel_t *lm, int r);
 void tpu__linkmodel_time_flow(tpu_linkmodel_t *lm, const tpu_flow_t *f, double ready,
-                              double *start_p, double *arrival_p);
+                              double *bytes_p, double *lat_p);
 void tpu__linkmodel_end_step(tpu_linkmodel_t *lm);
 
 /*
@@ -114,7 +145,7 @@ void tpu__linkmodel_end_step(tpu_linkmodel_t *lm);
  * @return TPU_OK or TPU_ERR_NO_MEMORY (no message).
  */
 tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n,
-                                 double *start, double *arrival);
+                                 double *start, double *arrival, double *lat, const double *off);
 
 /* The first resource of flow 'f' (its port), or -1 when it moves nothing. */
 int tpu__linkmodel_port(tpu_linkmodel_t *lm, const tpu_flow_t *f);

@@ -92,7 +92,7 @@ void tpu_coll_link_timer_flow(tpu_coll_link_timer_t *timer, int src, int dst, ui
     f.span.len = (int64_t)bytes;
     f.span.count[0] = f.span.count[1] = f.span.count[2] = 1;
     port = tpu__linkmodel_port(lm, &f);
-    if (tpu__linkmodel_step(lm, &f, 1, &start, &arrival) != TPU_OK) {
+    if (tpu__linkmodel_step(lm, &f, 1, &start, &arrival, NULL, NULL) != TPU_OK) {
         port = -1; /* no memory for the step's scratch: the flow alone, untimed */
     }
     /* The port's free time after the step is when the bytes have left. */

@@ -112,6 +112,13 @@ tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *a
                                    tpu_err_t *err);
 
 /*
+ * The chips whose flows a model schedule of 'algo' holds on a pod that is not
+ * translation-invariant (build.c): a domain of the symmetries of the torus
+ * family ('algo' NULL: the family as a whole), or every chip.
+ */
+int64_t tpu__plan_domain_chips(const tpu_coll_plan_t *p, const tpu_algo_t *algo);
+
+/*
  * Choose the algorithm and pipeline depth by the cost model (select.c): fills
  * p->algo, p->args.chunks, p->args.rep, p->name and the model schedule.
  */

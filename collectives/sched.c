@@ -416,7 +416,7 @@ out:
     return status;
 }
 
-tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second)
+tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second, const uint8_t *local)
 {
     int64_t base = first->nflows, i;
     int32_t step0 = first->nsteps;
@@ -465,7 +465,7 @@ tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second)
             int64_t nd = second->ndeps;
 
             for (i = 0; i < second->nflows; i++) {
-                if (second->flows[i].ndeps == 0) {
+                if (second->flows[i].ndeps == 0 && (local == NULL || local[second->flows[i].src])) {
                     nd += count[second->flows[i].src * nstreams + second->flows[i].stream];
                 }
             }
@@ -492,7 +492,7 @@ tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second)
                         goto out;
                     }
                 }
-            } else {
+            } else if (local == NULL || local[f.src]) {
                 int key = f.src * nstreams + f.stream;
 
                 if (tpu__sched_add_deps(first, idx, byk + start[key], count[key]) != TPU_OK) {

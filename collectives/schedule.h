@@ -100,6 +100,10 @@ typedef struct tpu_sched {
     int nlocal;
     int64_t local_src_shift;
     int64_t local_dst_shift;
+    /* 0, or the first step of a second collective that starts once the first has
+     * ended on every chip (a psum's all-gather after its reduce-scatter): the walk
+     * starts no flow of it before every flow of the steps before has arrived. */
+    int32_t barrier;
     tpu_layout_t *layout; /* one per stream for the all-gather family, else NULL */
     int nlayout;
     char algo[64]; /* "torus chunks=2" */
@@ -115,8 +119,9 @@ typedef struct tpu_sched {
  */
 typedef struct tpu_chip_ends {
     int filled;    /* 0 until the first walk without an observer has written it */
-    double launch; /* that walk's launch cost (added once, as the walk does) */
-    double end[];  /* per chip: the latest arrival of a flow it sends or receives */
+    double chain;  /* that walk's longest chain of latencies (added once), */
+    double launch; /* and its launch cost (added once, after it, as the walk does) */
+    double end[];  /* per chip: when the bytes of the flows it sends or receives are through */
 } tpu_chip_ends_t;
 
 typedef struct tpu_plan_sched {
@@ -160,9 +165,14 @@ tpu_status_t tpu__sched_reverse_in_place(tpu_sched_t *s);
 /*
  * Append 'second' after 'first' (in place in 'first').  Flows of 'second' without
  * dependencies are made to depend on the flows of 'first' that arrived at their
- * src in the same stream.
+ * src in the same stream.  With 'local' (a rank's part: chips marked 1), only the
+ * flows that start on a marked chip get them: a flow from another chip lost its
+ * dependencies when the part was built (they are that chip's), and only a send
+ * waits for its dependencies (exec.c).  Without this, every flow into a chip
+ * would depend on all the first part's flows into its sender: N^2 dependencies
+ * for the tree psum's part on N chips.
  */
-tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second);
+tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second, const uint8_t *local);
 
 /* Where block 'g' of stream 'l' sits in the working buffer. */
 static inline int64_t tpu__layout_offset(const tpu_layout_t *l, int64_t g)

@@ -1,13 +1,17 @@
 /*
  * Selection by the cost model.  Every (algorithm, pipeline depth) the registry
- * offers for the collective is built and timed (time.c), over two axes the torus
- * family's one-chunk schedule also at a grid of splits between its axis orders,
- * refined around the grid's best, over three axes every depth also with the
- * data split between all six axis orders;
- * an algorithm that refuses the shape is skipped.  The fastest wins, and among
- * those within TPU_SELECT_SLACK of it the shallowest pipeline.  The tables
- * below are the whole policy: the depths tried, the size guards, and how many
- * flows each collective's schedule holds per chip.
+ * offers for the collective is built and timed (time.c), over two axes the
+ * one-chunk schedule also at a grid of splits between its axis orders, refined
+ * around the grid's best, over three axes the shares that balance the axes'
+ * loads and (for the torus all-gather) the estimate's split among the rotations;
+ * an algorithm that refuses the shape is skipped.  Deeper pipelines are tried
+ * until one is slower than the depth before (the time over depth has one
+ * valley), and the tree algorithms not where their message starts alone would
+ * outlast the bandwidth term.  The fastest wins, and among those within
+ * TPU_SELECT_SLACK of it the shallowest pipeline.  No depth can hide a hop: the
+ * walk adds the hop latency of the deepest chain to the bytes' time (time.c).
+ * The tables below are the whole policy: the depths tried, the size guards, and
+ * how many flows each collective's schedule holds per chip.
  */
 #include "tpu/alloc.h"
 
@@ -21,7 +25,15 @@
 static const int chunk_choices[] = {1, 2, 4, 8, 16};
 #define NCHOICES ((int)(sizeof(chunk_choices) / sizeof(chunk_choices[0])))
 /* The largest torus schedule a deeper pipeline is tried on, in flows. */
-#define TPU_SELECT_MAX_FLOWS 4e6
+#define TPU_SELECT_MAX_FLOWS 5e5
+/* The largest tree schedule (allgather_tree.c) a deeper pipeline is tried on; and the
+ * most flows its grid of splits over two axes may build in all. */
+#define TPU_SELECT_TREE_FLOWS 2e5
+/* The most flows the grid of splits over two axes builds in all (torus family). */
+#define TPU_SELECT_GRID_FLOWS 3e5
+/* The largest one-chunk tree schedule the cost model builds to compare (a named one
+ * is built up to allgather_tree.c's own limit). */
+#define TPU_SELECT_TREE_FIRST 5e5
 /* The largest model schedule built, in flows (about 100 bytes each). */
 #define TPU_MAX_MODEL_FLOWS 3e7
 /* How much modeled time a deeper pipeline must save to be chosen (a fraction). */
@@ -71,8 +83,9 @@ static double flow_estimate(const tpu_coll_plan_t *p, int chunks)
             steps += 2.0 * p->topo.dims[a];
         }
     }
-    return steps * (tpu__plan_translation_invariant(p) ? 1 : p->topo.nchips) * TPU_MAX_AXES *
-           chunks * 2;
+    return steps *
+           (double)(tpu__plan_translation_invariant(p) ? 1 : tpu__plan_domain_chips(p, NULL)) *
+           TPU_MAX_AXES * chunks * 2;
 }
 
 /*
@@ -122,6 +135,25 @@ static double model_flows(const tpu_coll_plan_t *p)
     }
 }
 
+/* The flows of a tree schedule (allgather_tree.c): a block per member, per order and
+ * chunk, of every chip built (psum: twice). */
+static double tree_flows(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks)
+{
+    return (double)(tpu__plan_translation_invariant(p) ? 1 : tpu__plan_domain_chips(p, algo)) *
+           (p->group - 1) * TPU_MAX_AXES * chunks * (p->desc.kind == TPU_COLL_PSUM ? 2 : 1);
+}
+
+/* Does the collective span three ICI axes of two chips or more? */
+static int three_axes(const tpu_coll_plan_t *p)
+{
+    int a, d = 0;
+
+    for (a = 0; a < p->topo.naxes; a++) {
+        d += (p->desc.axes & (1u << a)) && p->topo.dims[a] >= 2;
+    }
+    return d == 3;
+}
+
 /*
  * How many splits to time for 'algo': the grid over two ICI axes, for the
  * one-chunk schedule (deeper pipelines overlap the phases and depend less on the
@@ -146,12 +178,19 @@ static int split_count(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chu
     if (!algo->pipelined || (p->desc.axes & TPU_AXIS_MASK_DCN)) {
         return 1;
     }
+    if (d == 3 && strcmp(algo->name, "tree") == 0) {
+        return 1; /* the balanced shares (allgather_tree.c): the rotations' split is the torus's */
+    }
     if (d == 3) {
-        /* The rotations' split and the balance of all six orders, at every depth. */
-        return flow_estimate(p, chunks) * every * 2 > TPU_SELECT_MAX_FLOWS ? 1 : 2;
+        /* The rotations' split and the balance of all six orders, at every depth (one
+         * chip's flows are cheap to walk twice). */
+        return flow_estimate(p, chunks) * (every > 1 ? 1 : every) * 2 > TPU_SELECT_MAX_FLOWS ? 1
+                                                                                             : 2;
     }
     if (d != 2 || chunks > 1 ||
-        flow_estimate(p, chunks) * every * TPU_SELECT_SPLITS > TPU_SELECT_MAX_FLOWS) {
+        flow_estimate(p, chunks) * every * TPU_SELECT_SPLITS > TPU_SELECT_GRID_FLOWS ||
+        (strcmp(algo->name, "tree") == 0 &&
+         tree_flows(p, algo, chunks) * TPU_SELECT_SPLITS > TPU_SELECT_TREE_FLOWS)) {
         return 1;
     }
     return TPU_SELECT_SPLITS;
@@ -178,7 +217,6 @@ typedef struct candidate {
     int chunks;
     double split; /* the torus all-gather's split over two axes (0: the estimate's) */
     double t;
-    double t_links;        /* its time with no hop latency (pipelined algorithms) */
     tpu_coll_result_t res; /* its per-axis statistics */
     tpu_plan_sched_t ps;   /* its model schedule, kept while it may still be chosen */
     int kept;              /* ps holds it (0: freed, rebuilt if it is chosen after all) */
@@ -189,15 +227,19 @@ typedef struct candidate {
  * grid k / TPU_SELECT_SPLITS for i < nsplit, then the refinement around the
  * grid's fastest split, nearest first; -1 when it falls outside (0, 1).
  */
-static double split_at(const candidate_t *cand, int first, int ncand, int i, int nsplit)
+static double split_at(const candidate_t *cand, int first, int ncand, int i, int nsplit, int three)
 {
     int k, best = -1, j = i - nsplit, side;
     double step = 1.0 / (TPU_SELECT_SPLITS * TPU_SELECT_REFINE), x;
 
+    if (three) {
+        /* Over three axes the balanced shares first (the time is their bytes' time
+         * plus the hops, so balanced loads are the natural choice), then the
+         * estimate's split among the rotations, which a pipeline may prefer. */
+        return i == 0 ? TPU_SPLIT_ALL_ORDERS : i == 1 ? 0 : -1;
+    }
     if (i < nsplit) {
-        return i == 0                       ? 0
-               : nsplit < TPU_SELECT_SPLITS ? TPU_SPLIT_ALL_ORDERS
-                                            : (double)i / TPU_SELECT_SPLITS;
+        return i == 0 ? 0 : (double)i / TPU_SELECT_SPLITS;
     }
     for (k = first; k < ncand && k < first + nsplit; k++) {
         if (cand[k].split > 0 && (best < 0 || cand[k].t < cand[best].t)) {
@@ -213,9 +255,44 @@ static double split_at(const candidate_t *cand, int first, int ncand, int i, int
 }
 
 
-/* Is depth number 'c' of the choices worth building?  The first always is. */
-static int depth_worth_trying(const tpu_coll_plan_t *p, int c, int chunks)
+/*
+ * Can the tree algorithms (allgather_tree.c) win at depth 'chunks'?  A chip sends
+ * every block of every chunk as a message of its own, about (G - 1) x chunks of
+ * them per order over its 2 d ports, one start each (msg_cost, serial on a
+ * port): when the starts alone take longer than the formula's bandwidth term,
+ * the schedule is start-bound and slower than one of fewer messages, so it is
+ * not built.
+ */
+static int tree_not_start_bound(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks)
 {
+    double sumf = 0, starts, bw;
+    int a, d = 0;
+
+    if (strcmp(algo->name, "tree") != 0 || p->link.msg_cost <= 0) {
+        return 1;
+    }
+    for (a = 0; a < p->topo.naxes; a++) {
+        if ((p->desc.axes & (1u << a)) && p->topo.dims[a] >= 2) {
+            sumf += p->topo.wrap[a] ? 1 : 0.5;
+            d++;
+        }
+    }
+    if (d == 0) {
+        return 1;
+    }
+    starts = (double)(p->group - 1) * chunks / (2.0 * d) * p->link.msg_cost;
+    bw = (double)(p->group - 1) / p->group * (double)p->shard * p->group / (p->link.ici_bw * sumf);
+    return starts <= bw;
+}
+
+/* Is depth number 'c' of the choices worth building?  The first always is. */
+static int depth_worth_trying(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int c, int chunks)
+{
+    if (c > 0 && strcmp(algo->name, "tree") == 0 &&
+        (tree_flows(p, algo, chunks) > TPU_SELECT_TREE_FLOWS ||
+         !tree_not_start_bound(p, algo, chunks))) {
+        return 0;
+    }
     /* DCN stages are not pipelined (allgather_torus.c): one depth is enough. */
     return c == 0 || !((p->desc.axes & TPU_AXIS_MASK_DCN) ||
                        flow_estimate(p, chunks) > TPU_SELECT_MAX_FLOWS ||
@@ -252,59 +329,6 @@ static void choose(tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks, doubl
     memset(ps, 0, sizeof(*ps));
 }
 
-
-/*
- * The schedule's time with no hop latency: what its loads and message starts
- * alone cost on the links.
- */
-static tpu_status_t time_links(const tpu_coll_plan_t *p, tpu_plan_sched_t *ps, double *t_p)
-{
-    tpu_link_model_t link = p->link;
-    tpu_coll_result_t res;
-
-    link.ici_latency = 0;
-    return tpu__time_schedule(&p->topo, &link, ps, t_p, &res);
-}
-
-/*
- * Chunks are for keeping the links busy, not for hiding hops.  A deeper
- * pipeline of an algorithm is a candidate only if it also beats the algorithm's
- * one-chunk schedule with the hop latency taken out (by more than the slack):
- * otherwise all it gains is hop latency hidden behind the next chunk, which the
- * published formula counts and the book's measurements (all slower than the
- * formula) show the hardware pays.  One axis is the extreme case (it is never
- * chunked, depth_worth_trying()); an open 4x4 psum of 1 MiB in two chunks would
- * otherwise model 7.8% below the formula.  Updates '*best_p' to the fastest
- * candidate left.
- */
-static void hide_hops_only(candidate_t *cand, int ncand, int *best_p, double *best_t_p)
-{
-    int i, k;
-
-    for (i = 0; i < ncand; i++) {
-        double one = -1;
-
-        if (cand[i].chunks == 1 || cand[i].t_links == cand[i].t) {
-            continue;
-        }
-        for (k = 0; k < ncand; k++) {
-            if (cand[k].algo == cand[i].algo && cand[k].chunks == 1 &&
-                (one < 0 || cand[k].t_links < one)) {
-                one = cand[k].t_links;
-            }
-        }
-        if (one >= 0 && cand[i].t_links >= one * (1 - TPU_SELECT_SLACK)) {
-            cand[i].t = -1; /* out */
-        }
-    }
-    *best_p = -1;
-    for (i = 0; i < ncand; i++) {
-        if (cand[i].t >= 0 && (*best_p < 0 || cand[i].t < *best_t_p)) {
-            *best_p = i;
-            *best_t_p = cand[i].t;
-        }
-    }
-}
 
 tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
 {
@@ -349,6 +373,11 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
     for (i = 0; i < tpu__nalgos && status == TPU_OK; i++) {
         const tpu_algo_t *algo = &tpu__algos[i];
         int nchoices = algo->pipelined && desc->chunks == 0 ? NCHOICES : 1;
+        double depth_best[NCHOICES];
+
+        for (c = 0; c < NCHOICES; c++) {
+            depth_best[c] = -1;
+        }
 
         if (algo->kind != desc->kind ||
             (desc->algo[0] != '\0' && strcmp(desc->algo, algo->name) != 0)) {
@@ -367,17 +396,25 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
             int nfine = refine_count(p, nsplit, chunks);
             candidate_t *cd;
 
-            if (!depth_worth_trying(p, c, chunks)) {
+            if (!depth_worth_trying(p, algo, c, chunks) ||
+                (c == 0 && desc->algo[0] == '\0' && strcmp(algo->name, "tree") == 0 &&
+                 (!tree_not_start_bound(p, algo, chunks) ||
+                  tree_flows(p, algo, chunks) > TPU_SELECT_TREE_FIRST))) {
+                break;
+            }
+            /* One more chunk depth only until one made it slower: the time over depth
+             * has one valley (deeper pipelines fill better and start more messages). */
+            if (c >= 2 && depth_best[c - 1] > depth_best[c - 2] * (1 + TPU_SELECT_SLACK)) {
                 break;
             }
             for (s = 0; s < nsplit + nfine && ncand < TPU_SELECT_MAX_CAND; s++) {
                 cd = &cand[ncand];
-                cd->split = split_at(cand, first, ncand, s, nsplit);
+                cd->split = split_at(cand, first, ncand, s, nsplit, three_axes(p));
                 if (cd->split < 0) {
                     continue;
                 }
                 status = build_choice(p, algo, chunks, cd->split, &cd->ps, err);
-                if (status == TPU_ERR_UNSUPPORTED && desc->algo[0] == '\0') {
+                if (status == TPU_ERR_UNSUPPORTED && (desc->algo[0] == '\0' || c > 0)) {
                     /* The algorithm does not take this shape (the snake ring: open axes,
                      * an even group); the others are the choice. */
                     if (err != NULL) {
@@ -388,10 +425,6 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                 }
                 if (status == TPU_OK) {
                     status = tpu__time_schedule(&p->topo, &p->link, &cd->ps, &cd->t, &cd->res);
-                    cd->t_links = cd->t;
-                    if (status == TPU_OK && nchoices > 1 && depth_worth_trying(p, 1, 2)) {
-                        status = time_links(p, &cd->ps, &cd->t_links);
-                    }
                     if (status != TPU_OK) {
                         tpu_err_set(err, status, "out of memory timing the %s schedule (%s)",
                                     tpu_coll_name(desc->kind), algo->name);
@@ -405,6 +438,9 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                 cd->chunks = chunks;
                 cd->kept = 1;
                 ncand++;
+                if (depth_best[c] < 0 || cd->t < depth_best[c]) {
+                    depth_best[c] = cd->t;
+                }
                 if (best < 0 || cd->t < best_t) {
                     best = ncand - 1;
                     best_chunks = chunks;
@@ -429,13 +465,10 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                              desc->algo, tpu_coll_name(desc->kind));
     }
     if (status == TPU_OK) {
-        hide_hops_only(cand, ncand, &best, &best_t);
-        best_chunks = cand[best].chunks;
         /*
          * The shallowest pipeline within TPU_SELECT_SLACK of the fastest: a deeper
-         * one buys less than that in modeled time and costs proportionally more
-         * messages, each with a fixed DMA cost on the TPU that the link model
-         * leaves out (and a real cost on the host that emulates it).
+         * one buys less than that in modeled time for proportionally more messages
+         * (each a DMA start on the TPU, and a real cost on the host that emulates it).
          */
         for (i = 0; i < ncand; i++) {
             if (cand[i].t >= 0 && cand[i].t <= best_t * (1 + TPU_SELECT_SLACK) &&

@@ -1,14 +1,25 @@
 /*
  * The timing walk: modeled time of a schedule from the link model.
  *
- * Steps run in order; linkmodel.c times the flows of a step from the arrivals
- * of the flows they depend on and the overlap in time of the flows on every
- * resource.  Because the overlap couples the flows of every chip, the walk is
- * done in full, from the schedule (which every chip knows): tpu__time_schedule()
- * (the sim path of 'tpuemu model' and the selector) and the executor (exec.c,
- * which reads the arrival of each flow it sends) therefore give the same modeled
- * time, bit for bit.  A calibrated link model adds its launch cost once per
- * collective (tpu__timing_local_end()).
+ * Steps run in order; linkmodel.c times the flows of a step from the flows they
+ * depend on and the overlap in time of the flows on every resource.  Because
+ * the overlap couples the flows of every chip, the walk is done in full, from
+ * the schedule (which every chip knows): tpu__time_schedule() (the sim path of
+ * 'tpuemu model' and the selector) and the executor (exec.c) therefore give the
+ * same modeled time, bit for bit.
+ *
+ * Bandwidth and latency add, as in the published formulas.  Each flow has two
+ * clocks: 'links', when its bytes are through (it starts once the bytes of the
+ * flows it depends on are through), and 'chain', the latency of its chain of
+ * dependencies: its own hops (and DCN latency, and what its message start
+ * waited) plus the longest chain of the flows it depends on.  The collective
+ * takes the latest bytes plus the longest chain (tpu__timing_local_end()), a
+ * flow is shown at its bytes' time plus its own chain, and a calibrated link
+ * model adds its launch cost once.  So a pipeline of chunks keeps links busy
+ * but never hides a hop: the hops of the deepest chain are paid in full.  A
+ * schedule of two collectives (a psum: reduce-scatter, then all-gather; its
+ * 'barrier' step) starts the second when the first is through: its bytes after
+ * the first's latest bytes, its chains after the first's longest.
  *
  * An observer (tpu__timing_observe()) is told of every flow as it is timed and,
  * at the end, of every resource's bytes and busy time; it only reads what the
@@ -45,8 +56,13 @@ tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu
     }
     t->launch = link->launch > 0 ? link->launch : 0;
     t->arrival = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
+    t->links = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
+    t->chain = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
     t->start = tpu__calloc((size_t)maxstep, sizeof(double));
-    if (t->arrival == NULL || t->start == NULL) {
+    t->lat = tpu__calloc((size_t)maxstep, sizeof(double));
+    t->off = tpu__calloc((size_t)maxstep, sizeof(double));
+    if (t->arrival == NULL || t->start == NULL || t->links == NULL || t->chain == NULL ||
+        t->lat == NULL || t->off == NULL) {
         tpu__timing_fini(t);
         return TPU_ERR_NO_MEMORY;
     }
@@ -56,9 +72,13 @@ tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu
 void tpu__timing_fini(tpu_timing_t *t)
 {
     tpu__free(t->arrival);
+    tpu__free(t->links);
+    tpu__free(t->chain);
+    tpu__free(t->lat);
+    tpu__free(t->off);
     tpu__free(t->start);
     tpu__free(t->obs_links);
-    t->arrival = t->start = NULL;
+    t->arrival = t->start = t->links = t->chain = t->lat = t->off = NULL;
     t->obs_links = NULL;
     t->obs = NULL;
     tpu__linkmodel_fini(&t->lm);
@@ -153,7 +173,7 @@ static double ready_of(const tpu_timing_t *t, const tpu_sched_t *sc, const tpu_f
     int32_t k;
 
     for (k = 0; k < f->ndeps; k++) {
-        double a = t->arrival[sc->deps[f->dep_first + k]];
+        double a = t->links[sc->deps[f->dep_first + k]];
 
         if (a > ready) {
             ready = a;
@@ -170,11 +190,11 @@ double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const
     for (i = 0; i < sc->nflows; i++) {
         const tpu_flow_t *f = &sc->flows[i];
 
-        if ((local == NULL || local[f->dst] || local[f->src]) && t->arrival[i] > end) {
-            end = t->arrival[i];
+        if ((local == NULL || local[f->dst] || local[f->src]) && t->links[i] > end) {
+            end = t->links[i];
         }
     }
-    return end + t->launch;
+    return end + t->chain_max + t->launch;
 }
 
 tpu_status_t tpu__time_schedule(const tpu_topo_t *topo, const tpu_link_model_t *link,
@@ -220,13 +240,14 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
         for (i = 0; i < sc->nflows; i++) {
             const tpu_flow_t *f = &sc->flows[i];
 
-            if (t.arrival[i] > ce->end[f->src]) {
-                ce->end[f->src] = t.arrival[i];
+            if (t.links[i] > ce->end[f->src]) {
+                ce->end[f->src] = t.links[i];
             }
-            if (t.arrival[i] > ce->end[f->dst]) {
-                ce->end[f->dst] = t.arrival[i];
+            if (t.links[i] > ce->end[f->dst]) {
+                ce->end[f->dst] = t.links[i];
             }
         }
+        ce->chain = t.chain_max;
         ce->launch = t.launch;
         ce->filled = 1;
     }
@@ -244,12 +265,38 @@ tpu_status_t tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps)
     for (s = 0; s < sc->nsteps; s++) {
         int64_t first = ps->step_start[s], last = ps->step_start[s + 1], i;
 
-        for (i = first; i < last; i++) {
-            t->start[i - first] = ready_of(t, sc, &sc->flows[i]);
+        if (s > 0 && s == sc->barrier) {
+            /* Everything before is through: its bytes, and its longest chain. */
+            t->floor_links = t->links_max;
+            t->floor_chain = t->chain_max;
         }
-        if (tpu__linkmodel_step(&t->lm, &sc->flows[first], last - first, t->start,
-                                &t->arrival[first]) != TPU_OK) {
+        for (i = first; i < last; i++) {
+            const tpu_flow_t *f = &sc->flows[i];
+            double c = t->floor_chain, r = ready_of(t, sc, f);
+            int32_t k;
+
+            t->start[i - first] = r > t->floor_links ? r : t->floor_links;
+            for (k = 0; k < f->ndeps; k++) {
+                double d = t->chain[sc->deps[f->dep_first + k]];
+
+                c = d > c ? d : c;
+            }
+            t->off[i - first] = c;
+        }
+        if (tpu__linkmodel_step(&t->lm, &sc->flows[first], last - first, t->start, &t->links[first],
+                                t->lat, t->off) != TPU_OK) {
             return TPU_ERR_NO_MEMORY;
+        }
+        for (i = first; i < last; i++) {
+            t->chain[i] = t->off[i - first] + t->lat[i - first];
+            t->arrival[i] = t->links[i] + t->chain[i];
+            t->start[i - first] += t->off[i - first];
+            if (t->chain[i] > t->chain_max) {
+                t->chain_max = t->chain[i];
+            }
+            if (t->links[i] > t->links_max) {
+                t->links_max = t->links[i];
+            }
         }
         for (i = first; i < last && t->obs != NULL; i++) {
             observe_flow(t, sc, i, first);

@@ -13,9 +13,16 @@
 
 typedef struct tpu_timing {
     tpu_linkmodel_t lm;
-    double *arrival; /* per flow: modeled arrival at its destination, seconds */
-    double *start;   /* per flow of the current step: when it starts */
-    double launch;   /* seconds added once to the collective (the calibrated launch cost) */
+    double *arrival;  /* per flow: modeled arrival at its destination, seconds */
+    double *links;    /* per flow: its arrival in the walk of the bytes (no hop latency) */
+    double *chain;    /* per flow: the hop latency of its chain of dependencies, its own too */
+    double *lat;      /* per flow of the current step: its own hop latency */
+    double *off;      /* per flow of the current step: the hop latency of its dependencies */
+    double chain_max; /* the longest chain of latencies so far (hops, DCN, starts), seconds */
+    double links_max; /* the latest arrival of bytes so far */
+    double floor_links, floor_chain; /* after a barrier (schedule.h): where the rest starts */
+    double *start;                   /* per flow of the current step: when it starts */
+    double launch; /* seconds added once to the collective (the calibrated launch cost) */
     /* With an observer (tpu__timing_observe()), else NULL: */
     const tpu_coll_observer_t *obs;
     int32_t *obs_links; /* room for the links of one flow */
@@ -40,8 +47,8 @@ void tpu__timing_report(const tpu_timing_t *t);
  */
 tpu_status_t tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps);
 
-/* The latest arrival over the flows that start or end on a chip marked in 'local', plus the
- * launch cost. */
+/* When the flows that start or end on a chip marked in 'local' (NULL: all) are through:
+ * their latest bytes, plus the schedule's longest chain of latencies and the launch cost. */
 double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const uint8_t *local);
 
 /*

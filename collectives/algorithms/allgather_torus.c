@@ -14,7 +14,9 @@
  * program), which the rotations alone cannot do when one axis is much cheaper
  * than the others (a wrapped axis of 2 chips is cheap only as a last phase).
  * Each part is cut into 'chunks' pieces that follow each other through the
- * phases (a pipeline), so that the phases of one part overlap.  Across slices
+ * phases (a pipeline), so that the phases of one part overlap; every step of a
+ * chunk comes after every step of the chunk before, so a link serves the earlier
+ * chunk first (the link model's steps are priorities).  Across slices
  * ('dcn') the blocks are first exchanged directly with the chips of the same
  * coordinates in the other slices.
  *
@@ -34,9 +36,10 @@
  * a in order r) * (n_a - 1)/f_a; the rotations' fractions solve "all axes equal"
  * (a d x d linear system) where they can, and the six orders' minimise the
  * largest load, which is (N-1)/N V / (W sum f) whenever the orders can balance
- * the axes; with enough chunks the time approaches the bound (with no message
- * start cost: every chunk costs its port one start per ring step, so a deep
- * pipeline pays K x steps starts).  The DCN phase costs (S-1)/S * V_dcn / W_dcn.
+ * the axes; with enough chunks the time approaches the bound (every chunk is a
+ * message per ring step: the starts are free while the bytes of the messages
+ * before last longer, and a deep pipeline of small chunks pays for them).  The
+ * DCN phase costs (S-1)/S * V_dcn / W_dcn.
  *
  * Restrictions: V must divide into N blocks of whole elements.
  * Source: the JAX scaling book, "Sharded Matrices and How to Multiply Them"
@@ -109,15 +112,12 @@ static double axis_tau(const tpu_topo_t *topo, int a)
     return (topo->dims[a] - 1) / (topo->wrap[a] ? 1.0 : 0.5);
 }
 
-/* The most axis orders: every permutation of three axes. */
-#define MAX_ORDERS 6
-
 /*
  * The axis orders of a torus all-gather over d axes, as indices into axes[]:
  * the d rotations first (x-y-z, y-z-x, z-x-y), then over three axes the other
  * three permutations (x-z-y, z-y-x, y-x-z).  Returns how many.
  */
-static int axis_orders(int d, int ord[MAX_ORDERS][TPU_MAX_AXES])
+static int axis_orders(int d, int ord[TPU_MAX_ORDERS][TPU_MAX_AXES])
 {
     static const int rest[3][3] = {{0, 2, 1}, {2, 1, 0}, {1, 0, 2}};
     int r, j, n = 0;
@@ -136,7 +136,8 @@ static int axis_orders(int d, int ord[MAX_ORDERS][TPU_MAX_AXES])
 
 /* load[a][r]: bytes per byte of item that order r puts on axis a, in units of 1/W. */
 static void order_loads(const tpu_topo_t *topo, const int *axes, int d, int nord,
-                        int ord[MAX_ORDERS][TPU_MAX_AXES], double load[TPU_MAX_AXES][MAX_ORDERS])
+                        int ord[TPU_MAX_ORDERS][TPU_MAX_AXES],
+                        double load[TPU_MAX_AXES][TPU_MAX_ORDERS])
 {
     int r, j;
 
@@ -202,7 +203,8 @@ static int solve_system(double m[TPU_MAX_AXES + 1][TPU_MAX_AXES + 2], int n, dou
  * that: the formula's (N-1)/N V / (W sum f_a) is reached in bandwidth terms.
  * Returns the most loaded axis' load.
  */
-static double balance_orders(int d, int nord, double load[TPU_MAX_AXES][MAX_ORDERS], double *frac)
+static double balance_orders(int d, int nord, double load[TPU_MAX_AXES][TPU_MAX_ORDERS],
+                             double *frac)
 {
     double best = -1;
     int m, so, sa;
@@ -221,7 +223,7 @@ static double balance_orders(int d, int nord, double load[TPU_MAX_AXES][MAX_ORDE
             }
             for (sa = 0; sa < (1 << d); sa++) {
                 double mat[TPU_MAX_AXES + 1][TPU_MAX_AXES + 2], x[TPU_MAX_AXES + 1], t,
-                    f[MAX_ORDERS];
+                    f[TPU_MAX_ORDERS];
 
                 if (__builtin_popcount((unsigned)sa) != m) {
                     continue;
@@ -345,15 +347,16 @@ static void solve_fractions(const tpu_topo_t *topo, const int *axes, int d, doub
  * axis_steps() ring steps: bw(r, j) = frac_r x (blocks gathered before) x tau x
  * block / W of bytes time, steps x alpha of hops.  The phases of the orders
  * advance in windows (phase j of every order in window j); in a window an axis
- * carries the phases of every order that is on it there, a chunk's window lasts
- * as long as its busiest axis (bw / K + hops), and the other K - 1 chunks follow
- * at the rate of the busiest axis of a window (bw / K + one message start per
- * ring step of each phase); never below the load of the most loaded axis.  The
- * rotations always count (their phases hold every axis in every window); the
+ * carries the phases of every order that is on it there, and the first chunk's
+ * window lasts as long as its busiest axis (bw / K + hops); the other K - 1
+ * chunks follow at the rate of the busiest axis, whose links carry every
+ * window's phases of a chunk (the sum of its bw / K, or its ports' message
+ * starts if they take longer); never below the load of the most loaded axis.
+ * The rotations always count (their phases hold every axis in every window); the
  * other orders only where they have a share.
  */
 static double split_estimate(const tpu_algo_args_t *args, const int *axes, int d, int nord,
-                             int ord[MAX_ORDERS][TPU_MAX_AXES], int K, const double *frac)
+                             int ord[TPU_MAX_ORDERS][TPU_MAX_AXES], int K, const double *frac)
 {
     const tpu_topo_t *topo = args->topo;
     const tpu_link_model_t *link = args->link;
@@ -389,15 +392,26 @@ static double split_estimate(const tpu_algo_args_t *args, const int *axes, int d
 
         for (a = 0; a < d; a++) {
             double chunk = wbw[j][a] + axis_steps(topo, axes[a]) * link->ici_latency;
-            double follow = wbw[j][a] + wmsg[j][a];
 
             if (!on[j][a]) {
                 continue;
             }
             win = chunk > win ? chunk : win;
-            rate = follow > rate ? follow : rate;
         }
         t += win;
+    }
+    /* The other chunks follow at the rate of the busiest axis: its links carry
+     * every window's phases of a chunk, and its ports start them (the starts
+     * overlap the bytes, linkmodel.c). */
+    for (a = 0; a < d; a++) {
+        double bw = 0, msg = 0;
+
+        for (j = 0; j < d; j++) {
+            bw += wbw[j][a];
+            msg += on[j][a] ? wmsg[j][a] : 0;
+        }
+        bw = bw > msg ? bw : msg;
+        rate = bw > rate ? bw : rate;
     }
     t += (K - 1) * rate;
     for (a = 0; a < d; a++) {
@@ -417,9 +431,9 @@ static double split_estimate(const tpu_algo_args_t *args, const int *axes, int d
  */
 #define SPLIT_GRID 120
 static void choose_split(const tpu_algo_args_t *args, const int *axes, int d, int nord,
-                         int ord[MAX_ORDERS][TPU_MAX_AXES], int K, double *frac)
+                         int ord[TPU_MAX_ORDERS][TPU_MAX_AXES], int K, double *frac)
 {
-    double best, f[MAX_ORDERS] = {0};
+    double best, f[TPU_MAX_ORDERS] = {0};
     int i, j;
 
     solve_fractions(args->topo, axes, d, frac);
@@ -676,8 +690,8 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     phase_ctx_t ctx;
     int axes[TPU_MAX_AXES], d = ici_axes(topo, args->mask, axes);
     int dcn = (args->mask & TPU_AXIS_MASK_DCN) && topo->slices > 1;
-    double frac[MAX_ORDERS] = {1, 0, 0, 0, 0, 0};
-    int ord[MAX_ORDERS][TPU_MAX_AXES] = {{0, 1, 2}};
+    double frac[TPU_MAX_ORDERS] = {1, 0, 0, 0, 0, 0};
+    int ord[TPU_MAX_ORDERS][TPU_MAX_AXES] = {{0, 1, 2}};
     int64_t elems = args->shard / args->elem, done = 0, base = 0;
     /* The DCN phase is a stage of its own (reduce-scatter over ICI, then DCN, then
      * all-gather over ICI, as the hierarchical algorithm is defined), so chunks
@@ -715,7 +729,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
         frac[0] = args->split;
         frac[1] = 1 - args->split;
     } else if (nord > d && args->split == TPU_SPLIT_ALL_ORDERS) {
-        double load[TPU_MAX_AXES][MAX_ORDERS];
+        double load[TPU_MAX_AXES][TPU_MAX_ORDERS];
 
         order_loads(topo, axes, d, nord, ord, load);
         if (balance_orders(d, nord, load, frac) < 0) {
@@ -782,17 +796,14 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
     }
     sched->nlayout = nord * K;
     for (r = 0; r < nord; r++) {
-        int64_t part = r == last  ? elems - done
-                       : r > last ? 0
-                                  : (int64_t)(frac[r] * (double)elems + 0.5);
-        int64_t kdone = 0;
+        int64_t part = tpu__allgather_part(r, last, frac, elems, done), kdone = 0;
 
-        if (part > elems - done) {
-            part = elems - done;
-        }
         for (k = 0; k < K; k++) {
             int64_t piece = k == K - 1 ? part - kdone : part / K;
-            int step = k;
+            /* Chunk-major: every step of chunk k comes after chunk k - 1's, so a link
+             * serves the earlier chunk first (a later step fills only the idle time the
+             * earlier ones left, linkmodel.c): a pipeline, not K chunks sharing it. */
+            int step = k * (d * (maxT - 1));
 
             tpu_layout_t *l = &sched->layout[r * K + k];
 
@@ -852,7 +863,7 @@ tpu_status_t tpu__allgather_phases(const tpu_algo_args_t *args, int nord, tpu_sc
                  * orders share an axis in a step, and the loads of a step never
                  * couple them.  Dataflow still lets a chunk move on as soon as its
                  * data and its link are there. */
-                step += nord > 1 ? (maxT - 1) + (K - 1) : axis_steps(topo, axis);
+                step += nord > 1 ? maxT - 1 : axis_steps(topo, axis);
             }
         }
         done += part;
@@ -897,11 +908,44 @@ tpu_status_t tpu__reversed(const tpu_algo_args_t *args, tpu_algo_fn_t ag_fn, int
         status = tpu__sched_reverse(&ag, sched, ag.nflows);
     }
     if (status == TPU_OK) {
-        status = tpu__sched_concat(sched, &ag);
+        /* Two collectives: the all-gather starts once the reduce-scatter has ended. */
+        sched->barrier = sched->nsteps;
+        status = tpu__sched_concat(sched, &ag, args->local);
         if (status == TPU_OK) {
             status = tpu__sched_sort(sched);
         }
     }
     tpu__sched_fini(&ag);
     return status;
+}
+
+int64_t tpu__allgather_part(int r, int last, const double *frac, int64_t elems, int64_t done)
+{
+    int64_t part = (int64_t)(frac[r] * (double)elems + 0.5);
+
+    if (r > last) {
+        return 0;
+    }
+    return r == last || part > elems - done ? elems - done : part;
+}
+
+int tpu__allgather_orders(const tpu_topo_t *topo, unsigned mask, int *axes, int *d_p,
+                          int ord[][TPU_MAX_AXES])
+{
+    *d_p = ici_axes(topo, mask, axes);
+    return axis_orders(*d_p, ord);
+}
+
+double tpu__allgather_balance(const tpu_topo_t *topo, const int *axes, int d, int nord,
+                              int ord[][TPU_MAX_AXES], double *frac)
+{
+    double load[TPU_MAX_AXES][TPU_MAX_ORDERS];
+
+    order_loads(topo, axes, d, nord, ord, load);
+    return balance_orders(d, nord, load, frac);
+}
+
+int tpu__allgather_steps(const tpu_topo_t *topo, int axis)
+{
+    return axis_steps(topo, axis);
 }

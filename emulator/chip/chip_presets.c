@@ -38,12 +38,17 @@
  *   to its host; at the published DCN figures it never binds (pcie_bw in YAML).
  * - Host NIC: the book's DCN bandwidth is per chip; a host's NIC carries its
  *   chips x dcn_bw unless nic_bw says otherwise (YAML nic_bw, --nic-bw).
- * - Per-message cost (MSG_COST, 0.2 us): a chip's DMA engine starting a batch of
- *   messages on a link (descriptors, doorbell, the completion semaphore).  No
- *   source publishes it; the book's small all-gather (measured ~8 us for 3 ring
- *   steps, 5.2 us by the formula) bounds the per-step overheads at ~1 us, and we
- *   take a fifth of the 1 us hop for the message start (an assumption).  It is
- *   what makes a deep pipeline cost something.  YAML msg_cost_us, --msg-cost-us.
+ * - Per-message cost (MSG_COST, 0.05 us): a chip's DMA engine starting a batch
+ *   of messages on a link (a descriptor and a doorbell; the 1 us hop already
+ *   holds one message's start end to end).  No source publishes it; we take 50
+ *   ns, about 50 cycles of these chips' ~1 GHz clocks, an assumption.  A port
+ *   starts its batches one after the other while the bytes of the ones before
+ *   flow (linkmodel.c), so the starts cost time only when messages come faster
+ *   than that: a deep pipeline of chunks below a few KiB, or a block per message
+ *   to many chips.  (With 0.2 us, a fifth of the hop, as before, every
+ *   multi-axis collective of a few MiB over a hundred chips or more was bound by
+ *   its starts, 10-20% above the formula the default model must reach.)  YAML
+ *   msg_cost_us, --msg-cost-us.
  * - Reduction rate (reduce_bw 0 = hbm_bw / 3): the VPU adds received bytes into
  *   the accumulator in HBM: it reads the accumulator and the received bytes and
  *   writes the sum, 3 HBM bytes per byte reduced; HBM, not the VPU's FLOP/s,
@@ -51,7 +56,7 @@
  *   above 8.1e11 B/s).  YAML reduce_bw, --reduce-bw.
  */
 #define DCN_LATENCY 10e-6
-#define MSG_COST    0.2e-6
+#define MSG_COST    0.05e-6
 #define PCIE_BW     16e9
 
 #include "tpu/chip.h"

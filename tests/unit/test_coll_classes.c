@@ -86,13 +86,21 @@ static void compare_plan(const tpu_coll_plan_t *p, counts_t *n)
             tpu_coll_result_t rp, rf;
             double tp = -1, tf = -2;
             int rep = tpu__plan_translation_invariant(p) ? 0 : -1;
+            tpu_status_t status;
 
             memset(&part, 0, sizeof(part));
             memset(&full, 0, sizeof(full));
             if (tpu__plan_build(p, algo, depths[c], rep, 1, &part, &err) != TPU_OK) {
                 continue; /* the algorithm refuses the request (both ways alike) */
             }
-            assert_int_equal(tpu__plan_build(p, algo, depths[c], -1, 0, &full, &err), TPU_OK);
+            status = tpu__plan_build(p, algo, depths[c], -1, 0, &full, &err);
+            if (status == TPU_ERR_UNSUPPORTED && (part.rep >= 0 || part.orbit)) {
+                /* Every chip's tree schedule is over its flow cap where one chip's is not
+                 * (allgather_tree.c): nothing to compare with. */
+                tpu__plan_sched_fini(&part);
+                continue;
+            }
+            assert_int_equal(status, TPU_OK);
             assert_int_equal(tpu__time_schedule(&p->topo, &p->link, &part, &tp, &rp), TPU_OK);
             assert_int_equal(tpu__time_schedule(&p->topo, &p->link, &full, &tf, &rf), TPU_OK);
             if (tp != tf) {

@@ -149,17 +149,17 @@ static void test_no_overlap_no_slowdown(void **state)
 /*
  * Every idle gap is kept, however many there are.  Line 0-1-2.  A chain C_0 ..
  * C_9 of 1000 B blocks 2->1, C_i at step i after C_(i-1): each starts when the
- * one before arrives (link 2->1 is free again 1 us after a start), so C_i runs
- * [2i, 2i + 1) and arrives at 2i + 1 + 1 = 2(i + 1) us.  Chip 1 forwards 500 B of
- * each to chip 0, G_i at step i + 1 after C_i: link 1->0 is busy [2(i + 1),
- * 2(i + 1) + 0.5), ten intervals [2, 2.5), [4, 4.5), ... [20, 20.5) with gaps of
- * 1.5 us between them.  Last, at step 11, Z: chip 1's own 30000 B to chip 0 (30
- * us of link), its data there at 0: it fills the gaps of link 1->0 from 0 on,
- * skipping the ten busy halves (5 us) that lie before its work is done, so it
- * finishes at 0 + 30 + 5 = 35 us and arrives at 35 + 1 = 36 us, the end of the
- * collective (G_9 arrives at 20 + 0.5 + 1 = 21.5 us).  (Keeping only the last 8
- * intervals merged [2, 2.5), [4, 4.5) and [6, 6.5) into [2, 6.5) and counted its
- * 3 us of gaps as busy: 39 us.)
+ * bytes of the one before are through, so C_i's bytes run [i, i + 1), and its
+ * chain of hops is i + 1 us.  Chip 1 forwards 500 B of each to chip 0, G_i at
+ * step i + 1 after C_i: link 1->0 is busy [i + 1, i + 1.5), ten intervals [1,
+ * 1.5), [2, 2.5), ... [10, 10.5) with gaps of 0.5 us between them; G_9's chain
+ * is 11 hops.  Last, at step 11, Z: chip 1's own 30000 B to chip 0 (30 us of
+ * link), its data there at 0: it fills the idle time of link 1->0 from 0 on, 1
+ * us before the first interval and 9 gaps of 0.5 (5.5 us by 10.5), the rest
+ * after: its bytes are through at 10.5 + 24.5 = 35 us.  The collective: the
+ * bytes' 35 us plus the longest chain, 11 us: 46 us.  (Keeping only the last 8
+ * intervals merged the oldest ones and counted two of the gaps as busy: Z's
+ * bytes through at 36, 47 us.)
  */
 static void test_many_gaps(void **state)
 {
@@ -179,36 +179,42 @@ static void test_many_gaps(void **state)
         add(&ps.s, 1, 0, i + 1, 500, 0, TPU_ROUTE_ICI, &c[i], 1);
     }
     add(&ps.s, 1, 0, 11, 30000, 0, TPU_ROUTE_ICI, NULL, 0);
-    near(time_us(&t, &l, &ps), 36.0);
+    near(time_us(&t, &l, &ps), 46.0);
 }
 
-/* Two chunks c0, c1 of 1000 B down the line 0->1->2->3, forwarded hop by hop. */
-static void chain(tpu_plan_sched_t *ps)
+/* Two chunks c0, c1 of 'bytes' down the line 0->1->2->3, forwarded hop by hop. */
+static void chain(tpu_plan_sched_t *ps, int64_t bytes)
 {
-    int32_t c0h0, c1h0, c0h1, c1h1, c0h2;
+    int32_t c0h0, c1h0, c0h1, c1h1;
 
     memset(ps, 0, sizeof(*ps));
     tpu__sched_init(&ps->s);
-    c0h0 = (int32_t)add(&ps->s, 0, 1, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
-    c1h0 = (int32_t)add(&ps->s, 0, 1, 1, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
-    c0h1 = (int32_t)add(&ps->s, 1, 2, 1, 1000, 0, TPU_ROUTE_ICI, &c0h0, 1);
-    c1h1 = (int32_t)add(&ps->s, 1, 2, 2, 1000, 0, TPU_ROUTE_ICI, &c1h0, 1);
-    c0h2 = (int32_t)add(&ps->s, 2, 3, 2, 1000, 0, TPU_ROUTE_ICI, &c0h1, 1);
-    add(&ps->s, 2, 3, 3, 1000, 0, TPU_ROUTE_ICI, &c1h1, 1);
-    (void)c0h2;
+    c0h0 = (int32_t)add(&ps->s, 0, 1, 0, bytes, 0, TPU_ROUTE_ICI, NULL, 0);
+    c1h0 = (int32_t)add(&ps->s, 0, 1, 1, bytes, 0, TPU_ROUTE_ICI, NULL, 0);
+    c0h1 = (int32_t)add(&ps->s, 1, 2, 1, bytes, 0, TPU_ROUTE_ICI, &c0h0, 1);
+    c1h1 = (int32_t)add(&ps->s, 1, 2, 2, bytes, 0, TPU_ROUTE_ICI, &c1h0, 1);
+    add(&ps->s, 2, 3, 2, bytes, 0, TPU_ROUTE_ICI, &c0h1, 1);
+    add(&ps->s, 2, 3, 3, bytes, 0, TPU_ROUTE_ICI, &c1h1, 1);
 }
 
 /*
- * The pipelined chain, no message cost (start, arrival = start + 1 us hop + 1 us
- * of bytes; a port is free again once its bytes have left):
- *   c0h0 0 -> 2   (port 0->1 free at 1)
- *   c1h0 1 -> 3   (waits for the port)     c0h1 2 -> 4   (port 1->2 free at 3)
- *   c1h1 3 -> 5   (port 1->2 free at 4)    c0h2 4 -> 6   (port 2->3 free at 5)
- *   c1h2 5 -> 7                                          -> 7 us.
- * With a message start of 0.5 us a port carries each message for 1.5 us (its
- * arrival is still start + 1 us hop + 1 us: one start is in the hop latency):
- *   c0h0 0 -> 2 (free 1.5)     c1h0 1.5 -> 3.5 (free 3)   c0h1 2 -> 4 (free 3.5)
- *   c1h1 3.5 -> 5.5 (free 5)   c0h2 4 -> 6 (free 5.5)     c1h2 5.5 -> 7.5 -> 7.5 us.
+ * The pipelined chain.  The walk times the bytes (a flow's "links" time: when its
+ * bytes are through its links) and, apart, each flow's chain of latencies (its
+ * own hop and its dependencies': 1, 2, 3 us for hops 0, 1, 2); the collective
+ * takes the latest bytes plus the longest chain.  1000 B, no message cost:
+ *   c0h0 [0, 1]    c1h0 waits for its port: [1, 2]
+ *   c0h1 [1, 2]    c1h1 [2, 3]    c0h2 [2, 3]    c1h2 [3, 4]  -> 4 + 3 = 7 us.
+ * With a message start of 0.5 us a port's DMA engine starts one batch at a time,
+ * in real time (bytes' time + the chain before): c1h0's start waits for c0h0's
+ * ([0, 0.5]) but its link is busy until 1 anyway, and every later start finds
+ * its engine idle: 7 us again.
+ * 100 B chunks (0.1 us of bytes), no message cost: c0h0 [0, .1], c1h0 [.1, .2],
+ * c0h1 [.1, .2], c1h1 [.2, .3], c0h2 [.2, .3], c1h2 [.3, .4] -> .4 + 3 = 3.4 us.
+ * With 0.5 us starts: c1h0's start waits until .5, .4 us longer than for its
+ * link (free at .1): that wait is latency on its chain (1.4 us); c1h1 (ready in
+ * real time at .2 + 1.4 = 1.6, when c0h1's start [1.1, 1.6] is done) and c1h2
+ * (at 2.7, after c0h2's [2.2, 2.7]) do not wait: the longest chain is c1h2's
+ * 3.4 us: .4 + 3.4 = 3.8 us, the second chunk paying one start, once.
  */
 static void test_pipelined_chain_and_message_cost(void **state)
 {
@@ -218,38 +224,138 @@ static void test_pipelined_chain_and_message_cost(void **state)
 
     (void)state;
     line(&t, 4, 1);
-    chain(&ps);
+    chain(&ps, 1000);
     near(time_us(&t, &l, &ps), 7.0);
+    chain(&ps, 100);
+    near(time_us(&t, &l, &ps), 3.4);
     l.msg_cost = 0.5e-6;
-    chain(&ps);
-    near(time_us(&t, &l, &ps), 7.5);
+    chain(&ps, 1000);
+    near(time_us(&t, &l, &ps), 7.0);
+    chain(&ps, 100);
+    near(time_us(&t, &l, &ps), 3.8);
 }
 
 /*
- * Message starts in one step, 0.5 us each: chip 0 sends A (1000 B to chip 1) and
- * B (1000 B to chip 2), both over its port 0->1 (2000 B: 2 us).
- *   one stream (one batch, one start, inside the hop latency):
- *     A: 1 hop + 2 us = 3 us; B: 2 hops + max(2 us, 1 us on 1->2) = 4 us -> 4 us;
- *   two streams (two batches: the port is held 0.5 us more):
- *     A: 1 + 2.5 = 3.5 us; B: 2 + 2.5 = 4.5 us -> 4.5 us.
+ * Message starts, 0.5 us each: chip 0 sends A (to chip 1) and B (to chip 2) over
+ * its port 0->1, both ready at 0.  The collective takes the bytes' time plus the
+ * longest chain of latencies (here B's 2 hops, and what its start waited).
+ *   1000 B each, one step (one batch, one start, inside the hop latency): link
+ *     0->1 carries 2000 B from 0: 2 us + 2 hops = 4 us;
+ *   B a step later (its own batch: its start waits for A's until 0.5): link 0->1
+ *     serves A over [0, 1), B over [1, 2): B waited for the link longer than for
+ *     its start, which is hidden: 2 + 2 = 4 us;
+ *   100 B each, one step: 200 B by 0.2: 0.2 + 2 = 2.2 us;
+ *   B a step later: A [0, .1), B [.1, .2) on the link, but its start waited until
+ *     .5, .4 us more than the link: its chain is 2.4 us: 0.2 + 2.4 = 2.6 us.
  */
 static void test_message_batches(void **state)
 {
+    static const int64_t bytes[2] = {1000, 100};
+    static const double want[2][2] = {{4.0, 4.0}, {2.2, 2.6}};
     tpu_link_model_t l = easy_link();
     tpu_plan_sched_t ps;
     tpu_topo_t t;
-    int stream;
+    int later, b;
 
     (void)state;
     l.msg_cost = 0.5e-6;
     line(&t, 3, 1);
-    for (stream = 0; stream < 2; stream++) {
-        memset(&ps, 0, sizeof(ps));
-        tpu__sched_init(&ps.s);
-        add_s(&ps.s, 0, 1, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0, 0);
-        add_s(&ps.s, 0, 2, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0, stream);
-        near(time_us(&t, &l, &ps), stream ? 4.5 : 4.0);
+    for (b = 0; b < 2; b++) {
+        for (later = 0; later < 2; later++) {
+            memset(&ps, 0, sizeof(ps));
+            tpu__sched_init(&ps.s);
+            add(&ps.s, 0, 1, 0, bytes[b], 0, TPU_ROUTE_ICI, NULL, 0);
+            add(&ps.s, 0, 2, later, bytes[b], 0, TPU_ROUTE_ICI, NULL, 0);
+            near(time_us(&t, &l, &ps), want[b][later]);
+        }
     }
+}
+
+/*
+ * Processor sharing: flows of unequal size that start together each get an
+ * equal share, so the smaller is through first.  Line 0-1-2: A 0->1 of 1000 B
+ * and B 0->1 of 2000 B at once, C 1->2 of 1000 B after A.  Link 0->1: both at
+ * half the rate until A is through at 2 (1000 B each), then B alone until 3.
+ * A: 2 + 1 = 3 us, B: 3 + 1 = 4 us; C starts at 2 (links time): [2, 3] -> 3 + 2
+ * hops = 5 us, the collective.  (Giving A the pair's whole 3 us, as the model did
+ * before, made C 6 us.)
+ */
+static void test_unequal_sharing(void **state)
+{
+    tpu_link_model_t l = easy_link();
+    tpu_plan_sched_t ps;
+    tpu_topo_t t;
+    int32_t a;
+
+    (void)state;
+    line(&t, 3, 1);
+    memset(&ps, 0, sizeof(ps));
+    tpu__sched_init(&ps.s);
+    a = (int32_t)add(&ps.s, 0, 1, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
+    add(&ps.s, 0, 1, 0, 2000, 0, TPU_ROUTE_ICI, NULL, 0);
+    add(&ps.s, 1, 2, 1, 1000, 0, TPU_ROUTE_ICI, &a, 1);
+    near(time_us(&t, &l, &ps), 5.0);
+}
+
+/*
+ * Two flows of one step that reach a link at different times, both held back by
+ * an earlier step's work, share the link once it is free: the link never carries
+ * more than its bandwidth.  Line 0-1-2, on link 0->1 a chain T1 (1200 B), T2
+ * (300 B), T3 (1000 B): links times 1.2, 1.5, 2.5, chains of 1, 2, 3 hops.  Link
+ * 1->2 is busy with P1 (1000 B, step 0) over [0, 1] and P2 (1500 B after T2,
+ * step 2) over [1.5, 3].  Step 3: A (1000 B after T1) is ready at 1.2, B (1000 B
+ * after T3) at 2.5.  A runs [1.2, 1.5] (300 B) and waits for P2; at 3 A (700 B
+ * left) and B share: A is through at 3 + 2 x 0.7 = 4.4, B (700 B done by then)
+ * at 4.7.  B: 4.7 + 4 hops = 8.7 us, the collective (A: 4.4 + 2 = 6.4).
+ * (Timing each flow alone into the link's idle time gave A [3, 3.7] and B [3, 4]
+ * at full rate each: 1.7 us of work in 1 us, and B 8 us.)
+ */
+static void test_share_after_wait(void **state)
+{
+    tpu_link_model_t l = easy_link();
+    tpu_plan_sched_t ps;
+    tpu_topo_t t;
+    int32_t t1, t2, t3;
+
+    (void)state;
+    line(&t, 3, 1);
+    memset(&ps, 0, sizeof(ps));
+    tpu__sched_init(&ps.s);
+    t1 = (int32_t)add(&ps.s, 0, 1, 0, 1200, 0, TPU_ROUTE_ICI, NULL, 0);
+    add(&ps.s, 1, 2, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
+    t2 = (int32_t)add(&ps.s, 0, 1, 1, 300, 0, TPU_ROUTE_ICI, &t1, 1);
+    t3 = (int32_t)add(&ps.s, 0, 1, 2, 1000, 0, TPU_ROUTE_ICI, &t2, 1);
+    add(&ps.s, 1, 2, 2, 1500, 0, TPU_ROUTE_ICI, &t2, 1);
+    add(&ps.s, 1, 2, 3, 1000, 0, TPU_ROUTE_ICI, &t1, 1);
+    add(&ps.s, 1, 2, 3, 1000, 0, TPU_ROUTE_ICI, &t3, 1);
+    near(time_us(&t, &l, &ps), 8.7);
+}
+
+/*
+ * A link idle between two flows of one step stays free for a later step.  Line
+ * 0-1-2: T 0->1 (5000 B) arrives at 5 (links time), U 2->1 (2000 B) at 2.  Step
+ * 1 on link 1->2: A (1000 B, ready at 0) over [0, 1] and B (1000 B after T) over
+ * [5, 6]; the link is idle in between.  Step 2: C (3000 B after U) fills [2, 5]:
+ * 5 + 2 hops = 7 us; B: 6 + 2 = 8 us, the collective.  (Counting [0, 6] as busy
+ * would hold C until 6: 9 + 2 = 11 us.)
+ */
+static void test_idle_between_flows(void **state)
+{
+    tpu_link_model_t l = easy_link();
+    tpu_plan_sched_t ps;
+    tpu_topo_t t;
+    int32_t tt, u;
+
+    (void)state;
+    line(&t, 3, 1);
+    memset(&ps, 0, sizeof(ps));
+    tpu__sched_init(&ps.s);
+    tt = (int32_t)add(&ps.s, 0, 1, 0, 5000, 0, TPU_ROUTE_ICI, NULL, 0);
+    u = (int32_t)add(&ps.s, 2, 1, 0, 2000, 0, TPU_ROUTE_ICI, NULL, 0);
+    add(&ps.s, 1, 2, 1, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
+    add(&ps.s, 1, 2, 1, 1000, 0, TPU_ROUTE_ICI, &tt, 1);
+    add(&ps.s, 1, 2, 2, 3000, 0, TPU_ROUTE_ICI, &u, 1);
+    near(time_us(&t, &l, &ps), 8.0);
 }
 
 /*
@@ -513,6 +619,9 @@ int main(void)
         cmocka_unit_test(test_many_gaps),
         cmocka_unit_test(test_pipelined_chain_and_message_cost),
         cmocka_unit_test(test_message_batches),
+        cmocka_unit_test(test_unequal_sharing),
+        cmocka_unit_test(test_share_after_wait),
+        cmocka_unit_test(test_idle_between_flows),
         cmocka_unit_test(test_reduction_cost),
         cmocka_unit_test(test_dcn_host_path),
         cmocka_unit_test(test_cross_slice_p2p),
