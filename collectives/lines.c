@@ -151,9 +151,16 @@ static tpu_status_t axis_line(const tpu_topo_t *topo, const tpu_link_model_t *li
     int n = topo->dims[a], i, j;
     tpu_linkmodel_t lm1;
     tpu_status_t status = TPU_OK;
+    int32_t *links;
     int64_t f;
 
+    /* A route along the line crosses at most n - 1 links. */
+    links = tpu__malloc((size_t)n * sizeof(*links));
+    if (links == NULL) {
+        return TPU_ERR_NO_MEMORY;
+    }
     if (tpu__linkmodel_init(&lm1, topo, link, 0) != TPU_OK) {
+        tpu__free(links);
         return TPU_ERR_NO_MEMORY;
     }
     for (i = 0; i < n && status == TPU_OK; i++) {
@@ -166,13 +173,12 @@ static tpu_status_t axis_line(const tpu_topo_t *topo, const tpu_link_model_t *li
     }
     for (f = 0; f < s->nflows && status == TPU_OK; f++) {
         const tpu_flow_t *fl = &s->flows[f];
-        int32_t links[64];
         int src_host, dst_host, nl, q, k;
         int64_t bytes = tpu__span_bytes(&fl->span);
 
         /* A whole block, or a half: the first goes +, the second - at the tie. */
         k = bytes == args->shard ? LT_WHOLE : fl->tie > 0 ? LT_PLUS : LT_MINUS;
-        nl = tpu__linkmodel_flow_links(&lm1, fl, links, 64, &src_host, &dst_host);
+        nl = tpu__linkmodel_flow_links(&lm1, fl, links, n, &src_host, &dst_host);
         for (q = 0; q < nl; q++) {
             int src, axis, dir, dst, c[TPU_MAX_AXES];
 
@@ -182,6 +188,7 @@ static tpu_status_t axis_line(const tpu_topo_t *topo, const tpu_link_model_t *li
         }
     }
     tpu__linkmodel_fini(&lm1);
+    tpu__free(links);
     return status;
 }
 

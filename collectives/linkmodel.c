@@ -216,7 +216,6 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->rres);
     tpu__free(lm->rw);
     tpu__free(lm->st);
-    tpu__free(lm->en);
     tpu__free(lm->lat);
     tpu__free(lm->md);
     tpu__free(lm->wait);
@@ -402,19 +401,17 @@ static tpu_status_t grow_step(tpu_linkmodel_t *lm, int64_t n)
         return TPU_OK;
     }
     tpu__free(lm->st);
-    tpu__free(lm->en);
     tpu__free(lm->lat);
     tpu__free(lm->md);
     tpu__free(lm->roff);
     lm->st = tpu__malloc((size_t)n * sizeof(double));
-    lm->en = tpu__malloc((size_t)n * sizeof(double));
     lm->lat = tpu__malloc((size_t)n * sizeof(double));
     lm->md = tpu__malloc((size_t)n * sizeof(double));
     tpu__free(lm->wait);
     lm->wait = tpu__malloc((size_t)n * sizeof(double));
     lm->roff = tpu__malloc((size_t)(n + 1) * sizeof(int64_t));
     lm->cap_step = n;
-    if (lm->st == NULL || lm->en == NULL || lm->lat == NULL || lm->md == NULL || lm->roff == NULL ||
+    if (lm->st == NULL || lm->lat == NULL || lm->md == NULL || lm->roff == NULL ||
         lm->wait == NULL) {
         lm->cap_step = 0;
         return TPU_ERR_NO_MEMORY;
@@ -653,7 +650,7 @@ static int entry_cmp(const void *pa, const void *pb)
 /*
  * Sort the step's entries by entry_cmp(), grouped by resource: the groups in the
  * order their resources first appear (each resource's drain is its own: the
- * order between groups changes no result), each group by (start, stream, flow),
+ * order between groups changes no result), each group by (start, flow),
  * a total order, so the result is the one a full sort gives.  Entries come in
  * flow order, so a group is nearly sorted already: insertion sort, or qsort for
  * a large group.
@@ -745,18 +742,6 @@ static tpu_status_t keep_seg(tpu_linkmodel_t *lm, int64_t i, double a, double b)
     return TPU_OK;
 }
 
-/*
- * Processor sharing on resource r of the step's entries v[0 .. len) (sorted by
- * start): every copy of every entry that has started and not finished gets an
- * equal share of the bandwidth (an entry of weight m is m copies: the h
- * translates of a representative's flow that cross one link of a class), and
- * nothing is served while the resource is busy with an earlier step's work (its
- * intervals).  Each entry's 'end' is when its bytes are through; the intervals
- * served are added to the resource's busy intervals.  An event loop over starts,
- * finishes and the edges of busy intervals; the same arithmetic on the same
- * values in every mode, so the translates of a flow and the representative's
- * entry that stands for them end at the same moment, bit for bit.
- */
 /* The heap of share(): entry indices by finish tag ('rem' once admitted), least first. */
 static void heap_up(int64_t *h, const tpu_lm_entry_t *v, int64_t i)
 {
@@ -791,6 +776,18 @@ static void heap_down(int64_t *h, int64_t n, const tpu_lm_entry_t *v)
     h[i] = x;
 }
 
+/*
+ * Processor sharing on resource r of the step's entries v[0 .. len) (sorted by
+ * start): every copy of every entry that has started and not finished gets an
+ * equal share of the bandwidth (an entry of weight m is m copies: the h
+ * translates of a representative's flow that cross one link of a class), and
+ * nothing is served while the resource is busy with an earlier step's work (its
+ * intervals).  Each entry's 'end' is when its bytes are through; the intervals
+ * served are added to the resource's busy intervals.  An event loop over starts,
+ * finishes and the edges of busy intervals; the same arithmetic on the same
+ * values in every mode, so the translates of a flow and the representative's
+ * entry that stands for them end at the same moment, bit for bit.
+ */
 static tpu_status_t share(tpu_linkmodel_t *lm, int32_t r, tpu_lm_entry_t *v, int64_t len)
 {
     const double *iv = busy_list(lm, r);
@@ -971,8 +968,8 @@ static int int32_cmp(const void *pa, const void *pb)
 
 /*
  * Sort the step's nb batch records by batch_cmp(): grouped by engine with a
- * counting pass (the groups in engine order), then each group by (start, stream,
- * flow), left as it is when it already is (the common case: a step's flows come
+ * counting pass (the groups in engine order), then each group by (start, flow),
+ * left as it is when it already is (the common case: a step's flows come
  * in order), by insertion when small, else by qsort.  The result is a full sort's.
  */
 static tpu_status_t sort_batches(tpu_linkmodel_t *lm, int64_t nb)
@@ -987,24 +984,27 @@ static tpu_status_t sort_batches(tpu_linkmodel_t *lm, int64_t nb)
     }
     if (lm->cap_batch2 < nb) {
         tpu__free(lm->batch2);
-        tpu__free(lm->bgroup);
         lm->batch2 = tpu__malloc((size_t)nb * sizeof(*lm->batch2));
-        lm->bgroup = tpu__malloc((size_t)(nb + 1) * sizeof(*lm->bgroup));
-        lm->cap_batch2 = lm->batch2 != NULL && lm->bgroup != NULL ? nb : 0;
-        if (lm->cap_batch2 == 0) {
+        lm->cap_batch2 = lm->batch2 != NULL ? nb : 0;
+        if (lm->batch2 == NULL) {
             return TPU_ERR_NO_MEMORY;
         }
     }
-    if (lm->eslot == NULL) {
+    if (lm->eslot == NULL || lm->estamp == NULL) {
+        tpu__free(lm->eslot);
+        tpu__free(lm->estamp);
         lm->eslot = tpu__malloc((size_t)lm->nres * sizeof(*lm->eslot));
         lm->estamp = tpu__calloc((size_t)lm->nres, sizeof(*lm->estamp));
         if (lm->eslot == NULL || lm->estamp == NULL) {
+            tpu__free(lm->eslot);
+            tpu__free(lm->estamp);
+            lm->eslot = NULL;
+            lm->estamp = NULL;
             return TPU_ERR_NO_MEMORY;
         }
     }
     /* Engines in increasing order get the groups in order: count them first. */
     lm->ebatch_id++;
-    start = lm->bgroup;
     for (i = 0; i < nb; i++) {
         int32_t e = lm->batch[i].eng;
 
@@ -1017,17 +1017,26 @@ static tpu_status_t sort_batches(tpu_linkmodel_t *lm, int64_t nb)
     }
     /* Prefix sums in engine order: walk the engines of the step sorted. */
     {
-        int32_t *engs = lm->engs;
+        int32_t *engs;
         int64_t ne = 0, sum = 0;
 
         if (lm->cap_engs < ng) {
+            /* The engines and where each one's group starts (one more): sized together. */
             tpu__free(lm->engs);
-            lm->engs = engs = tpu__malloc((size_t)ng * sizeof(*engs));
-            lm->cap_engs = engs != NULL ? ng : 0;
-            if (engs == NULL) {
+            tpu__free(lm->bgroup);
+            lm->engs = tpu__malloc((size_t)ng * sizeof(*lm->engs));
+            lm->bgroup = tpu__malloc((size_t)(ng + 1) * sizeof(*lm->bgroup));
+            lm->cap_engs = lm->engs != NULL && lm->bgroup != NULL ? ng : 0;
+            if (lm->cap_engs == 0) {
+                tpu__free(lm->engs);
+                tpu__free(lm->bgroup);
+                lm->engs = NULL;
+                lm->bgroup = NULL;
                 return TPU_ERR_NO_MEMORY;
             }
         }
+        engs = lm->engs;
+        start = lm->bgroup;
         for (i = 0; i < nb; i++) {
             int32_t e = lm->batch[i].eng;
 
@@ -1089,7 +1098,9 @@ static tpu_status_t engine_starts(tpu_linkmodel_t *lm, int64_t n, const double *
         lm->cap_batch = n;
     }
     for (k = 0; k < n; k++) {
-        if (lm->lat[k] >= 0) {
+        /* A flow that crosses no link or DCN port (a reduction on its own chip) has
+         * no message to start. */
+        if (lm->lat[k] >= 0 && lm->sres[lm->roff[k]] < (lm->classes ? lm->port0 : lm->nic0)) {
             tpu_lm_batch_t *b = &lm->batch[nb++];
 
             b->eng = lm->eng0 + lm->sres[lm->roff[k]];
@@ -1130,7 +1141,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
     /* Each flow's resources; its start once its batch has been started. */
     for (k = 0; k < n; k++) {
         lm->md[k] = 0;
-        lm->st[k] = lm->en[k] = start[k];
+        lm->st[k] = start[k];
         m = flow_resources(lm, &flows[k], &lm->lat[k]);
         if (keep_resources(lm, k, m) != TPU_OK) {
             return TPU_ERR_NO_MEMORY;
@@ -1152,7 +1163,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
     }
     /* Each flow's interval alone; the step's totals per resource. */
     for (k = 0; k < n; k++) {
-        double bytes = (double)tpu__span_bytes(&flows[k].span), minbw = 0;
+        double bytes = (double)tpu__span_bytes(&flows[k].span);
         const int32_t *rres = lm->sres + lm->roff[k];
         const double *rw = lm->sw + lm->roff[k];
 
@@ -1167,14 +1178,6 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
 
             lm->wait[k] = q > 0 ? q : 0;
         }
-        for (i = 0; i < m; i++) {
-            double bw = lm->bw[rres[i]];
-
-            if (bw > 0 && (minbw == 0 || bw < minbw)) {
-                minbw = bw;
-            }
-        }
-        lm->en[k] = lm->st[k] + (minbw > 0 ? bytes / minbw : 0);
         for (i = 0; i < m; i++) {
             int32_t r = rres[i];
 
@@ -1316,21 +1319,28 @@ double tpu__linkmodel_bw(const tpu_linkmodel_t *lm, int r)
 }
 
 /*
- * One step whose flows all start together, as one stream (line timing of the
- * direct all-to-all, lines.c): every flow overlaps every other, so a resource's
- * drain is its whole load over its bandwidth and the one batch of message starts
- * is inside the hop latency; these give exactly what tpu__linkmodel_step() gives
- * for such a step, without a flow list.
+ * One step whose flows all start together (line timing of the direct all-to-all,
+ * lines.c): every flow is on its resources from the start, so a resource serves
+ * its messages by processor sharing from one moment, and the one batch of message
+ * starts is inside the hop latency.  A resource keeps its load per message size
+ * (at most TPU_LM_SIZES sizes); shared_end() below gives what
+ * tpu__linkmodel_step() gives for such a step, without a flow list.
  */
 tpu_status_t tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes, double size)
 {
     double *z;
     int i, j;
 
-    if (lm->szl == NULL) {
+    if (lm->szl == NULL || lm->nsz == NULL) {
+        tpu__free(lm->szl);
+        tpu__free(lm->nsz);
         lm->szl = tpu__malloc((size_t)lm->nres * 2 * TPU_LM_SIZES * sizeof(double));
         lm->nsz = tpu__malloc((size_t)lm->nres);
         if (lm->szl == NULL || lm->nsz == NULL) {
+            tpu__free(lm->szl);
+            tpu__free(lm->nsz);
+            lm->szl = NULL;
+            lm->nsz = NULL;
             return TPU_ERR_NO_MEMORY;
         }
     }
@@ -1340,18 +1350,19 @@ tpu_status_t tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes, d
         lm->sum[r] = 0;
         lm->nsz[r] = 0;
     }
-    lm->sum[r] += bytes;
     /* The messages' sizes, smallest first, with their bytes. */
     z = lm->szl + (size_t)r * 2 * TPU_LM_SIZES;
     for (i = 0; i < lm->nsz[r] && z[2 * i] < size; i++) {
     }
     if (i < lm->nsz[r] && z[2 * i] == size) {
         z[2 * i + 1] += bytes;
+        lm->sum[r] += bytes;
         return TPU_OK;
     }
     if (lm->nsz[r] == TPU_LM_SIZES) {
         return TPU_ERR_INTERNAL;
     }
+    lm->sum[r] += bytes;
     for (j = lm->nsz[r]; j > i; j--) {
         z[2 * j] = z[2 * (j - 1)];
         z[2 * j + 1] = z[2 * (j - 1) + 1];
@@ -1359,26 +1370,6 @@ tpu_status_t tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes, d
     z[2 * i] = size;
     z[2 * i + 1] = bytes;
     lm->nsz[r]++;
-    return TPU_OK;
-}
-
-tpu_status_t tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
-                                      int64_t last)
-{
-    int64_t k;
-    int i, m;
-    double lat;
-
-    for (k = first; k < last; k++) {
-        double size = (double)tpu__span_bytes(&sched->flows[k].span);
-
-        m = flow_resources(lm, &sched->flows[k], &lat);
-        for (i = 0; i < m; i++) {
-            if (tpu__linkmodel_add_load(lm, lm->rres[i], lm->rw[i], size) != TPU_OK) {
-                return TPU_ERR_NO_MEMORY;
-            }
-        }
-    }
     return TPU_OK;
 }
 

@@ -39,15 +39,15 @@ typedef struct tpu_linkmodel {
     int nic0;               /* first host NIC (2 per host: out, in) */
     int vpu0;               /* first VPU (one per chip; one in representative mode) */
     int eng0;               /* first DMA engine: eng0 + r starts the messages of port r */
-    tpu_lm_batch_t *batch;  /* scratch: the step's flows by (engine, start, stream) */
+    tpu_lm_batch_t *batch;  /* scratch: the step's flows by (engine, start, flow) */
     int64_t cap_batch;
     tpu_lm_batch_t *batch2; /* sort_batches(): the other buffer, */
-    int64_t *bgroup;        /* where each engine's group starts, */
     int64_t cap_batch2;
     int64_t *eslot;  /* per resource: its count, then its place */
     int32_t *estamp; /* per resource: the sort that last saw it */
     int32_t ebatch_id;
-    int32_t *engs; /* the engines of the step, sorted */
+    int32_t *engs;   /* the engines of the step, sorted, */
+    int64_t *bgroup; /* and where each one's group starts (one more) */
     int64_t cap_engs;
     double *bw;      /* bytes/s of each resource (0: not modeled) */
     double *free;    /* when each resource has drained what it was given so far */
@@ -65,7 +65,7 @@ typedef struct tpu_linkmodel {
     int32_t *touched;
     int ntouched, step_id, any_mixed;
     /* Scratch per flow of the current step: */
-    double *st, *en, *lat, *md;
+    double *st, *lat, *md;
     double *wait; /* per flow: how long its start waited for its DMA engine */
     int64_t cap_step;
     tpu_lm_entry_t *ent;
@@ -123,7 +123,7 @@ tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, u
 
 /*
  * One step whose flows all start at once (line timing, lines.c): count loads
- * (load_step, add_load: 'bytes' of messages of 'size' bytes each;
+ * (add_load: 'bytes' of messages of 'size' bytes each;
  * TPU_ERR_NO_MEMORY, or TPU_ERR_INTERNAL past TPU_LM_SIZES sizes), read one
  * (load), time a flow from them (time_flow: '*bytes_p' = ready + when its bytes
  * are through the busiest resource of its route, under processor sharing of the
@@ -131,8 +131,6 @@ tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, u
  * such a step), close the step.
  */
 tpu_status_t tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes, double size);
-tpu_status_t tpu__linkmodel_load_step(tpu_linkmodel_t *lm, const tpu_sched_t *sched, int64_t first,
-                                      int64_t last);
 double tpu__linkmodel_load(const tpu_linkmodel_t *lm, int r);
 void tpu__linkmodel_time_flow(tpu_linkmodel_t *lm, const tpu_flow_t *f, double ready,
                               double *bytes_p, double *lat_p);
@@ -141,7 +139,13 @@ void tpu__linkmodel_end_step(tpu_linkmodel_t *lm);
 /*
  * Time the 'n' flows of one step ('flows'): start[k] holds when flow k's data is
  * at its source (the latest arrival of the flows it depends on) and receives when
- * it starts; arrival[k] receives when it is usable at its destination.
+ * it starts.  With 'lat' NULL (the link timer), arrival[k] receives when it is
+ * usable at its destination, hop latency included, and its start waits for its
+ * DMA engine.  With 'lat' (the walk of time.c), times are those of the bytes
+ * alone: arrival[k] receives when its bytes are through, lat[k] its latency (hops,
+ * reduction, and what its start waited for its engine beyond its link), and
+ * off[k] (or NULL for none) is the latency of its chain so far, which places its
+ * start in real time for the engine.
  * @return TPU_OK or TPU_ERR_NO_MEMORY (no message).
  */
 tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n,

@@ -157,12 +157,13 @@ static int three_axes(const tpu_coll_plan_t *p)
 /*
  * How many splits to time for 'algo': the grid over two ICI axes, for the
  * one-chunk schedule (deeper pipelines overlap the phases and depend less on the
- * split) of schedules of at most TPU_SELECT_MAX_FLOWS / TPU_SELECT_SPLITS flows;
- * over three axes, at every depth, two: the estimate's split between the
- * rotations of the axis order and TPU_SPLIT_ALL_ORDERS, the six orders' shares
- * that balance the axes (allgather_torus.c: the rotations cannot when one axis
- * is much cheaper than the others, v4 4x6x2 with z wrapped; the estimate cannot
- * tell which of the two a pipeline of a given depth prefers, so both are timed).
+ * split) of schedules whose grid stays within TPU_SELECT_GRID_FLOWS flows; over
+ * three axes, at every depth, TPU_SPLIT_ALL_ORDERS, the six orders' shares that
+ * balance the axes (split_at(): first; allgather_torus.c: the rotations cannot
+ * when one axis is much cheaper than the others, v4 4x6x2 with z wrapped), and
+ * when two such schedules stay within TPU_SELECT_MAX_FLOWS also the estimate's
+ * split between the rotations of the axis order (a pipeline of some depth may
+ * prefer it).  Algorithms that take no split ignore it.
  */
 static int split_count(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks)
 {
@@ -182,10 +183,10 @@ static int split_count(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chu
         return 1; /* the balanced shares (allgather_tree.c): the rotations' split is the torus's */
     }
     if (d == 3) {
-        /* The rotations' split and the balance of all six orders, at every depth (one
-         * chip's flows are cheap to walk twice). */
-        return flow_estimate(p, chunks) * (every > 1 ? 1 : every) * 2 > TPU_SELECT_MAX_FLOWS ? 1
-                                                                                             : 2;
+        /* The balance of all six orders and the rotations' split, at every depth;
+         * the estimate is not scaled by the pod as the grid's budget is (two walks
+         * are worth it over three axes). */
+        return flow_estimate(p, chunks) * 2 > TPU_SELECT_MAX_FLOWS ? 1 : 2;
     }
     if (d != 2 || chunks > 1 ||
         flow_estimate(p, chunks) * every * TPU_SELECT_SPLITS > TPU_SELECT_GRID_FLOWS ||
@@ -198,7 +199,7 @@ static int split_count(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chu
 
 /*
  * How many refining splits to time after a grid of 'nsplit': 2 (TPU_SELECT_REFINE
- * - 1) when the grid and they together stay within the grid's flow budget, else
+ * - 1) when the grid and they together stay within TPU_SELECT_MAX_FLOWS, else
  * none.
  */
 static int refine_count(const tpu_coll_plan_t *p, int nsplit, int chunks)
@@ -404,7 +405,8 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
             }
             /* One more chunk depth only until one made it slower: the time over depth
              * has one valley (deeper pipelines fill better and start more messages). */
-            if (c >= 2 && depth_best[c - 1] > depth_best[c - 2] * (1 + TPU_SELECT_SLACK)) {
+            if (c >= 2 && depth_best[c - 2] >= 0 &&
+                depth_best[c - 1] > depth_best[c - 2] * (1 + TPU_SELECT_SLACK)) {
                 break;
             }
             for (s = 0; s < nsplit + nfine && ncand < TPU_SELECT_MAX_CAND; s++) {
@@ -479,7 +481,8 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
             }
         }
         if (!cand[best].kept) {
-            /* Freed as too slow before the hidden-hop rule took a faster one out. */
+            /* Never: best_t only falls, so a candidate within the slack of the final
+             * best was within it of every best before and was kept.  A guard. */
             status = build_choice(p, cand[best].algo, cand[best].chunks, cand[best].split,
                                   &cand[best].ps, err);
         }

@@ -5,8 +5,11 @@
  * holds the reduction over the group.  The buffer is cut into N blocks (padded to
  * whole elements when V does not divide: 1 KiB over 6 chips is a valid psum); the
  * reduce-scatter leaves block i summed on chip i, and the all-gather spreads the
- * sums.  Each all-gather stream starts on a chip as soon as the reduce-scatter of
- * the same stream has finished there, so the two halves pipeline per stream.
+ * sums.  On the chips, each all-gather stream starts on a chip as soon as the
+ * reduce-scatter of the same stream has finished there; in the modeled time the
+ * all-gather starts when the whole reduce-scatter is through (the schedule's
+ * barrier, time.c: a pipeline of the two halves would beat the formula's sum by
+ * hiding one half's hops behind the other's bytes).
  *
  * Cost model:  2 * (N-1)/N * V / (W * sum_i f_i) + 2 * D * alpha.
  * Every chip's result is the same bits: each block is reduced once, in one
