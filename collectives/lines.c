@@ -54,7 +54,6 @@
 
 #include <string.h>
 
-/* A class of the flows along one axis: the hops they make and their tie direction. */
 /* The message sizes of the direct all-to-all: a block, and its two tie halves. */
 enum {
     SZ_BLOCK,
@@ -63,6 +62,7 @@ enum {
     NSZ
 };
 
+/* A class of the flows along one axis: the hops they make and their tie direction. */
 typedef struct line_class {
     int hops;
     int tie; /* 0: no tie on this axis; +1 / -1: a tie, taken that way */
@@ -134,7 +134,8 @@ static void add_class(axis_lines_t *al, int hops, int tie, int from, int to, con
 /*
  * The flows of one line of axis 'a' (the schedule's own, from
  * tpu__algo_direct_block(), between the chips of the line through chip 0) into
- * 's', and what they put on that line's links into 'line' (per position and
+ * 's', and what they put on that line's links (their routes in 'lm') into
+ * 'line' (per position and
  * direction, NLT entries): the number of whole blocks (LT_WHOLE) and the bytes of
  * tie halves (LT_PLUS, LT_MINUS).
  */
@@ -145,11 +146,10 @@ enum {
     NLT
 };
 
-static tpu_status_t axis_line(const tpu_topo_t *topo, const tpu_link_model_t *link,
+static tpu_status_t axis_line(const tpu_topo_t *topo, const tpu_linkmodel_t *lm,
                               const tpu_algo_args_t *args, int a, tpu_sched_t *s, double *line)
 {
     int n = topo->dims[a], i, j;
-    tpu_linkmodel_t lm1;
     tpu_status_t status = TPU_OK;
     int32_t *links;
     int64_t f;
@@ -157,10 +157,6 @@ static tpu_status_t axis_line(const tpu_topo_t *topo, const tpu_link_model_t *li
     /* A route along the line crosses at most n - 1 links. */
     links = tpu__malloc((size_t)n * sizeof(*links));
     if (links == NULL) {
-        return TPU_ERR_NO_MEMORY;
-    }
-    if (tpu__linkmodel_init(&lm1, topo, link, 0) != TPU_OK) {
-        tpu__free(links);
         return TPU_ERR_NO_MEMORY;
     }
     for (i = 0; i < n && status == TPU_OK; i++) {
@@ -178,7 +174,7 @@ static tpu_status_t axis_line(const tpu_topo_t *topo, const tpu_link_model_t *li
 
         /* A whole block, or a half: the first goes +, the second - at the tie. */
         k = bytes == args->shard ? LT_WHOLE : fl->tie > 0 ? LT_PLUS : LT_MINUS;
-        nl = tpu__linkmodel_flow_links(&lm1, fl, links, n, &src_host, &dst_host);
+        nl = tpu__linkmodel_flow_links(lm, fl, links, n, &src_host, &dst_host);
         for (q = 0; q < nl; q++) {
             int src, axis, dir, dst, c[TPU_MAX_AXES];
 
@@ -187,7 +183,6 @@ static tpu_status_t axis_line(const tpu_topo_t *topo, const tpu_link_model_t *li
             line[(2 * c[a] + (dir < 0)) * NLT + k] += k == LT_WHOLE ? 1.0 : (double)bytes;
         }
     }
-    tpu__linkmodel_fini(&lm1);
     tpu__free(links);
     return status;
 }
@@ -282,7 +277,7 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
             status = TPU_ERR_NO_MEMORY;
             break;
         }
-        status = axis_line(topo, link, &args, axes[a], &ls[a], line[a]);
+        status = axis_line(topo, &lm, &args, axes[a], &ls[a], line[a]);
         /* The pod's flows through one line's links: the other axes' free coordinates,
          * of which those at a tie on some other axis split the block in two halves. */
         mult[a] = 1;

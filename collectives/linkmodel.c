@@ -486,7 +486,7 @@ static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double 
  * skips before w seconds of idle time have passed.  A step that the schedule
  * orders later but that is ready earlier (the next chunk of a pipeline, or any
  * flow of a schedule turned around in time) is thus not queued behind work that
- * only starts after it.  (Until fid7 only the last 8 intervals were kept and the
+ * only starts after it.  (An earlier version kept only the last 8 intervals and the
  * oldest two merged, their gap counted as busy: a reversed pipeline lost most of
  * its idle time, test_linkmodel's test_many_gaps.)
  */
@@ -1141,6 +1141,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
     /* Each flow's resources; its start once its batch has been started. */
     for (k = 0; k < n; k++) {
         lm->md[k] = 0;
+        lm->wait[k] = 0;
         lm->st[k] = start[k];
         m = flow_resources(lm, &flows[k], &lm->lat[k]);
         if (keep_resources(lm, k, m) != TPU_OK) {
@@ -1149,9 +1150,6 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         if (m == 0) {
             lm->lat[k] = -1;
         }
-    }
-    for (k = 0; k < n; k++) {
-        lm->wait[k] = 0;
     }
     if (lm->link.msg_cost > 0 && engine_starts(lm, n, off) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;

@@ -143,15 +143,15 @@ static double tree_flows(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int c
            (p->group - 1) * TPU_MAX_AXES * chunks * (p->desc.kind == TPU_COLL_PSUM ? 2 : 1);
 }
 
-/* Does the collective span three ICI axes of two chips or more? */
-static int three_axes(const tpu_coll_plan_t *p)
+/* How many ICI axes of two chips or more the collective spans. */
+static int ici_axes(const tpu_coll_plan_t *p)
 {
     int a, d = 0;
 
     for (a = 0; a < p->topo.naxes; a++) {
         d += (p->desc.axes & (1u << a)) && p->topo.dims[a] >= 2;
     }
-    return d == 3;
+    return d;
 }
 
 /*
@@ -171,11 +171,8 @@ static int split_count(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chu
      * representative walk's cost still grows with the pod (16x20x28 wrapped
      * keeps the estimate's split and its tenth of a second). */
     double every = tpu__plan_translation_invariant(p) ? p->topo.nchips : 1;
-    int a, d = 0;
+    int d = ici_axes(p);
 
-    for (a = 0; a < p->topo.naxes; a++) {
-        d += (p->desc.axes & (1u << a)) && p->topo.dims[a] >= 2;
-    }
     if (!algo->pipelined || (p->desc.axes & TPU_AXIS_MASK_DCN)) {
         return 1;
     }
@@ -257,41 +254,41 @@ static double split_at(const candidate_t *cand, int first, int ncand, int i, int
 
 
 /*
- * Can the tree algorithms (allgather_tree.c) win at depth 'chunks'?  A chip sends
- * every block of every chunk as a message of its own, about (G - 1) x chunks of
- * them per order over its 2 d ports, one start each (msg_cost, serial on a
- * port): when the starts alone take longer than the formula's bandwidth term,
- * the schedule is start-bound and slower than one of fewer messages, so it is
- * not built.
+ * Is the tree schedule (allgather_tree.c) of depth 'chunks' bound by its message
+ * starts?  A chip sends every block of every chunk as a message of its own,
+ * about (G - 1) x chunks of them per order over its 2 d ports, one start each
+ * (msg_cost, serial on a port): when the starts alone take longer than the
+ * formula's bandwidth term, the schedule is slower than one of fewer messages.
  */
-static int tree_not_start_bound(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks)
+static int tree_start_bound(const tpu_coll_plan_t *p, int chunks)
 {
     double sumf = 0, starts, bw;
-    int a, d = 0;
+    int a, d = ici_axes(p);
 
-    if (strcmp(algo->name, "tree") != 0 || p->link.msg_cost <= 0) {
-        return 1;
+    if (p->link.msg_cost <= 0 || d == 0) {
+        return 0;
     }
     for (a = 0; a < p->topo.naxes; a++) {
         if ((p->desc.axes & (1u << a)) && p->topo.dims[a] >= 2) {
             sumf += p->topo.wrap[a] ? 1 : 0.5;
-            d++;
         }
-    }
-    if (d == 0) {
-        return 1;
     }
     starts = (double)(p->group - 1) * chunks / (2.0 * d) * p->link.msg_cost;
     bw = (double)(p->group - 1) / p->group * (double)p->shard * p->group / (p->link.ici_bw * sumf);
-    return starts <= bw;
+    return starts > bw;
 }
 
-/* Is depth number 'c' of the choices worth building?  The first always is. */
+/*
+ * Is depth number 'c' of the choices worth building?  The first is, but for the
+ * tree when the cost model chooses (not named): neither it nor a deeper one when
+ * start-bound, nor past TPU_SELECT_TREE_FIRST flows (TPU_SELECT_TREE_FLOWS for a
+ * deeper one).
+ */
 static int depth_worth_trying(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int c, int chunks)
 {
-    if (c > 0 && strcmp(algo->name, "tree") == 0 &&
-        (tree_flows(p, algo, chunks) > TPU_SELECT_TREE_FLOWS ||
-         !tree_not_start_bound(p, algo, chunks))) {
+    if (strcmp(algo->name, "tree") == 0 && (c > 0 || p->desc.algo[0] == '\0') &&
+        (tree_start_bound(p, chunks) ||
+         tree_flows(p, algo, chunks) > (c > 0 ? TPU_SELECT_TREE_FLOWS : TPU_SELECT_TREE_FIRST))) {
         return 0;
     }
     /* DCN stages are not pipelined (allgather_torus.c): one depth is enough. */
@@ -373,7 +370,8 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
     }
     for (i = 0; i < tpu__nalgos && status == TPU_OK; i++) {
         const tpu_algo_t *algo = &tpu__algos[i];
-        int nchoices = algo->pipelined && desc->chunks == 0 ? NCHOICES : 1;
+        int nchoices = algo->pipelined && desc->chunks == 0 ? NCHOICES : 1,
+            three = ici_axes(p) == 3;
         double depth_best[NCHOICES];
 
         for (c = 0; c < NCHOICES; c++) {
@@ -397,10 +395,7 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
             int nfine = refine_count(p, nsplit, chunks);
             candidate_t *cd;
 
-            if (!depth_worth_trying(p, algo, c, chunks) ||
-                (c == 0 && desc->algo[0] == '\0' && strcmp(algo->name, "tree") == 0 &&
-                 (!tree_not_start_bound(p, algo, chunks) ||
-                  tree_flows(p, algo, chunks) > TPU_SELECT_TREE_FIRST))) {
+            if (!depth_worth_trying(p, algo, c, chunks)) {
                 break;
             }
             /* One more chunk depth only until one made it slower: the time over depth
@@ -411,7 +406,7 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
             }
             for (s = 0; s < nsplit + nfine && ncand < TPU_SELECT_MAX_CAND; s++) {
                 cd = &cand[ncand];
-                cd->split = split_at(cand, first, ncand, s, nsplit, three_axes(p));
+                cd->split = split_at(cand, first, ncand, s, nsplit, three);
                 if (cd->split < 0) {
                     continue;
                 }

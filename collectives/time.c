@@ -167,18 +167,24 @@ void tpu__timing_report(const tpu_timing_t *t)
     }
 }
 
-static double ready_of(const tpu_timing_t *t, const tpu_sched_t *sc, const tpu_flow_t *f)
+/*
+ * When flow f may start, from the flows it depends on: the latest of their bytes
+ * (or the barrier's floor), returned, and the longest of their chains into
+ * '*chain_p' (at least the barrier's floor).
+ */
+static double ready_of(const tpu_timing_t *t, const tpu_sched_t *sc, const tpu_flow_t *f,
+                       double *chain_p)
 {
-    double ready = 0;
+    double ready = t->floor_links, chain = t->floor_chain;
     int32_t k;
 
     for (k = 0; k < f->ndeps; k++) {
-        double a = t->links[sc->deps[f->dep_first + k]];
+        int32_t d = sc->deps[f->dep_first + k];
 
-        if (a > ready) {
-            ready = a;
-        }
+        ready = t->links[d] > ready ? t->links[d] : ready;
+        chain = t->chain[d] > chain ? t->chain[d] : chain;
     }
+    *chain_p = chain;
     return ready;
 }
 
@@ -271,17 +277,7 @@ tpu_status_t tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps)
             t->floor_chain = t->chain_max;
         }
         for (i = first; i < last; i++) {
-            const tpu_flow_t *f = &sc->flows[i];
-            double c = t->floor_chain, r = ready_of(t, sc, f);
-            int32_t k;
-
-            t->start[i - first] = r > t->floor_links ? r : t->floor_links;
-            for (k = 0; k < f->ndeps; k++) {
-                double d = t->chain[sc->deps[f->dep_first + k]];
-
-                c = d > c ? d : c;
-            }
-            t->off[i - first] = c;
+            t->start[i - first] = ready_of(t, sc, &sc->flows[i], &t->off[i - first]);
         }
         if (tpu__linkmodel_step(&t->lm, &sc->flows[first], last - first, t->start, &t->links[first],
                                 t->lat, t->off) != TPU_OK) {

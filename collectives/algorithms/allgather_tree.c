@@ -84,7 +84,9 @@ typedef struct tree_ctx {
 } tree_ctx_t;
 
 /* Member j of chip u's group: u's coordinates off the collective's axes, j's digits
- * on them (the last axis fastest, as tpu_topo_group_member()). */
+ * on them (the last axis fastest): tpu_topo_group_member() on the table of
+ * coordinates, which the schedule's G lookups per sender read instead of
+ * computing them again. */
 static int member(const tree_ctx_t *t, int u, int j)
 {
     const tpu_topo_t *topo = t->topo;
@@ -98,22 +100,6 @@ static int member(const tree_ctx_t *t, int u, int j)
         }
     }
     return tpu_topo_chip(topo, tpu_topo_slice_of(topo, u), c);
-}
-
-/* The chip of slice 's' at coordinates c moved by 'dir' along 'axis' (wrapping); -1
- * off an open end. */
-static int step_chip(const tpu_topo_t *topo, int s, const int *c, int axis, int dir)
-{
-    int cc[TPU_MAX_AXES], n = topo->dims[axis];
-
-    memcpy(cc, c, sizeof(cc));
-    cc[axis] += dir;
-    if (topo->wrap[axis]) {
-        cc[axis] = (cc[axis] + n) % n;
-    } else if (cc[axis] < 0 || cc[axis] >= n) {
-        return -1;
-    }
-    return tpu_topo_chip(topo, s, cc);
 }
 
 /*
@@ -130,7 +116,7 @@ static int place(const tree_ctx_t *t, int u, int o, child_t *ch, int *depth_p, i
 {
     const tpu_topo_t *topo = t->topo;
     int cu[TPU_MAX_AXES], co[TPU_MAX_AXES], k[TPU_MAX_AXES], j, J = -1, n_ch = 0, depth = 0;
-    int anti = 0, second = t->elems / 2 > 0, su = tpu_topo_slice_of(topo, u);
+    int anti = 0, second = t->elems / 2 > 0;
 
     memcpy(cu, t->xyz + (size_t)u * TPU_MAX_AXES, sizeof(cu));
     memcpy(co, t->xyz + (size_t)o * TPU_MAX_AXES, sizeof(co));
@@ -160,14 +146,14 @@ static int place(const tree_ctx_t *t, int u, int o, child_t *ch, int *depth_p, i
 
             if (anti) {
                 /* Both halves: the first came the + way, the second the - way. */
-                par[(*npar)++] = step_chip(topo, su, cu, a, -1);
+                par[(*npar)++] = tpu_topo_neighbor(topo, u, a, -1);
                 par[(*npar)++] = 1;
                 if (second) {
-                    par[(*npar)++] = step_chip(topo, su, cu, a, 1);
+                    par[(*npar)++] = tpu_topo_neighbor(topo, u, a, 1);
                     par[(*npar)++] = 2;
                 }
             } else {
-                par[(*npar)++] = step_chip(topo, su, cu, a, -dir);
+                par[(*npar)++] = tpu_topo_neighbor(topo, u, a, -dir);
                 par[(*npar)++] = 0;
             }
         }
@@ -175,7 +161,7 @@ static int place(const tree_ctx_t *t, int u, int o, child_t *ch, int *depth_p, i
     /* On along the axis it came by, unless it is the end of the line or ring. */
     if (J >= 0 && !anti) {
         int a = t->axes[t->ord[J]], n = topo->dims[a], dir = k[J] > 0 ? 1 : -1;
-        int dist = (k[J] < 0 ? -k[J] : k[J]) + 1, v = step_chip(topo, su, cu, a, dir);
+        int dist = (k[J] < 0 ? -k[J] : k[J]) + 1, v = tpu_topo_neighbor(topo, u, a, dir);
         int half = topo->wrap[a] && n % 2 == 0 && dist == n / 2 ? (dir > 0 ? 1 : 2) : 0;
 
         if (v >= 0 && (!topo->wrap[a] || dist <= n / 2) && (half != 2 || second)) {
@@ -189,7 +175,7 @@ static int place(const tree_ctx_t *t, int u, int o, child_t *ch, int *depth_p, i
         int a = t->axes[t->ord[j]], n = topo->dims[a], di;
 
         for (di = 0; di < 2; di++) {
-            int dir = di == 0 ? 1 : -1, v = step_chip(topo, su, cu, a, dir);
+            int dir = di == 0 ? 1 : -1, v = tpu_topo_neighbor(topo, u, a, dir);
             int half = topo->wrap[a] && n == 2 ? (dir > 0 ? 1 : 2) : 0;
 
             if (v >= 0 && (half != 2 || second)) {
@@ -269,17 +255,11 @@ static int64_t flow_index(const tree_ctx_t *t, int w, int u, int o, int h)
 static void block_span(const tree_ctx_t *t, const tpu_layout_t *l, int o, int h, tpu_span_t *span)
 {
     const tpu_algo_args_t *args = t->args;
-    int64_t g = t->gidx[o], w = 0, scale = 1;
     int64_t e = l->sub_len / args->elem, h1 = (e + 1) / 2;
-    int i;
 
-    for (i = 0; i < l->ndigits; i++) {
-        w += ((g / l->gstride[i]) % l->n[i]) * scale;
-        scale *= l->n[i];
-    }
     memset(span, 0, sizeof(*span));
     span->count[0] = span->count[1] = span->count[2] = 1;
-    span->off = span->dst_off = l->base + w * l->sub_len + (h == 2 ? h1 * args->elem : 0);
+    span->off = span->dst_off = tpu__layout_offset(l, t->gidx[o]) + (h == 2 ? h1 * args->elem : 0);
     span->len = h == 0 ? l->sub_len : h == 1 ? h1 * args->elem : (e - h1) * args->elem;
 }
 
@@ -359,13 +339,10 @@ static void choose_senders(tree_ctx_t *t)
 
         if (want && args->local != NULL && !args->local[c]) {
             /* A rank's part: its chips, and the neighbours that send to them. */
-            const int *cc = t->xyz + (size_t)c * TPU_MAX_AXES;
-
             want = 0;
             for (j = 0; j < t->d && !want; j++) {
-                int s = tpu_topo_slice_of(topo, c);
-                int v1 = step_chip(topo, s, cc, t->axes[j], 1);
-                int v2 = step_chip(topo, s, cc, t->axes[j], -1);
+                int v1 = tpu_topo_neighbor(topo, c, t->axes[j], 1);
+                int v2 = tpu_topo_neighbor(topo, c, t->axes[j], -1);
 
                 want = (v1 >= 0 && args->local[v1]) || (v2 >= 0 && args->local[v2]);
             }

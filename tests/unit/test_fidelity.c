@@ -229,7 +229,7 @@ static const fcase_t extra[] = {
     {"E14", "v5e", "16x4", "x", 1, "reduce-scatter", "x,y", 4194304},
     {"E15", "v5e", "16x4", "x", 1, "all-gather", "x,y", 4194304},
     {"E16", "v6e", "16x16", "all", 2, "all-gather", "dcn,x", 33554432},
-    /* fid4's own proxies for unseen cases: snake-ring shapes (one even side, open), odd open
+    /* Our own proxies for unseen cases: snake-ring shapes (one even side, open), odd open
      * grids, mixed and unequal wrapped ones. */
     {"E17", "v5p", "8x2x4", "none", 1, "all-gather", "x,y", 1048576},
     {"E18", "v5e", "2x6", "none", 1, "psum", "x,y", 196608},
@@ -239,7 +239,7 @@ static const fcase_t extra[] = {
     {"E22", "v6e", "8x6", "y", 1, "psum", "x,y", 2359296},
     {"E23", "v5p", "4x6x2", "none", 1, "psum", "x,z", 786432},
     {"E24", "v5e", "16x4", "all", 1, "all-gather", "x,y", 4194304},
-    /* fid5's proxies: mixed wrap over two axes, unequal 3D and mixed shapes. */
+    /* Proxies for mixed wrap over two axes, unequal 3D and mixed shapes. */
     {"E25", "v6e", "8x4", "x", 1, "psum", "x,y", 1048576},
     {"E26", "v5e", "8x6", "x", 1, "psum", "x,y", 2359296},
     {"E27", "v5e", "12x6", "x", 1, "psum", "x,y", 4718592},
@@ -248,14 +248,14 @@ static const fcase_t extra[] = {
     {"E30", "v6e", "6x8", "x", 1, "reduce-scatter", "x,y", 3145728},
     {"E31", "v5p", "8x4x2", "none", 1, "all-gather", "x,y,z", 4194304},
     {"E32", "v5p", "6x2x4", "x", 1, "psum", "x,y,z", 1572864},
-    /* fid6's: a wrapped axis of 2 chips (two links each way, f = 1, as the formula
+    /* A wrapped axis of 2 chips (two links each way, f = 1, as the formula
      * counts it) beside longer axes (where the formula stays reachable:
      * test_pair_bound). */
     {"E33", "v4", "4x6x2", "z", 1, "all-gather", "x,y,z", 6291456},
     {"E34", "v5e", "8x2", "all", 1, "all-gather", "x,y", 4194304},
     {"E35", "v4", "4x6x2", "z", 1, "reduce-scatter", "x,y,z", 6291456},
     {"E36", "v5p", "8x4x2", "z", 1, "all-gather", "x,y,z", 16777216},
-    /* fid8's: blocks of a few KiB over a hundred chips (message starts), a wrapped
+    /* Blocks of a few KiB over a hundred chips (message starts), a wrapped
      * axis of 3, the open and mixed full pod in the mixed regime, equal 3D. */
     {"E37", "v4", "8x4x4", "z", 1, "all-gather", "x,y,z", 1048576},
     {"E38", "v5e", "5x3", "y", 1, "all-gather", "x,y", 17203200},
