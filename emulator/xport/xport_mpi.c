@@ -31,10 +31,14 @@
  * directly (shm_region).  The window is never freed before MPI_Finalize:
  * MPI_Win_free is collective and would wait forever for a stopped rank.
  */
+#include "xport_mpi.h"
+
 #include "tpu/alloc.h"
 #include "tpu/mpi.h"
 
 #include "clock.h"
+#include "xport_mpi_coll.h"
+#include "xport_mpi_shm.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -48,8 +52,6 @@
 /* The largest payload carried in the first message, after the header. */
 #define INLINE_MAX 16384
 #define FIRST_CAP  (sizeof(tpu_msg_hdr_t) + INLINE_MAX)
-/* Shared memory per rank of a node: the executor's pieces are half of it. */
-#define SHM_BYTES ((size_t)8 << 20)
 /* How long the error path waits for a receive that MPI had already matched. */
 #define CANCEL_WAIT_S 1.0
 
@@ -70,35 +72,6 @@ struct tpu_xport_req {
         unsigned char bytes[FIRST_CAP];
     } first; /* the first message: header, then an inline payload */
 };
-
-#define STAGE_POOL 64
-
-typedef struct mpi_xport {
-    tpu_xport_t base;
-    MPI_Comm comm;
-    MPI_Request *many;   /* test_many's array of MPI requests */
-    MPI_Status *many_st; /* and their statuses */
-    int *many_idx;       /* and MPI_Testsome's indices */
-    int many_cap;
-    unsigned char *pool[STAGE_POOL]; /* staging buffers kept for reuse */
-    size_t pool_cap[STAGE_POOL];
-    int npool;
-    tpu_xport_req_t *free_reqs;  /* released requests, for reuse */
-    tpu_xport_req_t *quarantine; /* requests MPI may still write: freed at destroy */
-    double cancel_deadline;      /* the error path's waits end here */
-    int lib_yields;              /* MPI's progress yields the CPU when it finds nothing */
-    /* The exchanges of max_time and gather_sigs: their request (left open when one
-     * timed out, as MPI cannot cancel a collective) and buffers that outlive it. */
-    MPI_Request coll;
-    tpu_call_sig_t *sigs_in, *sigs_out;
-    double dbl[2];
-    /* Shared memory of the node's ranks: the window, and every chip's region (NULL
-     * off this node); NULL when there is none. */
-    MPI_Comm node;
-    MPI_Win win;
-    void **shm;
-    size_t shm_bytes;
-} mpi_xport_t;
 
 /* A staging buffer of at least 'bytes' from the pool (or new). */
 static unsigned char *stage_get(mpi_xport_t *mx, size_t bytes, size_t *cap_p)
@@ -184,7 +157,7 @@ static void region_copy(const tpu_region_t *r, unsigned char *flat, int pack)
     }
 }
 
-static tpu_status_t mpi_fail(tpu_xport_t *x, const char *what, int rc)
+tpu_status_t tpu__xport_mpi_fail(tpu_xport_t *x, const char *what, int rc)
 {
     char text[MPI_MAX_ERROR_STRING];
     int len = 0;
@@ -276,7 +249,7 @@ static tpu_status_t mpi_isend(tpu_xport_t *x, int src, int dst, int tag, const t
                        dst, tag, mx->comm, &req->req[0]);
         if (rc != MPI_SUCCESS) {
             req_put(mx, req);
-            return mpi_fail(x, "MPI_Isend", rc);
+            return tpu__xport_mpi_fail(x, "MPI_Isend", rc);
         }
         *req_p = req;
         return TPU_OK;
@@ -303,12 +276,12 @@ static tpu_status_t mpi_isend(tpu_xport_t *x, int src, int dst, int tag, const t
                 /* The header went out alone: let it complete, keep the request. */
                 req->next = mx->quarantine;
                 mx->quarantine = req;
-                return mpi_fail(x, "MPI_Isend", rc);
+                return tpu__xport_mpi_fail(x, "MPI_Isend", rc);
             }
         }
         if (rc != MPI_SUCCESS) {
             req_put(mx, req);
-            return mpi_fail(x, "MPI_Isend", rc);
+            return tpu__xport_mpi_fail(x, "MPI_Isend", rc);
         }
     }
     *req_p = req;
@@ -336,7 +309,7 @@ static tpu_status_t mpi_irecv(tpu_xport_t *x, int dst, int src, int tag, tpu_msg
     rc = MPI_Irecv(req->first.bytes, (int)FIRST_CAP, MPI_BYTE, src, tag, mx->comm, &req->req[0]);
     if (rc != MPI_SUCCESS) {
         req_put(mx, req);
-        return mpi_fail(x, "MPI_Irecv", rc);
+        return tpu__xport_mpi_fail(x, "MPI_Irecv", rc);
     }
     *req_p = req;
     return TPU_OK;
@@ -392,7 +365,7 @@ static tpu_status_t recv_first(mpi_xport_t *mx, tpu_xport_req_t *req, const MPI_
             buf = req->stage;
         }
         rc = payload_start(mx, 1, buf, declared, req->peer, req->tag + 1, &req->req[1]);
-        return rc == MPI_SUCCESS ? TPU_OK : mpi_fail(x, "MPI_Irecv", rc);
+        return rc == MPI_SUCCESS ? TPU_OK : tpu__xport_mpi_fail(x, "MPI_Irecv", rc);
     }
 }
 
@@ -459,7 +432,7 @@ static tpu_status_t mpi_test_many(tpu_xport_t *x, tpu_xport_req_t **reqs, int n)
         }
     }
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
-        return mpi_fail(x, "MPI_Testsome", rc);
+        return tpu__xport_mpi_fail(x, "MPI_Testsome", rc);
     }
     for (k = 0; outcount != MPI_UNDEFINED && k < outcount; k++) {
         int j = mx->many_idx[k];
@@ -468,10 +441,10 @@ static tpu_status_t mpi_test_many(tpu_xport_t *x, tpu_xport_req_t **reqs, int n)
         tpu_status_t s = TPU_OK;
 
         if (e != MPI_SUCCESS) {
-            s = mpi_fail(x,
-                         "message failed (a size mismatch means the chips run different "
-                         "collectives)",
-                         e);
+            s = tpu__xport_mpi_fail(x,
+                                    "message failed (a size mismatch means the chips run different "
+                                    "collectives)",
+                                    e);
         } else if (j % 2 == 0 && req->is_recv) {
             s = recv_first(mx, req, &mx->many_st[k]);
         }
@@ -544,7 +517,7 @@ static void mpi_cancel(tpu_xport_t *x, tpu_xport_req_t *req)
     mx->quarantine = req;
 }
 
-static void mpi_idle(tpu_xport_t *x, int rounds)
+void tpu__xport_mpi_idle(tpu_xport_t *x, int rounds)
 {
     struct timespec ts = {0, 0};
 
@@ -561,117 +534,10 @@ static void mpi_idle(tpu_xport_t *x, int rounds)
     nanosleep(&ts, NULL);
 }
 
-/*
- * Wait for the exchange open in mx->coll as 'w' says: polled, calling the
- * caller's hook, backing off as mpi_idle does.  Past the timeout the request is
- * left open (MPI cannot cancel a collective) with the buffers it writes, which
- * belong to the transport: the caller ends the job, and every later exchange
- * fails at once.
- */
-static tpu_status_t wait_coll(mpi_xport_t *mx, const char *what, const tpu_xport_wait_t *w)
-{
-    double t0 = tpu__now_s();
-    int flag = 0, rounds = 0, rc;
-
-    for (;;) {
-        rc = MPI_Test(&mx->coll, &flag, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) {
-            mx->coll = MPI_REQUEST_NULL;
-            return mpi_fail(&mx->base, what, rc);
-        }
-        if (flag) {
-            return TPU_OK;
-        }
-        if (w != NULL && w->timeout_s > 0 && tpu__now_s() - t0 > w->timeout_s) {
-            snprintf(mx->base.msg, sizeof(mx->base.msg),
-                     "%s did not complete within %g s: a chip is behind", what, w->timeout_s);
-            return TPU_ERR_TIMEOUT;
-        }
-        if (w != NULL && w->on_wait != NULL) {
-            w->on_wait(w->on_wait_arg, -1);
-        }
-        mpi_idle(&mx->base, rounds++);
-    }
-}
-
-/* May an exchange start?  Not while one that timed out is still open. */
-static tpu_status_t coll_ready(mpi_xport_t *mx)
-{
-    int flag = 1;
-
-    if (mx->coll != MPI_REQUEST_NULL) {
-        MPI_Test(&mx->coll, &flag, MPI_STATUS_IGNORE);
-    }
-    if (!flag) {
-        snprintf(mx->base.msg, sizeof(mx->base.msg),
-                 "an earlier exchange of the chips timed out and is still open");
-        return TPU_ERR_TIMEOUT;
-    }
-    return TPU_OK;
-}
-
-static tpu_status_t mpi_max_time(tpu_xport_t *x, double local, double *max_p,
-                                 const tpu_xport_wait_t *w)
-{
-    mpi_xport_t *mx = (mpi_xport_t *)x;
-    tpu_status_t status = coll_ready(mx);
-    int rc;
-
-    if (status != TPU_OK) {
-        return status;
-    }
-    mx->dbl[0] = local;
-    rc = MPI_Iallreduce(&mx->dbl[0], &mx->dbl[1], 1, MPI_DOUBLE, MPI_MAX, mx->comm, &mx->coll);
-    if (rc != MPI_SUCCESS) {
-        mx->coll = MPI_REQUEST_NULL;
-        return mpi_fail(x, "MPI_Iallreduce", rc);
-    }
-    status = wait_coll(mx, "the max of the chips' clocks (MPI_Iallreduce)", w);
-    if (status == TPU_OK) {
-        *max_p = mx->dbl[1];
-    }
-    return status;
-}
-
-static tpu_status_t mpi_gather_sigs(tpu_xport_t *x, const tpu_call_sig_t *mine, tpu_call_sig_t *all,
-                                    const tpu_xport_wait_t *w)
-{
-    mpi_xport_t *mx = (mpi_xport_t *)x;
-    tpu_status_t status = coll_ready(mx);
-    int rc;
-
-    if (status != TPU_OK) {
-        return status;
-    }
-    if (mx->sigs_out == NULL) {
-        mx->sigs_in = tpu__malloc(sizeof(*mx->sigs_in));
-        mx->sigs_out = tpu__malloc((size_t)x->nchips * sizeof(*mx->sigs_out));
-        if (mx->sigs_in == NULL || mx->sigs_out == NULL) {
-            tpu__free(mx->sigs_in);
-            tpu__free(mx->sigs_out);
-            mx->sigs_in = mx->sigs_out = NULL;
-            snprintf(x->msg, sizeof(x->msg), "out of memory for the calls of %d chips", x->nchips);
-            return TPU_ERR_NO_MEMORY;
-        }
-    }
-    *mx->sigs_in = *mine;
-    rc = MPI_Iallgather(mx->sigs_in, (int)sizeof(*mine), MPI_BYTE, mx->sigs_out, (int)sizeof(*mine),
-                        MPI_BYTE, mx->comm, &mx->coll);
-    if (rc != MPI_SUCCESS) {
-        mx->coll = MPI_REQUEST_NULL;
-        return mpi_fail(x, "MPI_Iallgather", rc);
-    }
-    status = wait_coll(mx, "the comparison of the chips' calls (MPI_Iallgather)", w);
-    if (status == TPU_OK) {
-        memcpy(all, mx->sigs_out, (size_t)x->nchips * sizeof(*all));
-    }
-    return status;
-}
-
 static void mpi_destroy(tpu_xport_t *x)
 {
     mpi_xport_t *mx = (mpi_xport_t *)x;
-    int open = coll_ready(mx) != TPU_OK;
+    int open = tpu__xport_mpi_coll_ready(mx) != TPU_OK;
 
     while (mx->npool > 0) {
         tpu__free(mx->pool[--mx->npool]);
@@ -702,100 +568,6 @@ static void mpi_destroy(tpu_xport_t *x)
     if (!open) {
         tpu__free(mx); /* else MPI may still write its buffers: kept to the end of the process */
     }
-}
-
-static void *mpi_shm_region(tpu_xport_t *x, int chip, size_t *bytes_p)
-{
-    mpi_xport_t *mx = (mpi_xport_t *)x;
-
-    *bytes_p = mx->shm_bytes;
-    return mx->shm != NULL && chip >= 0 && chip < x->nchips ? mx->shm[chip] : NULL;
-}
-
-/*
- * The node's shared window, when every rank of the node wants one and has it
- * (agreed first, as allocating is collective over the node).  Collective over
- * the transport's communicator.  Without it (a failure, TPUEMU_HOST_SHM=0, one
- * rank on the node) the transport has no shared memory: never an error.
- */
-static void shm_create(mpi_xport_t *mx)
-{
-    const char *on = getenv("TPUEMU_HOST_SHM"), *sz = getenv("TPUEMU_HOST_SHM_BYTES");
-    long long want[2], all[2];
-    int nnode = 0, ok, all_ok = 0, r, *node_ranks = NULL, *ranks = NULL;
-    MPI_Group gnode, gcomm;
-    MPI_Info info;
-    void *base = NULL;
-
-    mx->node = MPI_COMM_NULL;
-    mx->win = MPI_WIN_NULL;
-    if (MPI_Comm_split_type(mx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &mx->node) !=
-        MPI_SUCCESS) {
-        mx->node = MPI_COMM_NULL;
-        return;
-    }
-    MPI_Comm_set_errhandler(mx->node, MPI_ERRORS_RETURN);
-    MPI_Comm_size(mx->node, &nnode);
-    /* Every rank of the node: on, and the smallest region asked for (at least 64 KiB). */
-    want[0] = on == NULL || strcmp(on, "0") != 0;
-    want[1] = sz != NULL && atoll(sz) >= 65536 ? atoll(sz) : (long long)SHM_BYTES;
-    if (MPI_Allreduce(want, all, 2, MPI_LONG_LONG, MPI_MIN, mx->node) != MPI_SUCCESS || !all[0] ||
-        nnode < 2) {
-        return;
-    }
-    mx->shm_bytes = (size_t)all[1] & ~(size_t)63;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "alloc_shared_noncontig", "true");
-    /* 64 bytes more: Open MPI's segments are 8-byte aligned (and their sizes rounded
-     * up to pages); each region starts at
-     * its segment's first 64-byte boundary. */
-    ok = MPI_Win_allocate_shared((MPI_Aint)(mx->shm_bytes + 64), 64, info, mx->node, &base,
-                                 &mx->win) == MPI_SUCCESS;
-    MPI_Info_free(&info);
-    if (!ok) {
-        mx->win = MPI_WIN_NULL;
-    }
-    mx->shm = tpu__calloc((size_t)mx->base.nchips, sizeof(void *));
-    node_ranks = tpu__malloc((size_t)nnode * sizeof(int));
-    ranks = tpu__malloc((size_t)nnode * sizeof(int));
-    ok = ok && mx->shm != NULL && node_ranks != NULL && ranks != NULL;
-    if (ok) {
-        MPI_Comm_group(mx->node, &gnode);
-        MPI_Comm_group(mx->comm, &gcomm);
-        for (r = 0; r < nnode; r++) {
-            node_ranks[r] = r;
-        }
-        ok = MPI_Group_translate_ranks(gnode, nnode, node_ranks, gcomm, ranks) == MPI_SUCCESS;
-        MPI_Group_free(&gnode);
-        MPI_Group_free(&gcomm);
-    }
-    for (r = 0; r < nnode && ok; r++) {
-        MPI_Aint bytes = 0;
-        int disp = 0;
-        void *p = NULL;
-
-        ok = MPI_Win_shared_query(mx->win, r, &bytes, &disp, &p) == MPI_SUCCESS &&
-             (size_t)bytes >= mx->shm_bytes + 64 && ranks[r] >= 0 && ranks[r] < mx->base.nchips;
-        if (ok) {
-            mx->shm[ranks[r]] = (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
-        }
-    }
-    if (ok) {
-        /* The control blocks only (shm_psum.c: 512 bytes and an int32 per chip): the
-         * data areas are written before they are read, and untouched pages cost no
-         * memory. */
-        size_t ctl = 64 + 512 + 4 * (size_t)mx->base.nchips + 64;
-
-        memset(base, 0, ctl < mx->shm_bytes + 64 ? ctl : mx->shm_bytes + 64);
-    }
-    /* Every region zeroed before anyone reads it; and all of the node or none. */
-    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, mx->node) != MPI_SUCCESS || !all_ok) {
-        tpu__free(mx->shm);
-        mx->shm = NULL;
-        mx->shm_bytes = 0;
-    }
-    tpu__free(node_ranks);
-    tpu__free(ranks);
 }
 
 /*
@@ -831,11 +603,11 @@ static const tpu_xport_ops_t mpi_ops = {
     .test = mpi_test,
     .test_many = mpi_test_many,
     .cancel = mpi_cancel,
-    .idle = mpi_idle,
-    .max_time = mpi_max_time,
-    .gather_sigs = mpi_gather_sigs,
+    .idle = tpu__xport_mpi_idle,
+    .max_time = tpu__xport_mpi_max_time,
+    .gather_sigs = tpu__xport_mpi_gather_sigs,
     .destroy = mpi_destroy,
-    .shm_region = mpi_shm_region,
+    .shm_region = tpu__xport_mpi_shm_region,
 };
 
 tpu_status_t tpu_xport_mpi_create(MPI_Comm comm, tpu_xport_t **x_p, tpu_err_t *err)
@@ -867,7 +639,7 @@ tpu_status_t tpu_xport_mpi_create(MPI_Comm comm, tpu_xport_t **x_p, tpu_err_t *e
     mx->base.local_chips[0] = rank;
     mx->base.moves_data = 1;
     mx->lib_yields = lib_yields_when_idle();
-    shm_create(mx);
+    tpu__xport_mpi_shm_create(mx);
     {
         int *ub = NULL, flag = 0;
 
