@@ -9,38 +9,14 @@
 #include "placement.h"
 #include "report.h"
 #include "sink.h"
+#include "watch.h"
+#include "watch_agree.h"
+#include "watch_guard.h"
+#include "watch_monitor.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
-
-/* Progress messages a rank may have in flight to rank 0 (see watch.c). */
-#define TPU_JOB_RING 64
-/* Options compared across ranks at start. */
-#define TPU_JOB_NOPTS 32
-
-/* Whom a rank waits for, besides a chip number (see watch.c). */
-#define TPU_JOB_WAIT_NONE (-1) /* not waiting: busy, or it has not said yet */
-#define TPU_JOB_WAIT_ALL  (-2) /* in a wait of the whole job (barrier, reduction) */
-
-/* Rank 0's view of one rank, from its progress messages. */
-typedef struct tpu_job_peer {
-    uint64_t seen;     /* the last sync point it entered */
-    uint64_t waits_at; /* the point at which it said whom it waits for */
-    int waits;         /* that world rank, or TPU_JOB_WAIT_* */
-    double heard;      /* when rank 0 last heard from it (tpu__now_s) */
-} tpu_job_peer_t;
-
-/*
- * The world rank the job waits for at sync point 'point': of the ranks that have
- * not reached it, follow whom each waits for (a silent rank, or one that waits
- * for nobody, ends a chain) and take the rank most chains end at; ties go to the
- * one silent longest, then the one furthest back.  '*waiters_p' gets how many
- * ranks behind lead to it (itself included).  -1 when every rank reached it.
- * Pure: 'now' is the clock, 'silent_s' how long a rank may be quiet while alive.
- */
-int tpu__job_behind(const tpu_job_peer_t *peers, int n, uint64_t point, double now, double silent_s,
-                    int *waiters_p);
 
 typedef struct tpu_job {
     tpu_pod_t *pod;
@@ -105,65 +81,7 @@ int tpu_job_report_open(tpu_job_t *job, const tpu_opts_t *o, const char *cmd, tp
 int tpu_job_report_close(tpu_job_t *job, tpu_report_t *rep);
 /* Destroy the transport, MPI_Finalize, and return 'code'. */
 int tpu_job_end(tpu_job_t *job, int code);
-/* A failure one rank found that the others may not see: print it, abort the job. */
-void tpu_job_abort(tpu_job_t *job, const char *msg);
 
-/* ---- liveness (watch.c) ---- */
-/* The world rank from the launcher's environment (before MPI_Init); -1 unknown. */
-int tpu_job_env_rank(void);
-/* The lowest rank of 'comm' with 'failed' set, or -1.  Collective. */
-int tpu_job_agree(MPI_Comm comm, int failed);
-/*
- * Compare the options that change the sequence of calls across MPI_COMM_WORLD.
- * Returns 0 when they agree; else writes the message naming the option and both
- * values and returns 1 on the rank that prints it, 2 on the others.
- */
-int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len);
-/* The same for 'n' named values (NULL: not given) of a command's own flags. */
-int tpu_job_agree_values(int n, const char *const *names, const char *const *vals, char *msg,
-                         size_t len);
-/* A collective failed: abort with its message, or for a timeout find the chip behind. */
-void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err);
-/* Enter the next sync point (tells rank 0). */
-void tpu_job_progress(tpu_job_t *job);
-/* A tpu_coll_run_opts_t on_wait hook ('arg' is the job): tells rank 0, at most
- * every heartbeat, which chip this rank waits for inside a collective. */
-void tpu_job_on_wait(void *arg, int chip);
-/* Wait for 'req' with the watchdog; 'what' names the wait in messages. */
-void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what);
-/* Barrier, allreduce, broadcast and gather (of bytes) over job->comm, with the watchdog. */
-void tpu_job_barrier(tpu_job_t *job, const char *what);
-void tpu_job_allreduce(tpu_job_t *job, const void *in, void *out, int count, MPI_Datatype type,
-                       MPI_Op op, const char *what);
-void tpu_job_bcast(tpu_job_t *job, void *buf, int count, MPI_Datatype type, int root,
-                   const char *what);
-void tpu_job_allgather(tpu_job_t *job, const void *in, int count, void *out, const char *what);
-void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int root,
-                    const char *what);
-/* The dead-rank monitor: fork it before MPI_Init (rank 0 only), start it once the pod is
- * known, stop it before MPI_Finalize. */
-/*
- * Guard a wait that cannot go through tpu_job_wait (the host MPI's own blocking
- * collective timed by bench --compare-mpi, the start-up agreements): if it has
- * not ended 'seconds' from now (plus the grace of a rank other than 0), a timer
- * thread names the chip behind when it can (rank 0: a stopped rank of its node),
- * else this chip and 'what', and ends the job.  Costs a syscall to arm and one
- * to disarm, nothing while the wait runs.
- */
-void tpu_job_guard_arm(tpu_job_t *job, double seconds, const char *what);
-void tpu_job_guard_disarm(tpu_job_t *job);
-/* Tests only: 1 when the environment's TPUEMU_TEST_NOMEM is 'where', the name of an
- * allocation of launch/ that then fails as if the host were out of memory (a path
- * no test could reach otherwise). */
-int tpu_job_test_nomem(const char *where);
-void tpu_job_monitor_fork(tpu_job_t *job);
-/* Collective over the world: -1 on every rank when rank 0 had no memory for the
- * monitor's tables (nothing printed), else 0. */
-int tpu_job_monitor_start(tpu_job_t *job);
-void tpu_job_monitor_stop(tpu_job_t *job);
-/* After MPI_Finalize: SIGTERM ends this process again without leaving the file that
- * tells the monitor the runtime ended it (the monitor has gone). */
-void tpu_job_monitor_forget_term(void);
 /* Refuse a bad command line in an MPI job: the lowest failing rank prints 'msg'
  * ('msg' NULL on ranks that parsed it); returns TPU_EXIT_USAGE. */
 int tpu_job_refuse(const char *msg, int *argc, char ***argv);
