@@ -19,7 +19,10 @@ status=0
 for t in "${targets[@]}"; do
     case $t in
     shape) src=() ;;
-    size | yaml) src=("$root/launch/config/config_yaml.c" "$root/common/file.c" "$root/topology/fault.c" "${chip[@]}") ;;
+    size | yaml)
+        src=("$root"/launch/config/config_{yaml,schema,walk,sections}.c "$root/common/file.c"
+            "$root/topology/fault.c" "${chip[@]}")
+        ;;
     mesh) src=("$root/topology/mesh.c" "$root/topology/groups.c") ;;
     coords) src=("$root/launch/coords.c") ;;
     *) echo "unknown target '$t'" >&2; exit 2 ;;
