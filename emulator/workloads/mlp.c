@@ -1,6 +1,10 @@
 /*
- * The MLP training step, sharded over a mesh data x model (see include/tpu/mlp.h
- * for the model, the strategies and the random numbers).
+ * The MLP training workload, sharded over a mesh data x model (see
+ * include/tpu/mlp.h for the model, the strategies and the random numbers): the
+ * model's spec and parameters, its random numbers, creating it with each chip's
+ * weights, and gathering them back.  The step is mlp_step.c's, the costs of a
+ * chip mlp_cost.c's, the collectives over the mesh mlp_comm.c's.  What follows
+ * describes all of it.
  *
  * What each chip holds, for mesh index (d, m), H' = H / M, b = batch / D:
  *
@@ -70,67 +74,18 @@
 #include "tpu/mlp.h"
 
 #include "tpu/alloc.h"
-#include "tpu/dtype.h"
 #include "tpu/hbm.h"
-#include "tpu/mxu.h"
-#include "tpu/roofline.h"
 #include "tpu/vmem.h"
-#include "tpu/vpu.h"
 
 #include "chip_internal.h"
 #include "mlp_comm.h"
+#include "mlp_cost.h"
+#include "mlp_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define NIN  TPU_MLP_IN
-#define NOUT TPU_MLP_OUT
-
-/* Random streams. */
-#define S_W1      1
-#define S_W2      2
-#define S_W3      3
-#define S_TEACHER 100
-#define S_X       200
-
-typedef struct chip_st {
-    int chip, d, m;
-    tpu_hbm_t *hbm;
-    float *unit[3];  /* the chip's parameters (fsdp: only while gathered) */
-    float *shard[3]; /* fsdp: the chip's piece of each unit */
-} chip_st_t;
-
-/* The arrays of one step on one chip. */
-typedef struct act {
-    float *x;
-    int32_t *y;
-    float *z1, *h1, *z2p, *z2, *h2, *lg, *dh2, *dh1;
-    float *grad[3], *gsum[3];
-    float *loss_in, *loss_out;
-} act_t;
-
-struct tpu_mlp {
-    tpu_mlp_spec_t spec;
-    tpu_chip_spec_t chip;
-    double pace; /* the slowest chip's speed (tpu/fault.h): it paces every step's compute */
-    const tpu_topo_t *topo;
-    mlp_comm_t comm;
-    tpu_vmem_t *vmem; /* one executor serves every local chip (one thread) */
-    tpu_mlp_strategy_t strat;
-    int fsdp;
-    int D, M;
-    int64_t H, Hm, b;
-    int64_t ucount[3], ulen[3];
-    int nlocal;
-    chip_st_t *chips;
-    act_t *act;
-    float *teacher;
-    /* The step's timeline (local chip 0). */
-    double t_compute, t_comm, done[6]; /* async collectives: grads 0-2, gathers 3-5 */
-    const char *section;               /* the part of the step that runs, for its ops */
-    tpu_mlp_report_t *rep;
-};
 
 static const char *const strategy_names[TPU_MLP_STRATEGY_COUNT] = {"auto", "dp", "tp", "dp_tp",
                                                                    "fsdp"};
@@ -231,7 +186,7 @@ static uint64_t splitmix64(uint64_t z)
 }
 
 /* Element 'i' of stream 's': a standard normal (Box-Muller). */
-static float rnd_normal(uint64_t seed, uint64_t s, uint64_t i)
+float tpu__mlp_rnd_normal(uint64_t seed, uint64_t s, uint64_t i)
 {
     uint64_t key = splitmix64(seed ^ splitmix64(s));
     uint64_t a = splitmix64(key ^ (2 * i)), c = splitmix64(key ^ (2 * i + 1));
@@ -239,209 +194,6 @@ static float rnd_normal(uint64_t seed, uint64_t s, uint64_t i)
     double u2 = (double)(c >> 11) * 0x1.0p-53;         /* [0, 1) */
 
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
-/* ---- HBM, costs ---- */
-
-static tpu_status_t hbm_get(tpu_mlp_t *mlp, chip_st_t *c, int64_t count, size_t elem, void **p_p,
-                            tpu_err_t *err)
-{
-    uint64_t bytes = (uint64_t)count * elem;
-
-    if (mlp->spec.model_only) {
-        *p_p = NULL;
-        return tpu_hbm_reserve(c->hbm, bytes, err);
-    }
-    return tpu_hbm_alloc(c->hbm, bytes, p_p, err);
-}
-
-static void hbm_put(tpu_mlp_t *mlp, chip_st_t *c, void *p, int64_t count, size_t elem)
-{
-    if (mlp->spec.model_only) {
-        tpu_hbm_unreserve(c->hbm, (uint64_t)count * elem);
-    } else {
-        tpu_hbm_free(c->hbm, p);
-    }
-}
-
-/*
- * Add 'us' of compute on local chip 'i' (only chip 0 keeps the books), named
- * 'what' in the section of the step that runs ('mlp->section') on the timeline.
- */
-static void charge(tpu_mlp_t *mlp, int i, double us, const char *what)
-{
-    tpu_mlp_report_t *r = mlp->rep;
-
-    us /= mlp->pace; /* a slow chip (faults) paces its compute */
-    if (i != 0 || r == NULL) {
-        return;
-    }
-    if (r->nops < TPU_MLP_MAX_OPS) {
-        tpu_mlp_op_t *op = &r->ops[r->nops++];
-
-        snprintf(op->what, sizeof(op->what), "%s: %s", mlp->section, what);
-        op->start_us = mlp->t_compute;
-        op->dur_us = us;
-    }
-    r->compute_us += us;
-    mlp->t_compute += us;
-}
-
-static tpu_status_t vpu_cost(tpu_mlp_t *mlp, int i, tpu_vpu_op_t op, int64_t rows, int64_t cols,
-                             tpu_err_t *err)
-{
-    tpu_vpu_desc_t d;
-    tpu_roofline_t rl;
-    tpu_status_t status;
-
-    if (i != 0 || rows * cols == 0) {
-        return TPU_OK;
-    }
-    tpu_vpu_desc_init(&d, op, TPU_DTYPE_F32, rows, cols);
-    status = tpu_vpu_roofline(&mlp->chip, &d, &rl, err);
-    if (status == TPU_OK) {
-        charge(mlp, i, rl.modeled_us, tpu_vpu_op_name(op));
-    }
-    return status;
-}
-
-static void transpose(const float *src, int64_t rows, int64_t cols, float *dst)
-{
-    int64_t i0, j0, i, j;
-
-    for (i0 = 0; i0 < rows; i0 += 32) {
-        for (j0 = 0; j0 < cols; j0 += 32) {
-            for (i = i0; i < i0 + 32 && i < rows; i++) {
-                for (j = j0; j < j0 + 32 && j < cols; j++) {
-                    dst[j * rows + i] = src[i * cols + j];
-                }
-            }
-        }
-    }
-}
-
-/*
- * C[m,n] = A @ B on the MXU of local chip 'i', where A is stored [m,k] (or
- * [k,m] with 'ta') and B [k,n] (or [n,k] with 'tb').  bf16: both operands
- * rounded to bf16, f32 accumulation and output.
- */
-static tpu_status_t mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n, const float *A,
-                       int ta, const float *B, int tb, float *C, tpu_err_t *err)
-{
-    tpu_mxu_desc_t d;
-    tpu_roofline_report_t rep;
-    tpu_roofline_t rl;
-    tpu_status_t status;
-    int bf16 = mlp->spec.precision == TPU_MLP_BF16;
-    size_t es = bf16 ? 2 : 4;
-    float *ta_buf = NULL, *tb_buf = NULL;
-    void *a16 = NULL, *b16 = NULL;
-    char what[64];
-    const void *a = A, *b = B;
-
-    if (m == 0 || n == 0 || k == 0) {
-        return TPU_OK;
-    }
-    tpu_mxu_desc_init(&d, m, k, n, bf16 ? TPU_DTYPE_BF16 : TPU_DTYPE_F32);
-    d.out = TPU_DTYPE_F32;
-    snprintf(what, sizeof(what), "matmul %lldx%lldx%lld", (long long)m, (long long)k, (long long)n);
-    if (mlp->spec.model_only) {
-        status = tpu_mxu_roofline(&mlp->chip, &d, &rl, err);
-        if (status == TPU_OK) {
-            charge(mlp, i, rl.modeled_us, what);
-        }
-        return status;
-    }
-    if (ta) {
-        ta_buf = tpu__malloc((size_t)(m * k) * sizeof(float));
-        if (ta_buf == NULL) {
-            status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "mlp: no host memory for a transpose");
-            goto out;
-        }
-        transpose(A, k, m, ta_buf);
-        a = ta_buf;
-    }
-    if (tb) {
-        tb_buf = tpu__malloc((size_t)(k * n) * sizeof(float));
-        if (tb_buf == NULL) {
-            status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "mlp: no host memory for a transpose");
-            goto out;
-        }
-        transpose(B, n, k, tb_buf);
-        b = tb_buf;
-    }
-    if (bf16) {
-        a16 = tpu__malloc((size_t)(m * k) * es);
-        b16 = tpu__malloc((size_t)(k * n) * es);
-        if (a16 == NULL || b16 == NULL) {
-            status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "mlp: no host memory for bf16 operands");
-            goto out;
-        }
-        tpu_dtype_bf16_narrow(a, a16, (size_t)(m * k));
-        tpu_dtype_bf16_narrow(b, b16, (size_t)(k * n));
-        a = a16;
-        b = b16;
-    }
-    status = tpu_mxu_matmul(mlp->vmem, &d, a, b, C, &rep, err);
-    if (status == TPU_OK) {
-        charge(mlp, i, rep.roofline.modeled_us, what);
-    }
-out:
-    tpu__free(ta_buf);
-    tpu__free(tb_buf);
-    tpu__free(a16);
-    tpu__free(b16);
-    return status;
-}
-
-/* ---- collectives, with the timeline ---- */
-
-/*
- * Run a collective over 'axis' on every local chip's in[i] -> out[i] (NULL in
- * model-only mode) and book it.  'unit' >= 0 makes it asynchronous: it starts
- * when both the compute and the links are free, and only the update of that
- * unit waits for it.
- */
-static tpu_status_t coll(tpu_mlp_t *mlp, const char *what, tpu_coll_kind_t kind, int axis,
-                         int64_t count, void **in, void **out, int unit, tpu_err_t *err)
-{
-    tpu_mlp_report_t *rep = mlp->rep;
-    const tpu_coll_plan_t *plan = NULL;
-    char algo[64] = "";
-    double us = 0, start;
-    tpu_status_t status;
-    uint64_t bytes = (uint64_t)count * sizeof(float);
-
-    status = tpu__mlp_comm_run(&mlp->comm, kind, axis, bytes, mlp->spec.model_only ? NULL : in,
-                               mlp->spec.model_only ? NULL : out, &us, algo, &plan, err);
-    if (status != TPU_OK || mlp->comm.size[axis] == 1 || rep == NULL) {
-        return status;
-    }
-    start = mlp->t_compute > mlp->t_comm ? mlp->t_compute : mlp->t_comm;
-    mlp->t_comm = start + us;
-    if (unit < 0) {
-        mlp->t_compute = mlp->t_comm;
-    } else {
-        mlp->done[unit] = mlp->t_comm;
-    }
-    rep->comm_us += us;
-    if (rep->ncoll < TPU_MLP_MAX_COLL) {
-        tpu_mlp_coll_t *c = &rep->coll[rep->ncoll++];
-
-        snprintf(c->what, sizeof(c->what), "%s", what);
-        c->kind = kind;
-        snprintf(c->axis, sizeof(c->axis), "%s", axis == MLP_AXIS_DATA ? "data" : "model");
-        snprintf(c->layout, sizeof(c->layout), "%s", mlp->comm.layout[axis]);
-        snprintf(c->groups, sizeof(c->groups), "%s", mlp->comm.groups[axis]);
-        c->group = mlp->comm.size[axis];
-        c->bytes = bytes;
-        c->modeled_us = us;
-        c->start_us = start;
-        c->plan = plan;
-        c->overlapped = unit >= 0;
-        snprintf(c->algorithm, sizeof(c->algorithm), "%s", algo);
-    }
-    return TPU_OK;
 }
 
 /* ---- parameters ---- */
@@ -460,8 +212,8 @@ static void init_unit(const tpu_mlp_t *mlp, const chip_st_t *c, int u, float *ds
             for (j = 0; j < Hm; j++) {
                 int64_t g = i * H + col0 + j;
 
-                dst[i * Hm + j] =
-                    s->init[0] ? s->init[0][g] : rnd_normal(s->seed, S_W1, (uint64_t)g) * sc;
+                dst[i * Hm + j] = s->init[0] ? s->init[0][g]
+                                             : tpu__mlp_rnd_normal(s->seed, S_W1, (uint64_t)g) * sc;
             }
         }
         for (j = 0; j < Hm && s->init[1]; j++) {
@@ -473,8 +225,8 @@ static void init_unit(const tpu_mlp_t *mlp, const chip_st_t *c, int u, float *ds
             for (j = 0; j < H; j++) {
                 int64_t g = (col0 + i) * H + j;
 
-                dst[i * H + j] =
-                    s->init[2] ? s->init[2][g] : rnd_normal(s->seed, S_W2, (uint64_t)g) * sc;
+                dst[i * H + j] = s->init[2] ? s->init[2][g]
+                                            : tpu__mlp_rnd_normal(s->seed, S_W2, (uint64_t)g) * sc;
             }
         }
         for (j = 0; j < H && s->init[3]; j++) {
@@ -483,7 +235,8 @@ static void init_unit(const tpu_mlp_t *mlp, const chip_st_t *c, int u, float *ds
     } else {
         sc = (float)sqrt(1.0 / (double)H);
         for (i = 0; i < H * NOUT; i++) {
-            dst[i] = s->init[4] ? s->init[4][i] : rnd_normal(s->seed, S_W3, (uint64_t)i) * sc;
+            dst[i] =
+                s->init[4] ? s->init[4][i] : tpu__mlp_rnd_normal(s->seed, S_W3, (uint64_t)i) * sc;
         }
         for (j = 0; j < NOUT && s->init[5]; j++) {
             dst[H * NOUT + j] = s->init[5][j];
@@ -649,8 +402,8 @@ tpu_status_t tpu_mlp_create(const tpu_mlp_spec_t *spec, const tpu_topo_t *topo,
         for (u = 0; u < 3; u++) {
             int64_t n = mlp->fsdp ? mlp->ulen[u] / mlp->D : mlp->ulen[u];
 
-            status = hbm_get(mlp, c, n, sizeof(float),
-                             (void **)(mlp->fsdp ? &c->shard[u] : &c->unit[u]), err);
+            status = tpu__mlp_hbm_get(mlp, c, n, sizeof(float),
+                                      (void **)(mlp->fsdp ? &c->shard[u] : &c->unit[u]), err);
             if (status != TPU_OK) {
                 goto err_free;
             }
@@ -672,7 +425,7 @@ tpu_status_t tpu_mlp_create(const tpu_mlp_spec_t *spec, const tpu_topo_t *topo,
                 goto err_free;
             }
             for (i = 0; i < NIN * NOUT; i++) {
-                mlp->teacher[i] = rnd_normal(spec->seed, S_TEACHER, (uint64_t)i);
+                mlp->teacher[i] = tpu__mlp_rnd_normal(spec->seed, S_TEACHER, (uint64_t)i);
             }
         }
     }
@@ -720,484 +473,6 @@ tpu_mlp_strategy_t tpu_mlp_strategy(const tpu_mlp_t *mlp)
 int64_t tpu_mlp_hidden(const tpu_mlp_t *mlp)
 {
     return mlp->H;
-}
-
-/* ---- the step ---- */
-
-/* The rows of the global batch this chip's data index takes, into a->x and a->y. */
-static void load_batch(const tpu_mlp_t *mlp, const chip_st_t *c, int64_t step, act_t *a)
-{
-    const tpu_mlp_spec_t *s = &mlp->spec;
-    int64_t r, j, k, b = mlp->b;
-
-    if (s->x != NULL) {
-        int64_t nb = s->nrows / s->batch, base = (step % nb) * s->batch + (int64_t)c->d * b;
-
-        memcpy(a->x, s->x + base * NIN, (size_t)(b * NIN) * sizeof(float));
-        memcpy(a->y, s->y + base, (size_t)b * sizeof(int32_t));
-        return;
-    }
-    for (r = 0; r < b; r++) {
-        uint64_t g = (uint64_t)(step * s->batch + (int64_t)c->d * b + r);
-        float *xr = a->x + r * NIN, best = -INFINITY;
-
-        for (j = 0; j < NIN; j++) {
-            xr[j] = rnd_normal(s->seed, S_X, g * NIN + (uint64_t)j);
-        }
-        a->y[r] = 0;
-        for (k = 0; k < NOUT; k++) {
-            float v = 0;
-
-            for (j = 0; j < NIN; j++) {
-                v += xr[j] * mlp->teacher[j * NOUT + k];
-            }
-            if (v > best) {
-                best = v;
-                a->y[r] = (int32_t)k;
-            }
-        }
-    }
-}
-
-/* y[r, :] += bias, then relu if asked. */
-static void bias_act(float *y, const float *bias, int64_t rows, int64_t cols, int relu)
-{
-    int64_t r, j;
-
-    for (r = 0; r < rows; r++) {
-        float *yr = y + r * cols;
-
-        for (j = 0; j < cols; j++) {
-            float v = yr[j] + bias[j];
-
-            yr[j] = relu && v < 0 ? 0 : v;
-        }
-    }
-}
-
-/* out[j] = sum over rows of g[r, j]. */
-static void col_sum(const float *g, int64_t rows, int64_t cols, float *out)
-{
-    int64_t r, j;
-
-    memset(out, 0, (size_t)cols * sizeof(float));
-    for (r = 0; r < rows; r++) {
-        for (j = 0; j < cols; j++) {
-            out[j] += g[r * cols + j];
-        }
-    }
-}
-
-/* g *= (z > 0), the relu's derivative. */
-static void relu_grad(float *g, const float *z, int64_t n)
-{
-    int64_t i;
-
-    for (i = 0; i < n; i++) {
-        if (!(z[i] > 0)) {
-            g[i] = 0;
-        }
-    }
-}
-
-/* fsdp: all-gather unit 'u' over data into each chip's c->unit[u]. */
-static tpu_status_t gather_unit(tpu_mlp_t *mlp, int u, const char *what, int async, void **in,
-                                void **out, tpu_err_t *err)
-{
-    tpu_status_t status;
-    int i;
-
-    for (i = 0; i < mlp->nlocal; i++) {
-        chip_st_t *c = &mlp->chips[i];
-
-        status = hbm_get(mlp, c, mlp->ulen[u], sizeof(float), (void **)&c->unit[u], err);
-        if (status != TPU_OK) {
-            return status;
-        }
-        in[i] = c->shard[u];
-        out[i] = c->unit[u];
-    }
-    return coll(mlp, what, TPU_COLL_ALL_GATHER, MLP_AXIS_DATA, mlp->ulen[u], in, out,
-                async ? 3 + u : -1, err);
-}
-
-/* The compute stream waits for the asynchronous collective in 'slot'. */
-static void wait_slot(tpu_mlp_t *mlp, int slot)
-{
-    if (mlp->t_compute < mlp->done[slot]) {
-        mlp->t_compute = mlp->done[slot];
-    }
-}
-
-static void release_unit(tpu_mlp_t *mlp, int u)
-{
-    int i;
-
-    for (i = 0; i < mlp->nlocal; i++) {
-        hbm_put(mlp, &mlp->chips[i], mlp->chips[i].unit[u], mlp->ulen[u], sizeof(float));
-        mlp->chips[i].unit[u] = NULL;
-    }
-}
-
-/* The gradient collective of unit 'u' (asynchronous). */
-static tpu_status_t sync_grad(tpu_mlp_t *mlp, int u, void **in, void **out, tpu_err_t *err)
-{
-    static const char *const names[3] = {"grad w1,b1", "grad w2,b2", "grad w3,b3"};
-    int64_t n = mlp->fsdp ? mlp->ulen[u] / mlp->D : mlp->ulen[u];
-    tpu_status_t status;
-    int i;
-
-    for (i = 0; i < mlp->nlocal; i++) {
-        act_t *a = &mlp->act[i];
-
-        status = hbm_get(mlp, &mlp->chips[i], n, sizeof(float), (void **)&a->gsum[u], err);
-        if (status != TPU_OK) {
-            return status;
-        }
-        in[i] = a->grad[u];
-        out[i] = a->gsum[u];
-    }
-    return coll(mlp, names[u], mlp->fsdp ? TPU_COLL_REDUCE_SCATTER : TPU_COLL_PSUM, MLP_AXIS_DATA,
-                mlp->ulen[u], in, out, u, err);
-}
-
-/* Free every array of the step still held. */
-static void free_act(tpu_mlp_t *mlp)
-{
-    int i, u;
-
-    for (i = 0; i < mlp->nlocal; i++) {
-        act_t *a = &mlp->act[i];
-        chip_st_t *c = &mlp->chips[i];
-        int64_t b = mlp->b, H = mlp->H, Hm = mlp->Hm;
-
-        hbm_put(mlp, c, a->x, b * NIN, 4);
-        hbm_put(mlp, c, a->y, b, 4);
-        hbm_put(mlp, c, a->z1, b * Hm, 4);
-        hbm_put(mlp, c, a->h1, b * Hm, 4);
-        hbm_put(mlp, c, a->z2p, b * H, 4);
-        hbm_put(mlp, c, a->z2, b * H, 4);
-        hbm_put(mlp, c, a->h2, b * H, 4);
-        hbm_put(mlp, c, a->lg, b * NOUT, 4);
-        hbm_put(mlp, c, a->dh2, b * H, 4);
-        hbm_put(mlp, c, a->dh1, b * Hm, 4);
-        hbm_put(mlp, c, a->loss_in, 1, 4);
-        hbm_put(mlp, c, a->loss_out, 1, 4);
-        for (u = 0; u < 3; u++) {
-            hbm_put(mlp, c, a->grad[u], mlp->ulen[u], 4);
-            hbm_put(mlp, c, a->gsum[u], mlp->fsdp ? mlp->ulen[u] / mlp->D : mlp->ulen[u], 4);
-            if (mlp->fsdp && c->unit[u] != NULL) {
-                hbm_put(mlp, c, c->unit[u], mlp->ulen[u], 4);
-                c->unit[u] = NULL;
-            }
-        }
-        memset(a, 0, sizeof(*a));
-    }
-}
-
-/* Hold an array of 'count' elements in local chip i's HBM (model only: account for it). */
-#define GET(i, ptr, count)                                                       \
-    do {                                                                         \
-        status = hbm_get(mlp, &mlp->chips[i], (count), 4, (void **)&(ptr), err); \
-        if (status != TPU_OK) {                                                  \
-            goto out;                                                            \
-        }                                                                        \
-    } while (0)
-
-static tpu_status_t step_body(tpu_mlp_t *mlp, int64_t step, void **in, void **out, tpu_err_t *err)
-{
-    const int real = !mlp->spec.model_only;
-    const int64_t b = mlp->b, H = mlp->H, Hm = mlp->Hm, B = mlp->spec.batch;
-    tpu_status_t status = TPU_OK;
-    int i, u;
-
-    /* The batch, and layer 1. */
-    mlp->section = "forward 1";
-    if (mlp->fsdp) {
-        /* Layer 1's weights now; layer 2's fetched while layer 1 computes. */
-        status = gather_unit(mlp, 0, "gather w1,b1", 0, in, out, err);
-        status = status == TPU_OK ? gather_unit(mlp, 1, "gather w2,b2", 1, in, out, err) : status;
-        if (status != TPU_OK) {
-            goto out;
-        }
-    }
-    for (i = 0; i < mlp->nlocal; i++) {
-        act_t *a = &mlp->act[i];
-        chip_st_t *c = &mlp->chips[i];
-
-        GET(i, a->x, b * NIN);
-        GET(i, a->y, b);
-        GET(i, a->z1, b * Hm);
-        GET(i, a->h1, b * Hm);
-        if (real) {
-            load_batch(mlp, c, step, a);
-        }
-        status = mm(mlp, i, b, NIN, Hm, a->x, 0, c->unit[0], 0, a->z1, err);
-        if (status != TPU_OK) {
-            goto out;
-        }
-        if (real) {
-            memcpy(a->h1, a->z1, (size_t)(b * Hm) * sizeof(float));
-            bias_act(a->z1, c->unit[0] + NIN * Hm, b, Hm, 0);
-            bias_act(a->h1, c->unit[0] + NIN * Hm, b, Hm, 1);
-        }
-        /* bias add and relu: one fused elementwise pass */
-        status = vpu_cost(mlp, i, TPU_VPU_ADD, b, Hm, err);
-        if (status != TPU_OK) {
-            goto out;
-        }
-    }
-    if (mlp->fsdp) {
-        release_unit(mlp, 0);
-        wait_slot(mlp, 3 + 1);
-        status = gather_unit(mlp, 2, "gather w3,b3", 1, in, out, err);
-        if (status != TPU_OK) {
-            goto out;
-        }
-    }
-    /* Layer 2: partial sums over this chip's H' rows of w2, psum over model. */
-    mlp->section = "forward 2";
-    for (i = 0; i < mlp->nlocal; i++) {
-        act_t *a = &mlp->act[i];
-        chip_st_t *c = &mlp->chips[i];
-
-        GET(i, a->z2p, b * H);
-        GET(i, a->z2, b * H);
-        status = mm(mlp, i, b, Hm, H, a->h1, 0, c->unit[1], 0, a->z2p, err);
-        if (status != TPU_OK) {
-            goto out;
-        }
-        in[i] = a->z2p;
-        out[i] = a->z2;
-    }
-    status = coll(mlp, "z2 partial sums", TPU_COLL_PSUM, MLP_AXIS_MODEL, b * H, in, out, -1, err);
-    if (status != TPU_OK) {
-        goto out;
-    }
-    for (i = 0; i < mlp->nlocal; i++) {
-        act_t *a = &mlp->act[i];
-        chip_st_t *c = &mlp->chips[i];
-
-        hbm_put(mlp, c, a->z2p, b * H, 4);
-        a->z2p = NULL;
-        GET(i, a->h2, b * H);
-        if (real) {
-            int64_t k;
-
-            bias_act(a->z2, c->unit[1] + Hm * H, b, H, 0);
-            for (k = 0; k < b * H; k++) {
-                a->h2[k] = a->z2[k] > 0 ? a->z2[k] : 0;
-            }
-        }
-        status = vpu_cost(mlp, i, TPU_VPU_ADD, b, H, err); /* fused bias add and relu */
-        if (status != TPU_OK) {
-            goto out;
-        }
-    }
-    if (mlp->fsdp) {
-        release_unit(mlp, 1);
-        wait_slot(mlp, 3 + 2);
-    }
-    /* Layer 3 (replicated over model), the loss and its gradient. */
-    mlp->section = "forward 3, loss";
-    for (i = 0; i < mlp->nlocal; i++) {
-        act_t *a = &mlp->act[i];
-        chip_st_t *c = &mlp->chips[i];
-
-        GET(i, a->lg, b * NOUT);
-        GET(i, a->loss_in, 1);
-        GET(i, a->loss_out, 1);
-        status = mm(mlp, i, b, H, NOUT, a->h2, 0, c->unit[2], 0, a->lg, err);
-        if (status != TPU_OK) {
-            goto out;
-        }
-        if (real) {
-            double loss = 0;
-            int64_t r, k;
-
-            bias_act(a->lg, c->unit[2] + H * NOUT, b, NOUT, 0);
-            for (r = 0; r < b; r++) {
-                for (k = 0; k < NOUT; k++) {
-                    float diff = a->lg[r * NOUT + k] - (a->y[r] == k ? 1.0f : 0.0f);
-
-                    loss += (double)diff * diff;
-                    a->lg[r * NOUT + k] = 2.0f * diff / (float)B; /* dl, in place */
-                }
-            }
-            a->loss_in[0] = (float)(loss / (double)B);
-        }
-        /* bias add, subtract, square, sum, scale */
-        for (u = 0; u < 4; u++) {
-            status = vpu_cost(mlp, i, u == 3 ? TPU_VPU_SUM : TPU_VPU_MUL, b, NOUT, err);
-            if (status != TPU_OK) {
-                goto out;
-            }
-        }
-        in[i] = a->loss_in;
-        out[i] = a->loss_out;
-    }
-    status = coll(mlp, "loss", TPU_COLL_PSUM, MLP_AXIS_DATA, 1, in, out, -1, err);
-    if (status == TPU_OK && mlp->fsdp) {
-        /* Layer 2's weights again for its backward pass, fetched during layer 3's. */
-        status = gather_unit(mlp, 1, "gather w2,b2 (bwd)", 1, in, out, err);
-    }
-    if (status != TPU_OK) {
-        goto out;
-    }
-    /* Backward, layer 3: dw3 = h2^T dl, db3 = sum dl, dh2 = dl w3^T. */
-    mlp->section = "backward 3";
-    for (i = 0; i < mlp->nlocal; i++) {
-        act_t *a = &mlp->act[i];
-        chip_st_t *c = &mlp->chips[i];
-
-        if (i == 0 && mlp->rep != NULL && real) {
-            mlp->rep->loss = a->loss_out[0];
-        }
-        GET(i, a->grad[2], mlp->ulen[2]);
-        GET(i, a->dh2, b * H);
-        status = mm(mlp, i, H, b, NOUT, a->h2, 1, a->lg, 0, a->grad[2], err);
-        status = status == TPU_OK ? mm(mlp, i, b, NOUT, H, a->lg, 0, c->unit[2], 1, a->dh2, err)
-                                  : status;
-        status = status == TPU_OK ? vpu_cost(mlp, i, TPU_VPU_SUM, b, NOUT, err) : status;
-        if (status != TPU_OK) {
-            goto out;
-        }
-        if (real) {
-            col_sum(a->lg, b, NOUT, a->grad[2] + H * NOUT);
-        }
-    }
-    if (mlp->fsdp) {
-        release_unit(mlp, 2);
-    }
-    status = sync_grad(mlp, 2, in, out, err);
-    if (status != TPU_OK) {
-        goto out;
-    }
-    /* Layer 2: dz2 = dh2 * (z2 > 0), db2 = sum dz2, dw2 = h1^T dz2, dh1 = dz2 w2^T. */
-    mlp->section = "backward 2";
-    if (mlp->fsdp) {
-        wait_slot(mlp, 3 + 1);
-    }
-    for (i = 0; i < mlp->nlocal; i++) {
-        act_t *a = &mlp->act[i];
-        chip_st_t *c = &mlp->chips[i];
-
-        GET(i, a->grad[1], mlp->ulen[1]);
-        GET(i, a->dh1, b * Hm);
-        if (real) {
-            relu_grad(a->dh2, a->z2, b * H);
-            col_sum(a->dh2, b, H, a->grad[1] + Hm * H);
-        }
-        status = vpu_cost(mlp, i, TPU_VPU_MUL, b, H, err);
-        status = status == TPU_OK ? vpu_cost(mlp, i, TPU_VPU_SUM, b, H, err) : status;
-        status =
-            status == TPU_OK ? mm(mlp, i, Hm, b, H, a->h1, 1, a->dh2, 0, a->grad[1], err) : status;
-        status =
-            status == TPU_OK ? mm(mlp, i, b, H, Hm, a->dh2, 0, c->unit[1], 1, a->dh1, err) : status;
-        if (status != TPU_OK) {
-            goto out;
-        }
-    }
-    if (mlp->fsdp) {
-        release_unit(mlp, 1);
-    }
-    status = sync_grad(mlp, 1, in, out, err);
-    if (status != TPU_OK) {
-        goto out;
-    }
-    /* Layer 1: dz1 = dh1 * (z1 > 0), db1 = sum dz1, dw1 = x^T dz1. */
-    mlp->section = "backward 1";
-    for (i = 0; i < mlp->nlocal; i++) {
-        act_t *a = &mlp->act[i];
-
-        GET(i, a->grad[0], mlp->ulen[0]);
-        if (real) {
-            relu_grad(a->dh1, a->z1, b * Hm);
-            col_sum(a->dh1, b, Hm, a->grad[0] + NIN * Hm);
-        }
-        status = vpu_cost(mlp, i, TPU_VPU_MUL, b, Hm, err);
-        status = status == TPU_OK ? vpu_cost(mlp, i, TPU_VPU_SUM, b, Hm, err) : status;
-        status =
-            status == TPU_OK ? mm(mlp, i, NIN, b, Hm, a->x, 1, a->dh1, 0, a->grad[0], err) : status;
-        if (status != TPU_OK) {
-            goto out;
-        }
-    }
-    status = sync_grad(mlp, 0, in, out, err);
-    if (status != TPU_OK) {
-        goto out;
-    }
-    /* The update, unit by unit as its gradient arrives: p -= lr * g. */
-    for (u = 2; u >= 0; u--) {
-        int64_t n = mlp->fsdp ? mlp->ulen[u] / mlp->D : mlp->ulen[u];
-
-        static const char *const upd[3] = {"update w1,b1", "update w2,b2", "update w3,b3"};
-
-        wait_slot(mlp, u);
-        mlp->section = upd[u];
-        for (i = 0; i < mlp->nlocal; i++) {
-            chip_st_t *c = &mlp->chips[i];
-            float *p = mlp->fsdp ? c->shard[u] : c->unit[u];
-            const float *g = mlp->act[i].gsum[u];
-            const float lr = (float)mlp->spec.lr;
-            int64_t k;
-
-            for (k = 0; real && k < n; k++) {
-                p[k] -= lr * g[k];
-            }
-            /* One fused pass: reads p and g, writes p. */
-            status = vpu_cost(mlp, i, TPU_VPU_ADD, 1, n, err);
-            if (status != TPU_OK) {
-                goto out;
-            }
-        }
-    }
-out:
-    return status;
-}
-
-tpu_status_t tpu_mlp_step(tpu_mlp_t *mlp, int64_t step, tpu_mlp_report_t *rep_p, tpu_err_t *err)
-{
-    tpu_mlp_report_t rep;
-    void **in = NULL, **out = NULL;
-    tpu_status_t status;
-    double B = (double)mlp->spec.batch, H = (double)mlp->spec.hidden;
-
-    memset(&rep, 0, sizeof(rep));
-    mlp->rep = &rep;
-    mlp->t_compute = mlp->t_comm = 0;
-    memset(mlp->done, 0, sizeof(mlp->done));
-    in = tpu__calloc((size_t)mlp->nlocal, sizeof(*in));
-    out = tpu__calloc((size_t)mlp->nlocal, sizeof(*out));
-    if (in == NULL || out == NULL) {
-        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "mlp: no memory");
-        goto out;
-    }
-    status = step_body(mlp, step, in, out, err);
-    free_act(mlp);
-    if (status != TPU_OK) {
-        goto out;
-    }
-    rep.step_us = mlp->t_compute;
-    rep.exposed_us = rep.step_us - rep.compute_us;
-    if (rep.exposed_us < 0) {
-        rep.exposed_us = 0;
-    }
-    /* Useful FLOPs of one unsharded step: forward 2B(784H + H^2 + 10H); backward
-     * two matmuls for layers 3 and 2, one (dw1) for layer 1. */
-    rep.model_flops = 4 * B * NIN * H + 6 * B * H * H + 6 * B * H * NOUT;
-    rep.mfu = rep.step_us > 0 ? rep.model_flops /
-                                    (rep.step_us * 1e-6 * mlp->topo->nchips * mlp->chip.bf16_flops)
-                              : 0;
-    rep.hbm_peak = tpu_hbm_peak(mlp->chips[0].hbm);
-    if (rep_p != NULL) {
-        *rep_p = rep;
-    }
-out:
-    mlp->rep = NULL;
-    tpu__free(in);
-    tpu__free(out);
-    return status;
 }
 
 /* ---- gathering the weights, hashes ---- */
