@@ -1,4 +1,4 @@
-/* The SPMD runtime's internals, shared by spmd.c and array.c. */
+/* The SPMD runtime's internals, shared by spmd.c and the array files (array.c, array_coll.c). */
 #ifndef TPU_SPMD_INTERNAL_H
 #define TPU_SPMD_INTERNAL_H
 

@@ -29,7 +29,10 @@
  * SHM_BYTES per rank (TPUEMU_HOST_SHM_BYTES overrides it; TPUEMU_HOST_SHM=0 makes
  * none), and the executor reads and writes the regions of its node's chips
  * directly (shm_region).  The window is never freed before MPI_Finalize:
- * MPI_Win_free is collective and would wait forever for a stopped rank.
+ * MPI_Win_free is collective and would wait forever for a stopped rank. *
+ * Files: the requests and the point-to-point ops here; the whole-job exchanges
+ * (max_time, gather_sigs) in xport_mpi_coll.c; the shared window in
+ * xport_mpi_shm.c; the state they share in xport_mpi.h.
  */
 #include "xport_mpi.h"
 
