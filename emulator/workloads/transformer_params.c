@@ -140,15 +140,16 @@ static tpu_status_t check_config(tpu_xfmr_config_t *c, tpu_err_t *err)
     if (status != TPU_OK) {
         return status;
     }
-    if (c->heads_range.hi - c->heads_range.lo != c->heads ||
-        c->ff_range.hi - c->ff_range.lo != c->d_ff ||
-        c->vocab_range.hi - c->vocab_range.lo != c->vocab ||
-        c->seq_range.hi - c->seq_range.lo != c->seq || c->batch_global != c->batch) {
+    if (c->hook == NULL &&
+        (c->heads_range.hi - c->heads_range.lo != c->heads ||
+         c->ff_range.hi - c->ff_range.lo != c->d_ff ||
+         c->vocab_range.hi - c->vocab_range.lo != c->vocab ||
+         c->seq_range.hi - c->seq_range.lo != c->seq || c->batch_global != c->batch)) {
         return tpu_err_set(
-            err, TPU_ERR_UNSUPPORTED,
-            "transformer: sharded views (heads [%lld,%lld) of %lld, d_ff [%lld,%lld) "
-            "of %lld, vocab [%lld,%lld) of %lld, seq [%lld,%lld) of %lld, batch "
-            "%lld of %lld) are not implemented yet: one chip holds the whole model",
+            err, TPU_ERR_INVALID,
+            "transformer: a sharded view (heads [%lld,%lld) of %lld, d_ff "
+            "[%lld,%lld) of %lld, vocab [%lld,%lld) of %lld, seq [%lld,%lld) of "
+            "%lld, batch %lld of %lld) needs a hook for its collectives",
             (long long)c->heads_range.lo, (long long)c->heads_range.hi, (long long)c->heads,
             (long long)c->ff_range.lo, (long long)c->ff_range.hi, (long long)c->d_ff,
             (long long)c->vocab_range.lo, (long long)c->vocab_range.hi, (long long)c->vocab,
@@ -395,6 +396,16 @@ float *tpu_xfmr_param(tpu_xfmr_t *xf, int p, int64_t shape[2])
 float *tpu_xfmr_grad(tpu_xfmr_t *xf, int p, int64_t shape[2])
 {
     return param_array(xf, p, shape, 1);
+}
+
+int tpu_xfmr_param_origin(const tpu_xfmr_t *xf, int p, int64_t origin[2])
+{
+    if (p < 0 || p >= xf->nparams) {
+        return -1;
+    }
+    origin[0] = xf->par[p].r0;
+    origin[1] = xf->par[p].c0;
+    return 0;
 }
 
 void tpu_xfmr_init_random(tpu_xfmr_t *xf, uint64_t seed)

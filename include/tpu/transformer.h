@@ -52,11 +52,13 @@
  * over the vocabulary; the sequence range is context parallelism).  The
  * forward and backward passes are written for those ranges and call the
  * config's hook (tpu_xfmr_hook_fn_t) at each point where a sharded run needs
- * a collective; see tpu_xfmr_hook_t for the list.  In this version only the
- * whole model runs (every range whole, batch = global batch): other ranges are
- * refused with TPU_ERR_UNSUPPORTED, and the hook, when given, is called at
- * every point with the chip's (already complete) buffer, so a test can see
- * where the collectives will go.
+ * a collective; see tpu_xfmr_hook_t for the list.  Without a hook the view
+ * must be the whole model (one chip).  With a hook, any ranges run: the hook
+ * is the collective (tests/unit/test_transformer.c runs data, sequence and
+ * tensor layouts on threads with a hook of its own and checks them against
+ * one chip); wiring the hooks to the pod's collective engine and mesh axes is
+ * the next step of issue 24.  On one chip with a hook, every hook is called
+ * with a buffer that is already complete (an identity collective).
  *
  * Ownership: tpu_xfmr_create() copies the config and owns its parameters,
  * gradients and activations until tpu_xfmr_destroy(); the token arrays and
@@ -163,9 +165,8 @@ typedef struct tpu_xfmr tpu_xfmr_t;
 /*
  * Check 'cfg' (sizes positive, D divisible by H, ranges inside their sizes)
  * and make the chip's model on 'chip' with every parameter zero.
- * @return TPU_OK, TPU_ERR_INVALID (the message names the value),
- *         TPU_ERR_UNSUPPORTED (a sharded view: not in this version),
- *         TPU_ERR_NO_MEMORY.
+ * @return TPU_OK, TPU_ERR_INVALID (the message names the value; a sharded
+ *         view without a hook), TPU_ERR_NO_MEMORY.
  */
 TPU_API tpu_status_t tpu_xfmr_create(const tpu_xfmr_config_t *cfg, const tpu_chip_spec_t *chip,
                                      tpu_xfmr_t **xf_p, tpu_err_t *err);
@@ -192,6 +193,10 @@ TPU_API int tpu_xfmr_param_info(const tpu_xfmr_config_t *cfg, int p, char name[T
 TPU_API float *tpu_xfmr_param(tpu_xfmr_t *xf, int p, int64_t shape[2]);
 TPU_API float *tpu_xfmr_grad(tpu_xfmr_t *xf, int p, int64_t shape[2]);
 
+/* The whole parameter's row and column ('origin') of the first element of the chip's
+ * piece of parameter 'p'; -1 for a 'p' out of range, else 0. */
+TPU_API int tpu_xfmr_param_origin(const tpu_xfmr_t *xf, int p, int64_t origin[2]);
+
 /* Set every parameter from 'seed' (the distributions above). */
 TPU_API void tpu_xfmr_init_random(tpu_xfmr_t *xf, uint64_t seed);
 
@@ -202,7 +207,8 @@ TPU_API void tpu_xfmr_init_random(tpu_xfmr_t *xf, uint64_t seed);
  * shape), TPU_ERR_NO_MEMORY.  On an error the parameters are partly loaded.
  */
 TPU_API tpu_status_t tpu_xfmr_load(tpu_xfmr_t *xf, const char *dir, tpu_err_t *err);
-/* Write every parameter to "<dir>/<name>.npy" (the folder must exist; whole model only). */
+/* Write every parameter to "<dir>/<name>.npy" (the folder must exist).  A chip that
+ * holds a piece of a parameter cannot: TPU_ERR_UNSUPPORTED. */
 TPU_API tpu_status_t tpu_xfmr_save(const tpu_xfmr_t *xf, const char *dir, tpu_err_t *err);
 
 /* ---- the step ---- */

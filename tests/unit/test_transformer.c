@@ -77,9 +77,9 @@ static void init_for_checks(tpu_xfmr_t *xf, uint64_t seed)
         char name[TPU_XFMR_NAME_LEN];
         int64_t shape[2], i;
         int nd = tpu_xfmr_param_info(cfg, p, name, shape);
-        float *w = tpu_xfmr_param(xf, p, NULL);
+        float *w = tpu_xfmr_param(xf, p, shape); /* the chip's piece (gains are whole) */
 
-        for (i = 0; i < shape[0] * (nd == 2 ? shape[1] : 1); i++) {
+        for (i = 0; i < shape[0] * shape[1]; i++) {
             if (nd == 1) {
                 w[i] = 1.0f + 0.3f * sinf((float)(7 * p + i));
             } else if (p <= 1) {
@@ -608,7 +608,8 @@ static void npy_files(void **state)
     tpu_xfmr_destroy(b);
 }
 
-/* Refused: sizes, D not divisible by H, a sharded view (not yet), tokens out of range. */
+/* Refused: sizes, D not divisible by H, a sharded view without a hook, a range outside its
+ * size, tokens out of range. */
 static void refused(void **state)
 {
     tpu_chip_spec_t chip;
@@ -632,7 +633,8 @@ static void refused(void **state)
     cfg.heads_range.lo = 0;
     cfg.heads_range.hi = 1;
     tpu_err_clear(&err);
-    assert_int_equal(tpu_xfmr_create(&cfg, &chip, &xf, &err), TPU_ERR_UNSUPPORTED);
+    assert_int_equal(tpu_xfmr_create(&cfg, &chip, &xf, &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "needs a hook"));
     tiny_config(&cfg);
     cfg.seq_range.lo = 2;
     cfg.seq_range.hi = 9;
