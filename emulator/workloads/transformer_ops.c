@@ -218,32 +218,33 @@ float tpu__xfmr_normal(uint64_t seed, uint64_t s, uint64_t i)
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-void tpu__xfmr_to_heads(const float *src, int64_t b, int64_t sl, int64_t nh, int64_t dh,
-                        int64_t stot, int64_t s0, float *dst)
+/* Copy between the token-major and head-major layouts ('to': src is token major). */
+static void heads_copy(const float *src, int64_t b, int64_t sl, int64_t nh, int64_t dh,
+                       int64_t stot, int64_t s0, float *dst, int to)
 {
     int64_t bi, i, j;
 
     for (bi = 0; bi < b; bi++) {
         for (i = 0; i < sl; i++) {
             for (j = 0; j < nh; j++) {
-                memcpy(dst + ((bi * nh + j) * stot + s0 + i) * dh,
-                       src + (bi * sl + i) * nh * dh + j * dh, (size_t)dh * sizeof(float));
+                int64_t tok = (bi * sl + i) * nh * dh + j * dh;
+                int64_t head = ((bi * nh + j) * stot + s0 + i) * dh;
+
+                memcpy(dst + (to ? head : tok), src + (to ? tok : head),
+                       (size_t)dh * sizeof(float));
             }
         }
     }
 }
 
+void tpu__xfmr_to_heads(const float *src, int64_t b, int64_t sl, int64_t nh, int64_t dh,
+                        int64_t stot, int64_t s0, float *dst)
+{
+    heads_copy(src, b, sl, nh, dh, stot, s0, dst, 1);
+}
+
 void tpu__xfmr_from_heads(const float *src, int64_t b, int64_t sl, int64_t nh, int64_t dh,
                           int64_t stot, int64_t s0, float *dst)
 {
-    int64_t bi, i, j;
-
-    for (bi = 0; bi < b; bi++) {
-        for (i = 0; i < sl; i++) {
-            for (j = 0; j < nh; j++) {
-                memcpy(dst + (bi * sl + i) * nh * dh + j * dh,
-                       src + ((bi * nh + j) * stot + s0 + i) * dh, (size_t)dh * sizeof(float));
-            }
-        }
-    }
+    heads_copy(src, b, sl, nh, dh, stot, s0, dst, 0);
 }

@@ -12,6 +12,8 @@
 #include "tpu/npy.h"
 #include "tpu/transformer.h"
 
+#include "test_support.h"
+
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -656,6 +658,48 @@ static void refused(void **state)
     tpu_xfmr_destroy(NULL);
 }
 
+/* The OOM loop: fail the k-th allocation for every k; each call returns TPU_OK or
+ * TPU_ERR_NO_MEMORY and nothing leaks. */
+static void out_of_memory(void **state)
+{
+    tpu_chip_spec_t chip;
+    tpu_xfmr_config_t cfg;
+    tpu_err_t err = {0};
+    int32_t x[15], y[15];
+    long budget;
+
+    (void)state;
+    assert_int_equal(tpu_chip_preset("v5e", &chip, &err), TPU_OK);
+    tiny_config(&cfg);
+    random_tokens(x, 15, 11, 41);
+    random_tokens(y, 15, 11, 42);
+    for (budget = 0;; budget++) {
+        tpu_xfmr_t *xf = NULL;
+        tpu_status_t status;
+        int failed;
+
+        tpu_test_alloc_fail_after(budget);
+        status = tpu_xfmr_create(&cfg, &chip, &xf, &err);
+        if (status == TPU_OK) {
+            tpu_xfmr_init_random(xf, 1);
+            status = tpu_xfmr_step(xf, x, y, 0.1, NULL, &err);
+        }
+        tpu_xfmr_destroy(xf);
+        failed = tpu_test_alloc_failed();
+        tpu_test_alloc_restore();
+        assert_int_equal(tpu_test_alloc_live(), 0);
+        if (status != TPU_OK && status != TPU_ERR_NO_MEMORY) {
+            fail_msg("budget %ld: status %d: %s", budget, (int)status, err.msg);
+        }
+        if (!failed) {
+            assert_int_equal(status, TPU_OK);
+            break;
+        }
+        tpu_err_clear(&err);
+    }
+    print_message("OOM loop: %ld allocations, every failure clean\n", budget);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -667,6 +711,7 @@ int main(void)
         cmocka_unit_test(hooks),
         cmocka_unit_test(npy_files),
         cmocka_unit_test(refused),
+        cmocka_unit_test(out_of_memory),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
