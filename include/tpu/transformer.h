@@ -26,7 +26,7 @@
  * Random init (tpu_xfmr_init_random), counter based so that any chip can make
  * any element of any parameter from the seed alone, whatever it holds: element
  * i (C order in the whole, unsharded parameter) of parameter number p (the
- * order of tpu_xfmr_param_name) is normal(splitmix64(seed, 1000 + p, i)) by the
+ * order of tpu_xfmr_param_info) is normal(splitmix64(seed, 1000 + p, i)) by the
  * Box-Muller transform of two 53-bit uniforms, scaled:
  *   embed, pos                      N(0, 0.02^2)
  *   wq, wk, wv, wo, w1, unembed     N(0, 1/D)   (1/fan_in: their rows are D)
@@ -54,7 +54,7 @@
  * config's hook (tpu_xfmr_hook_fn_t) at each point where a sharded run needs
  * a collective; see tpu_xfmr_hook_t for the list.  Without a hook the view
  * must be the whole model (one chip).  With a hook, any ranges run: the hook
- * is the collective (tests/unit/test_transformer.c runs data, sequence and
+ * is the collective (tests/unit/test_transformer_shard.c runs data, sequence and
  * tensor layouts on threads with a hook of its own and checks them against
  * one chip); wiring the hooks to the pod's collective engine and mesh axes is
  * the next step of issue 24.  On one chip with a hook, every hook is called
@@ -110,8 +110,8 @@ typedef enum {
     TPU_XFMR_HOOK_VOCAB_MAX, /* fwd: the max of each token's logits [T]: max over tensor */
     TPU_XFMR_HOOK_VOCAB_SUM, /* fwd: per token the sum of exp(logit - max), then the target's
                               * logit (0 off this shard) [2T]: psum over tensor */
-    TPU_XFMR_HOOK_LOSS,      /* fwd: the sum of the token losses [1]: psum over the chips
-                              * holding other sequences or positions */
+    TPU_XFMR_HOOK_LOSS,      /* fwd: the sum of the chip's token losses as a pair of floats
+                              * hi + lo [2]: psum over data and sequence */
     TPU_XFMR_HOOK_D_FINAL,   /* bwd: dlogits @ unembed^T [T,D] partial sums: psum over
                               * tensor */
     TPU_XFMR_HOOK_D_MLP_IN,  /* bwd, per layer: du @ w1^T [T,D] partials: psum over tensor */
@@ -120,8 +120,10 @@ typedef enum {
     TPU_XFMR_HOOK_D_ATTN_IN, /* bwd, per layer: dq wq^T + dk wk^T + dv wv^T [T,D] partials:
                               * psum over tensor */
     TPU_XFMR_HOOK_GRAD,      /* bwd, per parameter ('index' its number): its local gradient:
-                              * psum over the chips holding the same piece (data, sequence;
-                              * fsdp: reduce-scatter) */
+                              * psum over the chips holding the same piece: data and
+                              * sequence, but pos (split over sequence) over data only.
+                              * (fsdp, later: a reduce-scatter, and an all-gather of each
+                              * layer's weights before use, which has no hook yet) */
     TPU_XFMR_HOOK_COUNT
 } tpu_xfmr_hook_t;
 
