@@ -74,7 +74,7 @@ int tpu_xfmr_param_info(const tpu_xfmr_config_t *cfg, int p, char name[TPU_XFMR_
 
         snprintf(name, TPU_XFMR_NAME_LEN, "l%d_%s", l, per_layer[j]);
         shape[0] = j == XFMR_W2 ? cfg->d_ff : D;
-        shape[1] = j == XFMR_W1 ? cfg->d_ff : j == XFMR_W2 ? D : D;
+        shape[1] = j == XFMR_W1 ? cfg->d_ff : D;
         if (j == XFMR_NORM1 || j == XFMR_NORM2) {
             shape[1] = 1;
             return 1;
