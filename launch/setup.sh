@@ -6,7 +6,8 @@ set -euo pipefail
 TPU_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TPU_BUILD=${TPU_BUILD:-$TPU_ROOT/build}
 TPU_PACKAGES=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhwloc-dev hwloc
-              libyaml-dev libcmocka-dev libopenblas-dev clang-format clang valgrind)
+              libyaml-dev libcmocka-dev libopenblas-dev clang-format clang valgrind
+              python3-torch)
 
 tpu_install() {
     local missing=() p

@@ -1,10 +1,17 @@
-# The workloads (issue 11): .npy I/O and the MLP (mlp.c: the model and its weights;
-# mlp_cost.c: the costs of a chip; mlp_step.c: the training step; mlp_comm.c: its
-# collectives over the mesh).  Included by emulator/CMakeLists.txt; names are
-# relative to emulator/.
+# The workloads: .npy I/O, the MLP (mlp.c: the model and its weights; mlp_cost.c:
+# the costs of a chip; mlp_step.c: the training step; mlp_comm.c: its collectives
+# over the mesh) and the transformer (transformer_ops.c: shared ops;
+# transformer_params.c: parameters; transformer_fwd.c, transformer_bwd.c: the
+# passes; transformer_step.c: a step).  Included by emulator/CMakeLists.txt; names
+# are relative to emulator/.
 set(TPU_WORKLOAD_SOURCES
   workloads/npy.c
   workloads/mlp_comm.c
   workloads/mlp.c
   workloads/mlp_cost.c
-  workloads/mlp_step.c)
+  workloads/mlp_step.c
+  workloads/transformer_ops.c
+  workloads/transformer_params.c
+  workloads/transformer_fwd.c
+  workloads/transformer_bwd.c
+  workloads/transformer_step.c)
