@@ -12,7 +12,8 @@
 # Each block runs with `bash -e` from a scratch copy of the repository root (every
 # top-level entry a symlink to the source tree, `build` a symlink to BUILD_DIR), so
 # `build/tpuemu` and `tests/fixtures/...` resolve as they do from a clone after
-# `cmake -B build`. Blocks run one after the other, each in its own shell; a block
+# `cmake -B build`. Blocks run one after the other, each in its own shell (a block
+# whose text repeats one already run is counted, not run again); a block
 # that sets variables (the `export` of the OMPI variables) does so for itself only:
 # as root the script sets OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # for every block. A block that writes files writes under build/ or /tmp.
@@ -51,6 +52,7 @@ fi
 
 blocks=0
 failed=0
+declare -A seen
 for f in "${files[@]}"; do
     rel=${f#"$src"/}
     # One line per block: LINE<TAB>path of a file holding its text.
@@ -62,6 +64,14 @@ for f in "${files[@]}"; do
             printf '%s:%s: %s\n' "$rel" "$line" "$(grep -v '^[[:space:]]*\(#\|$\)' "$body" | head -1)"
             continue
         fi
+        # A block that repeats one already run (README.md shows some of the pages'
+        # commands) is not run twice.
+        sum=$(md5sum < "$body" | cut -d' ' -f1)
+        if [ -n "${seen[$sum]:-}" ]; then
+            printf 'ok   %s:%s (the same as %s)\n' "$rel" "$line" "${seen[$sum]}"
+            continue
+        fi
+        seen[$sum]="$rel:$line"
         start=$(date +%s.%N)
         out=$(cd "$root" && timeout -k 5 "$limit" bash -e "$body" 2>&1 </dev/null)
         rc=$?
