@@ -2,15 +2,15 @@
 """Run a tpuemu command and check its machine-readable stdout.
 
 usage: json_check.py [--has PATH ...] [--equal PATH=VALUE ...] [--len PATH=N ...]
-                     [--csv-rows N] [--schema README.md:NAME] -- COMMAND...
+                     [--csv-rows N] [--schema docs/output.md:NAME] -- COMMAND...
 
 stdout must be exactly one JSON document (or, with --csv-rows, a CSV table with
 a header and N rows of the same width); everything else the command prints must
 be on stderr.  PATH is dot-separated keys and array indexes ("rows.0.redop").
 VALUE is compared as JSON when it parses as JSON, else as a string.
 
---schema README.md:NAME reads the row `NAME` of the README's table under "Output:
-JSON and CSV" and checks every key it documents (the first `...` of the row:
+--schema docs/output.md:NAME reads the row `NAME` of the table under the heading
+"Output: JSON and CSV" (up to the next second-level heading) and checks every key it documents (the first `...` of the row:
 `a, b{c, d}, e[]{f}`; keys in [...] and notes in (...) are optional) is in the
 document (for a key under an array, in its first element when it has one); with
 --csv-rows, the CSV header is exactly the documented columns, in order.
@@ -33,10 +33,11 @@ def lookup(doc, path):
 
 
 def schema_keys(readme, name):
-    """The key paths the README documents for the table row `name`."""
+    """The key paths the docs document for the table row `name`."""
     text = open(readme).read()
-    sec = text[text.index("## Output: JSON and CSV"):]
-    sec = sec[:sec.index("\n## ", 3)]
+    sec = text[text.index("# Output: JSON and CSV"):]
+    end = sec.find("\n## ", 3)
+    sec = sec if end < 0 else sec[:end]
     row = None
     for line in sec.splitlines():
         cells = line.split(" | ")
@@ -125,7 +126,7 @@ def main(argv):
         if any(len(r) != len(rows[0]) for r in rows):
             sys.exit("FAIL: CSV rows of different widths")
         if schema is not None and rows[0] != schema:
-            sys.exit("FAIL: CSV header %s, the README documents %s" % (rows[0], schema))
+            sys.exit("FAIL: CSV header %s, the docs document %s" % (rows[0], schema))
         print("ok: CSV with %d columns, %d rows" % (len(rows[0]), csv_rows))
         return
     try:
@@ -134,7 +135,7 @@ def main(argv):
         sys.exit("FAIL: stdout is not one JSON document (%s):\n%s" % (e, out[:2000]))
     for p in schema or []:
         if not has_path(doc, p):
-            sys.exit("FAIL: the README documents '%s', not in %s" % (p, out[:2000]))
+            sys.exit("FAIL: the docs document '%s', not in %s" % (p, out[:2000]))
     for p in has:
         try:
             lookup(doc, p)
