@@ -37,7 +37,7 @@
  * the working and scratch buffers (fresh ones would page-fault on every call).
  * The plan itself is never changed.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/dtype.h"
 
 #include "algo.h"

@@ -48,7 +48,7 @@
  */
 #include "lines.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include "timing.h"
 

@@ -5,7 +5,7 @@
  */
 #include "plan.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/dtype.h"
 
 #include "timing.h"

@@ -2,7 +2,7 @@
  * Reference results: a collective computed directly from every chip's input, in
  * doubles, to verify what the executor produced.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/dtype.h"
 
 #include "plan.h"

@@ -33,7 +33,7 @@
  */
 #include "shm.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/dtype.h"
 
 #include "clock.h"

@@ -4,7 +4,7 @@
  */
 #include "placement.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include "table.h"
 

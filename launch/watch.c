@@ -53,7 +53,7 @@
  * monitor names only a rank gone without.  Restriction: it sees the ranks of
  * rank 0's node only; a rank lost on another node is named by mpirun's message.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include "clock.h"
 #include "job.h"

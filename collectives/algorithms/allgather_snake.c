@@ -53,7 +53,7 @@
  * Otherwise TPU_ERR_UNSUPPORTED, and the
  * selector skips it.  Not pipelined.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include "algo.h"
 

@@ -55,7 +55,7 @@
  *
  * after step 2 every chip holds all four blocks.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include "algo.h"
 

@@ -25,7 +25,7 @@
  *   chip0: [0>1]->1, [0>2]->2 (2 hops)   chip1: [1>0]->0, [1>2]->2   chip2: ...
  *   link 0->1 carries [0>1],[0>2]; link 1->2 carries [0>2],[1>2]: floor(9/4) = 2 blocks.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include "algo.h"
 

@@ -52,9 +52,9 @@
  */
 #include "tpu/rdma.h"
 
-#include "tpu/alloc.h"
 #include "tpu/coll.h"
 
+#include "alloc.h"
 #include "chip_internal.h"
 
 #include <pthread.h>

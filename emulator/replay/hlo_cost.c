@@ -39,11 +39,12 @@
  * and groups that leave chips out are listed, not timed; variadic collectives
  * move the sum of their operands as one.
  */
-#include "tpu/alloc.h"
 #include "tpu/mxu.h"
 #include "tpu/replay.h"
 #include "tpu/roofline.h"
 #include "tpu/vpu.h"
+
+#include "alloc.h"
 
 #include <math.h>
 #include <stdarg.h>

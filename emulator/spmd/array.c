@@ -14,7 +14,7 @@
  * and unpacks along the concat dimension.  These copies are layout work XLA also
  * does on the chip; they are not in the modeled time.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/dtype.h"
 
 #include "spmd_internal.h"

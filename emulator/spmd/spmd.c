@@ -10,7 +10,7 @@
  * or no transport) a collective is timed by tpu_coll_plan_model(), which gives
  * the modeled time every transport gets, bit for bit.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/dtype.h"
 
 #include "clock.h"

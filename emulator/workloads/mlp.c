@@ -69,7 +69,7 @@
  */
 #include "tpu/mlp.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/dtype.h"
 #include "tpu/hbm.h"
 #include "tpu/mxu.h"

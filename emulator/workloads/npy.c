@@ -16,7 +16,7 @@
  */
 #include "tpu/npy.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include "file.h"
 

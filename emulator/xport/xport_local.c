@@ -7,7 +7,7 @@
  * the bytes (between two strided regions of the same size).  Deterministic, and
  * friendly to ASan and valgrind.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/xport.h"
 
 #include <stdio.h>

@@ -31,7 +31,7 @@
  * directly (shm_region).  The window is never freed before MPI_Finalize:
  * MPI_Win_free is collective and would wait forever for a stopped rank.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/mpi.h"
 
 #include "clock.h"

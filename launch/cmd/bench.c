@@ -3,7 +3,7 @@
  * modeled and the measured time side by side, and optionally the host MPI
  * library's own collective on the same bytes, measured in the same run.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/dtype.h"
 
 #include "clock.h"

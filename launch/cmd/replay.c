@@ -14,7 +14,7 @@
  */
 #include "tpu/replay.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/hlo.h"
 
 #include "csv.h"

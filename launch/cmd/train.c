@@ -21,7 +21,7 @@
  */
 #include "train.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/hbm.h"
 #include "tpu/mlp.h"
 #include "tpu/npy.h"

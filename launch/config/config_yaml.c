@@ -26,7 +26,7 @@
  * than four levels (top, faults, a fault, its chip coordinates), so no document
  * makes it expensive.
  */
-#include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/topo.h"
 
 #include "config.h"

@@ -1,7 +1,7 @@
 /* The Chrome trace-event writer (see trace.h). */
 #include "trace.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include "json.h"
 #include "sink.h"

@@ -1,5 +1,6 @@
 /* Status strings and the first-writer-wins error record. */
 #include "tpu/alloc.h"
+#include "alloc.h"
 #include "tpu/status.h"
 
 #include <setjmp.h>
