@@ -55,7 +55,7 @@
 #include "tpu/coll.h"
 
 #include "alloc.h"
-#include "chip_internal.h"
+#include "clock.h" /* common/: tpu__now_s() */
 
 #include <pthread.h>
 #include <sched.h>
