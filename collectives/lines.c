@@ -49,7 +49,6 @@
 #include "lines.h"
 
 #include "alloc.h"
-
 #include "timing.h"
 
 #include <string.h>

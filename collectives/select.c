@@ -14,7 +14,6 @@
  * how many flows each collective's schedule holds per chip.
  */
 #include "alloc.h"
-
 #include "lines.h"
 #include "plan.h"
 #include "timing.h"

@@ -27,7 +27,6 @@
  * does not look at it beyond a NULL test per flow and per step.
  */
 #include "alloc.h"
-
 #include "lines.h"
 #include "timing.h"
 

@@ -2,7 +2,6 @@
 #include "job.h"
 
 #include "alloc.h"
-
 #include "clock.h"
 
 #include <signal.h>

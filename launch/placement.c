@@ -5,7 +5,6 @@
 #include "placement.h"
 
 #include "alloc.h"
-
 #include "table.h"
 
 #include <stdlib.h>

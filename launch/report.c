@@ -2,7 +2,6 @@
 #include "report.h"
 
 #include "alloc.h"
-
 #include "sink.h"
 #include "svg.h"
 

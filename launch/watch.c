@@ -54,7 +54,6 @@
  * rank 0's node only; a rank lost on another node is named by mpirun's message.
  */
 #include "alloc.h"
-
 #include "clock.h"
 #include "job.h"
 

@@ -16,7 +16,6 @@
 #include "tpu/hbm.h"
 
 #include "alloc.h"
-
 #include "chip_internal.h"
 
 #include <stdint.h>

@@ -37,7 +37,6 @@
 #include "tpu/vmem.h"
 
 #include "alloc.h"
-
 #include "chip_internal.h"
 
 #include <stdio.h>

@@ -14,9 +14,9 @@
  * and unpacks along the concat dimension.  These copies are layout work XLA also
  * does on the chip; they are not in the modeled time.
  */
-#include "alloc.h"
 #include "tpu/dtype.h"
 
+#include "alloc.h"
 #include "spmd_internal.h"
 
 #include <ctype.h>

@@ -69,7 +69,6 @@
  */
 #include "tpu/mlp.h"
 
-#include "alloc.h"
 #include "tpu/dtype.h"
 #include "tpu/hbm.h"
 #include "tpu/mxu.h"
@@ -77,6 +76,7 @@
 #include "tpu/vmem.h"
 #include "tpu/vpu.h"
 
+#include "alloc.h"
 #include "chip_internal.h"
 #include "mlp_comm.h"
 

@@ -17,7 +17,6 @@
 #include "tpu/npy.h"
 
 #include "alloc.h"
-
 #include "file.h"
 
 #include <ctype.h>

@@ -31,9 +31,9 @@
  * directly (shm_region).  The window is never freed before MPI_Finalize:
  * MPI_Win_free is collective and would wait forever for a stopped rank.
  */
-#include "alloc.h"
 #include "tpu/mpi.h"
 
+#include "alloc.h"
 #include "clock.h"
 
 #include <limits.h>

@@ -18,7 +18,6 @@
 #include "replay_mpi.h"
 
 #include "alloc.h"
-
 #include "clock.h"
 #include "job.h"
 #include "progress.h"

@@ -4,7 +4,6 @@
  * with real data, verified, modeled and measured side by side.
  */
 #include "alloc.h"
-
 #include "clock.h"
 #include "csv.h"
 #include "faults.h"

@@ -26,9 +26,9 @@
  * than four levels (top, faults, a fault, its chip coordinates), so no document
  * makes it expensive.
  */
-#include "alloc.h"
 #include "tpu/topo.h"
 
+#include "alloc.h"
 #include "config.h"
 #include "file.h"
 

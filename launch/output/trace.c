@@ -2,7 +2,6 @@
 #include "trace.h"
 
 #include "alloc.h"
-
 #include "json.h"
 #include "sink.h"
 

@@ -1,7 +1,8 @@
 /* Status strings and the first-writer-wins error record. */
 #include "tpu/alloc.h"
-#include "alloc.h"
 #include "tpu/status.h"
+
+#include "alloc.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
