@@ -1,6 +1,5 @@
 /* Building a plan's schedule from the registry: the algorithm, then the step index. */
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "lines.h"
 #include "plan.h"
 

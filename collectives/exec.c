@@ -37,10 +37,10 @@
  * the working and scratch buffers (fresh ones would page-fault on every call).
  * The plan itself is never changed.
  */
-#include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
 #include "algo.h"
+#include "alloc.h"
 #include "clock.h"
 #include "lines.h"
 #include "plan.h"

@@ -48,8 +48,7 @@
  */
 #include "lines.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "timing.h"
 
 #include <string.h>

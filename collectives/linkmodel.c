@@ -83,7 +83,7 @@
  */
 #include "linkmodel.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -26,9 +26,9 @@
  * Restrictions: transfers of other chips are not seen (a timer belongs to one
  * chip); one route per transfer (no split over disjoint routes).
  */
-#include "tpu/alloc.h"
 #include "tpu/coll.h"
 
+#include "alloc.h"
 #include "linkmodel.h"
 
 #include <string.h>

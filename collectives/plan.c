@@ -5,9 +5,9 @@
  */
 #include "plan.h"
 
-#include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
+#include "alloc.h"
 #include "timing.h"
 
 #include <stdio.h>

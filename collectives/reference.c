@@ -2,9 +2,9 @@
  * Reference results: a collective computed directly from every chip's input, in
  * doubles, to verify what the executor produced.
  */
-#include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
+#include "alloc.h"
 #include "plan.h"
 
 #include <string.h>

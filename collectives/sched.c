@@ -1,6 +1,5 @@
 /* Schedule containers, sorting, time reversal and concatenation.  See sched.h. */
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "schedule.h"
 
 #include <string.h>

@@ -13,8 +13,7 @@
  * The tables below are the whole policy: the depths tried, the size guards, and
  * how many flows each collective's schedule holds per chip.
  */
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "lines.h"
 #include "plan.h"
 #include "timing.h"

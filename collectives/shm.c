@@ -33,9 +33,9 @@
  */
 #include "shm.h"
 
-#include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
+#include "alloc.h"
 #include "clock.h"
 #include "plan.h"
 #include "reduce.h"

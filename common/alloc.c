@@ -5,6 +5,8 @@
  */
 #include "tpu/alloc.h"
 
+#include "alloc.h"
+
 #include <stdlib.h>
 
 static tpu_malloc_fn_t hook_malloc = malloc;

@@ -1,7 +1,7 @@
 /* Status strings and the first-writer-wins error record. */
 #include "tpu/status.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  */
 #include "tpu/pod.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,7 @@
 /* MPI jobs: start-up checks, the rank-to-chip order, and verified collectives. */
 #include "job.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "clock.h"
 
 #include <signal.h>

@@ -4,8 +4,7 @@
  */
 #include "placement.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "table.h"
 
 #include <stdlib.h>

@@ -1,8 +1,7 @@
 /* Traces and heatmaps from the timing walk (see report.h). */
 #include "report.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "sink.h"
 #include "svg.h"
 

@@ -30,8 +30,7 @@
  */
 #include "watch.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "clock.h"
 #include "job.h"
 

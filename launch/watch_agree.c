@@ -9,7 +9,7 @@
  */
 #include "watch_agree.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include <stdint.h>
 #include <stdio.h>

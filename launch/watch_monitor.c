@@ -16,8 +16,7 @@
  */
 #include "watch_monitor.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "job.h"
 #include "watch.h"
 

@@ -30,7 +30,7 @@
  */
 #include "tpu/fault.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include <ctype.h>
 #include <errno.h>

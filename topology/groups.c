@@ -5,7 +5,7 @@
  */
 #include "tpu/groups.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include <stdio.h>
 #include <string.h>

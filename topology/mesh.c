@@ -5,7 +5,7 @@
  */
 #include "tpu/mesh.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -53,9 +53,8 @@
  * Otherwise TPU_ERR_UNSUPPORTED, and the
  * selector skips it.  Not pipelined.
  */
-#include "tpu/alloc.h"
-
 #include "algo.h"
+#include "alloc.h"
 
 /* The most flows a snake schedule may hold (group chips x pod chips). */
 #define TPU_SNAKE_MAX_FLOWS 8e6

@@ -55,9 +55,8 @@
  *
  * after step 2 every chip holds all four blocks.
  */
-#include "tpu/alloc.h"
-
 #include "algo.h"
+#include "alloc.h"
 
 #include <string.h>
 

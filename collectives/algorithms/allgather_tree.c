@@ -47,9 +47,8 @@
  *        y          y         each of (1,0), (2,0), (3,0) sends it on along y at
  *      (0,1) ...  (1,1) ...   depth 1 (2,0) once both halves are in
  */
-#include "tpu/alloc.h"
-
 #include "algo.h"
+#include "alloc.h"
 
 #include <string.h>
 

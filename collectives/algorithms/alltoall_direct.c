@@ -25,9 +25,8 @@
  *   chip0: [0>1]->1, [0>2]->2 (2 hops)   chip1: [1>0]->0, [1>2]->2   chip2: ...
  *   link 0->1 carries [0>1],[0>2]; link 1->2 carries [0>2],[1>2]: floor(9/4) = 2 blocks.
  */
-#include "tpu/alloc.h"
-
 #include "algo.h"
+#include "alloc.h"
 
 /* The block from 'c' (member i) to member j of its group. */
 static tpu_status_t block(const tpu_algo_args_t *args, tpu_sched_t *sched, int c, int i, int j)

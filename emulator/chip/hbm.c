@@ -15,8 +15,7 @@
  */
 #include "tpu/hbm.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "chip_internal.h"
 
 #include <stdint.h>

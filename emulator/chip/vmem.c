@@ -36,8 +36,7 @@
  */
 #include "tpu/vmem.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "chip_internal.h"
 
 #include <stdio.h>

@@ -10,9 +10,9 @@
  */
 #include "array.h"
 
-#include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
+#include "alloc.h"
 #include "array_spec.h"
 #include "spmd_internal.h"
 

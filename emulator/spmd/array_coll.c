@@ -10,9 +10,9 @@
  * and unpacks along the concat dimension.  These copies are layout work XLA also
  * does on the chip; they are not in the modeled time.
  */
-#include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
+#include "alloc.h"
 #include "array.h"
 #include "array_spec.h"
 #include "spmd_internal.h"

@@ -10,9 +10,9 @@
  * or no transport) a collective is timed by tpu_coll_plan_model(), which gives
  * the modeled time every transport gets, bit for bit.
  */
-#include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
+#include "alloc.h"
 #include "clock.h"
 #include "spmd_internal.h"
 

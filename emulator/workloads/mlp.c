@@ -73,10 +73,11 @@
  */
 #include "tpu/mlp.h"
 
-#include "tpu/alloc.h"
+#include "tpu/dtype.h"
 #include "tpu/hbm.h"
 #include "tpu/vmem.h"
 
+#include "alloc.h"
 #include "chip_internal.h"
 #include "mlp_comm.h"
 #include "mlp_cost.h"

@@ -6,10 +6,11 @@
  */
 #include "mlp_cost.h"
 
-#include "tpu/alloc.h"
 #include "tpu/dtype.h"
 #include "tpu/mxu.h"
 #include "tpu/roofline.h"
+
+#include "alloc.h"
 
 #include <stdio.h>
 #include <string.h>

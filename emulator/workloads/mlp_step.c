@@ -3,11 +3,11 @@
  * model): the batch of each chip, forward, loss, backward, the gradient
  * collectives and the update, on every local chip, with the step's report.
  */
-#include "tpu/alloc.h"
 #include "tpu/hbm.h"
 #include "tpu/mlp.h"
 #include "tpu/vpu.h"
 
+#include "alloc.h"
 #include "mlp_cost.h"
 #include "mlp_internal.h"
 

@@ -16,8 +16,7 @@
  */
 #include "tpu/npy.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "file.h"
 
 #include <ctype.h>

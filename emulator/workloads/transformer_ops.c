@@ -10,10 +10,11 @@
  */
 #include "transformer_ops.h"
 
-#include "tpu/alloc.h"
 #include "tpu/dtype.h"
 #include "tpu/mxu.h"
 #include "tpu/roofline.h"
+
+#include "alloc.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,9 +4,9 @@
  * create and destroy, the random init from a seed, the named .npy files, the
  * SGD update, and the batching rule and token checks of the data.
  */
-#include "tpu/alloc.h"
 #include "tpu/npy.h"
 
+#include "alloc.h"
 #include "transformer_ops.h"
 
 #include <limits.h>

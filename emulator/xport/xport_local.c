@@ -7,8 +7,9 @@
  * the bytes (between two strided regions of the same size).  Deterministic, and
  * friendly to ASan and valgrind.
  */
-#include "tpu/alloc.h"
 #include "tpu/xport.h"
+
+#include "alloc.h"
 
 #include <stdio.h>
 #include <string.h>

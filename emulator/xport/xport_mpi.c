@@ -36,9 +36,9 @@
  */
 #include "xport_mpi.h"
 
-#include "tpu/alloc.h"
 #include "tpu/mpi.h"
 
+#include "alloc.h"
 #include "clock.h"
 #include "xport_mpi_coll.h"
 #include "xport_mpi_shm.h"

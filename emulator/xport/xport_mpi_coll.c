@@ -5,8 +5,7 @@
  */
 #include "xport_mpi_coll.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "clock.h"
 #include "xport_mpi.h"
 

@@ -4,8 +4,7 @@
  */
 #include "xport_mpi_shm.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "xport_mpi.h"
 
 #include <stdint.h>

@@ -26,11 +26,6 @@ typedef void (*tpu_free_fn_t)(void *ptr);
 TPU_API tpu_status_t tpu_alloc_set(tpu_malloc_fn_t malloc_fn, tpu_realloc_fn_t realloc_fn,
                                    tpu_calloc_fn_t calloc_fn, tpu_free_fn_t free_fn);
 
-TPU_API void *tpu__malloc(size_t size);
-TPU_API void *tpu__realloc(void *ptr, size_t size);
-TPU_API void *tpu__calloc(size_t count, size_t size);
-TPU_API void tpu__free(void *ptr);
-
 #ifdef __cplusplus
 }
 #endif

@@ -27,7 +27,7 @@
  *
  * Ownership: tpu_hlo_parse() returns a file that owns every module, string and
  * array reachable from it (one arena, freed by tpu_hlo_file_destroy()); the text
- * is not kept.  All memory comes from tpu__malloc.
+ * is not kept.  All memory comes through the allocator hook (tpu/alloc.h).
  */
 #ifndef TPU_HLO_H
 #define TPU_HLO_H

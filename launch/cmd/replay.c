@@ -14,9 +14,9 @@
  */
 #include "tpu/replay.h"
 
-#include "tpu/alloc.h"
 #include "tpu/hlo.h"
 
+#include "alloc.h"
 #include "csv.h"
 #include "faults.h"
 #include "file.h"

@@ -17,8 +17,7 @@
  */
 #include "replay_mpi.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "clock.h"
 #include "job.h"
 #include "progress.h"

@@ -3,8 +3,7 @@
  * a token over every link, and run every collective at a small and a large size
  * with real data, verified, modeled and measured side by side.
  */
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "clock.h"
 #include "csv.h"
 #include "faults.h"

@@ -21,12 +21,12 @@
  */
 #include "train.h"
 
-#include "tpu/alloc.h"
 #include "tpu/hbm.h"
 #include "tpu/mlp.h"
 #include "tpu/npy.h"
 #include "tpu/pod.h"
 
+#include "alloc.h"
 #include "csv.h"
 #include "faults.h"
 #include "json.h"

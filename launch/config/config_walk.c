@@ -7,7 +7,7 @@
  */
 #include "config_walk.h"
 
-#include "tpu/alloc.h"
+#include "alloc.h"
 
 #include <ctype.h>
 #include <errno.h>

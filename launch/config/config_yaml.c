@@ -29,9 +29,9 @@
  * than four levels (top, faults, a fault, its chip coordinates), so no document
  * makes it expensive.
  */
-#include "tpu/alloc.h"
 #include "tpu/topo.h"
 
+#include "alloc.h"
 #include "config.h"
 #include "config_schema.h"
 #include "config_sections.h"

@@ -6,8 +6,7 @@
  */
 #include "trace.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "json.h"
 #include "sink.h"
 #include "trace_events.h"

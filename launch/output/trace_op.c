@@ -7,8 +7,7 @@
  */
 #include "trace_op.h"
 
-#include "tpu/alloc.h"
-
+#include "alloc.h"
 #include "trace_events.h"
 
 #include <math.h>

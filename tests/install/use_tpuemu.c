@@ -1,7 +1,6 @@
 /* A program outside the tree, built against the installed libtpuemu (tests/style/install.sh). */
 #include <stdio.h>
-#include <tpu/chip.h>
-#include <tpu/coll.h>
+#include <tpu.h>
 int main(void)
 {
     tpu_err_t err = {0};

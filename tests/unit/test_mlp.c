@@ -6,9 +6,10 @@
  * tiny case equals a finite difference, the step's cost adds up, and bad specs
  * are refused with a message naming the value.
  */
-#include "tpu/alloc.h"
 #include "tpu/chip.h"
 #include "tpu/mlp.h"
+
+#include "alloc.h"
 
 #include <math.h>
 #include <setjmp.h>

@@ -6,9 +6,9 @@
  * over-long data), each with a message that names the file.  The OOM loop runs
  * the reader with a failing allocator.
  */
-#include "tpu/alloc.h"
 #include "tpu/npy.h"
 
+#include "alloc.h"
 #include "test_support.h"
 
 #include <setjmp.h>

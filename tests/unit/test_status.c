@@ -2,6 +2,8 @@
 #include "tpu/alloc.h"
 #include "tpu/status.h"
 
+#include "alloc.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
