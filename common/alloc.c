@@ -55,3 +55,8 @@ void tpu__free(void *ptr)
         hook_free(ptr);
     }
 }
+
+void tpu_free(void *ptr)
+{
+    tpu__free(ptr);
+}

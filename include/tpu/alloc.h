@@ -26,6 +26,12 @@ typedef void (*tpu_free_fn_t)(void *ptr);
 TPU_API tpu_status_t tpu_alloc_set(tpu_malloc_fn_t malloc_fn, tpu_realloc_fn_t realloc_fn,
                                    tpu_calloc_fn_t calloc_fn, tpu_free_fn_t free_fn);
 
+/*
+ * Free a block the library allocated and handed to the caller (the data of
+ * tpu_npy_read_f32(), say), through the allocator in force.  NULL is a no-op.
+ */
+TPU_API void tpu_free(void *ptr);
+
 #ifdef __cplusplus
 }
 #endif

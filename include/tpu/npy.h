@@ -16,7 +16,7 @@
  * shape says.  Files are written as version 1.0 with the header padded to a
  * multiple of 64 bytes, as numpy does.
  *
- * Ownership: tpu_npy_read() allocates 'data' (tpu__malloc) and tpu_npy_map()
+ * Ownership: tpu_npy_read() allocates 'data' (through the allocator hook, tpu/alloc.h) and tpu_npy_map()
  * maps the file; the caller frees either with tpu_npy_fini().  The writers borrow their arguments
  * for the call.
  */
@@ -93,7 +93,7 @@ TPU_API void tpu_npy_fini(tpu_npy_t *arr);
  * of -1 matches any size; the actual shape is written back into 'shape').
  * Any other type or shape is TPU_ERR_INVALID naming the file, what was found
  * and what was expected ('what' names the array in the message, e.g. "w1").
- * The caller frees '*data_p' with tpu__free().
+ * The caller frees '*data_p' with tpu_free() (tpu/alloc.h).
  */
 TPU_API tpu_status_t tpu_npy_read_f32(const char *path, const char *what, int ndim, int64_t *shape,
                                       float **data_p, tpu_err_t *err);
