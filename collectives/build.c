@@ -1,8 +1,9 @@
 /* Building a plan's schedule from the registry: the algorithm, then the step index. */
+#include "build.h"
+
 #include "tpu/alloc.h"
 
 #include "lines.h"
-#include "plan.h"
 
 #include <stdio.h>
 #include <string.h>

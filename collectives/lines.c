@@ -50,7 +50,7 @@
 
 #include "tpu/alloc.h"
 
-#include "timing.h"
+#include "linkmodel.h"
 
 #include <string.h>
 

@@ -8,6 +8,8 @@
 #include "tpu/alloc.h"
 #include "tpu/dtype.h"
 
+#include "build.h"
+#include "select.h"
 #include "timing.h"
 
 #include <stdio.h>

@@ -189,8 +189,6 @@ static inline int64_t tpu__layout_offset(const tpu_layout_t *l, int64_t g)
 
 /* Index the steps of 'ps->s' into 'ps->step_start'. */
 tpu_status_t tpu__plan_sched_index(tpu_plan_sched_t *ps);
-/* The flows of the whole pod the schedule stands for (it may hold a part of them). */
-int64_t tpu__plan_sched_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t *ps);
 /* Free the schedule and its index (safe on a zeroed or freed one). */
 void tpu__plan_sched_fini(tpu_plan_sched_t *ps);
 

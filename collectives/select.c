@@ -13,10 +13,12 @@
  * The tables below are the whole policy: the depths tried, the size guards, and
  * how many flows each collective's schedule holds per chip.
  */
+#include "select.h"
+
 #include "tpu/alloc.h"
 
+#include "build.h"
 #include "lines.h"
-#include "plan.h"
 #include "timing.h"
 
 #include <string.h>

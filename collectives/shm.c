@@ -37,6 +37,7 @@
 #include "tpu/dtype.h"
 
 #include "clock.h"
+#include "exec_sig.h"
 #include "plan.h"
 #include "reduce.h"
 

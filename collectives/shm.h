@@ -92,9 +92,4 @@ tpu_status_t tpu__shm_exchange(tpu_shm_t *s, const tpu_call_sig_t *sig,
  * into 'dst' (bf16: accumulated in f32, rounded once). */
 void tpu__shm_add(tpu_shm_t *s, int first, int64_t off, int64_t len, unsigned char *dst);
 
-/* exec.c's: "chip 5 (1,1)"; a call in words; the first field two calls differ in. */
-void tpu__exec_chip_str(const tpu_topo_t *topo, int chip, char *buf, size_t len);
-void tpu__exec_sig_str(const tpu_call_sig_t *s, char *buf, size_t len);
-int tpu__exec_sig_diff(const tpu_call_sig_t *a, const tpu_call_sig_t *b, char *buf, size_t len);
-
 #endif /* TPU_SHM_H */

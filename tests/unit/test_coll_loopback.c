@@ -17,6 +17,7 @@
 #include "tpu/chip.h"
 #include "tpu/coll.h"
 
+#include "build.h"
 #include "plan.h"
 #include "test_coll.h"
 #include "test_support.h"

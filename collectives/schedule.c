@@ -1,7 +1,7 @@
 /* Schedule containers, sorting, time reversal and concatenation.  See sched.h. */
-#include "tpu/alloc.h"
-
 #include "schedule.h"
+
+#include "tpu/alloc.h"
 
 #include <string.h>
 
