@@ -9,6 +9,7 @@
 #include "tpu/alloc.h"
 
 #include "build.h"
+#include "group_args.h"
 #include "lines.h"
 #include "timing.h"
 

@@ -50,7 +50,9 @@
 
 #include "tpu/alloc.h"
 
+#include "group_args.h"
 #include "linkmodel.h"
+#include "linkmodel_loads.h"
 
 #include <string.h>
 

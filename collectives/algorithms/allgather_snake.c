@@ -56,6 +56,7 @@
 #include "tpu/alloc.h"
 
 #include "algo.h"
+#include "allgather_group_ring.h"
 
 /* The most flows a snake schedule may hold (group chips x pod chips). */
 #define TPU_SNAKE_MAX_FLOWS 8e6

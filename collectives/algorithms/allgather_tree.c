@@ -50,6 +50,8 @@
 #include "tpu/alloc.h"
 
 #include "algo.h"
+#include "allgather_orders.h"
+#include "group_args.h"
 
 #include <string.h>
 

@@ -25,6 +25,7 @@
  *   steps 3-4: all-gather of the s[i]                   -> every chip holds s
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_PSUM_rs_ag(const tpu_algo_args_t *args, tpu_sched_t *sched, tpu_err_t *err)
 {

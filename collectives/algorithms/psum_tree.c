@@ -15,6 +15,7 @@
  * AllGather").
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_PSUM_tree(const tpu_algo_args_t *args, tpu_sched_t *sched, tpu_err_t *err)
 {

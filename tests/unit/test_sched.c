@@ -10,6 +10,7 @@
 #include "tpu/topo.h"
 
 #include "algo.h"
+#include "algorithms/allgather_torus.h"
 #include "schedule.h"
 
 #include <setjmp.h>
