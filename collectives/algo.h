@@ -1,5 +1,5 @@
 /*
- * The algorithm registry (algorithms.def; the table is names.c's) and the
+ * The algorithm registry (algorithms.def, the table in algo.c) and the
  * arguments every algorithm takes.  The helpers algorithms share have their own
  * headers: group_args.h, and in algorithms/ allgather_torus.h,
  * allgather_orders.h, reversed.h, allgather_group_ring.h.

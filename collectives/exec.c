@@ -51,6 +51,7 @@
 #include "exec_layout.h"
 #include "exec_sig.h"
 #include "exec_times.h"
+#include "shm_run.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -27,7 +27,7 @@
  * chip); one route per transfer (no split over disjoint routes).
  */
 #include "tpu/alloc.h"
-#include "tpu/coll.h"
+#include "tpu/link.h"
 
 #include "linkmodel.h"
 

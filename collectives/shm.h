@@ -3,7 +3,7 @@
  * shm_region), and the machinery they share (shm.c): the regions' control
  * blocks, the stamped phase counters, the signature check and the one back-off
  * of every wait.  The algorithms: shm_psum.c, shm_all_gather.c,
- * shm_reduce_scatter.c.  exec.c's helpers that name chips and calls are here too.
+ * shm_reduce_scatter.c; shm_run.c picks one for a call.
  */
 #ifndef TPU_SHM_H
 #define TPU_SHM_H
@@ -47,21 +47,6 @@ void tpu__shm_destroy(tpu_shm_t *s);
 /* May call 'call' go through shared memory?  Not when the call numbers do not
  * increase on this chip (then every chip takes the message path alike). */
 int tpu__shm_usable(const tpu_shm_t *s, uint64_t call);
-
-/* Run call 'sig->call' from 'in' into 'out' (the user's buffers). */
-tpu_status_t tpu__shm_run(tpu_shm_t *s, const tpu_call_sig_t *sig, const tpu_coll_run_opts_t *opts,
-                          const void *in, void *out, tpu_err_t *err);
-
-/* The algorithms (tpu__shm_run calls them). */
-tpu_status_t tpu__shm_psum_run(tpu_shm_t *s, const tpu_call_sig_t *sig,
-                               const tpu_coll_run_opts_t *opts, const void *in, void *out,
-                               tpu_err_t *err);
-tpu_status_t tpu__shm_all_gather_run(tpu_shm_t *s, const tpu_call_sig_t *sig,
-                                     const tpu_coll_run_opts_t *opts, const void *in, void *out,
-                                     tpu_err_t *err);
-tpu_status_t tpu__shm_reduce_scatter_run(tpu_shm_t *s, const tpu_call_sig_t *sig,
-                                         const tpu_coll_run_opts_t *opts, const void *in, void *out,
-                                         tpu_err_t *err);
 
 /* The machinery.  A call: begin (wait for the readers of my areas in my last call,
  * write my call's signature), phases (publish; wait for every other member),

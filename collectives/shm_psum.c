@@ -27,8 +27,9 @@
  * the message path's (bf16: the same f32 accumulation, rounded once).
  * Restrictions: those of shm.c.
  */
+#include "shm_psum.h"
+
 #include "plan.h"
-#include "shm.h"
 
 #include <string.h>
 

@@ -22,8 +22,9 @@
  * so the results are the same bits (bf16: the same f32 accumulation, rounded
  * once).  Restrictions: those of shm.c.
  */
+#include "shm_reduce_scatter.h"
+
 #include "plan.h"
-#include "shm.h"
 
 #include <string.h>
 

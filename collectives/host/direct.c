@@ -23,6 +23,7 @@
 #include "tpu/alloc.h"
 
 #include "host/host.h"
+#include "host/host_plan.h"
 #include "plan.h"
 
 #define DIRECT_MAX_BYTES 16384

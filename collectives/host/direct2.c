@@ -24,6 +24,7 @@
 #include "tpu/alloc.h"
 
 #include "host/host.h"
+#include "host/host_plan.h"
 #include "plan.h"
 
 tpu_status_t tpu__host_PSUM_direct2(const tpu_coll_plan_t *p, const uint8_t *local,

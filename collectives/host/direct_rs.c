@@ -23,6 +23,7 @@
 #include "tpu/alloc.h"
 
 #include "host/host.h"
+#include "host/host_plan.h"
 #include "plan.h"
 
 tpu_status_t tpu__host_REDUCE_SCATTER_direct_rs(const tpu_coll_plan_t *p, const uint8_t *local,
