@@ -26,7 +26,7 @@ typedef struct tpu_algo_args {
                                    estimate's choice among the rotations of the axis order
                                    (allgather_orders.c, choose_split); TPU_SPLIT_ALL_ORDERS:
                                    over three axes, the shares of all six orders that
-                                   balance the axes' loads (balance_orders) */
+                                   balance the axes' loads (allgather_orders.c) */
     int rep;                    /* -1: flows of every chip; else only those chip rep sends (the
                                    representative of a translation-invariant pod, see linkmodel.c) */
     const tpu_groups_t *groups; /* groups that are not whole axes (group algorithms), or NULL */

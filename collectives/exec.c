@@ -3,7 +3,7 @@
  * reducing real bytes.
  *
  * Two things are decoupled here.  The modeled time is a property of the plan:
- * the link-model walk of its schedule (time.c), done once per run object and the
+ * the link-model walk of its schedule (timing.c), done once per run object and the
  * same on every chip and every transport, bit for bit (a chip's own finish time
  * comes from the same walk).  The host's messages carry the bytes: they follow
  * the same algorithm with a one-chunk pipeline (the model's pipeline depth

@@ -17,7 +17,7 @@
 
 /*
  * The modeled times from the per-chip ends of the selector's walk (schedule.h):
- * the same maxima of the same arrivals as model_times()'s walk, in O(chips).
+ * the same maxima of the same arrivals as tpu__exec_model_times()'s walk, in O(chips).
  */
 static tpu_status_t ends_times(tpu_coll_exec_t *e, const tpu_plan_sched_t *ps)
 {
@@ -66,7 +66,7 @@ static tpu_status_t ends_times(tpu_coll_exec_t *e, const tpu_plan_sched_t *ps)
 
 /*
  * The modeled times, once: the plan's own schedule walked through the link model
- * (time.c), as tpu_coll_plan_model() does; the local end is the latest arrival at
+ * (timing.c), as tpu_coll_plan_model() does; the local end is the latest arrival at
  * or from a local chip.  In representative mode every chip ends with the pod.  In
  * orbit mode a chip ends with the chip of the domain that stands for it (the
  * symmetry maps its flows onto that chip's, times and all).  Line timing times

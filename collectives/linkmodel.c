@@ -19,7 +19,7 @@
  * hops in that slice if it is not the destination itself.
  *
  * Bytes and latency, apart.  As in the published formulas (bandwidth term plus
- * hops), the walk (time.c) times the bytes of every flow here, with no hop
+ * hops), the walk (timing.c) times the bytes of every flow here, with no hop
  * latency, and adds up the latencies along the chains of dependencies apart;
  * the collective takes the latest bytes plus the longest chain.  So a pipeline
  * can keep the links busy but cannot hide a hop.  This file gives each flow of a

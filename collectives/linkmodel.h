@@ -129,7 +129,7 @@ tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, u
  * at its source (the latest arrival of the flows it depends on) and receives when
  * it starts.  With 'lat' NULL (the link timer), arrival[k] receives when it is
  * usable at its destination, hop latency included, and its start waits for its
- * DMA engine.  With 'lat' (the walk of time.c), times are those of the bytes
+ * DMA engine.  With 'lat' (the walk of timing.c), times are those of the bytes
  * alone: arrival[k] receives when its bytes are through, lat[k] its latency (hops,
  * reduction, and what its start waited for its engine beyond its link), and
  * off[k] (or NULL for none) is the latency of its chain so far, which places its
@@ -152,7 +152,7 @@ int tpu__linkmodel_port(tpu_linkmodel_t *lm, const tpu_flow_t *f);
 void tpu__linkmodel_stats(const tpu_linkmodel_t *lm, double total_s, tpu_coll_result_t *res);
 
 /*
- * For observers (time.c): the resources flow 'f' loads.  Writes its directed ICI
+ * For observers (timing.c): the resources flow 'f' loads.  Writes its directed ICI
  * link ids in the order crossed into 'links' (room for 'cap') and returns how
  * many; '*src_host_p' and '*dst_host_p' are the hosts whose NICs it uses over
  * DCN, else -1.  In representative mode the links are those of the

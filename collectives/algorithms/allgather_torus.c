@@ -8,9 +8,9 @@
  * bidirectional line when it does not.  Over several axes the data is split
  * between axis orders: the part of order x-y-z first gathers along x, then the
  * gathered row along y, then along z.  By default the orders are the rotations
- * (x-y-z, y-z-x, z-x-y) and the split is the estimate's (choose_split()); over
+ * (x-y-z, y-z-x, z-x-y) and the split is the estimate's (allgather_orders.c); over
  * three axes select.c also times the split between all six orders that loads
- * every axis in proportion to its bandwidth (balance_orders(), a small linear
+ * every axis in proportion to its bandwidth (allgather_orders.c, a small linear
  * program), which the rotations alone cannot do when one axis is much cheaper
  * than the others (a wrapped axis of 2 chips is cheap only as a last phase).
  * Each part is cut into 'chunks' pieces that follow each other through the

@@ -8,7 +8,7 @@
  * sums.  On the chips, each all-gather stream starts on a chip as soon as the
  * reduce-scatter of the same stream has finished there; in the modeled time the
  * all-gather starts when the whole reduce-scatter is through (the schedule's
- * barrier, time.c: a pipeline of the two halves would beat the formula's sum by
+ * barrier, timing.c: a pipeline of the two halves would beat the formula's sum by
  * hiding one half's hops behind the other's bytes).
  *
  * Cost model:  2 * (N-1)/N * V / (W * sum_i f_i) + 2 * D * alpha.
