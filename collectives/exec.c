@@ -10,7 +10,7 @@
  * changes the modeled time, not how many host messages carry the bytes), so a
  * 1 MiB psum that the model pipelines into 16 chunks is 24 host messages per
  * chip on a 4x4, not 384.  A psum or a reduce-scatter moves through a host plan
- * instead (host_algorithms.def: one round or two); a bf16 one carries the bf16
+ * instead (host_algorithms.def, host/: one round or two); a bf16 one carries the bf16
  * words and accumulates in f32 on the receiving chip, rounded once (wide mode).
  *
  * Every receive is posted at once; a send goes out as soon as the flows it
