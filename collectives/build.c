@@ -1,7 +1,8 @@
 /* Building a plan's schedule from the registry: the algorithm, then the step index. */
+#include "build.h"
+
 #include "alloc.h"
 #include "lines.h"
-#include "plan.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,6 +5,8 @@
  * walk over the member pairs of a direct algorithm, the direct flow of one
  * block (split both ways round at a tie), the own-block copy and the user layout.
  */
+#include "group_args.h"
+
 #include "algo.h"
 #include "alloc.h"
 

@@ -33,7 +33,7 @@
  * last stands for it, and the pod's flows are the combinations of a class per
  * axis (the tied axes all going the same way).  Timing one flow per combination
  * through the link model itself gives the latest bytes and the most hops of the
- * whole pod (the collective takes their sum, as the walk: time.c), and the link
+ * whole pod (the collective takes their sum, as the walk: timing.c), and the link
  * loads its per-axis statistics, bit for bit as the walk over every flow:
  * test_coll_classes compares both on every shape up to 8x8x8.
  *
@@ -49,6 +49,9 @@
 #include "lines.h"
 
 #include "alloc.h"
+#include "group_args.h"
+#include "linkmodel.h"
+#include "linkmodel_loads.h"
 #include "timing.h"
 
 #include <string.h>
@@ -325,7 +328,7 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
         goto out;
     }
     /* One flow per combination of classes; the tied axes all take one direction.  As
-     * in the walk (time.c), the collective takes the bytes' time plus its longest
+     * in the walk (timing.c), the collective takes the bytes' time plus its longest
      * chain of latencies: the latest bytes plus the most hops. */
     memset(k, 0, sizeof(k));
     for (;;) {

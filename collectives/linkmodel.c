@@ -19,7 +19,7 @@
  * hops in that slice if it is not the destination itself.
  *
  * Bytes and latency, apart.  As in the published formulas (bandwidth term plus
- * hops), the walk (time.c) times the bytes of every flow here, with no hop
+ * hops), the walk (timing.c) times the bytes of every flow here, with no hop
  * latency, and adds up the latencies along the chains of dependencies apart;
  * the collective takes the latest bytes plus the longest chain.  So a pipeline
  * can keep the links busy but cannot hide a hop.  This file gives each flow of a
@@ -84,6 +84,10 @@
 #include "linkmodel.h"
 
 #include "alloc.h"
+
+#include "linkmodel_busy.h"
+#include "linkmodel_share.h"
+#include "linkmodel_starts.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -328,7 +332,7 @@ static int ici_start(const tpu_linkmodel_t *lm, const tpu_flow_t *f)
  * The resources of flow 'f' into lm->rres / lm->rw, port first, and its latency;
  * returns how many (0: the flow moves nothing).
  */
-static int flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, double *lat_p)
+int tpu__linkmodel_flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, double *lat_p)
 {
     double bytes = (double)tpu__span_bytes(&f->span), lat = 0;
     tpu_route_t route;
@@ -392,7 +396,7 @@ int tpu__linkmodel_port(tpu_linkmodel_t *lm, const tpu_flow_t *f)
 {
     double lat;
 
-    return flow_resources(lm, f, &lat) > 0 ? lm->rres[0] : -1;
+    return tpu__linkmodel_flow_resources(lm, f, &lat) > 0 ? lm->rres[0] : -1;
 }
 
 static tpu_status_t grow_step(tpu_linkmodel_t *lm, int64_t n)
@@ -455,676 +459,6 @@ static tpu_status_t keep_resources(tpu_linkmodel_t *lm, int64_t k, int m)
     return TPU_OK;
 }
 
-static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double m, double rem)
-{
-    tpu_lm_entry_t *e;
-
-    if (lm->nent == lm->cap_ent) {
-        int64_t cap = lm->cap_ent ? 2 * lm->cap_ent : 1024;
-        tpu_lm_entry_t *p = tpu__realloc(lm->ent, (size_t)cap * sizeof(*p));
-
-        if (p == NULL) {
-            return TPU_ERR_NO_MEMORY;
-        }
-        lm->ent = p;
-        lm->cap_ent = cap;
-    }
-    e = &lm->ent[lm->nent++];
-    e->res = r;
-    e->k = k;
-    e->st = lm->st[k];
-    e->end = lm->st[k];
-    e->m = m;
-    e->rem = rem;
-    return TPU_OK;
-}
-
-/*
- * Queueing behind the earlier steps.  A resource keeps every interval in which
- * it was busy (sorted, disjoint, merged where they touch).  Work w that reaches
- * it at time t fills its idle gaps from t on: the wait is the busy time it
- * skips before w seconds of idle time have passed.  A step that the schedule
- * orders later but that is ready earlier (the next chunk of a pipeline, or any
- * flow of a schedule turned around in time) is thus not queued behind work that
- * only starts after it.  (An earlier version kept only the last 8 intervals and the
- * oldest two merged, their gap counted as busy: a reversed pipeline lost most of
- * its idle time, test_linkmodel's test_many_gaps.)
- */
-
-/* The busy intervals of resource r: in place, or on the heap once there are more. */
-static double *busy_list(const tpu_linkmodel_t *lm, int32_t r)
-{
-    return lm->ivx[r] != NULL ? lm->ivx[r] : &lm->iv[(size_t)r * 2 * TPU_LM_IV_INLINE];
-}
-
-/*
- * The first interval of resource r that ends after t (niv[r] if none).  Work
- * mostly comes after the last interval or near where the resource's previous
- * question landed (its hint): those first, then a search by halves.
- */
-static int busy_first_after(const tpu_linkmodel_t *lm, int32_t r, double t)
-{
-    const double *iv = busy_list(lm, r);
-    int lo = 0, hi = lm->niv[r], h = lm->ivhint[r];
-
-    if (hi == 0 || iv[2 * (hi - 1) + 1] <= t) {
-        return hi;
-    }
-    if (h < hi && iv[2 * h + 1] > t && (h == 0 || iv[2 * (h - 1) + 1] <= t)) {
-        return h;
-    }
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-
-        if (iv[2 * mid + 1] <= t) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lm->ivhint[r] = lo;
-    return lo;
-}
-
-static double busy_wait(const tpu_linkmodel_t *lm, int32_t r, double t, double w)
-{
-    const double *iv = busy_list(lm, r);
-    double q = 0;
-    int i;
-
-    for (i = busy_first_after(lm, r, t); i < lm->niv[r]; i++) {
-        double a = iv[2 * i], b = iv[2 * i + 1];
-
-        if (a > t) {
-            if (w <= a - t) {
-                return q;
-            }
-            w -= a - t;
-            t = a;
-        }
-        q += b - t;
-        t = b;
-    }
-    return q;
-}
-
-/* The first moment at or after t when resource r is idle. */
-static double busy_idle(const tpu_linkmodel_t *lm, int32_t r, double t)
-{
-    const double *iv = busy_list(lm, r);
-    int i = busy_first_after(lm, r, t);
-
-    /* Intervals that touch are merged: the end of the one holding t is idle. */
-    if (i < lm->niv[r] && iv[2 * i] <= t) {
-        t = iv[2 * i + 1];
-    }
-    return t;
-}
-
-/* Mark [a, b) busy on resource r; TPU_ERR_NO_MEMORY if its list cannot grow. */
-static tpu_status_t busy_add(tpu_linkmodel_t *lm, int32_t r, double a, double b)
-{
-    double *iv = busy_list(lm, r);
-    int n = lm->niv[r], i, j;
-
-    if (!(b > a)) {
-        return TPU_OK;
-    }
-    /* The first interval that ends at or after a, and the first that starts after b. */
-    for (i = busy_first_after(lm, r, a); i > 0 && iv[2 * (i - 1) + 1] >= a; i--) {
-    }
-    for (j = i; j < n && iv[2 * j] <= b; j++) {
-    }
-    if (j > i) {
-        /* [a, b) overlaps or touches intervals i .. j - 1: merge them into i. */
-        iv[2 * i] = iv[2 * i] < a ? iv[2 * i] : a;
-        iv[2 * i + 1] = iv[2 * (j - 1) + 1] > b ? iv[2 * (j - 1) + 1] : b;
-        if (j - i > 1) {
-            memmove(iv + 2 * (i + 1), iv + 2 * j, (size_t)(n - j) * 2 * sizeof(double));
-        }
-        lm->niv[r] = n - (j - i - 1);
-        return TPU_OK;
-    }
-    if (n == (lm->ivx[r] != NULL ? lm->civ[r] : TPU_LM_IV_INLINE)) {
-        /* Full: the list moves to (a larger) one on the heap. */
-        int32_t cap = 2 * n;
-        double *p = tpu__realloc(lm->ivx[r], (size_t)cap * 2 * sizeof(double));
-
-        if (p == NULL) {
-            return TPU_ERR_NO_MEMORY;
-        }
-        if (lm->ivx[r] == NULL) {
-            memcpy(p, iv, (size_t)n * 2 * sizeof(double));
-        }
-        lm->ivx[r] = iv = p;
-        lm->civ[r] = cap;
-    }
-    memmove(iv + 2 * (i + 1), iv + 2 * i, (size_t)(n - i) * 2 * sizeof(double));
-    iv[2 * i] = a;
-    iv[2 * i + 1] = b;
-    lm->niv[r] = n + 1;
-    return TPU_OK;
-}
-
-/*
- * Sort one group of 'len' records of 'size' bytes by 'cmp'.  A group comes nearly
- * sorted (records are made in flow order): nothing to do when it is in order,
- * insertion sort when it is short, qsort otherwise.
- */
-static void sort_group(void *base, int64_t len, size_t size, int (*cmp)(const void *, const void *))
-{
-    unsigned char x[64], *v = base;
-    int64_t i, j;
-
-    for (i = 1; i < len && cmp(v + (size_t)(i - 1) * size, v + (size_t)i * size) <= 0; i++) {
-    }
-    if (i >= len) {
-        return;
-    }
-    if (len > 32 || size > sizeof(x)) {
-        qsort(v, (size_t)len, size, cmp);
-        return;
-    }
-    for (; i < len; i++) {
-        memcpy(x, v + (size_t)i * size, size);
-        for (j = i; j > 0 && cmp(v + (size_t)(j - 1) * size, x) > 0; j--) {
-        }
-        memmove(v + (size_t)(j + 1) * size, v + (size_t)j * size, (size_t)(i - j) * size);
-        memcpy(v + (size_t)j * size, x, size);
-    }
-}
-
-static int entry_cmp(const void *pa, const void *pb)
-{
-    const tpu_lm_entry_t *a = pa, *b = pb;
-
-    if (a->res != b->res) {
-        return a->res < b->res ? -1 : 1;
-    }
-    if (a->st != b->st) {
-        return a->st < b->st ? -1 : 1;
-    }
-    return a->k < b->k ? -1 : a->k > b->k;
-}
-
-/*
- * Sort the step's entries by entry_cmp(), grouped by resource: the groups in the
- * order their resources first appear (each resource's drain is its own: the
- * order between groups changes no result), each group by (start, flow),
- * a total order, so the result is the one a full sort gives.  Entries come in
- * flow order, so a group is nearly sorted already: insertion sort, or qsort for
- * a large group.
- */
-static tpu_status_t sort_entries(tpu_linkmodel_t *lm)
-{
-    int64_t e, nb = 0, g;
-    tpu_lm_entry_t *t;
-
-    int64_t cap;
-
-    if (lm->cap_ent2 < lm->nent) {
-        tpu__free(lm->ent2);
-        lm->cap_ent2 = 0;
-        lm->ent2 = tpu__malloc((size_t)lm->cap_ent * sizeof(*lm->ent2));
-        if (lm->ent2 == NULL) {
-            return TPU_ERR_NO_MEMORY;
-        }
-        lm->cap_ent2 = lm->cap_ent;
-    }
-    if (lm->cap_bstart < lm->nent + 1) {
-        tpu__free(lm->bstart);
-        lm->cap_bstart = 0;
-        lm->bstart = tpu__malloc((size_t)(lm->cap_ent + 1) * sizeof(*lm->bstart));
-        if (lm->bstart == NULL) {
-            return TPU_ERR_NO_MEMORY;
-        }
-        lm->cap_bstart = lm->cap_ent + 1;
-    }
-    if (lm->slot == NULL) {
-        lm->slot = tpu__malloc((size_t)lm->nres * sizeof(*lm->slot));
-        if (lm->slot == NULL) {
-            return TPU_ERR_NO_MEMORY;
-        }
-    }
-    /* Every entry's resource is mixed (1); 2 marks it seen, with its group. */
-    for (e = 0; e < lm->nent; e++) {
-        int32_t r = lm->ent[e].res;
-
-        if (lm->mixed[r] != 2) {
-            lm->mixed[r] = 2;
-            lm->slot[r] = (int32_t)nb;
-            lm->bstart[nb++] = 0;
-        }
-        lm->bstart[lm->slot[r]]++;
-    }
-    for (g = 0, e = 0; g < nb; g++) {
-        int64_t c = lm->bstart[g];
-
-        lm->bstart[g] = e;
-        e += c;
-    }
-    lm->bstart[nb] = e;
-    for (e = 0; e < lm->nent; e++) {
-        lm->ent2[lm->bstart[lm->slot[lm->ent[e].res]]++] = lm->ent[e];
-    }
-    for (g = nb; g > 0; g--) {
-        lm->bstart[g] = lm->bstart[g - 1];
-    }
-    lm->bstart[0] = 0;
-    for (g = 0; g < nb; g++) {
-        sort_group(lm->ent2 + lm->bstart[g], lm->bstart[g + 1] - lm->bstart[g],
-                   sizeof(tpu_lm_entry_t), entry_cmp);
-    }
-    t = lm->ent;
-    lm->ent = lm->ent2;
-    lm->ent2 = t;
-    cap = lm->cap_ent;
-    lm->cap_ent = lm->cap_ent2;
-    lm->cap_ent2 = cap;
-    return TPU_OK;
-}
-
-/* Keep [a, b) as served interval number i of share(). */
-static tpu_status_t keep_seg(tpu_linkmodel_t *lm, int64_t i, double a, double b)
-{
-    if (i >= lm->cap_segs) {
-        int64_t cap = lm->cap_segs ? 2 * lm->cap_segs : 64;
-        double *q = tpu__realloc(lm->segs, (size_t)cap * 2 * sizeof(*q));
-
-        if (q == NULL) {
-            return TPU_ERR_NO_MEMORY;
-        }
-        lm->segs = q;
-        lm->cap_segs = cap;
-    }
-    lm->segs[2 * i] = a;
-    lm->segs[2 * i + 1] = b;
-    return TPU_OK;
-}
-
-/* The heap of share(): entry indices by finish tag ('rem' once admitted), least first. */
-static void heap_up(int64_t *h, const tpu_lm_entry_t *v, int64_t i)
-{
-    int64_t x = h[i];
-
-    while (i > 0 && v[h[(i - 1) / 2]].rem > v[x].rem) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h[i] = x;
-}
-
-static void heap_down(int64_t *h, int64_t n, const tpu_lm_entry_t *v)
-{
-    int64_t i = 0, x = h[0];
-
-    for (;;) {
-        int64_t c = 2 * i + 1;
-
-        if (c >= n) {
-            break;
-        }
-        if (c + 1 < n && v[h[c + 1]].rem < v[h[c]].rem) {
-            c++;
-        }
-        if (v[h[c]].rem >= v[x].rem) {
-            break;
-        }
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = x;
-}
-
-/*
- * Processor sharing on resource r of the step's entries v[0 .. len) (sorted by
- * start): every copy of every entry that has started and not finished gets an
- * equal share of the bandwidth (an entry of weight m is m copies: the h
- * translates of a representative's flow that cross one link of a class), and
- * nothing is served while the resource is busy with an earlier step's work (its
- * intervals).  Each entry's 'end' is when its bytes are through; the intervals
- * served are added to the resource's busy intervals.  An event loop over starts,
- * finishes and the edges of busy intervals; the same arithmetic on the same
- * values in every mode, so the translates of a flow and the representative's
- * entry that stands for them end at the same moment, bit for bit.
- */
-static tpu_status_t share(tpu_linkmodel_t *lm, int32_t r, tpu_lm_entry_t *v, int64_t len)
-{
-    const double *iv = busy_list(lm, r);
-    /* V: the seconds of full bandwidth one copy has had since the first start (it
-     * grows at 1/M per second, M the copies being served); an entry admitted at V
-     * with 'rem' seconds to go is through when V reaches its tag V + rem. */
-    double t = v[0].st, V = 0, M = 0, seg = -1;
-    int64_t next = 0, nact = 0, i, nseg = 0, *h;
-    int bi = busy_first_after(lm, r, t), niv = lm->niv[r];
-
-    if (lm->cap_act < len) {
-        int64_t *p = tpu__realloc(lm->act, (size_t)len * sizeof(*p));
-
-        if (p == NULL) {
-            return TPU_ERR_NO_MEMORY;
-        }
-        lm->act = p;
-        lm->cap_act = len;
-    }
-    h = lm->act;
-    while (next < len || nact > 0) {
-        double tag, tfin, tblk, tarr, tn;
-
-        while (next < len && v[next].st <= t) {
-            v[next].rem = V + v[next].rem;
-            h[nact] = next;
-            heap_up(h, v, nact++);
-            M += v[next].m;
-            next++;
-        }
-        if (nact == 0) {
-            /* Idle until the next entry starts: the interval served so far ends here. */
-            if (seg >= 0 && t > seg && keep_seg(lm, nseg++, seg, t) != TPU_OK) {
-                return TPU_ERR_NO_MEMORY;
-            }
-            seg = -1;
-            t = v[next].st;
-            continue;
-        }
-        while (bi < niv && iv[2 * bi + 1] <= t) {
-            bi++;
-        }
-        if (bi < niv && iv[2 * bi] <= t) {
-            /* An earlier step's work holds the resource until the end of the interval. */
-            if (seg >= 0 && t > seg && keep_seg(lm, nseg++, seg, t) != TPU_OK) {
-                return TPU_ERR_NO_MEMORY;
-            }
-            seg = -1;
-            t = iv[2 * bi + 1];
-            continue;
-        }
-        if (seg < 0) {
-            seg = t;
-        }
-        tag = v[h[0]].rem;
-        tfin = tag > V ? t + (tag - V) * M : t;
-        tblk = bi < niv ? iv[2 * bi] : tfin;
-        tarr = next < len ? v[next].st : tfin;
-        if (tfin <= tblk && tfin <= tarr) {
-            /* The least tags are through; the others are on at the same rate. */
-            t = tfin;
-            V = tag > V ? tag : V;
-            while (nact > 0 && v[h[0]].rem <= tag) {
-                v[h[0]].end = t;
-                M -= v[h[0]].m;
-                h[0] = h[--nact];
-                if (nact > 0) {
-                    heap_down(h, nact, v);
-                }
-            }
-            continue;
-        }
-        tn = tblk < tarr ? tblk : tarr;
-        V += (tn - t) / M;
-        t = tn;
-    }
-    if (seg >= 0 && t > seg && keep_seg(lm, nseg++, seg, t) != TPU_OK) {
-        return TPU_ERR_NO_MEMORY;
-    }
-    for (i = 0; i < nseg; i++) {
-        if (busy_add(lm, r, lm->segs[2 * i], lm->segs[2 * i + 1]) != TPU_OK) {
-            return TPU_ERR_NO_MEMORY;
-        }
-    }
-    return TPU_OK;
-}
-
-/*
- * The resources whose flows of the step do not all start together with the same
- * bytes: processor sharing (share()); a flow's latest end there goes to md[k].
- */
-static tpu_status_t drain_mixed(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n)
-{
-    int64_t k, a = 0, b, x;
-    int i, m;
-
-    lm->nent = 0;
-    for (k = 0; k < n; k++) {
-        const int32_t *rres = lm->sres + lm->roff[k];
-        const double *rw = lm->sw + lm->roff[k];
-        double bytes = (double)tpu__span_bytes(&flows[k].span);
-
-        if (lm->lat[k] < 0) {
-            continue;
-        }
-        m = (int)(lm->roff[k + 1] - lm->roff[k]);
-        for (i = 0; i < m; i++) {
-            int32_t r = rres[i];
-
-            /* Copies: bytes x hops in representative mode, one flow otherwise. */
-            if (lm->mixed[r] && lm->bw[r] > 0 &&
-                add_entry(lm, r, (int32_t)k, rw[i] / bytes, bytes / lm->bw[r]) != TPU_OK) {
-                return TPU_ERR_NO_MEMORY;
-            }
-        }
-    }
-    if (sort_entries(lm) != TPU_OK) {
-        return TPU_ERR_NO_MEMORY;
-    }
-    while (a < lm->nent) {
-        int32_t r = lm->ent[a].res;
-
-        for (b = a; b < lm->nent && lm->ent[b].res == r; b++) {
-        }
-        if (share(lm, r, lm->ent + a, b - a) != TPU_OK) {
-            return TPU_ERR_NO_MEMORY;
-        }
-        for (x = a; x < b; x++) {
-            int32_t kx = lm->ent[x].k;
-            double d = lm->ent[x].end - lm->st[kx];
-
-            if (lm->ent[x].end > lm->nfree[r]) {
-                lm->nfree[r] = lm->ent[x].end;
-            }
-            if (d > lm->md[kx]) {
-                lm->md[kx] = d;
-            }
-        }
-        a = b;
-    }
-    return TPU_OK;
-}
-
-/* The first moment at or after t from which resource r is idle for w seconds. */
-static double busy_fit(const tpu_linkmodel_t *lm, int32_t r, double t, double w)
-{
-    const double *iv = busy_list(lm, r);
-    int i = busy_first_after(lm, r, t);
-
-    while (i < lm->niv[r] && iv[2 * i] < t + w) {
-        if (iv[2 * i + 1] > t) {
-            t = iv[2 * i + 1];
-        }
-        i++;
-    }
-    return t;
-}
-
-static int batch_cmp(const void *pa, const void *pb)
-{
-    const tpu_lm_batch_t *a = pa, *b = pb;
-
-    if (a->eng != b->eng) {
-        return a->eng < b->eng ? -1 : 1;
-    }
-    if (a->st != b->st) {
-        return a->st < b->st ? -1 : 1;
-    }
-    return a->k < b->k ? -1 : a->k > b->k;
-}
-
-static int int32_cmp(const void *pa, const void *pb)
-{
-    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
-
-    return a < b ? -1 : a > b;
-}
-
-/*
- * Sort the step's nb batch records by batch_cmp(): grouped by engine with a
- * counting pass (the groups in engine order), then each group by (start, flow),
- * left as it is when it already is (the common case: a step's flows come
- * in order), by insertion when small, else by qsort.  The result is a full sort's.
- */
-static tpu_status_t sort_batches(tpu_linkmodel_t *lm, int64_t nb)
-{
-    int64_t i, g, ng = 0, *start;
-    tpu_lm_batch_t *t;
-
-    for (i = 1; i < nb && batch_cmp(&lm->batch[i - 1], &lm->batch[i]) <= 0; i++) {
-    }
-    if (i >= nb) {
-        return TPU_OK;
-    }
-    if (lm->cap_batch2 < nb) {
-        tpu__free(lm->batch2);
-        lm->batch2 = tpu__malloc((size_t)nb * sizeof(*lm->batch2));
-        lm->cap_batch2 = lm->batch2 != NULL ? nb : 0;
-        if (lm->batch2 == NULL) {
-            return TPU_ERR_NO_MEMORY;
-        }
-    }
-    if (lm->eslot == NULL || lm->estamp == NULL) {
-        tpu__free(lm->eslot);
-        tpu__free(lm->estamp);
-        lm->eslot = tpu__malloc((size_t)lm->nres * sizeof(*lm->eslot));
-        lm->estamp = tpu__calloc((size_t)lm->nres, sizeof(*lm->estamp));
-        if (lm->eslot == NULL || lm->estamp == NULL) {
-            tpu__free(lm->eslot);
-            tpu__free(lm->estamp);
-            lm->eslot = NULL;
-            lm->estamp = NULL;
-            return TPU_ERR_NO_MEMORY;
-        }
-    }
-    /* Engines in increasing order get the groups in order: count them first. */
-    lm->ebatch_id++;
-    for (i = 0; i < nb; i++) {
-        int32_t e = lm->batch[i].eng;
-
-        if (lm->estamp[e] != lm->ebatch_id) {
-            lm->estamp[e] = lm->ebatch_id;
-            lm->eslot[e] = 0;
-            ng++;
-        }
-        lm->eslot[e]++;
-    }
-    /* Prefix sums in engine order: walk the engines of the step sorted. */
-    {
-        int32_t *engs;
-        int64_t ne = 0, sum = 0;
-
-        if (lm->cap_engs < ng) {
-            /* The engines and where each one's group starts (one more): sized together. */
-            tpu__free(lm->engs);
-            tpu__free(lm->bgroup);
-            lm->engs = tpu__malloc((size_t)ng * sizeof(*lm->engs));
-            lm->bgroup = tpu__malloc((size_t)(ng + 1) * sizeof(*lm->bgroup));
-            lm->cap_engs = lm->engs != NULL && lm->bgroup != NULL ? ng : 0;
-            if (lm->cap_engs == 0) {
-                tpu__free(lm->engs);
-                tpu__free(lm->bgroup);
-                lm->engs = NULL;
-                lm->bgroup = NULL;
-                return TPU_ERR_NO_MEMORY;
-            }
-        }
-        engs = lm->engs;
-        start = lm->bgroup;
-        for (i = 0; i < nb; i++) {
-            int32_t e = lm->batch[i].eng;
-
-            if (lm->estamp[e] == lm->ebatch_id) {
-                lm->estamp[e] = lm->ebatch_id + 1; /* listed */
-                engs[ne++] = e;
-            }
-        }
-        qsort(engs, (size_t)ne, sizeof(*engs), int32_cmp);
-        for (g = 0; g < ne; g++) {
-            int64_t c = lm->eslot[engs[g]];
-
-            lm->eslot[engs[g]] = sum;
-            start[g] = sum;
-            sum += c;
-        }
-        start[ne] = sum;
-        lm->ebatch_id++;
-        for (i = 0; i < nb; i++) {
-            lm->batch2[lm->eslot[lm->batch[i].eng]++] = lm->batch[i];
-        }
-        for (g = 0; g < ne; g++) {
-            sort_group(lm->batch2 + start[g], start[g + 1] - start[g], sizeof(tpu_lm_batch_t),
-                       batch_cmp);
-        }
-    }
-    t = lm->batch;
-    lm->batch = lm->batch2;
-    lm->batch2 = t;
-    {
-        int64_t cap = lm->cap_batch;
-
-        lm->cap_batch = lm->cap_batch2;
-        lm->cap_batch2 = cap;
-    }
-    return TPU_OK;
-}
-
-/*
- * The message starts.  The flows that are ready at one moment on one port are
- * one batch; the port's DMA engine starts its batches one at a time, each taking
- * msg_cost of the engine, in the order they are ready, filling the engine's idle
- * time from the moment a batch is ready.  Ready times are real ones: the flow's
- * ready time for its bytes plus 'off' (the latency of its chain so far), NULL for
- * none.  lm->wait[k] receives how long flow k's start waited.
- */
-static tpu_status_t engine_starts(tpu_linkmodel_t *lm, int64_t n, const double *off)
-{
-    double msg = lm->link.msg_cost;
-    int64_t k, nb = 0, i, j;
-
-    if (n > lm->cap_batch) {
-        tpu_lm_batch_t *p = tpu__realloc(lm->batch, (size_t)n * sizeof(*p));
-
-        if (p == NULL) {
-            return TPU_ERR_NO_MEMORY;
-        }
-        lm->batch = p;
-        lm->cap_batch = n;
-    }
-    for (k = 0; k < n; k++) {
-        /* A flow that crosses no link or DCN port (a reduction on its own chip) has
-         * no message to start. */
-        if (lm->lat[k] >= 0 && lm->sres[lm->roff[k]] < (lm->classes ? lm->port0 : lm->nic0)) {
-            tpu_lm_batch_t *b = &lm->batch[nb++];
-
-            b->eng = lm->eng0 + lm->sres[lm->roff[k]];
-            b->st = lm->st[k] + (off != NULL ? off[k] : 0);
-            b->k = k;
-        }
-    }
-    if (sort_batches(lm, nb) != TPU_OK) {
-        return TPU_ERR_NO_MEMORY;
-    }
-    for (i = 0; i < nb; i = j) {
-        const tpu_lm_batch_t *b = &lm->batch[i];
-        double at = busy_fit(lm, b->eng, b->st, msg);
-
-        if (busy_add(lm, b->eng, at, at + msg) != TPU_OK) {
-            return TPU_ERR_NO_MEMORY;
-        }
-        for (j = i; j < nb && lm->batch[j].eng == b->eng && lm->batch[j].st == b->st; j++) {
-            lm->wait[lm->batch[j].k] = at - b->st;
-        }
-    }
-    return TPU_OK;
-}
-
 tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n,
                                  double *start, double *arrival, double *lat, const double *off)
 {
@@ -1143,7 +477,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         lm->md[k] = 0;
         lm->wait[k] = 0;
         lm->st[k] = start[k];
-        m = flow_resources(lm, &flows[k], &lm->lat[k]);
+        m = tpu__linkmodel_flow_resources(lm, &flows[k], &lm->lat[k]);
         if (keep_resources(lm, k, m) != TPU_OK) {
             return TPU_ERR_NO_MEMORY;
         }
@@ -1151,7 +485,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
             lm->lat[k] = -1;
         }
     }
-    if (lm->link.msg_cost > 0 && engine_starts(lm, n, off) != TPU_OK) {
+    if (lm->link.msg_cost > 0 && tpu__linkmodel_engine_starts(lm, n, off) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }
     for (k = 0; lat == NULL && k < n; k++) {
@@ -1169,7 +503,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
             continue;
         }
         m = (int)(lm->roff[k + 1] - lm->roff[k]);
-        lm->st[k] = busy_idle(lm, rres[0], lm->st[k]);
+        lm->st[k] = tpu__linkmodel_busy_idle(lm, rres[0], lm->st[k]);
         if (lat != NULL) {
             /* What its start waited beyond the wait for its port's link. */
             double q = lm->wait[k] - (lm->st[k] - start[k]);
@@ -1194,7 +528,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
             lm->sum[r] += rw[i];
         }
     }
-    if (lm->any_mixed && drain_mixed(lm, flows, n) != TPU_OK) {
+    if (lm->any_mixed && tpu__linkmodel_drain_mixed(lm, flows, n) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;
     }
     /* Arrivals: the most loaded resource of the route drains last. */
@@ -1219,7 +553,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
                 continue;
             }
             dr = lm->sum[r] / lm->bw[r];
-            q = busy_wait(lm, r, lm->st[k], dr);
+            q = tpu__linkmodel_busy_wait(lm, r, lm->st[k], dr);
             if (q > 0) {
                 dr += q;
             }
@@ -1241,7 +575,7 @@ tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, i
         if (lm->nfree[r] > lm->free[r]) {
             lm->free[r] = lm->nfree[r];
         }
-        if (!lm->mixed[r] && busy_add(lm, r, lm->s0[r], lm->nfree[r]) != TPU_OK) {
+        if (!lm->mixed[r] && tpu__linkmodel_busy_add(lm, r, lm->s0[r], lm->nfree[r]) != TPU_OK) {
             return TPU_ERR_NO_MEMORY;
         }
         lm->busy[r] += lm->sum[r] / lm->bw[r];
@@ -1314,131 +648,4 @@ int tpu__linkmodel_flow_links(const tpu_linkmodel_t *lm, const tpu_flow_t *f, in
 double tpu__linkmodel_bw(const tpu_linkmodel_t *lm, int r)
 {
     return lm->bw[r];
-}
-
-/*
- * One step whose flows all start together (line timing of the direct all-to-all,
- * lines.c): every flow is on its resources from the start, so a resource serves
- * its messages by processor sharing from one moment, and the one batch of message
- * starts is inside the hop latency.  A resource keeps its load per message size
- * (at most TPU_LM_SIZES sizes); shared_end() below gives what
- * tpu__linkmodel_step() gives for such a step, without a flow list.
- */
-tpu_status_t tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes, double size)
-{
-    double *z;
-    int i, j;
-
-    if (lm->szl == NULL || lm->nsz == NULL) {
-        tpu__free(lm->szl);
-        tpu__free(lm->nsz);
-        lm->szl = tpu__malloc((size_t)lm->nres * 2 * TPU_LM_SIZES * sizeof(double));
-        lm->nsz = tpu__malloc((size_t)lm->nres);
-        if (lm->szl == NULL || lm->nsz == NULL) {
-            tpu__free(lm->szl);
-            tpu__free(lm->nsz);
-            lm->szl = NULL;
-            lm->nsz = NULL;
-            return TPU_ERR_NO_MEMORY;
-        }
-    }
-    if (lm->stamp[r] != lm->step_id) {
-        lm->stamp[r] = lm->step_id;
-        lm->touched[lm->ntouched++] = r;
-        lm->sum[r] = 0;
-        lm->nsz[r] = 0;
-    }
-    /* The messages' sizes, smallest first, with their bytes. */
-    z = lm->szl + (size_t)r * 2 * TPU_LM_SIZES;
-    for (i = 0; i < lm->nsz[r] && z[2 * i] < size; i++) {
-    }
-    if (i < lm->nsz[r] && z[2 * i] == size) {
-        z[2 * i + 1] += bytes;
-        lm->sum[r] += bytes;
-        return TPU_OK;
-    }
-    if (lm->nsz[r] == TPU_LM_SIZES) {
-        return TPU_ERR_INTERNAL;
-    }
-    lm->sum[r] += bytes;
-    for (j = lm->nsz[r]; j > i; j--) {
-        z[2 * j] = z[2 * (j - 1)];
-        z[2 * j + 1] = z[2 * (j - 1) + 1];
-    }
-    z[2 * i] = size;
-    z[2 * i + 1] = bytes;
-    lm->nsz[r]++;
-    return TPU_OK;
-}
-
-/*
- * When a message of 'size' bytes is through resource r, all of the step's
- * messages there having started together: its whole load over its bandwidth when
- * they are all of one size, else processor sharing, smallest first, with the
- * arithmetic of share() (the walk's), so that both give the same bits.
- */
-static double shared_end(const tpu_linkmodel_t *lm, int32_t r, double size)
-{
-    const double *z = lm->szl + (size_t)r * 2 * TPU_LM_SIZES;
-    double t = 0, V = 0, M = 0;
-    int i, n = lm->nsz[r];
-
-    if (n <= 1) {
-        return lm->sum[r] / lm->bw[r];
-    }
-    for (i = 0; i < n; i++) {
-        M += z[2 * i + 1] / z[2 * i];
-    }
-    for (i = 0; i < n; i++) {
-        /* Every message was admitted at V = 0: its tag is its own time at full rate. */
-        double tag = 0 + z[2 * i] / lm->bw[r];
-
-        t = tag > V ? t + (tag - V) * M : t;
-        V = tag > V ? tag : V;
-        if (z[2 * i] >= size) {
-            return t;
-        }
-        M -= z[2 * i + 1] / z[2 * i];
-    }
-    return t;
-}
-
-void tpu__linkmodel_time_flow(tpu_linkmodel_t *lm, const tpu_flow_t *f, double ready,
-                              double *bytes_p, double *lat_p)
-{
-    double lat, d = 0, size = (double)tpu__span_bytes(&f->span);
-    int i, m = flow_resources(lm, f, &lat);
-
-    for (i = 0; i < m; i++) {
-        int32_t r = lm->rres[i];
-
-        if (lm->stamp[r] == lm->step_id && lm->bw[r] > 0) {
-            double e = shared_end(lm, r, size);
-
-            d = e > d ? e : d;
-        }
-    }
-    *bytes_p = ready + d;
-    *lat_p = m > 0 ? lat : 0;
-}
-
-void tpu__linkmodel_end_step(tpu_linkmodel_t *lm)
-{
-    int t;
-
-    for (t = 0; t < lm->ntouched; t++) {
-        int32_t r = lm->touched[t];
-
-        if (lm->bw[r] > 0) {
-            lm->busy[r] += lm->sum[r] / lm->bw[r];
-            lm->bytes[r] += lm->sum[r];
-        }
-    }
-    lm->ntouched = 0;
-    lm->step_id++;
-}
-
-double tpu__linkmodel_load(const tpu_linkmodel_t *lm, int r)
-{
-    return lm->stamp[r] == lm->step_id ? lm->sum[r] : 0;
 }

@@ -1,5 +1,8 @@
 /*
- * The link model: how long the flows of a schedule take.  See linkmodel.c.
+ * The link model: how long the flows of a schedule take.  See linkmodel.c (the
+ * resources, a step's timing), linkmodel_busy.c (busy intervals),
+ * linkmodel_share.c (processor sharing), linkmodel_starts.c (message starts),
+ * linkmodel_loads.c (the loads of line timing).
  */
 #ifndef TPU_LINKMODEL_H
 #define TPU_LINKMODEL_H
@@ -122,26 +125,11 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm);
 tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, unsigned reflect);
 
 /*
- * One step whose flows all start at once (line timing, lines.c): count loads
- * (add_load: 'bytes' of messages of 'size' bytes each;
- * TPU_ERR_NO_MEMORY, or TPU_ERR_INTERNAL past TPU_LM_SIZES sizes), read one
- * (load), time a flow from them (time_flow: '*bytes_p' = ready + when its bytes
- * are through the busiest resource of its route, under processor sharing of the
- * step's messages there, '*lat_p' its latency: what tpu__linkmodel_step() gives
- * such a step), close the step.
- */
-tpu_status_t tpu__linkmodel_add_load(tpu_linkmodel_t *lm, int r, double bytes, double size);
-double tpu__linkmodel_load(const tpu_linkmodel_t *lm, int r);
-void tpu__linkmodel_time_flow(tpu_linkmodel_t *lm, const tpu_flow_t *f, double ready,
-                              double *bytes_p, double *lat_p);
-void tpu__linkmodel_end_step(tpu_linkmodel_t *lm);
-
-/*
  * Time the 'n' flows of one step ('flows'): start[k] holds when flow k's data is
  * at its source (the latest arrival of the flows it depends on) and receives when
  * it starts.  With 'lat' NULL (the link timer), arrival[k] receives when it is
  * usable at its destination, hop latency included, and its start waits for its
- * DMA engine.  With 'lat' (the walk of time.c), times are those of the bytes
+ * DMA engine.  With 'lat' (the walk of timing.c), times are those of the bytes
  * alone: arrival[k] receives when its bytes are through, lat[k] its latency (hops,
  * reduction, and what its start waited for its engine beyond its link), and
  * off[k] (or NULL for none) is the latency of its chain so far, which places its
@@ -151,6 +139,12 @@ void tpu__linkmodel_end_step(tpu_linkmodel_t *lm);
 tpu_status_t tpu__linkmodel_step(tpu_linkmodel_t *lm, const tpu_flow_t *flows, int64_t n,
                                  double *start, double *arrival, double *lat, const double *off);
 
+/*
+ * The resources of flow 'f' into lm->rres / lm->rw, port first, and its latency
+ * into '*lat_p'; returns how many (0: the flow moves nothing).
+ */
+int tpu__linkmodel_flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, double *lat_p);
+
 /* The first resource of flow 'f' (its port), or -1 when it moves nothing. */
 int tpu__linkmodel_port(tpu_linkmodel_t *lm, const tpu_flow_t *f);
 
@@ -158,7 +152,7 @@ int tpu__linkmodel_port(tpu_linkmodel_t *lm, const tpu_flow_t *f);
 void tpu__linkmodel_stats(const tpu_linkmodel_t *lm, double total_s, tpu_coll_result_t *res);
 
 /*
- * For observers (time.c): the resources flow 'f' loads.  Writes its directed ICI
+ * For observers (timing.c): the resources flow 'f' loads.  Writes its directed ICI
  * link ids in the order crossed into 'links' (room for 'cap') and returns how
  * many; '*src_host_p' and '*dst_host_p' are the hosts whose NICs it uses over
  * DCN, else -1.  In representative mode the links are those of the

@@ -27,6 +27,7 @@
  * chip); one route per transfer (no split over disjoint routes).
  */
 #include "tpu/coll.h"
+#include "tpu/link.h"
 
 #include "alloc.h"
 #include "linkmodel.h"

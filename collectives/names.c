@@ -1,18 +1,9 @@
 /*
- * Names: the registry table, the collectives' and reductions' names and their
- * parsers, and the defaults of a request.
+ * Names: the collectives' names and their parser, and the defaults of a request.
  */
-#include "algo.h"
+#include "tpu/coll.h"
 
 #include <string.h>
-
-const tpu_algo_t tpu__algos[] = {
-#define TPU_ALGO(kind, name, pipelined, groups, summary) \
-    {TPU_COLL_##kind, #name, tpu__algo_##kind##_##name, pipelined, groups, summary},
-#include "algorithms.def"
-#undef TPU_ALGO
-};
-const int tpu__nalgos = (int)(sizeof(tpu__algos) / sizeof(tpu__algos[0]));
 
 static const char *const coll_names[] = {
 #define X(name, str, mpi) str,
@@ -76,16 +67,4 @@ tpu_status_t tpu_coll_parse(const char *text, tpu_coll_kind_t *kind_p, tpu_err_t
                            text);
     }
     return TPU_OK;
-}
-
-int tpu_coll_algo_count(void)
-{
-    return tpu__nalgos;
-}
-
-void tpu_coll_algo_at(int i, tpu_coll_kind_t *kind_p, const char **name_p, const char **summary_p)
-{
-    *kind_p = tpu__algos[i].kind;
-    *name_p = tpu__algos[i].name;
-    *summary_p = tpu__algos[i].summary;
 }

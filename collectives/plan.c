@@ -1,13 +1,15 @@
 /*
  * Collective plans: the request checked and resolved (validate), the algorithm
  * chosen (select.c) and its model schedule built (build.c); the modeled time of
- * a plan (time.c).  A plan is immutable once tpu_coll_plan_create() returns.
+ * a plan (timing.c).  A plan is immutable once tpu_coll_plan_create() returns.
  */
 #include "plan.h"
 
 #include "tpu/dtype.h"
 
 #include "alloc.h"
+#include "build.h"
+#include "select.h"
 #include "timing.h"
 
 #include <stdio.h>

@@ -9,10 +9,10 @@
  * groups, and host NIC sharing over DCN, are counted from it like everything else.
  *
  * The pipeline is one way: plan.c validates a request and select.c picks an
- * algorithm of the registry, build.c builds its schedule, time.c walks the
+ * algorithm of the registry, build.c builds its schedule, timing.c walks the
  * schedule through the link model (linkmodel.c) for its modeled time, and
  * exec.c runs it over a transport with real bytes, timing each send through the
- * same time.c.  Nothing in a schedule depends on the transport, so the modeled
+ * same timing.c.  Nothing in a schedule depends on the transport, so the modeled
  * time cannot either.
  */
 #ifndef TPU_SCHEDULE_H
@@ -112,7 +112,7 @@ typedef struct tpu_sched {
 /* A built schedule with its step index. */
 /*
  * Per chip, the latest arrival at or from it in the first walk of a model
- * schedule (time.c; an O(chips) table): the walk that the selector does with the
+ * schedule (timing.c; an O(chips) table): the walk that the selector does with the
  * plan's own link constants, kept so that a run object (exec.c) reads its chips'
  * ends instead of walking every flow again.  The same maxima of the same doubles:
  * bit for bit what a second walk gives.
@@ -168,7 +168,7 @@ tpu_status_t tpu__sched_reverse_in_place(tpu_sched_t *s);
  * src in the same stream.  With 'local' (a rank's part: chips marked 1), only the
  * flows that start on a marked chip get them: a flow from another chip lost its
  * dependencies when the part was built (they are that chip's), and only a send
- * waits for its dependencies (exec.c).  Without this, every flow into a chip
+ * waits for its dependencies (exec_engine.c).  Without this, every flow into a chip
  * would depend on all the first part's flows into its sender: N^2 dependencies
  * for the tree psum's part on N chips.
  */
@@ -189,8 +189,6 @@ static inline int64_t tpu__layout_offset(const tpu_layout_t *l, int64_t g)
 
 /* Index the steps of 'ps->s' into 'ps->step_start'. */
 tpu_status_t tpu__plan_sched_index(tpu_plan_sched_t *ps);
-/* The flows of the whole pod the schedule stands for (it may hold a part of them). */
-int64_t tpu__plan_sched_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t *ps);
 /* Free the schedule and its index (safe on a zeroed or freed one). */
 void tpu__plan_sched_fini(tpu_plan_sched_t *ps);
 

@@ -1,6 +1,6 @@
 /*
  * Selection by the cost model.  Every (algorithm, pipeline depth) the registry
- * offers for the collective is built and timed (time.c), over two axes the
+ * offers for the collective is built and timed (timing.c), over two axes the
  * one-chunk schedule also at a grid of splits between its axis orders, refined
  * around the grid's best, over three axes the shares that balance the axes'
  * loads and (for the torus all-gather) the estimate's split among the rotations;
@@ -9,13 +9,15 @@
  * valley), and the tree algorithms not where their message starts alone would
  * outlast the bandwidth term.  The fastest wins, and among those within
  * TPU_SELECT_SLACK of it the shallowest pipeline.  No depth can hide a hop: the
- * walk adds the hop latency of the deepest chain to the bytes' time (time.c).
+ * walk adds the hop latency of the deepest chain to the bytes' time (timing.c).
  * The tables below are the whole policy: the depths tried, the size guards, and
  * how many flows each collective's schedule holds per chip.
  */
+#include "select.h"
+
 #include "alloc.h"
+#include "build.h"
 #include "lines.h"
-#include "plan.h"
 #include "timing.h"
 
 #include <string.h>
@@ -41,7 +43,7 @@ static const int chunk_choices[] = {1, 2, 4, 8, 16};
 #define TPU_SELECT_MAX_CAND 256
 /*
  * Splits of the data between the two axis orders of a torus all-gather over two
- * axes that the selector times besides the estimate's (allgather_torus.c): k /
+ * axes that the selector times besides the estimate's (allgather_orders.c): k /
  * TPU_SELECT_SPLITS for k = 1 .. TPU_SELECT_SPLITS - 1.  The estimate is a sum of
  * phase windows; the link model's time, with dataflow between the phases, has
  * its minimum in a narrow valley the estimate often misses (5x3 open: the even
@@ -158,7 +160,7 @@ static int ici_axes(const tpu_coll_plan_t *p)
  * one-chunk schedule (deeper pipelines overlap the phases and depend less on the
  * split) of schedules whose grid stays within TPU_SELECT_GRID_FLOWS flows; over
  * three axes, at every depth, TPU_SPLIT_ALL_ORDERS, the six orders' shares that
- * balance the axes (split_at(): first; allgather_torus.c: the rotations cannot
+ * balance the axes (split_at(): first; allgather_orders.c: the rotations cannot
  * when one axis is much cheaper than the others, v4 4x6x2 with z wrapped), and
  * when two such schedules stay within TPU_SELECT_MAX_FLOWS also the estimate's
  * split between the rotations of the axis order (a pipeline of some depth may

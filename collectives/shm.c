@@ -37,6 +37,7 @@
 
 #include "alloc.h"
 #include "clock.h"
+#include "exec_sig.h"
 #include "plan.h"
 #include "reduce.h"
 
@@ -367,18 +368,5 @@ void tpu__shm_add(tpu_shm_t *s, int first, int64_t off, int64_t len, unsigned ch
         if (g != first) {
             tpu__reduce(s->plan->desc.dtype, op, dst, s->in[g] + off, nel);
         }
-    }
-}
-
-tpu_status_t tpu__shm_run(tpu_shm_t *s, const tpu_call_sig_t *sig, const tpu_coll_run_opts_t *opts,
-                          const void *in, void *out, tpu_err_t *err)
-{
-    switch (s->plan->desc.kind) {
-    case TPU_COLL_ALL_GATHER:
-        return tpu__shm_all_gather_run(s, sig, opts, in, out, err);
-    case TPU_COLL_REDUCE_SCATTER:
-        return tpu__shm_reduce_scatter_run(s, sig, opts, in, out, err);
-    default:
-        return tpu__shm_psum_run(s, sig, opts, in, out, err);
     }
 }

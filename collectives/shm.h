@@ -3,7 +3,7 @@
  * shm_region), and the machinery they share (shm.c): the regions' control
  * blocks, the stamped phase counters, the signature check and the one back-off
  * of every wait.  The algorithms: shm_psum.c, shm_all_gather.c,
- * shm_reduce_scatter.c.  exec.c's helpers that name chips and calls are here too.
+ * shm_reduce_scatter.c; shm_run.c picks one for a call.
  */
 #ifndef TPU_SHM_H
 #define TPU_SHM_H
@@ -48,21 +48,6 @@ void tpu__shm_destroy(tpu_shm_t *s);
  * increase on this chip (then every chip takes the message path alike). */
 int tpu__shm_usable(const tpu_shm_t *s, uint64_t call);
 
-/* Run call 'sig->call' from 'in' into 'out' (the user's buffers). */
-tpu_status_t tpu__shm_run(tpu_shm_t *s, const tpu_call_sig_t *sig, const tpu_coll_run_opts_t *opts,
-                          const void *in, void *out, tpu_err_t *err);
-
-/* The algorithms (tpu__shm_run calls them). */
-tpu_status_t tpu__shm_psum_run(tpu_shm_t *s, const tpu_call_sig_t *sig,
-                               const tpu_coll_run_opts_t *opts, const void *in, void *out,
-                               tpu_err_t *err);
-tpu_status_t tpu__shm_all_gather_run(tpu_shm_t *s, const tpu_call_sig_t *sig,
-                                     const tpu_coll_run_opts_t *opts, const void *in, void *out,
-                                     tpu_err_t *err);
-tpu_status_t tpu__shm_reduce_scatter_run(tpu_shm_t *s, const tpu_call_sig_t *sig,
-                                         const tpu_coll_run_opts_t *opts, const void *in, void *out,
-                                         tpu_err_t *err);
-
 /* The machinery.  A call: begin (wait for the readers of my areas in my last call,
  * write my call's signature), phases (publish; wait for every other member),
  * end (the phase my readers publish when done: the next call waits for it). */
@@ -91,10 +76,5 @@ tpu_status_t tpu__shm_exchange(tpu_shm_t *s, const tpu_call_sig_t *sig,
  * order starting from member 'first''s value (the others added in group order),
  * into 'dst' (bf16: accumulated in f32, rounded once). */
 void tpu__shm_add(tpu_shm_t *s, int first, int64_t off, int64_t len, unsigned char *dst);
-
-/* exec.c's: "chip 5 (1,1)"; a call in words; the first field two calls differ in. */
-void tpu__exec_chip_str(const tpu_topo_t *topo, int chip, char *buf, size_t len);
-void tpu__exec_sig_str(const tpu_call_sig_t *s, char *buf, size_t len);
-int tpu__exec_sig_diff(const tpu_call_sig_t *a, const tpu_call_sig_t *b, char *buf, size_t len);
 
 #endif /* TPU_SHM_H */

@@ -14,8 +14,9 @@
  * piece, each a poll of n - 1 counters.  No message, no MPI call.  Copies only:
  * the same bytes as the message path.  Restrictions: those of shm.c.
  */
+#include "shm_all_gather.h"
+
 #include "plan.h"
-#include "shm.h"
 
 #include <string.h>
 

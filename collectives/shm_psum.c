@@ -19,16 +19,16 @@
  * one round, two per piece and one per call in two rounds, each a poll of n - 1
  * counters.  No message, no MPI call.
  *
- * Every element is added in the order the message path adds it (exec.c's host
- * plans): the one-round plan starts from member 0's value and adds the others in
- * group order; the two-round plan starts from the value of the block's owner
- * (the member the element's block belongs to) and adds the others in group
- * order.  Which chip adds does not change the bits: the results are identical to
- * the message path's (bf16: the same f32 accumulation, rounded once).
- * Restrictions: those of shm.c.
+ * Every element is added in the order the message path adds it (the host
+ * plans, host_algorithms.def): the one-round plan starts from member 0's value and adds the others
+ * in group order; the two-round plan starts from the value of the block's owner (the member the
+ * element's block belongs to) and adds the others in group order.  Which chip adds does not change
+ * the bits: the results are identical to the message path's (bf16: the same f32 accumulation,
+ * rounded once). Restrictions: those of shm.c.
  */
+#include "shm_psum.h"
+
 #include "plan.h"
-#include "shm.h"
 
 #include <string.h>
 

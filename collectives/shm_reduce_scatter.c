@@ -17,13 +17,14 @@
  * Cost: per chip, n S bytes copied in, n S read and added; two synchronisations
  * per piece, each a poll of n - 1 counters.  No message, no MPI call.
  *
- * The additions are in the message path's order (exec.c's host plan for
- * reduce-scatter, build_rs: the owner's block, then the others' in group order),
- * so the results are the same bits (bf16: the same f32 accumulation, rounded
+ * The additions are in the message path's order (the host plan for
+ * reduce-scatter, host/direct_rs.c: the owner's block, then the others' in group
+ * order), so the results are the same bits (bf16: the same f32 accumulation, rounded
  * once).  Restrictions: those of shm.c.
  */
+#include "shm_reduce_scatter.h"
+
 #include "plan.h"
-#include "shm.h"
 
 #include <string.h>
 

@@ -64,8 +64,4 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
                                          const tpu_plan_sched_t *ps, const tpu_coll_observer_t *obs,
                                          double *seconds_p, tpu_coll_result_t *res);
 
-/* A run object's modeled times (exec.c, for tests): the collective's end and the
- * latest arrival at or from its local chips, seconds. */
-void tpu__exec_times(const tpu_coll_exec_t *e, double *end_s_p, double *local_end_s_p);
-
 #endif /* TPU_TIMING_H */

@@ -30,6 +30,7 @@
 
 /* The pod, its transports, the collectives, remote DMA in kernels. */
 #include "tpu/coll.h"
+#include "tpu/link.h"
 #include "tpu/pod.h"
 #include "tpu/rdma.h"
 #include "tpu/xport.h"
@@ -40,5 +41,6 @@
 #include "tpu/npy.h"
 #include "tpu/replay.h"
 #include "tpu/spmd.h"
+#include "tpu/transformer.h"
 
 #endif /* TPU_H */

@@ -20,6 +20,7 @@
  *    2    [00,10]->(0,1) ...        (pairs along y)
  */
 #include "algo.h"
+#include "allgather_torus.h"
 
 tpu_status_t tpu__algo_ALL_GATHER_axis_by_axis(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                                tpu_err_t *err)

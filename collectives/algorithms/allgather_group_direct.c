@@ -21,6 +21,7 @@
  *   step 1:  a: [0]->b, [0]->c    b: [1]->a, [1]->c    c: [2]->a, [2]->b
  */
 #include "algo.h"
+#include "group_args.h"
 
 #include <string.h>
 

@@ -51,8 +51,11 @@
  *    2   [3]a->2        [0]a->5        [1]a->7        [2]a->0     (a: first half, forward)
  *        [1]b->7        [2]b->0        [3]b->2        [0]b->5     (b: second half, backward)
  */
+#include "allgather_group_ring.h"
+
 #include "algo.h"
 #include "alloc.h"
+#include "group_args.h"
 
 #include <string.h>
 

@@ -54,6 +54,7 @@
  * selector skips it.  Not pipelined.
  */
 #include "algo.h"
+#include "allgather_group_ring.h"
 #include "alloc.h"
 
 /* The most flows a snake schedule may hold (group chips x pod chips). */

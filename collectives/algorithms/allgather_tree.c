@@ -37,7 +37,7 @@
  * V must divide into N blocks of whole elements.
  * Source: the dimension-order broadcast tree of the torus (Ho and Johnsson,
  * "Optimum broadcasting and personalized communication in hypercubes", 1989, for
- * trees over dimensions); the split between orders as in allgather_torus.c.
+ * trees over dimensions); the split between orders as in allgather_orders.c.
  *
  * The tree of chip 0's block on a wrapped 4x4, order x-y (depth = the step a
  * chip sends it on; [0]a, [0]b: its halves, one each way round):
@@ -48,7 +48,9 @@
  *      (0,1) ...  (1,1) ...   depth 1 (2,0) once both halves are in
  */
 #include "algo.h"
+#include "allgather_orders.h"
 #include "alloc.h"
+#include "group_args.h"
 
 #include <string.h>
 

@@ -27,6 +27,7 @@
  */
 #include "algo.h"
 #include "alloc.h"
+#include "group_args.h"
 
 /* The block from 'c' (member i) to member j of its group. */
 static tpu_status_t block(const tpu_algo_args_t *args, tpu_sched_t *sched, int c, int i, int j)

@@ -23,6 +23,7 @@
  *            (and each keeps [m][m])
  */
 #include "algo.h"
+#include "group_args.h"
 
 /* Block j of member i to member j, as block i (split both ways round at a tie). */
 static tpu_status_t send_block(const tpu_algo_args_t *args, tpu_sched_t *sched, const int32_t *m,

@@ -21,9 +21,8 @@
  * Step diagram, pairs (0,1) (1,2) (2,3) (3,0) on a line of 4:
  *   step 1:  0->1, 1->2, 2->3 over the + links; 3->0 back over the - links (3 hops).
  */
-#include "tpu/alloc.h"
-
 #include "algo.h"
+#include "alloc.h"
 
 #include <string.h>
 

@@ -17,6 +17,7 @@
  *   step 2 (gather):  every member -> every other member: its reduced part
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_PSUM_group_direct(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                          tpu_err_t *err)

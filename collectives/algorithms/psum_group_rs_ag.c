@@ -19,6 +19,7 @@
  * blocks), then 2 all-gather steps; see the two files for the diagrams.
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_PSUM_group_rs_ag(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                         tpu_err_t *err)

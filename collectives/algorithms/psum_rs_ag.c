@@ -8,7 +8,7 @@
  * sums.  On the chips, each all-gather stream starts on a chip as soon as the
  * reduce-scatter of the same stream has finished there; in the modeled time the
  * all-gather starts when the whole reduce-scatter is through (the schedule's
- * barrier, time.c: a pipeline of the two halves would beat the formula's sum by
+ * barrier, timing.c: a pipeline of the two halves would beat the formula's sum by
  * hiding one half's hops behind the other's bytes).
  *
  * Cost model:  2 * (N-1)/N * V / (W * sum_i f_i) + 2 * D * alpha.
@@ -25,6 +25,7 @@
  *   steps 3-4: all-gather of the s[i]                   -> every chip holds s
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_PSUM_rs_ag(const tpu_algo_args_t *args, tpu_sched_t *sched, tpu_err_t *err)
 {

@@ -18,6 +18,7 @@
  *   step 2: sum blocks along x -> s[i]   step 4: gather pairs along y -> s
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_PSUM_rs_ag_axis_by_axis(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                                tpu_err_t *err)

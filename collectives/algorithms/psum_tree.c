@@ -6,7 +6,7 @@
  * all-gather (allgather_tree.c) spreads the sums.  On the chips, a stream's
  * all-gather starts on a chip as soon as the stream's reduce-scatter has ended
  * there; in the modeled time the whole all-gather starts when the whole
- * reduce-scatter is through (the schedule's barrier, time.c), as two
+ * reduce-scatter is through (the schedule's barrier, timing.c), as two
  * collectives one after the other, the formula's sum.
  *
  * Cost model:  2 * (N-1)/N * V / (W * sum_i f_i) + 2 * D * alpha.
@@ -15,6 +15,7 @@
  * AllGather").
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_PSUM_tree(const tpu_algo_args_t *args, tpu_sched_t *sched, tpu_err_t *err)
 {

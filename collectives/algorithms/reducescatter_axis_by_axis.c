@@ -10,6 +10,7 @@
  * along x; each chip ends with the total of its own block.
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_REDUCE_SCATTER_axis_by_axis(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                                    tpu_err_t *err)

@@ -15,6 +15,7 @@
  *   step 1:  a: p_a[1]->b, p_a[2]->c   b: p_b[0]->a, p_b[2]->c   c: p_c[0]->a, p_c[1]->b
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_REDUCE_SCATTER_group_direct(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                                    tpu_err_t *err)

@@ -20,6 +20,7 @@
  *   step 2   every member sends its partial of the blocks two and one away, full blocks.
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_REDUCE_SCATTER_group_ring(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                                  tpu_err_t *err)

@@ -8,6 +8,7 @@
  * Restrictions: the snake all-gather's (open ICI axes, an even group).
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_REDUCE_SCATTER_snake(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                             tpu_err_t *err)

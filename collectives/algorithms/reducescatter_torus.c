@@ -24,6 +24,7 @@
  *    2   [1]->1,[3]->3    [2]->2,[0]->0    ...          (every chip now holds its sum)
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_REDUCE_SCATTER_torus(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                             tpu_err_t *err)

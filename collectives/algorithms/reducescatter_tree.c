@@ -14,6 +14,7 @@
  * Source: the JAX scaling book ("a ReduceScatter is the transpose of an AllGather").
  */
 #include "algo.h"
+#include "reversed.h"
 
 tpu_status_t tpu__algo_REDUCE_SCATTER_tree(const tpu_algo_args_t *args, tpu_sched_t *sched,
                                            tpu_err_t *err)

@@ -9,7 +9,7 @@
 #ifndef TPU_CHIP_H
 #define TPU_CHIP_H
 
-#include "tpu/coll.h"
+#include "tpu/link.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
 

@@ -20,6 +20,7 @@
 #include "tpu/dtype.h"
 #include "tpu/fault.h"
 #include "tpu/groups.h"
+#include "tpu/link.h"
 #include "tpu/redop.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
@@ -46,36 +47,12 @@ typedef enum {
     TPU_COLL_COUNT
 } tpu_coll_kind_t;
 
-/* The link model: bandwidths as published, latencies in seconds. */
-typedef struct tpu_link_model {
-    double ici_bw;               /* bytes/s per ICI link, both directions together */
-    double ici_latency;          /* seconds per hop */
-    double dcn_bw;               /* DCN bytes/s per chip (a host's NICs carry chips x this) */
-    double dcn_latency;          /* seconds per DCN transfer, chip to chip through both hosts */
-    int host_dims[TPU_MAX_AXES]; /* the block of chips that share one host's NICs */
-    double msg_cost;             /* seconds a chip's DMA engine takes to start one message */
-    double reduce_bw;            /* bytes/s a chip reduces received data at (VPU, HBM bound) */
-    double pcie_bw;              /* chip <-> host bytes/s, each direction */
-    double nic_bw;               /* a host's NIC bytes/s, each direction; 0: its chips x dcn_bw */
-    double ici_efficiency;       /* fraction of ici_bw the links reach (1: the formula model) */
-    double launch;               /* seconds added once per collective (0: the formula model) */
-    /* Slow and failed links, slow chips and NICs (tpu/fault.h), for the topology the
-     * model times; NULL: none.  Borrowed: it must outlive every plan made with it. */
-    const tpu_faults_t *faults;
-} tpu_link_model_t;
-
 /*
  * The largest collective the model represents: 2^48 bytes (256 TiB) per chip.
  * Offsets and times stay exact well below it (int64 byte offsets scaled by the
  * working type, doubles exact to 2^53); larger requests are refused.
  */
 #define TPU_COLL_MAX_BYTES ((uint64_t)1 << 48)
-
-/*
- * The calibrated constants (collectives/ideal.c): ici_efficiency and launch fitted
- * to the scaling book's measured v5e figures.  Sets them in 'link'.
- */
-TPU_API void tpu_link_model_calibrate(tpu_link_model_t *link);
 
 /* The deepest pipeline a torus algorithm takes (--chunks). */
 #define TPU_MAX_CHUNKS 64
@@ -327,37 +304,6 @@ TPU_API uint64_t tpu_coll_count_wrong(const void *got, const void *want, uint64_
  */
 TPU_API double tpu_coll_ideal_us(const tpu_topo_t *topo, const tpu_link_model_t *link,
                                  const tpu_coll_desc_t *desc);
-
-/*
- * One-at-a-time timing of point-to-point transfers through the link model, for
- * traffic that no schedule describes (remote copies started by kernels, see
- * tpu/rdma.h).  A timer belongs to one chip and remembers when each directed
- * link it used is next free: a transfer takes the dimension-order route (x, then
- * y, then z, each axis its shortest way; ties go +), waits for its first link to
- * drain the timer's earlier transfers (so transfers of one chip on one link
- * share it in turn), then takes what the link model gives a flow alone on its
- * route: hops * alpha + bytes / (W/2), plus whatever per-message costs the link
- * model charges.  Transfers of other chips are not seen (they are unknown to
- * this chip when it starts a copy).  Deterministic: a pure function of the calls.
- */
-typedef struct tpu_coll_link_timer tpu_coll_link_timer_t;
-
-/* A timer for 'topo' and 'link' (both copied or borrowed for the timer's life:
- * 'topo' is borrowed, 'link' copied).  Destroy with tpu_coll_link_timer_destroy(). */
-TPU_API tpu_status_t tpu_coll_link_timer_create(const tpu_topo_t *topo,
-                                                const tpu_link_model_t *link,
-                                                tpu_coll_link_timer_t **timer_p, tpu_err_t *err);
-TPU_API void tpu_coll_link_timer_destroy(tpu_coll_link_timer_t *timer);
-
-/*
- * Time 'bytes' from chip 'src' to chip 'dst' (different chips) whose data is ready
- * at 'ready' seconds: '*left_p' is when its last byte has left 'src' (the first
- * link drained), '*arrival_p' when it has arrived at 'dst'; '*hops_p' the ICI hops
- * of its route (may be NULL).  Across slices the transfer goes over DCN.
- */
-TPU_API void tpu_coll_link_timer_flow(tpu_coll_link_timer_t *timer, int src, int dst,
-                                      uint64_t bytes, double ready, double *left_p,
-                                      double *arrival_p, int *hops_p);
 
 /* The registry: number of algorithms, and the collective and name of algorithm 'i'. */
 TPU_API int tpu_coll_algo_count(void);

@@ -7,8 +7,8 @@
 #define TPU_POD_H
 
 #include "tpu/chip.h"
-#include "tpu/coll.h"
 #include "tpu/fault.h"
+#include "tpu/link.h"
 #include "tpu/status.h"
 #include "tpu/topo.h"
 

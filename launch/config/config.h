@@ -12,6 +12,8 @@
 #include "tpu/fault.h"
 #include "tpu/status.h"
 
+#include <stddef.h>
+
 #define TPU_CONFIG_STR 128
 
 typedef struct tpu_config {

@@ -18,6 +18,8 @@
 #include "tpu/topo.h"
 #include "tpu/xport.h"
 
+#include "build.h"
+#include "exec.h"
 #include "plan.h"
 #include "timing.h"
 

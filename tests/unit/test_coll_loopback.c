@@ -9,6 +9,9 @@
  *     once (each block written once, the chip's own block never);
  *   - the modeled time is the same, bit for bit, from the model, the sim
  *     transport and the loopback transport;
+ * every row of the host plans (collectives/host_algorithms.def), on the requests
+ * the run object gives it: exact results, a rank's part of it the full plan's
+ * flows of its chips, and an OOM loop;
  * and OOM loops: plan creation and a run under an allocator that fails after
  * n allocations, for every n until success, return TPU_ERR_NO_MEMORY and leak
  * nothing; once on a chosen psum, and once for every line of the registry
@@ -16,7 +19,10 @@
  */
 #include "tpu/chip.h"
 #include "tpu/coll.h"
+#include "tpu/xport.h"
 
+#include "build.h"
+#include "exec.h"
 #include "plan.h"
 #include "test_coll.h"
 #include "test_support.h"
@@ -451,12 +457,172 @@ static void test_oom_every_algorithm(void **state)
     }
 }
 
+/* Is 'dst' a member of the group of 'src'? */
+static int same_group(const tpu_coll_plan_t *p, int src, int dst)
+{
+    int g;
+
+    for (g = 0; g < p->group; g++) {
+        if (tpu__plan_member(p, src, g) == dst) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The host plan 'row' of 'plan': every flow within a group, every dependency on
+ * an earlier step; and for every chip, the part built for it alone holds exactly
+ * the full plan's flows that start or end on it, in the same order.
+ */
+static void check_host_plan(const tpu_host_algo_t *row, const tpu_coll_plan_t *p, const char *label)
+{
+    tpu_err_t err = {0};
+    tpu_plan_sched_t full, part;
+    uint8_t *mine = calloc((size_t)p->topo.nchips, 1);
+    int64_t i, k, n;
+    int c, d;
+
+    memset(&full, 0, sizeof(full));
+    assert_non_null(mine);
+    assert_int_equal(row->build(p, NULL, &full, &err), TPU_OK);
+    for (i = 0; i < full.s.nflows; i++) {
+        const tpu_flow_t *f = &full.s.flows[i];
+
+        if (!same_group(p, f->src, f->dst)) {
+            fail_msg("%s: host plan %s: flow %lld from chip %d to chip %d outside its group", label,
+                     row->name, (long long)i, f->src, f->dst);
+        }
+        for (d = 0; d < f->ndeps; d++) {
+            assert_true(full.s.flows[full.s.deps[f->dep_first + d]].step < f->step);
+        }
+    }
+    for (c = 0; c < p->topo.nchips; c++) {
+        memset(&part, 0, sizeof(part));
+        mine[c] = 1;
+        assert_int_equal(row->build(p, mine, &part, &err), TPU_OK);
+        for (i = 0, n = 0; i < full.s.nflows; i++) {
+            const tpu_flow_t *f = &full.s.flows[i], *g;
+
+            if (f->src != c && f->dst != c) {
+                continue;
+            }
+            k = n++;
+            assert_true(k < part.s.nflows);
+            g = &part.s.flows[k];
+            if (g->src != f->src || g->dst != f->dst || g->step != f->step ||
+                g->reduce != f->reduce || g->span.off != f->span.off ||
+                g->span.dst_off != f->span.dst_off || g->span.len != f->span.len) {
+                fail_msg("%s: host plan %s: chip %d's part differs at flow %lld", label, row->name,
+                         c, (long long)k);
+            }
+        }
+        assert_int_equal(part.s.nflows, n);
+        tpu__plan_sched_fini(&part);
+        mine[c] = 0;
+    }
+    tpu__plan_sched_fini(&full);
+    free(mine);
+}
+
+/*
+ * Every row of the host plans (host_algorithms.def), driven by the table: for
+ * each row, the requests of its collective (pods, dtypes, sizes) on which the run
+ * object picks that row; each one's plan is checked (check_host_plan) and run
+ * over loopback and sim (tpu_test_check_transports: exact results, one modeled
+ * time), and the first one through the OOM loop (oom_once).  A row no request
+ * reaches fails the test.
+ */
+static void test_host_plan_rows(void **state)
+{
+    static const struct {
+        const char *shape, *wrap;
+        unsigned mask;
+    } shapes[] = {{"2x3", "none", 3},
+                  {"4x4", "none", 3},
+                  {"3x5", "x", 3},
+                  {"2x2x2", "all", 7},
+                  {"4x4", "all", 2}};
+    static const tpu_dtype_t dtypes[] = {TPU_DTYPE_F32, TPU_DTYPE_BF16};
+    static const uint64_t elems[] = {1, 17, 10000};
+    tpu_err_t err = {0};
+    tpu_chip_spec_t chip;
+    tpu_link_model_t link;
+    int r;
+
+    (void)state;
+    tpu_chip_preset("v5e", &chip, &err);
+    tpu_chip_link_model(&chip, &link);
+    for (r = 0; r < tpu__nhost_algos; r++) {
+        const tpu_host_algo_t *row = &tpu__host_algos[r];
+        size_t s, t, e;
+        int taken = 0;
+
+        for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+            for (t = 0; t < sizeof(dtypes) / sizeof(dtypes[0]); t++) {
+                for (e = 0; e < sizeof(elems) / sizeof(elems[0]); e++) {
+                    tpu_topo_t topo;
+                    tpu_coll_desc_t d;
+                    tpu_coll_plan_t *plan = NULL;
+                    tpu_coll_exec_t *exec = NULL;
+                    tpu_xport_t *x = NULL;
+                    uint64_t esz = (uint64_t)tpu_dtype_size(dtypes[t]);
+                    char label[160];
+                    int picked;
+
+                    tpu_test_topo(&topo, shapes[s].shape, shapes[s].wrap, 1);
+                    tpu_coll_desc_init(&d);
+                    d.kind = row->kind;
+                    d.axes = shapes[s].mask;
+                    d.dtype = dtypes[t];
+                    d.bytes = elems[e] * esz *
+                              (row->kind == TPU_COLL_REDUCE_SCATTER
+                                   ? (uint64_t)tpu_topo_group_size(&topo, d.axes)
+                                   : 1);
+                    snprintf(label, sizeof(label), "%s %s %s of %llu bytes %s", shapes[s].shape,
+                             shapes[s].wrap, tpu_coll_name(d.kind), (unsigned long long)d.bytes,
+                             tpu_dtype_name(d.dtype));
+                    if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
+                        fail_msg("%s: plan: %s", label, err.msg);
+                    }
+                    assert_int_equal(tpu_xport_loopback_create(topo.nchips, &x, &err), TPU_OK);
+                    assert_int_equal(tpu_coll_exec_create(plan, x, &exec, &err), TPU_OK);
+                    picked = tpu__exec_host_algo(exec) == row;
+                    tpu_coll_exec_destroy(exec);
+                    tpu_xport_destroy(x);
+                    if (picked) {
+                        check_host_plan(row, plan, label);
+                        tpu_test_check_transports(plan, &topo, label);
+                        if (taken++ == 0) {
+                            /* The OOM loop on the row's first request, its algorithm
+                             * forced (the selector's allocations are test_oom_loop's). */
+                            long budget;
+
+                            snprintf(d.algo, sizeof(d.algo), "%s", plan->algo->name);
+                            for (budget = 0; budget < 1000000; budget++) {
+                                if (oom_once(&topo, &link, &d, budget)) {
+                                    break;
+                                }
+                            }
+                            assert_true(budget < 1000000);
+                        }
+                    }
+                    tpu_coll_plan_destroy(plan);
+                }
+            }
+        }
+        printf("host plan %s (%s): %d requests\n", row->name, tpu_coll_name(row->kind), taken);
+        if (taken == 0) {
+            fail_msg("host plan %s: the run object picks it for none of the requests", row->name);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shapes),
-        cmocka_unit_test(test_psum_host_plans),
-        cmocka_unit_test(test_oom_every_algorithm),
+        cmocka_unit_test(test_shapes),         cmocka_unit_test(test_psum_host_plans),
+        cmocka_unit_test(test_host_plan_rows), cmocka_unit_test(test_oom_every_algorithm),
         cmocka_unit_test(test_oom_loop),
     };
 

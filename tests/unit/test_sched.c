@@ -1,5 +1,5 @@
 /*
- * The schedule container (collectives/sched.c): tpu__sched_reserve() makes room
+ * The schedule container (collectives/schedule.c): tpu__sched_reserve() makes room
  * for exactly what it is asked (the amortised doubling is for appends past it),
  * and the torus all-gather reserves exactly the flows it builds, counted by hand:
  * on a ring of n chips (bidirectional) a chip receives 2 * floor(n/2) flows, on an
@@ -10,6 +10,7 @@
 #include "tpu/topo.h"
 
 #include "algo.h"
+#include "algorithms/allgather_torus.h"
 #include "schedule.h"
 
 #include <setjmp.h>

@@ -1,6 +1,7 @@
 /* Schedule containers, sorting, time reversal and concatenation.  See sched.h. */
-#include "alloc.h"
 #include "schedule.h"
+
+#include "alloc.h"
 
 #include <string.h>
 

@@ -26,9 +26,10 @@
  * walk computed, so modeled times do not depend on it, and without one the walk
  * does not look at it beyond a NULL test per flow and per step.
  */
+#include "timing.h"
+
 #include "alloc.h"
 #include "lines.h"
-#include "timing.h"
 
 #include <string.h>
 
