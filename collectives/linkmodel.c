@@ -84,7 +84,6 @@
 #include "linkmodel.h"
 
 #include "alloc.h"
-
 #include "linkmodel_busy.h"
 #include "linkmodel_share.h"
 #include "linkmodel_starts.h"

@@ -16,9 +16,9 @@
  * shape says.  Files are written as version 1.0 with the header padded to a
  * multiple of 64 bytes, as numpy does.
  *
- * Ownership: tpu_npy_read() allocates 'data' (through the allocator hook, tpu/alloc.h) and tpu_npy_map()
- * maps the file; the caller frees either with tpu_npy_fini().  The writers borrow their arguments
- * for the call.
+ * Ownership: tpu_npy_read() allocates 'data' (through the allocator hook, tpu/alloc.h) and
+ * tpu_npy_map() maps the file; the caller frees either with tpu_npy_fini().  The writers borrow
+ * their arguments for the call.
  */
 #ifndef TPU_NPY_H
 #define TPU_NPY_H
