@@ -5,6 +5,7 @@
 #include "tpu/dtype.h"
 
 #include "chip_internal.h"
+#include "test_main.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -182,7 +183,7 @@ static void test_bulk_matches_scalar(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases_scalar),        cmocka_unit_test(test_cases_bulk),
@@ -190,5 +191,5 @@ int main(void)
         cmocka_unit_test(test_bulk_matches_scalar),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "chip bf16", tests, sizeof tests / sizeof tests[0]);
 }

@@ -10,6 +10,7 @@
 #include "tpu/vmem.h"
 #include "tpu/vpu.h"
 
+#include "test_main.h"
 #include "test_support.h"
 
 #include <setjmp.h>
@@ -301,7 +302,7 @@ static void test_oom_loop_vpu(void **state)
     oom_loop(scenario_vpu, "vpu");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alloc_free_accounting), cmocka_unit_test(test_out_of_memory_message),
@@ -310,5 +311,5 @@ int main(void)
         cmocka_unit_test(test_oom_loop_matmul),       cmocka_unit_test(test_oom_loop_vpu),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "chip hbm", tests, sizeof tests / sizeof tests[0]);
 }

@@ -11,6 +11,7 @@
 #include "tpu/vmem.h"
 #include "tpu/vpu.h"
 
+#include "test_main.h"
 #include "test_support.h"
 
 #include <math.h>
@@ -384,7 +385,7 @@ static void test_bad_requests(void **state)
     tpu_vmem_destroy(vmem);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_odd_shapes),      cmocka_unit_test(test_f32_odd_shapes),
@@ -393,5 +394,5 @@ int main(void)
         cmocka_unit_test(test_block_choice),         cmocka_unit_test(test_bad_requests),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "chip matmul", tests, sizeof tests / sizeof tests[0]);
 }

@@ -9,6 +9,8 @@
 #include "tpu/roofline.h"
 #include "tpu/vpu.h"
 
+#include "test_main.h"
+
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -270,7 +272,7 @@ static void test_names_and_errors(void **state)
     assert_int_equal(tpu_mxu_roofline(&spec, &md, &rl, NULL), TPU_ERR_INVALID);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_table),
@@ -279,5 +281,5 @@ int main(void)
         cmocka_unit_test(test_names_and_errors),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "chip roofline", tests, sizeof tests / sizeof tests[0]);
 }

@@ -9,6 +9,7 @@
 #include "tpu/vmem.h"
 #include "tpu/vpu.h"
 
+#include "test_main.h"
 #include "test_support.h"
 
 #include <math.h>
@@ -523,7 +524,7 @@ static void test_bad_kernels(void **state)
     tpu_vmem_destroy(NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_user_kernel_scaled_add),
@@ -534,5 +535,5 @@ int main(void)
         cmocka_unit_test(test_bad_kernels),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "chip vmem", tests, sizeof tests / sizeof tests[0]);
 }

@@ -10,6 +10,7 @@
 #include "tpu/vmem.h"
 #include "tpu/vpu.h"
 
+#include "test_main.h"
 #include "test_support.h"
 
 #include <math.h>
@@ -354,7 +355,7 @@ static void test_softmax_row_too_long(void **state)
     tpu_vmem_destroy(vmem);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elementwise_float),
@@ -366,5 +367,5 @@ int main(void)
         cmocka_unit_test(test_softmax_row_too_long),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "chip vpu", tests, sizeof tests / sizeof tests[0]);
 }

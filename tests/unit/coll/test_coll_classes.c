@@ -19,6 +19,7 @@
 #include "tpu/xport.h"
 
 #include "plan.h"
+#include "test_main.h"
 #include "timing.h"
 
 #include <setjmp.h>
@@ -675,20 +676,12 @@ int main(int argc, char **argv)
     const struct CMUnitTest lines[] = {
         cmocka_unit_test(test_lines_long_axis),
     };
-    const char *group = argc > 1 ? argv[1] : "core";
-    int failed = 0, all = strcmp(group, "all") == 0;
+    const tpu_test_group_t groups[] = {
+        {"core", "classes core", core, sizeof core / sizeof core[0], NULL, NULL},
+        {"8x8x8", "classes 8x8x8", cube, sizeof cube / sizeof cube[0], NULL, NULL},
+        {"8x6x7", "classes 8x6x7", odd, sizeof odd / sizeof odd[0], NULL, NULL},
+        {"long", "classes long", lines, sizeof lines / sizeof lines[0], NULL, NULL},
+    };
 
-    if (all || strcmp(group, "core") == 0) {
-        failed += cmocka_run_group_tests_name("classes core", core, NULL, NULL);
-    }
-    if (all || strcmp(group, "8x8x8") == 0) {
-        failed += cmocka_run_group_tests_name("classes 8x8x8", cube, NULL, NULL);
-    }
-    if (all || strcmp(group, "8x6x7") == 0) {
-        failed += cmocka_run_group_tests_name("classes 8x6x7", odd, NULL, NULL);
-    }
-    if (all || strcmp(group, "long") == 0) {
-        failed += cmocka_run_group_tests_name("classes long", lines, NULL, NULL);
-    }
-    return failed;
+    return tpu_test_main_groups(argc, argv, groups, sizeof groups / sizeof groups[0]);
 }

@@ -19,6 +19,7 @@
 
 #include "plan.h"
 #include "test_coll.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #include <setjmp.h>
@@ -451,7 +452,7 @@ static void test_oom_every_algorithm(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),
@@ -460,5 +461,5 @@ int main(void)
         cmocka_unit_test(test_oom_loop),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "coll loopback", tests, sizeof tests / sizeof tests[0]);
 }

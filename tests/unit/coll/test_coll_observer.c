@@ -19,6 +19,8 @@
 #include "tpu/mesh.h"
 #include "tpu/topo.h"
 
+#include "test_main.h"
+
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -376,7 +378,7 @@ static void test_orbit_links(void **state)
     tpu_mesh_destroy(mesh);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ppermute_by_hand), cmocka_unit_test(test_open_psum),
@@ -384,5 +386,5 @@ int main(void)
         cmocka_unit_test(test_orbit_links),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "coll observer", tests, sizeof tests / sizeof tests[0]);
 }

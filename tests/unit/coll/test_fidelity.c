@@ -7,6 +7,8 @@
 #include "tpu/coll.h"
 #include "tpu/topo.h"
 
+#include "test_main.h"
+
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -349,7 +351,7 @@ static void test_pair_bound(void **state)
     assert_true(got <= bound * 1.05);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_slice),
@@ -359,5 +361,5 @@ int main(void)
         cmocka_unit_test(test_six_orders_balance),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "fidelity", tests, sizeof tests / sizeof tests[0]);
 }

@@ -17,6 +17,7 @@
 #include "tpu/topo.h"
 
 #include "schedule.h"
+#include "test_main.h"
 #include "timing.h"
 
 #include <math.h>
@@ -657,7 +658,7 @@ static void test_snake_ring_by_hand(void **state)
     assert_true(open_grid_us(3, 3, TPU_COLL_ALL_GATHER, "snake", 9 * 4096) < 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_flows_share_a_link),
@@ -677,5 +678,5 @@ int main(void)
         cmocka_unit_test(test_model_with_other_constants),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "linkmodel", tests, sizeof tests / sizeof tests[0]);
 }

@@ -11,6 +11,7 @@
 
 #include "algo.h"
 #include "schedule.h"
+#include "test_main.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -114,12 +115,12 @@ static void test_allgather_reserves_what_it_builds(void **state)
     check_allgather(4, 4, 1, 16 * 8);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reserve_exact),
         cmocka_unit_test(test_allgather_reserves_what_it_builds),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "sched", tests, sizeof tests / sizeof tests[0]);
 }

@@ -2,6 +2,8 @@
 #include "tpu/alloc.h"
 #include "tpu/status.h"
 
+#include "test_main.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,7 +44,7 @@ static void test_allocator_hook(void **state)
     tpu__free(NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strings),
@@ -50,5 +52,5 @@ int main(void)
         cmocka_unit_test(test_allocator_hook),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "status", tests, sizeof tests / sizeof tests[0]);
 }

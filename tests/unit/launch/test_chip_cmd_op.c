@@ -4,6 +4,7 @@
  * in process and captures stdout and stderr.
  */
 #include "launch.h"
+#include "test_main.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,7 +173,7 @@ static void test_bad_input(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_json),
@@ -181,5 +182,5 @@ int main(void)
         cmocka_unit_test(test_bad_input),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "chip cmd op", tests, sizeof tests / sizeof tests[0]);
 }

@@ -10,6 +10,7 @@
 #include "tpu/status.h"
 
 #include "config.h"
+#include "test_main.h"
 
 #include <dirent.h>
 #include <setjmp.h>
@@ -250,12 +251,12 @@ static void test_truncations(void **state)
     assert_true(ok > 0 && bad > 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mutations),
         cmocka_unit_test(test_truncations),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "config fuzz", tests, sizeof tests / sizeof tests[0]);
 }

@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE /* dladdr */
 #include "config.h"
+#include "test_main.h"
 
 #include <dlfcn.h>
 #include <setjmp.h>
@@ -252,11 +253,11 @@ static void test_oom_configs(void **state)
     oom_file("v5p-4x4x4.yaml");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oom_configs),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "config oom", tests, sizeof tests / sizeof tests[0]);
 }

@@ -9,6 +9,7 @@
 #include "tpu/status.h"
 
 #include "config.h"
+#include "test_main.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -888,7 +889,7 @@ static void test_size_bad(void **state)
     expect_bad_size("99999999999999999999999999G", "too large", NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init),
@@ -920,5 +921,5 @@ int main(void)
         cmocka_unit_test(test_size_bad),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "config yaml", tests, sizeof tests / sizeof tests[0]);
 }

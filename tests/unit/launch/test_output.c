@@ -8,6 +8,7 @@
 #include "json.h"
 #include "sink.h"
 #include "table.h"
+#include "test_main.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -138,7 +139,7 @@ static void test_sink_errors(void **state)
     assert_ptr_equal(tpu_sink_text("x.json", NULL), stdout);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_document), cmocka_unit_test(test_json_refuses_inf_nan),
@@ -146,5 +147,5 @@ int main(void)
         cmocka_unit_test(test_sink_errors),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "output", tests, sizeof tests / sizeof tests[0]);
 }

@@ -12,6 +12,7 @@
  *   - the heatmap has one <path class="link"> per link and names the busiest.
  */
 #include "svg.h"
+#include "test_main.h"
 #include "trace.h"
 
 #include <setjmp.h>
@@ -155,12 +156,12 @@ static void test_heatmap_by_hand(void **state)
     assert_non_null(strstr(err.msg, "cannot write '/dev/full'"));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace_by_hand),
         cmocka_unit_test(test_heatmap_by_hand),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "trace", tests, sizeof tests / sizeof tests[0]);
 }

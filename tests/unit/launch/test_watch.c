@@ -7,6 +7,7 @@
  * the waiting one late to give up, was named instead of the stopped one.
  */
 #include "job.h"
+#include "test_main.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -145,7 +146,7 @@ static void test_cycle(void **state)
     assert_int_equal(behind(p, 3, 3, &w), 1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_none_behind), cmocka_unit_test(test_race_same_point),
@@ -153,5 +154,5 @@ int main(void)
         cmocka_unit_test(test_cycle),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "watch", tests, sizeof tests / sizeof tests[0]);
 }

@@ -6,6 +6,8 @@
  */
 #include "tpu/pod.h"
 
+#include "test_main.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,7 +121,7 @@ static void test_errors(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
@@ -128,5 +130,5 @@ int main(void)
         cmocka_unit_test(test_errors),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "pod", tests, sizeof tests / sizeof tests[0]);
 }

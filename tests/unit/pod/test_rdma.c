@@ -13,6 +13,8 @@
 #include "tpu/rdma.h"
 #include "tpu/xport.h"
 
+#include "test_main.h"
+
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -565,7 +567,7 @@ static void test_same_time_every_run(void **state)
     close_pod(&f);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pairs),
@@ -586,5 +588,5 @@ int main(void)
         cmocka_unit_test(test_same_time_every_run),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "rdma", tests, sizeof tests / sizeof tests[0]);
 }

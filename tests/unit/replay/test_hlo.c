@@ -13,6 +13,7 @@
 #include "tpu/hlo.h"
 #include "tpu/replay.h"
 
+#include "test_main.h"
 #include "test_support.h"
 
 #include <dirent.h>
@@ -916,17 +917,11 @@ int main(int argc, char **argv)
     const struct CMUnitTest oom[] = {
         cmocka_unit_test(test_oom_loop),
     };
-    const char *group = argc > 1 ? argv[1] : "core";
-    int failed = 0;
+    const tpu_test_group_t groups[] = {
+        {"core", "hlo core", core, sizeof core / sizeof core[0], NULL, NULL},
+        {"fuzz", "hlo fuzz", fuzz, sizeof fuzz / sizeof fuzz[0], NULL, NULL},
+        {"oom", "hlo oom", oom, sizeof oom / sizeof oom[0], NULL, NULL},
+    };
 
-    if (strcmp(group, "core") == 0 || strcmp(group, "all") == 0) {
-        failed += cmocka_run_group_tests_name("hlo core", core, NULL, NULL);
-    }
-    if (strcmp(group, "fuzz") == 0 || strcmp(group, "all") == 0) {
-        failed += cmocka_run_group_tests_name("hlo fuzz", fuzz, NULL, NULL);
-    }
-    if (strcmp(group, "oom") == 0 || strcmp(group, "all") == 0) {
-        failed += cmocka_run_group_tests_name("hlo oom", oom, NULL, NULL);
-    }
-    return failed;
+    return tpu_test_main_groups(argc, argv, groups, sizeof groups / sizeof groups[0]);
 }

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "svg.h"
 #include "test_coll.h"
+#include "test_main.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -715,7 +716,7 @@ static void test_svg(void **state)
     tpu_faults_destroy(f);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),         cmocka_unit_test(test_bad_against_pod),
@@ -728,5 +729,5 @@ int main(void)
         cmocka_unit_test(test_svg),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "model faults", tests, sizeof tests / sizeof tests[0]);
 }

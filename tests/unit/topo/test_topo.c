@@ -5,6 +5,8 @@
  */
 #include "tpu/topo.h"
 
+#include "test_main.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -237,7 +239,7 @@ static void test_hosts(void **state)
     assert_int_equal(seen[1], 8);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_shape),     cmocka_unit_test(test_parse_wrap),
@@ -246,5 +248,5 @@ int main(void)
         cmocka_unit_test(test_hosts),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "topo", tests, sizeof tests / sizeof tests[0]);
 }

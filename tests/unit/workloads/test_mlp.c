@@ -10,6 +10,8 @@
 #include "tpu/chip.h"
 #include "tpu/mlp.h"
 
+#include "test_main.h"
+
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -283,7 +285,7 @@ static void by_hand(void **state)
     assert_true(r.step_us >= r.compute_us && r.step_us <= r.compute_us + r.comm_us + 1e-9);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(f32_matches),
@@ -292,5 +294,5 @@ int main(void)
         cmocka_unit_test(by_hand),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "mlp", tests, sizeof tests / sizeof tests[0]);
 }

@@ -9,6 +9,7 @@
 #include "tpu/alloc.h"
 #include "tpu/npy.h"
 
+#include "test_main.h"
 #include "test_support.h"
 
 #include <setjmp.h>
@@ -357,7 +358,7 @@ static void oom(void **state)
     assert_true(budget >= 2);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip),      cmocka_unit_test(exact_bytes),
@@ -365,6 +366,8 @@ int main(void)
         cmocka_unit_test(read_f32_checks), cmocka_unit_test(mapped),
         cmocka_unit_test(fixtures),        cmocka_unit_test(oom),
     };
+    const tpu_test_group_t group = {"",    "npy",   tests, sizeof tests / sizeof tests[0],
+                                    setup, teardown};
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return tpu_test_main_groups(argc, argv, &group, 1);
 }
