@@ -4,7 +4,8 @@ set(TPU_MPIEXEC_PREFLAGS "--oversubscribe;--mca;mpi_yield_when_idle;1" CACHE STR
 
 # tpu_add_unit_test(NAME [SOURCES ...] [LIBS ...] [INCLUDES dir...]): a CMocka test
 # from NAME.c (and more sources).  A test sees the public headers and
-# tests/support; INCLUDES adds the private folder of what it tests.
+# tests/support, and links tpu_test_support (its main() calls tpu_test_main());
+# INCLUDES adds the private folder of what it tests.
 function(tpu_add_unit_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;INCLUDES" ${ARGN})
   if(NOT T_TIMEOUT)
@@ -12,7 +13,8 @@ function(tpu_add_unit_test name)
   endif()
   add_executable(${name} ${name}.c ${T_SOURCES})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support ${T_INCLUDES})
-  target_link_libraries(${name} PRIVATE tpuemu_static tpu_warnings PkgConfig::CMOCKA ${T_LIBS})
+  target_link_libraries(${name} PRIVATE tpuemu_static tpu_warnings PkgConfig::CMOCKA
+    tpu_test_support ${T_LIBS})
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT ${T_TIMEOUT})
 endfunction()

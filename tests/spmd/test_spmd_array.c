@@ -13,6 +13,7 @@
 #include "tpu/spmd.h"
 #include "tpu/xport.h"
 
+#include "test_main.h"
 #include "test_support.h"
 
 #include <math.h>
@@ -468,7 +469,7 @@ static void test_oom_loop(void **state)
     printf("oom loop: success after %ld allocations, every failure clean\n", budget - 1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_place_gather),
@@ -480,5 +481,5 @@ int main(void)
         cmocka_unit_test(test_oom_loop),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "spmd array", tests, sizeof tests / sizeof tests[0]);
 }

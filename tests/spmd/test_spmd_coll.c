@@ -12,6 +12,8 @@
 #include "tpu/spmd.h"
 #include "tpu/xport.h"
 
+#include "test_main.h"
+
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1150,7 +1152,7 @@ static void test_bad_input(void **state)
     env_close(&e);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_psum_f1),
@@ -1179,5 +1181,5 @@ int main(void)
         cmocka_unit_test(test_bad_groups),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "spmd coll", tests, sizeof tests / sizeof tests[0]);
 }

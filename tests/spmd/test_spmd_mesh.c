@@ -7,6 +7,7 @@
 #include "tpu/groups.h"
 #include "tpu/mesh.h"
 
+#include "test_main.h"
 #include "test_support.h"
 
 #include <setjmp.h>
@@ -457,7 +458,7 @@ static void test_oom_loop(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
@@ -472,5 +473,5 @@ int main(void)
         cmocka_unit_test(test_oom_loop),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tpu_test_main(argc, argv, "spmd mesh", tests, sizeof tests / sizeof tests[0]);
 }

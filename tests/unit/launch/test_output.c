@@ -1,0 +1,151 @@
+/*
+ * The output layer of launch/: JSON escaping (quotes, backslashes, control
+ * characters), numbers that refuse inf and nan, nesting and separators; CSV
+ * quoting; table alignment; a write error reported at close.  Expected texts
+ * are written out by hand.
+ */
+#include "csv.h"
+#include "json.h"
+#include "sink.h"
+#include "table.h"
+#include "test_main.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* Everything written to 'f' so far, as a string in 'buf'. */
+static const char *contents(FILE *f, char *buf, size_t len)
+{
+    size_t n;
+
+    fflush(f);
+    rewind(f);
+    n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    return buf;
+}
+
+static void test_json_document(void **state)
+{
+    FILE *f = tmpfile();
+    tpu_json_t j;
+    tpu_err_t err = {0};
+    char buf[512];
+
+    (void)state;
+    assert_non_null(f);
+    tpu_json_init(&j, f);
+    tpu_json_object(&j);
+    tpu_json_kstr(&j, "chip", "v\"5\\e\n\x01");
+    tpu_json_kint(&j, "chips", -3);
+    tpu_json_karray(&j, "rows");
+    tpu_json_object(&j);
+    tpu_json_kfixed(&j, "us", 1.5, 3);
+    tpu_json_object_end(&j);
+    tpu_json_uint(&j, 18446744073709551615ull);
+    tpu_json_array_end(&j);
+    tpu_json_kbool(&j, "passed", 1);
+    tpu_json_ksig(&j, "bw", 1.6e12, 6);
+    tpu_json_object_end(&j);
+    assert_int_equal(tpu_json_end(&j, &err), TPU_OK);
+    assert_string_equal(contents(f, buf, sizeof(buf)),
+                        "{\"chip\": \"v\\\"5\\\\e\\n\\u0001\", \"chips\": -3, \"rows\": "
+                        "[{\"us\": 1.500}, 18446744073709551615], \"passed\": true, "
+                        "\"bw\": 1.6e+12}\n");
+    fclose(f);
+}
+
+static void test_json_refuses_inf_nan(void **state)
+{
+    FILE *f = tmpfile();
+    tpu_json_t j;
+    tpu_err_t err = {0};
+    char buf[256];
+
+    (void)state;
+    tpu_json_init(&j, f);
+    tpu_json_object(&j);
+    tpu_json_kfixed(&j, "modeled_us", INFINITY, 3);
+    tpu_json_ksig(&j, "ratio", NAN, 4);
+    tpu_json_object_end(&j);
+    assert_int_equal(tpu_json_end(&j, &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "inf"));
+    assert_non_null(strstr(err.msg, "'modeled_us'"));
+    /* Still a document: null in place of the refused values. */
+    assert_string_equal(contents(f, buf, sizeof(buf)), "{\"modeled_us\": null, \"ratio\": null}\n");
+    fclose(f);
+}
+
+static void test_csv_quoting(void **state)
+{
+    FILE *f = tmpfile();
+    tpu_csv_t c;
+    char buf[256];
+    static const char *const names[] = {"name", "bytes", "us", "mpi_us"};
+
+    (void)state;
+    tpu_csv_init(&c, f);
+    tpu_csv_header(&c, names, 4);
+    tpu_csv_str(&c, "a,\"b\"");
+    tpu_csv_uint(&c, 64);
+    tpu_csv_fixed(&c, 0.25, 2);
+    tpu_csv_empty(&c);
+    tpu_csv_end_row(&c);
+    assert_string_equal(contents(f, buf, sizeof(buf)),
+                        "name,bytes,us,mpi_us\n\"a,\"\"b\"\"\",64,0.25,\n");
+    fclose(f);
+}
+
+static void test_table(void **state)
+{
+    FILE *f = tmpfile();
+    char buf[256];
+    static const tpu_col_t cols[] = {{"name", NULL, 6, 1, 0}, {"us", "(TPU)", 5, 0, 2}};
+    const char *cells[] = {"psum", "1.5"};
+
+    (void)state;
+    tpu_table_header(f, "# ", cols, 2);
+    tpu_table_row(f, "  ", cols, 2, cells);
+    assert_string_equal(contents(f, buf, sizeof(buf)), "# name       us\n"
+                                                       "#         (TPU)\n"
+                                                       "  psum      1.5\n");
+    fclose(f);
+}
+
+static void test_sink_errors(void **state)
+{
+    tpu_sink_t s;
+    tpu_err_t err = {0};
+
+    (void)state;
+    assert_int_equal(tpu_sink_open(&s, "/nonexistent-folder/out.json", &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "cannot write '/nonexistent-folder/out.json'"));
+    tpu_err_clear(&err);
+    if (tpu_sink_open(&s, "/dev/full", &err) == TPU_OK) { /* Linux: writes fail, ENOSPC */
+        fputs("{}\n", s.f);
+        assert_int_equal(tpu_sink_close(&s, &err), TPU_ERR_IO);
+        assert_non_null(strstr(err.msg, "cannot write '/dev/full'"));
+    }
+    tpu_err_clear(&err);
+    assert_int_equal(tpu_sink_check("-", "-", &err), TPU_ERR_INVALID);
+    assert_ptr_equal(tpu_sink_text("-", NULL), stderr);
+    assert_ptr_equal(tpu_sink_text("x.json", NULL), stdout);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_document), cmocka_unit_test(test_json_refuses_inf_nan),
+        cmocka_unit_test(test_csv_quoting),   cmocka_unit_test(test_table),
+        cmocka_unit_test(test_sink_errors),
+    };
+
+    return tpu_test_main(argc, argv, "output", tests, sizeof tests / sizeof tests[0]);
+}
