@@ -4,6 +4,7 @@
 #include "tpu/alloc.h"
 
 #include "clock.h"
+#include "podsetup.h"
 
 #include <signal.h>
 #include <stdio.h>

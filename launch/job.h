@@ -4,6 +4,7 @@
 
 #include "tpu/mpi.h"
 
+#include "jobenv.h"
 #include "json.h"
 #include "launch.h"
 #include "placement.h"
@@ -109,8 +110,6 @@ int tpu_job_end(tpu_job_t *job, int code);
 void tpu_job_abort(tpu_job_t *job, const char *msg);
 
 /* ---- liveness (watch.c) ---- */
-/* The world rank from the launcher's environment (before MPI_Init); -1 unknown. */
-int tpu_job_env_rank(void);
 /* The lowest rank of 'comm' with 'failed' set, or -1.  Collective. */
 int tpu_job_agree(MPI_Comm comm, int failed);
 /*
