@@ -39,8 +39,13 @@ static tpu_status_t check_applies(const tpu_opts_t *o, tpu_coll_kind_t kind, tpu
     return TPU_OK;
 }
 
-/* The collective's flags, checked without the pod, at parse time, on every rank. */
-tpu_status_t app_desc_check(const tpu_opts_t *o, tpu_err_t *err)
+/*
+ * The collective's flags, checked without the pod, at parse time, on every rank;
+ * 'max_rows': bench's bound on the sizes of its sweep (0: not a sweep);
+ * 'fallback': the collective the flags must apply to when none is named (model's
+ * default, psum; bench's is every collective, so -1: none).
+ */
+static tpu_status_t check(const tpu_opts_t *o, int max_rows, int fallback, tpu_err_t *err)
 {
     unsigned long long lo = 1024, hi = 1u << 20;
     tpu_coll_kind_t kind;
@@ -64,11 +69,11 @@ tpu_status_t app_desc_check(const tpu_opts_t *o, tpu_err_t *err)
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "--max-bytes %llu is below --min-bytes %llu: give min <= max", hi, lo);
     }
-    if (strcmp(o->cmd, "bench") == 0 && log((double)hi / (double)lo) / log(o->factor) > MAX_ROWS) {
+    if (max_rows > 0 && log((double)hi / (double)lo) / log(o->factor) > max_rows) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "--factor %g makes over %d sizes from %llu to %llu bytes: give a larger "
                            "--factor",
-                           o->factor, MAX_ROWS, lo, hi);
+                           o->factor, max_rows, lo, hi);
     }
     if (o->collective != NULL) {
         if (tpu_coll_parse(o->collective, &kind, err) != TPU_OK) {
@@ -76,10 +81,20 @@ tpu_status_t app_desc_check(const tpu_opts_t *o, tpu_err_t *err)
         }
         return check_applies(o, kind, err);
     }
-    if (strcmp(o->cmd, "model") == 0) {
-        return check_applies(o, TPU_COLL_PSUM, err); /* the default collective */
+    if (fallback >= 0) {
+        return check_applies(o, (tpu_coll_kind_t)fallback, err);
     }
     return TPU_OK;
+}
+
+tpu_status_t app_desc_check_model(const tpu_opts_t *o, tpu_err_t *err)
+{
+    return check(o, 0, TPU_COLL_PSUM, err); /* the default collective */
+}
+
+tpu_status_t app_desc_check_bench(const tpu_opts_t *o, tpu_err_t *err)
+{
+    return check(o, MAX_ROWS, -1, err);
 }
 
 tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *what, int *chip_p,
