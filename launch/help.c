@@ -40,7 +40,7 @@ static void fold(FILE *out, const char *text, int col, int at)
 /* One flag: "  --name ARG   help (default D)", then its accepted values. */
 static void flag_line(FILE *out, const app_opt_t *o)
 {
-    char head[96], line[512], range[96];
+    char head[96], line[512];
     int at;
 
     at = snprintf(head, sizeof(head), "  --%s%s%s", o->name, o->arg != NULL ? " " : "",
@@ -53,27 +53,28 @@ static void flag_line(FILE *out, const app_opt_t *o)
     snprintf(line, sizeof(line), "%s%s%s%s", o->help, o->def != NULL ? " (default " : "",
              o->def != NULL ? o->def : "", o->def != NULL ? ")" : "");
     fold(out, line, COL, at);
-    range[0] = '\0';
-    if (o->type == APP_OPT_INT || o->type == APP_OPT_DBL) {
-        snprintf(range, sizeof(range), "%.10g to %.10g", o->lo, o->hi);
-    } else if (o->type == APP_OPT_I64) {
-        snprintf(range, sizeof(range), "a whole number of at least %.10g", o->lo);
-    } else if (o->type == APP_OPT_LIST || o->type == APP_OPT_KV) {
-        snprintf(range, sizeof(range), "repeatable, at most %d", o->max);
-    }
-    if (o->type == APP_OPT_KV) {
-        snprintf(line, sizeof(line), "values: NAME=VALUE lists, values %.10g to %.10g; %s", o->lo,
-                 o->hi, range);
-    } else if (o->valid != NULL && range[0] != '\0' && o->type != APP_OPT_LIST) {
-        snprintf(line, sizeof(line), "values: %s, %s", range, o->valid);
-    } else if (o->type == APP_OPT_LIST) {
-        snprintf(line, sizeof(line), "values: %s (%s)", o->valid, range);
-    } else if (o->valid != NULL) {
+    switch (o->type) {
+    case APP_OPT_INT:
+    case APP_OPT_DBL:
+        snprintf(line, sizeof(line), "values: %.15g to %.15g", o->lo, o->hi);
+        break;
+    case APP_OPT_I64:
+        snprintf(line, sizeof(line), "values: a whole number, %.15g or more", o->lo);
+        break;
+    case APP_OPT_LIST:
+        snprintf(line, sizeof(line), "values: repeatable, at most %d", o->max);
+        break;
+    case APP_OPT_KV:
+        snprintf(line, sizeof(line),
+                 "values: NAME=VALUE[,...], VALUE from %.15g to %.15g; repeatable, at most %d "
+                 "entries",
+                 o->lo, o->hi, o->max);
+        break;
+    default:
+        if (o->valid == NULL) {
+            return;
+        }
         snprintf(line, sizeof(line), "values: %s", o->valid);
-    } else if (range[0] != '\0') {
-        snprintf(line, sizeof(line), "values: %s", range);
-    } else {
-        return;
     }
     fold(out, line, COL, 0);
 }
