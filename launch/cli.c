@@ -196,12 +196,9 @@ static void free_opts(const app_cmd_t *cmd, tpu_opts_t *o)
 static tpu_status_t parse(const app_cmd_t *cmd, const app_cmd_t *base, int argc, char **argv,
                           int from, tpu_opts_t *o, tpu_err_t *err)
 {
-    app_opt_set_t sets[APP_G_COUNT + 1];
-    int nsets = app_commands_sets(cmd, sets);
+    app_opt_set_t sets[APP_G_COUNT + 1], shared;
+    int nsets = app_commands_sets(cmd, sets), g;
     char hint[64];
-
-    app_opt_set_t shared;
-    int g;
 
     memset(o, 0, sizeof(*o));
     o->cmd = base->name;
