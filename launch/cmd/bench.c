@@ -416,11 +416,7 @@ int tpu_cmd_bench(app_ctx_t *ctx)
             kinds[nkinds++] = (tpu_coll_kind_t)k;
         }
     }
-    code = tpu_job_report_open(job, o, "bench", &rep);
-    if (code >= 0) {
-        return code;
-    }
-    code = tpu_job_open(job, o->json, &json_sink, o->csv, &csv_sink);
+    code = app_job_outputs_open(job, o, "bench", &rep, &json_sink, &csv_sink);
     if (code >= 0) {
         return code;
     }
@@ -654,11 +650,6 @@ int tpu_cmd_bench(app_ctx_t *ctx)
     }
     tpu_progress_end(&progress);
     tpu__free(walls);
-    code = tpu_job_close(job, j, &json_sink, &csv_sink);
-    if (code < 0) {
-        code = tpu_job_report_close(job, &rep);
-    } else {
-        tpu_job_report_close(job, &rep);
-    }
+    code = app_job_outputs_close(job, j, &json_sink, &csv_sink, &rep);
     return tpu_job_end(job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
 }

@@ -176,11 +176,7 @@ int tpu_cmd_run(app_ctx_t *ctx)
     tpu_report_t rep;
     double t_job, *walls = NULL;
 
-    code = tpu_job_report_open(job, o, "run", &rep);
-    if (code >= 0) {
-        return code;
-    }
-    code = tpu_job_open(job, o->json, &sink, o->csv, &csv_sink);
+    code = app_job_outputs_open(job, o, "run", &rep, &sink, &csv_sink);
     if (code >= 0) {
         return code;
     }
@@ -379,11 +375,6 @@ int tpu_cmd_run(app_ctx_t *ctx)
         fflush(txt);
     }
     tpu__free(walls);
-    code = tpu_job_close(job, j, &sink, &csv_sink);
-    if (code < 0) {
-        code = tpu_job_report_close(job, &rep);
-    } else {
-        tpu_job_report_close(job, &rep);
-    }
+    code = app_job_outputs_close(job, j, &sink, &csv_sink, &rep);
     return tpu_job_end(job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
 }
