@@ -3,6 +3,7 @@
 
 #include "alloc.h"
 #include "clock.h"
+#include "podsetup.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -275,6 +276,29 @@ int tpu_job_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink, tpu_s
     }
     tpu_job_bcast(job, &status, 1, MPI_INT, 0, "closing the output files");
     return status != TPU_OK ? TPU_EXIT_FAIL : -1;
+}
+
+int app_job_outputs_open(tpu_job_t *job, const tpu_opts_t *o, const char *cmd, tpu_report_t *rep,
+                         tpu_sink_t *json_sink, tpu_sink_t *csv_sink)
+{
+    int code = tpu_job_report_open(job, o, cmd, rep);
+
+    if (code >= 0) {
+        return code;
+    }
+    return tpu_job_open(job, o->json, json_sink, o->csv, csv_sink);
+}
+
+int app_job_outputs_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink,
+                          tpu_sink_t *csv_sink, tpu_report_t *rep)
+{
+    int code = tpu_job_close(job, json, json_sink, csv_sink);
+
+    if (code < 0) {
+        return tpu_job_report_close(job, rep);
+    }
+    tpu_job_report_close(job, rep);
+    return code;
 }
 
 void tpu_job_inject(const tpu_job_t *job, long call)

@@ -4,6 +4,7 @@
 
 #include "tpu/mpi.h"
 
+#include "jobenv.h"
 #include "json.h"
 #include "launch.h"
 #include "placement.h"
@@ -79,6 +80,17 @@ int tpu_job_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink, tpu_s
 int tpu_job_report_open(tpu_job_t *job, const tpu_opts_t *o, const char *cmd, tpu_report_t *rep);
 /* Rank 0 finishes them; a write error is one line and TPU_EXIT_FAIL on every rank; else -1. */
 int tpu_job_report_close(tpu_job_t *job, tpu_report_t *rep);
+/*
+ * The outputs of a command that runs as a job (run, bench): tpu_job_report_open()
+ * ('--trace', '--heatmap'), then tpu_job_open() ('--json', '--csv'); the exit code
+ * on failure (the job has ended), else -1.
+ */
+int app_job_outputs_open(tpu_job_t *job, const tpu_opts_t *o, const char *cmd, tpu_report_t *rep,
+                         tpu_sink_t *json_sink, tpu_sink_t *csv_sink);
+/* Close them: tpu_job_close() (the JSON document, the sinks), then
+ * tpu_job_report_close(); the first failure's exit code, else -1. */
+int app_job_outputs_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink,
+                          tpu_sink_t *csv_sink, tpu_report_t *rep);
 /* Destroy the transport, MPI_Finalize, and return 'code'. */
 int tpu_job_end(tpu_job_t *job, int code);
 

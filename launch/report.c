@@ -9,19 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-void tpu_report_size(unsigned long long bytes, char *buf, size_t len)
-{
-    if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) {
-        snprintf(buf, len, "%llu GiB", bytes >> 30);
-    } else if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) {
-        snprintf(buf, len, "%llu MiB", bytes >> 20);
-    } else if (bytes >= 1024 && bytes % 1024 == 0) {
-        snprintf(buf, len, "%llu KiB", bytes >> 10);
-    } else {
-        snprintf(buf, len, "%llu B", bytes);
-    }
-}
-
 static int is_stdout(const char *p)
 {
     return p != NULL && strcmp(p, "-") == 0;

@@ -65,7 +65,5 @@ void tpu_report_measured(tpu_report_t *r, int chip, const char *name, double sta
  * command failed; nothing more is written and the files are removed
  * (tpu_sink_discard), so no partial trace or empty heatmap is left behind. */
 tpu_status_t tpu_report_close(tpu_report_t *r, tpu_err_t *err);
-/* "1.00 MiB", "64 B": a size for names. */
-void tpu_report_size(unsigned long long bytes, char *buf, size_t len);
 
 #endif /* TPU_LAUNCH_REPORT_H */

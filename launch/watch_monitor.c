@@ -35,22 +35,6 @@ int tpu_job_test_nomem(const char *where)
     return v != NULL && strcmp(v, where) == 0;
 }
 
-/* The world rank the launcher gave this process, from its environment; -1 unknown. */
-int tpu_job_env_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
-    size_t i;
-
-    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *v = getenv(vars[i]);
-
-        if (v != NULL && *v != '\0') {
-            return atoi(v);
-        }
-    }
-    return -1;
-}
-
 typedef struct mon_rank {
     int pid, chip, local;
     char name[96];

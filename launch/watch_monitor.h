@@ -7,8 +7,6 @@
 
 #include "watch.h"
 
-/* The world rank from the launcher's environment (before MPI_Init); -1 unknown. */
-int tpu_job_env_rank(void);
 /* Tests only: 1 when the environment's TPUEMU_TEST_NOMEM is 'where', the name of an
  * allocation of launch/ that then fails as if the host were out of memory (a path
  * no test could reach otherwise). */

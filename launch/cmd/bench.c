@@ -3,17 +3,21 @@
  * modeled and the measured time side by side, and optionally the host MPI
  * library's own collective on the same bytes, measured in the same run.
  */
+#include "bench.h"
+
 #include "tpu/dtype.h"
 
 #include "alloc.h"
 #include "clock.h"
 #include "csv.h"
+#include "desc.h"
 #include "faults.h"
 #include "job.h"
 #include "json.h"
 #include "progress.h"
 #include "report.h"
 #include "table.h"
+#include "units.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -362,14 +366,15 @@ static void emit_row(const tpu_opts_t *o, FILE *txt, tpu_json_t *j, tpu_csv_t *c
     }
 }
 
-int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
+int tpu_cmd_bench(app_ctx_t *ctx)
 {
-    tpu_job_t job;
+    const tpu_opts_t *o = ctx->o;
+    tpu_job_t *job = ctx->job;
     tpu_err_t err = {0};
     tpu_coll_kind_t kinds[TPU_COLL_COUNT];
     int nkinds = 0, k, iters = o->iters >= 0 ? o->iters : 5,
         warmup = o->warmup >= 0 ? o->warmup : 5;
-    int code = tpu_job_start(o, &argc, &argv, &job), failed = 0, rows_total = 0;
+    int code, failed = 0, rows_total = 0;
     unsigned long long lo = 1024, hi = 1u << 20;
     double timeout = o->timeout > 0 ? o->timeout : 60;
     uint64_t call = 0;
@@ -384,23 +389,20 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
     const char *corrupt = getenv("TPUEMU_TEST_CORRUPT"); /* tests only: flip a byte */
     long nrows_all = 0;
 
-    if (code >= 0) {
-        return code;
-    }
     if ((o->min_bytes && tpu_parse_size(o->min_bytes, &lo, &err) != TPU_OK) ||
         (o->max_bytes && tpu_parse_size(o->max_bytes, &hi, &err) != TPU_OK) ||
         (o->collective && tpu_coll_parse(o->collective, &kinds[0], &err) != TPU_OK)) {
-        if (job.chip == 0) {
+        if (job->chip == 0) {
             tpu_die_msg(err.msg);
         }
-        return tpu_job_end(&job, TPU_EXIT_USAGE);
+        return tpu_job_end(job, TPU_EXIT_USAGE);
     }
     if (lo == 0 || hi < lo || !(o->factor > 1) || iters < 1 || warmup < 0) {
-        if (job.chip == 0) {
+        if (job->chip == 0) {
             tpu_die_msg("bench needs 0 < --min-bytes <= --max-bytes, --factor > 1, --iters >= 1, "
                         "--warmup >= 0");
         }
-        return tpu_job_end(&job, TPU_EXIT_USAGE);
+        return tpu_job_end(job, TPU_EXIT_USAGE);
     }
     if (o->collective) {
         nkinds = 1;
@@ -414,11 +416,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             kinds[nkinds++] = (tpu_coll_kind_t)k;
         }
     }
-    code = tpu_job_report_open(&job, o, "bench", &rep);
-    if (code >= 0) {
-        return code;
-    }
-    code = tpu_job_open(&job, o->json, &json_sink, o->csv, &csv_sink);
+    code = app_job_outputs_open(job, o, "bench", &rep, &json_sink, &csv_sink);
     if (code >= 0) {
         return code;
     }
@@ -426,8 +424,8 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
         tpu_json_init(&json, json_sink.f);
         j = &json;
         tpu_json_object(j);
-        tpu_pod_json_header(j, job.pod);
-        tpu_json_kint(j, "ranks", job.nranks);
+        tpu_pod_json_header(j, job->pod);
+        tpu_json_kint(j, "ranks", job->nranks);
         tpu_json_kint(j, "iters", iters);
         tpu_json_kint(j, "warmup", warmup);
         tpu_json_karray(j, "rows");
@@ -438,7 +436,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
         tpu_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
     tpu_progress_init(&progress, 0, 0, txt);
-    tpu_job_barrier(&job, "the start of the benchmark");
+    tpu_job_barrier(job, "the start of the benchmark");
     t_job = tpu__now_s();
     for (k = 0; k < nkinds; k++) {
         tpu_coll_desc_t desc;
@@ -451,11 +449,11 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             tpu_opts_t ko = *o;
 
             ko.collective = tpu_coll_name(kinds[k]);
-            if (tpu_desc_setup(&ko, job.pod, NULL, &desc, &err) != TPU_OK) {
-                if (job.chip == 0) {
+            if (tpu_desc_setup(&ko, job->pod, NULL, &desc, &err) != TPU_OK) {
+                if (job->chip == 0) {
                     tpu_die_msg(err.msg);
                 }
-                return tpu_job_end(&job, TPU_EXIT_USAGE);
+                return tpu_job_end(job, TPU_EXIT_USAGE);
             }
         }
         tpu_topo_axes_str(desc.kind == TPU_COLL_P2P ? 0 : desc.axes, axes, sizeof(axes));
@@ -464,20 +462,20 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             uint64_t p = 0;
 
             for (b = (double)lo; b <= (double)hi * 1.0000001; b *= o->factor) {
-                uint64_t v = valid_bytes(job.pod, &desc, (uint64_t)llround(b));
+                uint64_t v = valid_bytes(job->pod, &desc, (uint64_t)llround(b));
 
                 nrows_all += v != p && v <= hi;
                 p = v;
             }
-            tpu_progress_init(&progress, job.chip == 0 && !o->quiet, nrows_all * nkinds, txt);
+            tpu_progress_init(&progress, job->chip == 0 && !o->quiet, nrows_all * nkinds, txt);
         }
-        if (job.chip == 0) {
+        if (job->chip == 0) {
             tpu_progress_end(&progress);
             fprintf(txt,
                     "# %s over %s on %s %s (wrap %s), %d ranks, %d iterations after %d warm-up\n",
-                    tpu_coll_name(desc.kind), axes[0] ? axes : "-", tpu_pod_chip(job.pod)->name,
-                    tpu_pod_shape(job.pod), tpu_pod_wrap(job.pod), job.nranks, iters, warmup);
-            tpu_faults_print(txt, job.pod, "# fault: ");
+                    tpu_coll_name(desc.kind), axes[0] ? axes : "-", tpu_pod_chip(job->pod)->name,
+                    tpu_pod_shape(job->pod), tpu_pod_wrap(job->pod), job->nranks, iters, warmup);
+            tpu_faults_print(txt, job->pod, "# fault: ");
             fprintf(txt, "#\n");
             tpu_table_header(txt, "# ", bench_cols, o->compare_mpi ? 18 : 16);
         }
@@ -489,18 +487,18 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             MPI_Comm gcomm = MPI_COMM_NULL;
 
             memset(&row, 0, sizeof(row));
-            desc.bytes = valid_bytes(job.pod, &desc, (uint64_t)llround(b));
+            desc.bytes = valid_bytes(job->pod, &desc, (uint64_t)llround(b));
             if (desc.bytes == prev || desc.bytes > hi) {
                 continue;
             }
             prev = desc.bytes;
-            if (tpu_case_init(&c, &job, &desc, &err) != TPU_OK) {
-                if (job.chip == 0) {
+            if (tpu_case_init(&c, job, &desc, &err) != TPU_OK) {
+                if (job->chip == 0) {
                     tpu_die_msg(err.msg);
                 }
-                return tpu_job_end(&job, TPU_EXIT_USAGE);
+                return tpu_job_end(job, TPU_EXIT_USAGE);
             }
-            if (job.chip == 0) {
+            if (job->chip == 0) {
                 char item[96], size[32];
 
                 tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
@@ -509,10 +507,10 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
             }
             if (o->trace_measured) {
                 tpu__free(walls);
-                walls = tpu__calloc((size_t)(2 * (warmup + iters)) * (size_t)job.nranks,
+                walls = tpu__calloc((size_t)(2 * (warmup + iters)) * (size_t)job->nranks,
                                     sizeof(double));
                 if (walls == NULL) {
-                    tpu_job_abort(&job, "out of memory for the measured trace");
+                    tpu_job_abort(job, "out of memory for the measured trace");
                 }
             }
             group = desc.kind == TPU_COLL_P2P ? 2 : tpu_coll_plan_group_size(c.plan);
@@ -522,46 +520,46 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                  * a stopped chip does not leave its group in them forever. */
                 snprintf(host_what, sizeof(host_what), "the host MPI's own %s (--compare-mpi)",
                          tpu_coll_name(c.desc.kind));
-                tpu_job_guard_arm(&job, timeout, "the groups of the host MPI's collectives");
-                gcomm = group_comm(&job, &c.desc);
-                tpu_job_guard_disarm(&job);
+                tpu_job_guard_arm(job, timeout, "the groups of the host MPI's collectives");
+                gcomm = group_comm(job, &c.desc);
+                tpu_job_guard_disarm(job);
             }
             /* Ours and the host MPI's alternate call by call, so that both see the
              * same machine (the load of 16 ranks on 2 cores drifts within a run). */
             for (it = 0; it < warmup + iters; it++) {
                 memset(c.out, 0, c.out_bytes);
-                tpu_job_barrier(&job, "the barrier around a bench row");
+                tpu_job_barrier(job, "the barrier around a bench row");
                 if (walls != NULL) {
                     walls[2 * it] = (tpu__now_s() - t_job) * 1e6;
                 }
-                if (tpu_case_run(&c, &job, call++, it == 0, timeout, &modeled, &wall, &err) !=
+                if (tpu_case_run(&c, job, call++, it == 0, timeout, &modeled, &wall, &err) !=
                     TPU_OK) {
-                    tpu_job_fail(&job, &err);
+                    tpu_job_fail(job, &err);
                 }
                 if (walls != NULL) {
                     walls[2 * it + 1] = wall * 1e6;
                 }
-                if (corrupt != NULL && corrupt[0] == '1' && job.chip == 0 && it == warmup &&
+                if (corrupt != NULL && corrupt[0] == '1' && job->chip == 0 && it == warmup &&
                     c.out_bytes > 0) {
                     c.out[c.out_bytes / 2] ^= 0x40; /* the test of #wrong: one byte flipped */
                 }
                 /* Verify only when every rank is out of the timed call: checking
                  * takes CPU that ranks still inside it would otherwise get. */
-                tpu_job_barrier(&job, "the barrier around a bench row");
+                tpu_job_barrier(job, "the barrier around a bench row");
                 if (it >= warmup) {
                     sum += wall;
                 }
-                row.wrong += tpu_case_wrong(&c, job.chip);
+                row.wrong += tpu_case_wrong(&c, job->chip);
                 if (compare) {
                     double m;
 
-                    tpu_job_barrier(&job, "the barrier around a bench row");
+                    tpu_job_barrier(job, "the barrier around a bench row");
                     /* Armed and disarmed outside the timed call (mpi_once times itself). */
-                    tpu_job_guard_arm(&job, timeout, host_what);
+                    tpu_job_guard_arm(job, timeout, host_what);
                     m = mpi_once(
                         &c, gcomm,
-                        tpu_topo_group_index(tpu_pod_topo(job.pod), c.desc.axes, job.chip));
-                    tpu_job_guard_disarm(&job);
+                        tpu_topo_group_index(tpu_pod_topo(job->pod), c.desc.axes, job->chip));
+                    tpu_job_guard_disarm(job);
                     if (it >= warmup) {
                         mpi_sum += m;
                     }
@@ -572,46 +570,46 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                     MPI_Comm_free(&gcomm);
                 }
                 mpi_sum /= iters;
-                tpu_job_allreduce(&job, MPI_IN_PLACE, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM,
+                tpu_job_allreduce(job, MPI_IN_PLACE, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM,
                                   "the results of a bench row");
-                row.mpi_us = mpi_sum / job.nranks * 1e6;
+                row.mpi_us = mpi_sum / job->nranks * 1e6;
             } else {
                 row.mpi_us = -1;
             }
             sum /= iters;
-            tpu_job_allreduce(&job, MPI_IN_PLACE, &row.wrong, 1, MPI_LONG, MPI_SUM,
+            tpu_job_allreduce(job, MPI_IN_PLACE, &row.wrong, 1, MPI_LONG, MPI_SUM,
                               "the results of a bench row");
-            tpu_job_allreduce(&job, &modeled, &row.modeled_us, 1, MPI_DOUBLE, MPI_MAX,
+            tpu_job_allreduce(job, &modeled, &row.modeled_us, 1, MPI_DOUBLE, MPI_MAX,
                               "the results of a bench row");
-            tpu_job_allreduce(&job, &sum, &vals[0], 1, MPI_DOUBLE, MPI_MIN,
+            tpu_job_allreduce(job, &sum, &vals[0], 1, MPI_DOUBLE, MPI_MIN,
                               "the results of a bench row");
-            tpu_job_allreduce(&job, &sum, &vals[1], 1, MPI_DOUBLE, MPI_SUM,
+            tpu_job_allreduce(job, &sum, &vals[1], 1, MPI_DOUBLE, MPI_SUM,
                               "the results of a bench row");
-            tpu_job_allreduce(&job, &sum, &vals[2], 1, MPI_DOUBLE, MPI_MAX,
+            tpu_job_allreduce(job, &sum, &vals[2], 1, MPI_DOUBLE, MPI_MAX,
                               "the results of a bench row");
             row.min_us = vals[0] * 1e6;
-            row.avg_us = vals[1] / job.nranks * 1e6;
+            row.avg_us = vals[1] / job->nranks * 1e6;
             row.max_us = vals[2] * 1e6;
             row.bytes = desc.bytes;
             row.count = desc.bytes / (uint64_t)tpu_dtype_size(desc.dtype);
-            row.ideal_us = tpu_coll_ideal_us(tpu_pod_topo(job.pod), tpu_pod_link(job.pod),
+            row.ideal_us = tpu_coll_ideal_us(tpu_pod_topo(job->pod), tpu_pod_link(job->pod),
                                              tpu_coll_plan_desc(c.plan));
             snprintf(row.algo, sizeof(row.algo), "%s", tpu_coll_plan_algo(c.plan));
             /* The host path of the last call, over every rank. */
             nshm = strcmp(tpu_coll_exec_host_path(c.exec), "shm") == 0;
-            tpu_job_allreduce(&job, MPI_IN_PLACE, &nshm, 1, MPI_INT, MPI_SUM,
+            tpu_job_allreduce(job, MPI_IN_PLACE, &nshm, 1, MPI_INT, MPI_SUM,
                               "the results of a bench row");
-            row.host = nshm == job.nranks ? "shm" : nshm == 0 ? "messages" : "mixed";
+            row.host = nshm == job->nranks ? "shm" : nshm == 0 ? "messages" : "mixed";
             failed |= row.wrong != 0;
             if (walls != NULL) {
                 /* Every rank's wall-clock calls, to rank 0, for --trace-measured (with the
                  * watchdog: a rank that never comes ends the job, naming it). */
                 int n = 2 * (warmup + iters);
 
-                tpu_job_gather(&job, job.chip == 0 ? MPI_IN_PLACE : walls, n * (int)sizeof(double),
+                tpu_job_gather(job, job->chip == 0 ? MPI_IN_PLACE : walls, n * (int)sizeof(double),
                                walls, 0, "the gather of the measured calls");
             }
-            if (job.chip == 0) {
+            if (job->chip == 0) {
                 tpu_progress_end(&progress);
                 emit_row(o, txt, j, csv, &desc, axes, &row, group);
                 fflush(txt);
@@ -622,9 +620,9 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
                     tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
                     snprintf(name, sizeof(name), "%s %s", tpu_coll_name(desc.kind), size);
                     if (tpu_report_model(&rep, c.plan, name, row.modeled_us, &err) != TPU_OK) {
-                        tpu_job_abort(&job, err.msg);
+                        tpu_job_abort(job, err.msg);
                     }
-                    for (r = 0; walls != NULL && r < job.nranks; r++) {
+                    for (r = 0; walls != NULL && r < job->nranks; r++) {
                         for (it = 0; it < n; it++) {
                             tpu_report_measured(&rep, r, name, walls[(size_t)r * 2 * n + 2 * it],
                                                 walls[(size_t)r * 2 * n + 2 * it + 1]);
@@ -638,7 +636,7 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
         }
         (void)first_row;
     }
-    if (job.chip == 0) {
+    if (job->chip == 0) {
         fprintf(txt,
                 "# %s: modeled = TPU pod time from the link model; formula = published-formula "
                 "time / modeled; meas = this host's wall time per call (avg, min, max over "
@@ -652,11 +650,6 @@ int tpu_cmd_bench(const tpu_opts_t *o, int argc, char **argv)
     }
     tpu_progress_end(&progress);
     tpu__free(walls);
-    code = tpu_job_close(&job, j, &json_sink, &csv_sink);
-    if (code < 0) {
-        code = tpu_job_report_close(&job, &rep);
-    } else {
-        tpu_job_report_close(&job, &rep);
-    }
-    return tpu_job_end(&job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
+    code = app_job_outputs_close(job, j, &json_sink, &csv_sink, &rep);
+    return tpu_job_end(job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
 }

@@ -1,6 +1,8 @@
 /* tpuemu info: chip constants, the topology's links, the algorithms. */
+#include "info.h"
+
 #include "json.h"
-#include "launch.h"
+#include "podsetup.h"
 #include "sink.h"
 #include "table.h"
 
@@ -207,8 +209,9 @@ static void algorithms(FILE *out, tpu_json_t *j)
     }
 }
 
-int tpu_cmd_info(const tpu_opts_t *o)
+int tpu_cmd_info(app_ctx_t *ctx)
 {
+    const tpu_opts_t *o = ctx->o;
     tpu_err_t err = {0};
     FILE *txt = tpu_sink_text(o->json, NULL);
     int i, n = 0, code = TPU_EXIT_OK;
@@ -219,8 +222,8 @@ int tpu_cmd_info(const tpu_opts_t *o)
 
     /* Any pod flag builds the pod, so that a bad value is refused, not ignored. */
     if (o->dump_topology || o->chip != NULL || o->config != NULL || o->topology != NULL ||
-        o->wrap != NULL || o->slices > 0 || o->ici_bw != NULL || o->ici_latency_us != NULL ||
-        o->dcn_bw != NULL || o->dcn_latency_us != NULL) {
+        o->wrap != NULL || o->slices > 0 || o->ici_bw >= 0 || o->ici_latency_us >= 0 ||
+        o->dcn_bw >= 0 || o->dcn_latency_us >= 0) {
         if (tpu_pod_setup(o, &pod, &err) != TPU_OK) {
             tpu_die_msg(err.msg);
             return TPU_EXIT_USAGE;

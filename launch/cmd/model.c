@@ -1,11 +1,15 @@
 /* tpuemu model: a collective modeled in one process, through the sim path. */
+#include "model.h"
+
 #include "clock.h"
 #include "csv.h"
+#include "desc.h"
 #include "faults.h"
+#include "jobenv.h"
 #include "json.h"
-#include "launch.h"
 #include "report.h"
 #include "sink.h"
+#include "units.h"
 
 #include <string.h>
 
@@ -121,10 +125,11 @@ static tpu_status_t write_csv(const char *path, const tpu_coll_desc_t *desc, con
     return tpu_sink_close(&sink, err);
 }
 
-int tpu_cmd_model(const tpu_opts_t *o)
+int tpu_cmd_model(app_ctx_t *ctx)
 {
+    const tpu_opts_t *o = ctx->o;
+    const tpu_pod_t *pod = ctx->pod;
     tpu_err_t err = {0};
-    tpu_pod_t *pod = NULL;
     tpu_coll_desc_t desc;
     tpu_coll_plan_t *plan = NULL;
     tpu_coll_result_t res;
@@ -133,7 +138,7 @@ int tpu_cmd_model(const tpu_opts_t *o)
     double ideal, t0, wall_s, mode_us[2];
     int a, code = TPU_EXIT_OK;
 
-    if (tpu_sink_check(o->json, o->csv, &err) != TPU_OK || tpu_pod_setup(o, &pod, &err) != TPU_OK ||
+    if (tpu_sink_check(o->json, o->csv, &err) != TPU_OK ||
         tpu_desc_setup(o, pod, o->bytes ? o->bytes : "1M", &desc, &err) != TPU_OK) {
         tpu_die_msg(err.msg);
         code = TPU_EXIT_USAGE;
@@ -221,6 +226,5 @@ int tpu_cmd_model(const tpu_opts_t *o)
     fprintf(txt, "\n");
 cleanup:
     tpu_coll_plan_destroy(plan);
-    tpu_pod_destroy(pod);
     return code;
 }

@@ -11,9 +11,11 @@
  * include/tpu/roofline.h) and the pipelined time of the VMEM executor for the block
  * plan the op would run, modelled without data.  --cols C makes softmax, sum
  * and reduce_max work on rows of C elements (N / C rows; default: one row of
- * N).  Sizes are plain positive integers.  The flags are parsed by the shared
- * parser (cli.c); bad input: one line "tpuemu: ..." on stderr and exit 2.
+ * N).  Sizes are plain positive integers.  The flags are rows of the command
+ * table (commands.def); bad input: one line "tpuemu: ..." on stderr and exit 2.
  */
+#include "op.h"
+
 #include "tpu/chip.h"
 #include "tpu/mxu.h"
 #include "tpu/roofline.h"
@@ -21,9 +23,10 @@
 #include "tpu/vmem.h"
 #include "tpu/vpu.h"
 
+#include "jobenv.h"
 #include "json.h"
-#include "launch.h"
 #include "sink.h"
+#include "units.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -34,27 +37,6 @@
 
 /* The pipelined time is only modelled up to this many grid steps (it walks them). */
 #define MAX_MODEL_STEPS 4e6
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: tpuemu model --op matmul --m M --k K --n N [--dtype bf16|f32|i8]\n"
-            "                    [--out-dtype bf16|f32] [--chip CHIP] [--json FILE|-]\n"
-            "       tpuemu model --op add|mul|max|relu|exp|tanh|gelu|softmax|sum|reduce_max\n"
-            "                    --elements N [--cols C] [--dtype bf16|f32|i8] [--chip CHIP]\n"
-            "                    [--json FILE|-]\n\n"
-            "Model one op on one chip, without data: FLOPs, HBM bytes, arithmetic intensity,\n"
-            "the roofline time max(FLOPs / peak, bytes / HBM bandwidth) and its bound, and the\n"
-            "pipelined time of the VMEM executor's block plan.\n\n"
-            "  --op OP          matmul (MXU) or a VPU op; sum and reduce_max reduce rows\n"
-            "  --m --k --n      matmul dimensions: [m,k] @ [k,n]\n"
-            "  --elements N     elements of a VPU op's input\n"
-            "  --cols C         softmax, sum, reduce_max: row length (default N: one row)\n"
-            "  --dtype D        input type (default bf16); i8 matmuls accumulate in i32\n"
-            "  --out-dtype D    bf16 matmul output: bf16 (default) or f32\n"
-            "  --chip CHIP      v4, v5e, v5p, v6e, v7 (default v5e)\n"
-            "  --json FILE|-    one JSON object instead of the table (- for stdout)\n");
-}
 
 /* Parse a plain positive integer (digits only, at most 2^50). */
 static tpu_status_t parse_size(const char *flag, const char *text, int64_t *v_p, tpu_err_t *err)
@@ -282,22 +264,12 @@ static void print_json(tpu_json_t *j, const op_result_t *r)
     tpu_json_object_end(j);
 }
 
+/* Bytes up to MiB, one decimal. */
 static void fmt_mib(double bytes, char *buf, size_t len)
 {
-    if (bytes >= 1024.0 * 1024.0) {
-        snprintf(buf, len, "%.1f MiB", bytes / (1024.0 * 1024.0));
-    } else if (bytes >= 1024.0) {
-        snprintf(buf, len, "%.1f KiB", bytes / 1024.0);
-    } else {
-        snprintf(buf, len, "%.0f B", bytes);
-    }
-}
+    static const int decimals[] = {0, 1, 1};
 
-/* Microseconds with 3 decimals, or 4 significant digits below 1 us. */
-static const char *fmt_us(double us, char *buf, size_t len)
-{
-    snprintf(buf, len, us >= 1.0 || us == 0.0 ? "%.3f" : "%.4g", us);
-    return buf;
+    app_units_bytes(bytes, 2, decimals, buf, len);
 }
 
 static void print_table(FILE *out, const op_result_t *r)
@@ -327,11 +299,11 @@ static void print_table(FILE *out, const op_result_t *r)
     fprintf(out, "%-12s %.0f (%s)\n", "HBM bytes", rl->hbm_bytes, b1);
     fprintf(out, "%-12s %.6g FLOP/byte (ridge %.1f)\n", "intensity", rl->intensity,
             rl->peak / r->spec.hbm_bw);
-    fprintf(out, "%-12s %s us at %.3g FLOP/s\n", "compute", fmt_us(rl->compute_us, us, sizeof(us)),
-            rl->peak);
-    fprintf(out, "%-12s %s us at %.3g B/s\n", "memory", fmt_us(rl->memory_us, us, sizeof(us)),
+    fprintf(out, "%-12s %s us at %.3g FLOP/s\n", "compute",
+            app_units_us(rl->compute_us, us, sizeof(us)), rl->peak);
+    fprintf(out, "%-12s %s us at %.3g B/s\n", "memory", app_units_us(rl->memory_us, us, sizeof(us)),
             r->spec.hbm_bw);
-    fprintf(out, "%-12s %s us, %s-bound\n", "modeled", fmt_us(rl->modeled_us, us, sizeof(us)),
+    fprintf(out, "%-12s %s us, %s-bound\n", "modeled", app_units_us(rl->modeled_us, us, sizeof(us)),
             tpu_roofline_bound_name(rl->bound));
     if (r->has_pipeline) {
         fmt_mib(p->vmem_bytes, b2, sizeof(b2));
@@ -342,24 +314,21 @@ static void print_table(FILE *out, const op_result_t *r)
             snprintf(b1, sizeof(b1), "%lld", (long long)r->rep.block[0]);
         }
         fprintf(out, "%-12s %s us (VMEM executor: blocks %s, %lld step%s, %s of VMEM)\n",
-                "pipelined", fmt_us(p->modeled_us, us, sizeof(us)), b1, (long long)p->steps,
+                "pipelined", app_units_us(p->modeled_us, us, sizeof(us)), b1, (long long)p->steps,
                 p->steps == 1 ? "" : "s", b2);
     } else {
         fprintf(out, "%-12s %s\n", "pipelined", r->pipeline_note);
     }
 }
 
-int tpu_cmd_op(const tpu_opts_t *o)
+int tpu_cmd_op(app_ctx_t *ctx)
 {
+    const tpu_opts_t *o = ctx->o;
     tpu_err_t err = {0};
     op_result_t res;
     tpu_sink_t sink;
     tpu_json_t j;
 
-    if (o->help) {
-        usage(stdout);
-        return TPU_EXIT_OK;
-    }
     memset(&res, 0, sizeof(res));
     if (setup(o, &res, &err) != TPU_OK) {
         tpu_die_msg(err.msg);

@@ -3,15 +3,18 @@
  * a token over every link, and run every collective at a small and a large size
  * with real data, verified, modeled and measured side by side.
  */
+#include "run.h"
+
 #include "alloc.h"
 #include "clock.h"
 #include "csv.h"
 #include "faults.h"
 #include "job.h"
 #include "json.h"
+#include "run_train.h"
 #include "sink.h"
 #include "table.h"
-#include "train.h"
+#include "units.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -152,14 +155,15 @@ static void print_pod(const tpu_opts_t *o, tpu_job_t *job, FILE *txt, tpu_json_t
     }
 }
 
-int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
+int tpu_cmd_run(app_ctx_t *ctx)
 {
-    tpu_job_t job;
+    const tpu_opts_t *o = ctx->o;
+    tpu_job_t *job = ctx->job;
     tpu_err_t err = {0};
     const tpu_topo_t *t;
     tpu_place_t *all = NULL;
     double wall_us, max_wall, timeout = o->timeout > 0 ? o->timeout : 60;
-    int code = tpu_job_start(o, &argc, &argv, &job), bad, links, total_links, i, s, failed = 0;
+    int code, bad, links, total_links, i, s, failed = 0;
     unsigned all_axes;
     uint64_t call = 0;
     row_t rows[8];
@@ -171,14 +175,7 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     tpu_report_t rep;
     double t_job, *walls = NULL;
 
-    if (code >= 0) {
-        return code;
-    }
-    code = tpu_job_report_open(&job, o, "run", &rep);
-    if (code >= 0) {
-        return code;
-    }
-    code = tpu_job_open(&job, o->json, &sink, o->csv, &csv_sink);
+    code = app_job_outputs_open(job, o, "run", &rep, &sink, &csv_sink);
     if (code >= 0) {
         return code;
     }
@@ -191,45 +188,45 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
         csv = &csv_w;
         tpu_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
-    t = tpu_pod_topo(job.pod);
+    t = tpu_pod_topo(job->pod);
     if (o->trace_measured) {
         walls = tpu__calloc(2 * (size_t)t->nchips, sizeof(double));
         if (walls == NULL) {
-            tpu_job_abort(&job, "out of host memory for the measured trace");
+            tpu_job_abort(job, "out of host memory for the measured trace");
         }
     }
-    tpu_job_barrier(&job, "the start of the run");
+    tpu_job_barrier(job, "the start of the run");
     t_job = tpu__now_s();
     all_axes = (1u << t->naxes) - 1;
     if (t->slices > 1) {
         all_axes |= TPU_AXIS_MASK_DCN;
     }
     /* The pod and the placement. */
-    if (job.chip == 0) {
+    if (job->chip == 0) {
         all = tpu__malloc((size_t)t->nchips * sizeof(*all));
         if (all == NULL) {
-            tpu_job_abort(&job, "out of host memory for the placement table");
+            tpu_job_abort(job, "out of host memory for the placement table");
         }
     }
-    tpu_job_gather(&job, &job.place, (int)sizeof(job.place), all, 0, "the placement table");
-    if (job.chip == 0) {
-        print_pod(o, &job, txt, j, all);
+    tpu_job_gather(job, &job->place, (int)sizeof(job->place), all, 0, "the placement table");
+    if (job->chip == 0) {
+        print_pod(o, job, txt, j, all);
         tpu__free(all);
     }
     /* The wiring. */
-    bad = wiring_check(&job, &wall_us, &links);
-    tpu_job_allreduce(&job, MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, "the wiring check");
-    tpu_job_allreduce(&job, &links, &total_links, 1, MPI_INT, MPI_SUM,
+    bad = wiring_check(job, &wall_us, &links);
+    tpu_job_allreduce(job, MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, "the wiring check");
+    tpu_job_allreduce(job, &links, &total_links, 1, MPI_INT, MPI_SUM,
                       "the results of a verified collective");
-    tpu_job_allreduce(&job, &wall_us, &max_wall, 1, MPI_DOUBLE, MPI_MAX,
+    tpu_job_allreduce(job, &wall_us, &max_wall, 1, MPI_DOUBLE, MPI_MAX,
                       "the results of a verified collective");
-    if (job.chip == 0) {
+    if (job->chip == 0) {
         fprintf(txt,
                 "\nwiring: %d directed links, a %d-byte token over each: %s; modeled %.3f us per "
                 "neighbour transfer, measured %.1f us for all of them\n",
                 total_links, TOKEN_BYTES, bad ? "WRONG" : "all correct",
-                (tpu_pod_chip(job.pod)->ici_latency +
-                 TOKEN_BYTES / (tpu_pod_chip(job.pod)->ici_bw / 2)) *
+                (tpu_pod_chip(job->pod)->ici_latency +
+                 TOKEN_BYTES / (tpu_pod_chip(job->pod)->ici_bw / 2)) *
                     1e6,
                 max_wall);
     }
@@ -251,7 +248,7 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
     if (t->nchips > 1) {
         rows[nrows++] = (row_t){"p2p", TPU_COLL_P2P, 0, 0};
     }
-    if (job.chip == 0) {
+    if (job->chip == 0) {
         fprintf(txt, "\n");
         tpu_table_header(txt, "", run_cols, 7);
     }
@@ -277,34 +274,34 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
             if (rows[i].kind == TPU_COLL_PPERMUTE || rows[i].kind == TPU_COLL_P2P) {
                 desc.bytes = s == 0 ? 4096 : 4u << 20;
             }
-            if (tpu_case_init(&c, &job, &desc, &err) != TPU_OK) {
-                tpu_job_abort(&job, err.msg);
+            if (tpu_case_init(&c, job, &desc, &err) != TPU_OK) {
+                tpu_job_abort(job, err.msg);
             }
-            tpu_job_barrier(&job, "the barrier around a verified collective");
+            tpu_job_barrier(job, "the barrier around a verified collective");
             if (walls != NULL) {
                 walls[0] = (tpu__now_s() - t_job) * 1e6;
             }
-            if (tpu_case_run(&c, &job, call++, 1, timeout, &modeled, &wall, &err) != TPU_OK) {
-                tpu_job_fail(&job, &err);
+            if (tpu_case_run(&c, job, call++, 1, timeout, &modeled, &wall, &err) != TPU_OK) {
+                tpu_job_fail(job, &err);
             }
             if (walls != NULL) {
                 /* Every rank's wall-clock call, to rank 0, for --trace-measured (with the
                  * watchdog: a rank that never comes ends the job, naming it). */
                 double mine[2] = {walls[0], wall * 1e6};
 
-                tpu_job_gather(&job, mine, (int)sizeof(mine), walls, 0,
+                tpu_job_gather(job, mine, (int)sizeof(mine), walls, 0,
                                "the gather of the measured calls");
             }
-            wrong = tpu_case_wrong(&c, job.chip);
-            tpu_job_allreduce(&job, MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM,
+            wrong = tpu_case_wrong(&c, job->chip);
+            tpu_job_allreduce(job, MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM,
                               "the results of a verified collective");
-            tpu_job_allreduce(&job, MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX,
+            tpu_job_allreduce(job, MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX,
                               "the results of a verified collective");
-            tpu_job_allreduce(&job, &modeled, &max_modeled, 1, MPI_DOUBLE, MPI_MAX,
+            tpu_job_allreduce(job, &modeled, &max_modeled, 1, MPI_DOUBLE, MPI_MAX,
                               "the results of a verified collective");
             failed |= wrong != 0;
             tpu_topo_axes_str(rows[i].kind == TPU_COLL_P2P ? 0 : rows[i].axes, axes, sizeof(axes));
-            if (job.chip == 0) {
+            if (job->chip == 0) {
                 char bytes[24], mod[24], meas[24];
                 const char *cells[7];
 
@@ -326,7 +323,7 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
                     tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
                     snprintf(name, sizeof(name), "%s %s", rows[i].name, size);
                     if (tpu_report_model(&rep, c.plan, name, max_modeled, &err) != TPU_OK) {
-                        tpu_job_abort(&job, err.msg);
+                        tpu_job_abort(job, err.msg);
                     }
                     for (r = 0; walls != NULL && r < t->nchips; r++) {
                         tpu_report_measured(&rep, r, name, walls[2 * r], walls[2 * r + 1]);
@@ -364,8 +361,8 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
         tpu_json_array_end(j);
     }
     /* One training step of the MLP, sharded data x model, checked against one chip. */
-    failed |= tpu__train_default_step(&job, txt, j) != 0;
-    if (job.chip == 0) {
+    failed |= tpu__train_default_step(job, txt, j) != 0;
+    if (job->chip == 0) {
         fprintf(txt,
                 "\n%s: modeled = the TPU pod's time from the link model; measured = this "
                 "emulation's wall time (max over ranks)\n",
@@ -377,11 +374,6 @@ int tpu_cmd_run(const tpu_opts_t *o, int argc, char **argv)
         fflush(txt);
     }
     tpu__free(walls);
-    code = tpu_job_close(&job, j, &sink, &csv_sink);
-    if (code < 0) {
-        code = tpu_job_report_close(&job, &rep);
-    } else {
-        tpu_job_report_close(&job, &rep);
-    }
-    return tpu_job_end(&job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
+    code = app_job_outputs_close(job, j, &sink, &csv_sink, &rep);
+    return tpu_job_end(job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
 }

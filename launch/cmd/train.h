@@ -1,20 +1,12 @@
-/* tpuemu train, and the training step of the default run.  Private to launch/. */
-#ifndef TPU_LAUNCH_CMD_TRAIN_H
-#define TPU_LAUNCH_CMD_TRAIN_H
+/* tpuemu train: the MLP trained on the emulated pod.  Private to launch/. */
+#ifndef APP_CMD_TRAIN_H
+#define APP_CMD_TRAIN_H
 
-#include "job.h"
-#include "json.h"
+#include "launch.h"
 
-#include <stdio.h>
+/* The checks of train's flags that need no pod (--data with --labels, --model-only alone). */
+tpu_status_t app_train_check(const tpu_opts_t *o, tpu_err_t *err);
+/* The runner of its row in commands.def. */
+int tpu_cmd_train(app_ctx_t *ctx);
 
-/*
- * The default run's last part: one training step of a small MLP on every chip of
- * the job (mesh data x model, model = the last torus axis), checked against the
- * same step on one chip computed by chip 0, with its cost split.  Prints on
- * 'txt' (chip 0) and, when 'json' is not NULL (chip 0), writes the member
- * "train": {...} into the run's JSON object.
- * Collective over the job.  Returns 0 when the check passed.
- */
-int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json);
-
-#endif
+#endif /* APP_CMD_TRAIN_H */

@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include "clock.h"
+#include "jobenv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ static int is_tty(FILE *out)
     char link[64], target[256];
     ssize_t n;
 
-    if (getenv("OMPI_COMM_WORLD_RANK") == NULL && getenv("PMI_RANK") == NULL) {
+    if (!app_jobenv_launched()) {
         return isatty(fileno(out));
     }
     /* Open MPI gives a rank's stdout a pty of its own, whatever mpirun's is. */

@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
 # usage: flag_coverage.sh TABLE TPUEMU
-# Every flag that a command's --help names must have a row in the bad-input table
-# (bad_inputs.txt) that gives it to that command: the flags come from 'tpuemu
-# --help', 'tpuemu COMMAND --help' for every command the top help lists, and
-# 'tpuemu model --op matmul --help'; a row counts for COMMAND when its arguments
-# (after an optional MPI4) start with COMMAND (a row starting with an option
-# counts for run, the default command) and hold the flag as a word.  Prints
-# every pair with no row and fails if there is one.
+# Every flag that a command's --help lists must have a row in the bad-input table
+# (bad_inputs.txt) that gives it to that command: the commands come from 'tpuemu
+# help' (its "commands:" list), the flags from the option lines ("  --NAME ...")
+# of 'tpuemu COMMAND --help' for each, and of 'tpuemu model --op matmul --help';
+# a row counts for COMMAND when its arguments (after an optional MPI4) start with
+# COMMAND (a row starting with an option counts for run, the default command) and
+# hold the flag as a word.  Prints every pair with no row and fails if there is one.
 set -u
 table=$1 tpuemu=$2
-top=$("$tpuemu" --help 2>&1)
-cmds=$(printf '%s\n' "$top" | sed -n 's/.*tpuemu \([a-z|]*\) \.\.\..*/\1/p' | head -1 | tr '|' ' ')
-[ -n "$cmds" ] || { echo "FAIL: no command list in 'tpuemu --help'"; exit 1; }
+cmds=$("$tpuemu" help 2>&1 | sed -n '/^commands:/,/^$/p' | awk 'NR > 1 && NF && $2 !~ /^--/ { print $1 }')
+[ -n "$cmds" ] || { echo "FAIL: no command list in 'tpuemu help'"; exit 1; }
 args=$(grep -E '^[a-z0-9_]+ +\|' "$table" | awk -F'|' '{ a = $3; sub(/^ +/, "", a); sub(/ +$/, "", a);
     sub(/^MPI4 /, "", a); print a }')
 missing=0 pairs=0
@@ -22,7 +21,7 @@ check() { # COMMAND-PREFIX HELP-TEXT
     else
         rows=$(printf '%s\n' "$args" | grep -E "^$prefix( |\$)")
     fi
-    for flag in $(printf '%s\n' "$text" | grep -oE -- '--[a-z][a-z0-9_-]*' | grep -v _ | sort -u); do
+    for flag in $(printf '%s\n' "$text" | grep -oE -- '^  --[a-z][a-z0-9_-]*' | sed 's/^  //' | sort -u); do
         pairs=$((pairs + 1))
         if ! printf '%s\n' "$rows" | grep -qE -- "(^| )$flag([ =]|\$)"; then
             echo "no row: $prefix $flag"
@@ -30,7 +29,6 @@ check() { # COMMAND-PREFIX HELP-TEXT
         fi
     done
 }
-check run "$top"
 for c in $cmds; do
     check "$c" "$("$tpuemu" "$c" --help 2>&1)"
 done

@@ -58,7 +58,7 @@ tpu_train_bad(strategy_dp "strategy dp replicates the weights, but the mesh has 
   --topology 2x2 --mesh model=4 --strategy dp)
 tpu_train_bad(strategy_name "unknown strategy 'zero3'" --strategy zero3)
 tpu_train_bad(dtype "--dtype must be bf16 or f32, got 'fp8'" --dtype fp8)
-tpu_train_bad(steps "--steps takes an integer from 1 to 1000000, got .0." --steps 0)
+tpu_train_bad(steps "--steps must be 1 to 1000000, got 0" --steps 0)
 tpu_train_bad(data_alone "--data and --labels go together" --data ${TRAIN_DATA}/x.npy)
 tpu_train_bad(model_only_data "--model-only runs without data" --model-only
   --data ${TRAIN_DATA}/x.npy --labels ${TRAIN_DATA}/y.npy)

@@ -17,7 +17,6 @@
  *                                  the same for the weights only (REF may be an
  *                                  --init directory)
  */
-#include "tpu/alloc.h"
 #include "tpu/mlp.h"
 #include "tpu/npy.h"
 

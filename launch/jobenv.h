@@ -1,0 +1,20 @@
+/*
+ * Where this process runs, before MPI_Init: started by mpirun (or another
+ * launcher) or alone, and its rank; and the one line an error prints.  Every
+ * "am I under mpirun" question of launch/ goes through here.  Private to launch/.
+ */
+#ifndef APP_JOBENV_H
+#define APP_JOBENV_H
+
+/* 1 when a launcher started this process as one rank of an MPI job (Open MPI,
+ * PMIx or PMI environment); 0 alone. */
+int app_jobenv_launched(void);
+/* The world rank the launcher gave this process, from its environment; -1 unknown
+ * (alone). */
+int tpu_job_env_rank(void);
+/* 1 on the process that prints before MPI_Init: rank 0, or a process alone. */
+int app_jobenv_root(void);
+/* Print "tpuemu: msg" on stderr. */
+void tpu_die_msg(const char *msg);
+
+#endif /* APP_JOBENV_H */

@@ -1,0 +1,115 @@
+/*
+ * A training step in words and in JSON: the table of its collectives, the cost
+ * split, and the JSON members of a step report (train, and the default run's step).
+ */
+#include "train_out.h"
+
+#include "units.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A number, or null when it is not finite (a diverged loss). */
+void app_train_json_num(tpu_json_t *j, const char *key, double v)
+{
+    if (key != NULL) {
+        tpu_json_key(j, key);
+    }
+    if (isfinite(v)) {
+        tpu_json_sig(j, v, 9);
+    } else {
+        tpu_json_null(j);
+    }
+}
+
+/* Bytes up to GiB: one decimal for KiB, two above. */
+static void fmt_bytes(double b, char *buf, size_t len)
+{
+    static const int decimals[] = {0, 1, 2, 2};
+
+    app_units_bytes(b, 3, decimals, buf, len);
+}
+
+/* The collectives of a step, as a table. */
+void app_train_print_colls(FILE *txt, const tpu_mlp_report_t *r)
+{
+    int k;
+
+    if (r->ncoll == 0) {
+        fprintf(txt, "  no collectives (every mesh axis has size 1)\n");
+        return;
+    }
+    fprintf(txt, "  %-20s %-15s %-6s %-13s %5s %11s %11s %-8s %s\n", "collective", "kind", "axis",
+            "torus", "group", "bytes", "modeled_us", "overlap", "algorithm");
+    for (k = 0; k < r->ncoll; k++) {
+        const tpu_mlp_coll_t *c = &r->coll[k];
+        char b[32];
+
+        fmt_bytes((double)c->bytes, b, sizeof(b));
+        fprintf(txt, "  %-20s %-15s %-6s %-13s %5d %11s %11.3f %-8s %s\n", c->what,
+                tpu_coll_name(c->kind), c->axis, c->layout, c->group, b, c->modeled_us,
+                c->overlapped ? "async" : "exposed", c->algorithm);
+    }
+    for (k = 0; k < 2; k++) {
+        const char *axis = k == 0 ? "data" : "model";
+        int j;
+
+        for (j = 0; j < r->ncoll; j++) {
+            if (strcmp(r->coll[j].axis, axis) == 0) {
+                fprintf(txt, "  groups over '%s' (chip ids): %s\n", axis, r->coll[j].groups);
+                break;
+            }
+        }
+    }
+}
+
+/* The cost split of a step, in words. */
+void app_train_print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capacity)
+{
+    char peak[32], cap[32];
+
+    fmt_bytes((double)r->hbm_peak, peak, sizeof(peak));
+    fmt_bytes((double)capacity, cap, sizeof(cap));
+    fprintf(txt,
+            "  modeled step %.3f us = compute %.3f us + exposed communication %.3f us\n"
+            "  communication %.3f us in %d collectives (%.1f%% of the step if none overlapped); "
+            "%.3f us hidden behind compute\n"
+            "  HBM peak %s per chip of %s; MFU %.2f%% (%.4g model FLOPs per step)\n",
+            r->step_us, r->compute_us, r->exposed_us, r->comm_us, r->ncoll,
+            r->compute_us + r->comm_us > 0 ? 100.0 * r->comm_us / (r->compute_us + r->comm_us)
+                                           : 0.0,
+            r->comm_us - r->exposed_us, peak, cap, 100.0 * r->mfu, r->model_flops);
+}
+
+/* The cost members of a step report, into the object being written. */
+void app_train_json_report(tpu_json_t *j, const tpu_mlp_report_t *r)
+{
+    int k;
+
+    app_train_json_num(j, "step_time_us", r->step_us);
+    app_train_json_num(j, "compute_us", r->compute_us);
+    app_train_json_num(j, "comm_us", r->comm_us);
+    app_train_json_num(j, "exposed_comm_us", r->exposed_us);
+    app_train_json_num(j, "overlapped_comm_us", r->comm_us - r->exposed_us);
+    tpu_json_kuint(j, "hbm_peak_bytes", (unsigned long long)r->hbm_peak);
+    app_train_json_num(j, "mfu", r->mfu);
+    app_train_json_num(j, "model_flops", r->model_flops);
+    tpu_json_karray(j, "collectives");
+    for (k = 0; k < r->ncoll; k++) {
+        const tpu_mlp_coll_t *c = &r->coll[k];
+
+        tpu_json_object(j);
+        tpu_json_kstr(j, "what", c->what);
+        tpu_json_kstr(j, "kind", tpu_coll_name(c->kind));
+        tpu_json_kstr(j, "axis", c->axis);
+        tpu_json_kstr(j, "torus_axes", c->layout);
+        tpu_json_kstr(j, "groups", c->groups);
+        tpu_json_kint(j, "group", c->group);
+        tpu_json_kuint(j, "bytes", (unsigned long long)c->bytes);
+        app_train_json_num(j, "modeled_us", c->modeled_us);
+        tpu_json_kbool(j, "overlapped", c->overlapped);
+        tpu_json_kstr(j, "algorithm", c->algorithm);
+        tpu_json_object_end(j);
+    }
+    tpu_json_array_end(j);
+}
