@@ -17,14 +17,14 @@
 #include <tpuemu_version.h>
 
 /* The checks every command's flags get without the pod: output targets, --inject, --fault. */
-static tpu_status_t check_shared(const tpu_opts_t *o, tpu_err_t *err)
+static tpu_status_t check_shared(const app_opts_t *o, tpu_err_t *err)
 {
     int i;
 
-    if (tpu_sink_check_target("json", o->json, err) != TPU_OK ||
-        tpu_sink_check_target("csv", o->csv, err) != TPU_OK ||
-        tpu_sink_check_target("trace", o->trace, err) != TPU_OK ||
-        tpu_sink_check_target("heatmap", o->heatmap, err) != TPU_OK) {
+    if (app_sink_check_target("json", o->json, err) != TPU_OK ||
+        app_sink_check_target("csv", o->csv, err) != TPU_OK ||
+        app_sink_check_target("trace", o->trace, err) != TPU_OK ||
+        app_sink_check_target("heatmap", o->heatmap, err) != TPU_OK) {
         return TPU_ERR_INVALID;
     }
     if (o->inject != NULL) {
@@ -127,7 +127,7 @@ static int has_flag(int argc, char **argv, const char *flag)
  * flagged APP_OPT_AGREE (and the operand).  0 when they agree; else the rank that
  * prints has printed.
  */
-static int agree_own(const app_cmd_t *cmd, const tpu_opts_t *o)
+static int agree_own(const app_cmd_t *cmd, const app_opts_t *o)
 {
     const char *names[64], *vals[64];
     char bufs[64][128], *joined[64] = {NULL}, msg[TPU_ERR_MSG_LEN];
@@ -156,9 +156,9 @@ static int agree_own(const app_cmd_t *cmd, const tpu_opts_t *o)
         }
         n++;
     }
-    who = tpu_job_agree_values(n, names, vals, msg, sizeof(msg));
+    who = app_job_agree_values(n, names, vals, msg, sizeof(msg));
     if (who == 1) {
-        tpu_die_msg(msg);
+        app_die_msg(msg);
     }
     for (k = 0; k < n; k++) {
         free(joined[k]);
@@ -172,19 +172,19 @@ static int refuse(const app_cmd_t *cmd, const char *msg, int *argc, char ***argv
     if (app_jobenv_launched()) {
         if (cmd == NULL || cmd->job == APP_JOB_ALWAYS ||
             (cmd->job == APP_JOB_LAUNCHED && !has_flag(*argc, *argv, cmd->solo))) {
-            /* Meet the ranks that parsed theirs (tpu_job_start) and end with them. */
-            return tpu_job_refuse(msg, argc, argv);
+            /* Meet the ranks that parsed theirs (app_job_start) and end with them. */
+            return app_job_refuse(msg, argc, argv);
         }
         if (!app_jobenv_root()) {
-            return TPU_EXIT_USAGE;
+            return APP_EXIT_USAGE;
         }
     }
-    tpu_die_msg(msg);
-    return TPU_EXIT_USAGE;
+    app_die_msg(msg);
+    return APP_EXIT_USAGE;
 }
 
 /* Free the options (what the rows' values own, then the struct). */
-static void free_opts(const app_cmd_t *cmd, tpu_opts_t *o)
+static void free_opts(const app_cmd_t *cmd, app_opts_t *o)
 {
     app_opt_set_t sets[APP_G_COUNT + 1];
 
@@ -194,7 +194,7 @@ static void free_opts(const app_cmd_t *cmd, tpu_opts_t *o)
 
 /* Parse and check the flags of 'cmd' into 'o'. */
 static tpu_status_t parse(const app_cmd_t *cmd, const app_cmd_t *base, int argc, char **argv,
-                          int from, tpu_opts_t *o, tpu_err_t *err)
+                          int from, app_opts_t *o, tpu_err_t *err)
 {
     app_opt_set_t sets[APP_G_COUNT + 1], shared;
     int nsets = app_commands_sets(cmd, sets), g;
@@ -224,23 +224,23 @@ static tpu_status_t parse(const app_cmd_t *cmd, const app_cmd_t *base, int argc,
     return cmd->check != NULL ? cmd->check(o, err) : TPU_OK;
 }
 
-int tpu_main(int argc, char **argv)
+int app_main(int argc, char **argv)
 {
     const app_cmd_t *base, *cmd;
-    tpu_opts_t *o;
+    app_opts_t *o;
     tpu_err_t err = {0};
-    tpu_job_t job;
+    app_job_t job;
     app_ctx_t ctx;
     tpu_pod_t *pod = NULL;
     int from = 1, code;
 
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("tpuemu %s\n", TPUEMU_VERSION);
-        return TPU_EXIT_OK;
+        return APP_EXIT_OK;
     }
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         app_help_commands(stdout);
-        return TPU_EXIT_OK;
+        return APP_EXIT_OK;
     }
     base = app_commands_find("run"); /* the default command */
     if (argc > 1 && argv[1][0] != '-') {
@@ -275,7 +275,7 @@ int tpu_main(int argc, char **argv)
             app_help_command(stdout, topic);
         }
         free_opts(cmd, o);
-        return TPU_EXIT_OK;
+        return APP_EXIT_OK;
     }
     memset(&ctx, 0, sizeof(ctx));
     ctx.o = o;
@@ -284,24 +284,24 @@ int tpu_main(int argc, char **argv)
     if (cmd->job == APP_JOB_ALWAYS || (cmd->job == APP_JOB_LAUNCHED && app_jobenv_launched() &&
                                        !has_flag(argc, argv, cmd->solo))) {
         /* MPI_Init, the ranks agree on the shared options, the pod, the chip of this rank. */
-        code = tpu_job_start(o, &argc, &argv, &job);
+        code = app_job_start(o, &argc, &argv, &job);
         if (code >= 0) {
             free_opts(cmd, o);
             return code;
         }
         if (cmd->agree == APP_AGREE_OWN_TOO && agree_own(cmd, o) != 0) {
             free_opts(cmd, o);
-            return tpu_job_end(&job, TPU_EXIT_USAGE);
+            return app_job_end(&job, APP_EXIT_USAGE);
         }
         ctx.job = &job;
         ctx.pod = job.pod;
     } else if (cmd->pod == APP_POD_START) {
-        if (tpu_pod_setup(o, &pod, &err) != TPU_OK) {
+        if (app_pod_setup(o, &pod, &err) != TPU_OK) {
             free_opts(cmd, o);
             if (app_jobenv_root()) {
-                tpu_die_msg(err.msg);
+                app_die_msg(err.msg);
             }
-            return TPU_EXIT_USAGE;
+            return APP_EXIT_USAGE;
         }
         ctx.pod = pod;
     }

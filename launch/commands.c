@@ -21,7 +21,7 @@
 #define MAX_BW     1e15
 #define MAX_LAT_US 1e6
 
-#define OFF(f) offsetof(tpu_opts_t, f)
+#define OFF(f) offsetof(app_opts_t, f)
 #define FLAG(name, f, help)                                               \
     {                                                                     \
         name, APP_OPT_FLAG, OFF(f), 0, 0, 0, 0, NULL, NULL, NULL, help, 0 \

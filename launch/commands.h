@@ -62,7 +62,7 @@ typedef struct app_cmd {
     app_agree_t agree;
     app_pod_mode_t pod;
     /* Checks of the parsed flags that need no pod (NULL: none). */
-    tpu_status_t (*check)(const tpu_opts_t *o, tpu_err_t *err);
+    tpu_status_t (*check)(const app_opts_t *o, tpu_err_t *err);
     /* The runner; NULL: the help command (prints the help of its operand). */
     int (*run)(app_ctx_t *ctx);
     const char *examples[2];

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-tpu_status_t tpu_parse_coords(const tpu_topo_t *t, const char *shape, const char *text,
+tpu_status_t app_parse_coords(const tpu_topo_t *t, const char *shape, const char *text,
                               const char *what, int *chip_p, tpu_err_t *err)
 {
     int vals[TPU_MAX_AXES + 1], n = 0, c[TPU_MAX_AXES] = {0, 0, 0}, slice = 0, i, chip;

@@ -1,6 +1,6 @@
 /* Chip coordinates on the command line (coords.c).  Private to launch/. */
-#ifndef TPU_LAUNCH_COORDS_H
-#define TPU_LAUNCH_COORDS_H
+#ifndef APP_LAUNCH_COORDS_H
+#define APP_LAUNCH_COORDS_H
 
 #include "tpu/status.h"
 #include "tpu/topo.h"
@@ -10,7 +10,7 @@
  * into '*chip_p'.  'what' names the flag ("src") and 'shape' the topology in
  * messages.  TPU_ERR_INVALID with one line on anything else.
  */
-tpu_status_t tpu_parse_coords(const tpu_topo_t *t, const char *shape, const char *text,
+tpu_status_t app_parse_coords(const tpu_topo_t *t, const char *shape, const char *text,
                               const char *what, int *chip_p, tpu_err_t *err);
 
 #endif

@@ -13,7 +13,7 @@
 #define MAX_ROWS 10000
 
 /* Which flags the collective named takes; 'given' is the flag the user gave. */
-static tpu_status_t check_applies(const tpu_opts_t *o, tpu_coll_kind_t kind, tpu_err_t *err)
+static tpu_status_t check_applies(const app_opts_t *o, tpu_coll_kind_t kind, tpu_err_t *err)
 {
     const char *name = tpu_coll_name(kind);
 
@@ -45,7 +45,7 @@ static tpu_status_t check_applies(const tpu_opts_t *o, tpu_coll_kind_t kind, tpu
  * 'fallback': the collective the flags must apply to when none is named (model's
  * default, psum; bench's is every collective, so -1: none).
  */
-static tpu_status_t check(const tpu_opts_t *o, int max_rows, int fallback, tpu_err_t *err)
+static tpu_status_t check(const app_opts_t *o, int max_rows, int fallback, tpu_err_t *err)
 {
     unsigned long long lo = 1024, hi = 1u << 20;
     tpu_coll_kind_t kind;
@@ -87,23 +87,23 @@ static tpu_status_t check(const tpu_opts_t *o, int max_rows, int fallback, tpu_e
     return TPU_OK;
 }
 
-tpu_status_t app_desc_check_model(const tpu_opts_t *o, tpu_err_t *err)
+tpu_status_t app_desc_check_model(const app_opts_t *o, tpu_err_t *err)
 {
     return check(o, 0, TPU_COLL_PSUM, err); /* the default collective */
 }
 
-tpu_status_t app_desc_check_bench(const tpu_opts_t *o, tpu_err_t *err)
+tpu_status_t app_desc_check_bench(const app_opts_t *o, tpu_err_t *err)
 {
     return check(o, MAX_ROWS, -1, err);
 }
 
-tpu_status_t tpu_parse_chip(const tpu_pod_t *pod, const char *text, const char *what, int *chip_p,
+tpu_status_t app_parse_chip(const tpu_pod_t *pod, const char *text, const char *what, int *chip_p,
                             tpu_err_t *err)
 {
-    return tpu_parse_coords(tpu_pod_topo(pod), tpu_pod_shape(pod), text, what, chip_p, err);
+    return app_parse_coords(tpu_pod_topo(pod), tpu_pod_shape(pod), text, what, chip_p, err);
 }
 
-tpu_status_t tpu_desc_setup(const tpu_opts_t *o, const tpu_pod_t *pod, const char *bytes,
+tpu_status_t app_desc_setup(const app_opts_t *o, const tpu_pod_t *pod, const char *bytes,
                             tpu_coll_desc_t *d, tpu_err_t *err)
 {
     unsigned long long n = 0;
@@ -134,7 +134,7 @@ tpu_status_t tpu_desc_setup(const tpu_opts_t *o, const tpu_pod_t *pod, const cha
         return TPU_ERR_INVALID;
     }
     if (bytes != NULL) {
-        status = tpu_parse_size(bytes, &n, err);
+        status = app_parse_size(bytes, &n, err);
         if (status != TPU_OK) {
             return status;
         }
@@ -143,10 +143,10 @@ tpu_status_t tpu_desc_setup(const tpu_opts_t *o, const tpu_pod_t *pod, const cha
     if (o->has_shift) {
         d->shift = o->shift;
     }
-    if (o->src != NULL && tpu_parse_chip(pod, o->src, "src", &d->src, err) != TPU_OK) {
+    if (o->src != NULL && app_parse_chip(pod, o->src, "src", &d->src, err) != TPU_OK) {
         return TPU_ERR_INVALID;
     }
-    if (o->dst != NULL && tpu_parse_chip(pod, o->dst, "dst", &d->dst, err) != TPU_OK) {
+    if (o->dst != NULL && app_parse_chip(pod, o->dst, "dst", &d->dst, err) != TPU_OK) {
         return TPU_ERR_INVALID;
     }
     if (o->algo != NULL) {

@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The least bound of the guard of the start and the end of a job (tpu_job_guard_arm):
+/* The least bound of the guard of the start and the end of a job (app_job_guard_arm):
  * MPI start-up and hwloc take seconds on a loaded node, whatever --timeout says. */
 #define START_S 30.0
 
 /* --inject crash|stop:chip=C,call=N (checked by tpu_opts_parse). */
-static void parse_inject(const char *text, tpu_job_t *job)
+static void parse_inject(const char *text, app_job_t *job)
 {
     char kind[8] = "";
 
@@ -27,21 +27,21 @@ static void parse_inject(const char *text, tpu_job_t *job)
     }
 }
 
-int tpu_job_refuse(const char *msg, int *argc, char ***argv)
+int app_job_refuse(const char *msg, int *argc, char ***argv)
 {
     int me, who;
 
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    who = tpu_job_agree(MPI_COMM_WORLD, msg != NULL);
+    who = app_job_agree(MPI_COMM_WORLD, msg != NULL);
     if (who == me) {
-        tpu_die_msg(msg);
+        app_die_msg(msg);
     }
     MPI_Finalize();
-    return TPU_EXIT_USAGE;
+    return APP_EXIT_USAGE;
 }
 
-int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
+int app_job_start(const app_opts_t *o, int *argc, char ***argv, app_job_t *job)
 {
     tpu_err_t err = {0};
     tpu_status_t status;
@@ -52,32 +52,32 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
     job->comm = MPI_COMM_NULL;
     job->watch = MPI_COMM_NULL;
     job->timeout = o->timeout > 0 ? o->timeout : 60;
-    for (r = 0; r < TPU_JOB_RING; r++) {
+    for (r = 0; r < APP_JOB_RING; r++) {
         job->ring[r] = MPI_REQUEST_NULL;
     }
     parse_inject(o->inject, job);
-    tpu_job_monitor_fork(job);
+    app_job_monitor_fork(job);
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &job->world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job->nranks);
     /* The agreements below are blocking collectives: a rank stopped now would leave
      * the others in them forever.  The watchdog does not exist yet; the guard does. */
-    tpu_job_guard_arm(job, job->timeout > START_S ? job->timeout : START_S,
+    app_job_guard_arm(job, job->timeout > START_S ? job->timeout : START_S,
                       "the start of the job (the ranks' agreements)");
-    /* First, as tpu_job_refuse() does: did any rank fail to parse its command line
+    /* First, as app_job_refuse() does: did any rank fail to parse its command line
      * (halves of a job with different flags)?  It printed; every rank ends. */
-    if (tpu_job_agree(MPI_COMM_WORLD, 0) >= 0) {
-        return tpu_job_end(job, TPU_EXIT_USAGE);
+    if (app_job_agree(MPI_COMM_WORLD, 0) >= 0) {
+        return app_job_end(job, APP_EXIT_USAGE);
     }
     /* Halves of a job with different options would call different collectives. */
-    who = tpu_job_agree_opts(o, msg, sizeof(msg));
+    who = app_job_agree_opts(o, msg, sizeof(msg));
     if (who != 0) {
         if (who == 1) {
-            tpu_die_msg(msg);
+            app_die_msg(msg);
         }
-        return tpu_job_end(job, TPU_EXIT_USAGE);
+        return app_job_end(job, APP_EXIT_USAGE);
     }
-    status = tpu_pod_setup(o, &job->pod, &err);
+    status = app_pod_setup(o, &job->pod, &err);
     if (status == TPU_OK && job->nranks != tpu_pod_topo(job->pod)->nchips) {
         const tpu_topo_t *t = tpu_pod_topo(job->pod);
 
@@ -94,64 +94,64 @@ int tpu_job_start(const tpu_opts_t *o, int *argc, char ***argv, tpu_job_t *job)
                         tpu_pod_topo(job->pod)->nchips - 1);
     }
     if (status == TPU_OK) {
-        status = tpu_sink_check(o->json, o->csv, &err);
+        status = app_sink_check(o->json, o->csv, &err);
     }
     /* One rank may fail where the others do not (a file missing on one node). */
-    who = tpu_job_agree(MPI_COMM_WORLD, status != TPU_OK);
+    who = app_job_agree(MPI_COMM_WORLD, status != TPU_OK);
     if (who >= 0) {
         if (job->world_rank == who) {
-            tpu_die_msg(err.msg);
+            app_die_msg(err.msg);
         }
-        return tpu_job_end(job, TPU_EXIT_USAGE);
+        return app_job_end(job, APP_EXIT_USAGE);
     }
-    job->chip = tpu_place_chip_of_rank(tpu_pod_topo(job->pod), tpu_pod_chip(job->pod)->host_dims,
+    job->chip = app_place_chip_of_rank(tpu_pod_topo(job->pod), tpu_pod_chip(job->pod)->host_dims,
                                        job->world_rank);
-    if (tpu_job_monitor_start(job) != 0) {
+    if (app_job_monitor_start(job) != 0) {
         if (job->world_rank == 0) {
             snprintf(msg, sizeof(msg),
                      "out of host memory for the table of the job's %d ranks (the monitor of "
                      "lost chips)",
                      job->nranks);
-            tpu_die_msg(msg);
+            app_die_msg(msg);
         }
-        return tpu_job_end(job, TPU_EXIT_FAIL);
+        return app_job_end(job, APP_EXIT_FAIL);
     }
     MPI_Comm_split(MPI_COMM_WORLD, 0, job->chip, &job->comm);
     MPI_Comm_dup(MPI_COMM_WORLD, &job->watch);
-    job->waits = TPU_JOB_WAIT_NONE;
+    job->waits = APP_JOB_WAIT_NONE;
     if (job->world_rank == 0) {
         job->peers = tpu__calloc((size_t)job->nranks, sizeof(*job->peers));
         job->rank_of_chip = tpu__calloc((size_t)job->nranks, sizeof(*job->rank_of_chip));
         if (job->peers == NULL || job->rank_of_chip == NULL) {
-            tpu_job_abort(job, "out of host memory for the watchdog");
+            app_job_abort(job, "out of host memory for the watchdog");
         }
         for (r = 0; r < job->nranks; r++) {
             job->peers[r].heard = tpu__now_s();
-            job->peers[r].waits = TPU_JOB_WAIT_NONE;
-            job->rank_of_chip[tpu_place_chip_of_rank(tpu_pod_topo(job->pod),
+            job->peers[r].waits = APP_JOB_WAIT_NONE;
+            job->rank_of_chip[app_place_chip_of_rank(tpu_pod_topo(job->pod),
                                                      tpu_pod_chip(job->pod)->host_dims, r)] = r;
         }
     }
     status = tpu_xport_mpi_create(job->comm, &job->x, &err);
     if (status == TPU_OK) {
-        status = tpu_place_local(job->comm, &job->place, &err);
+        status = app_place_local(job->comm, &job->place, &err);
     }
     job->place.rank = job->world_rank;
     if (status != TPU_OK) {
-        tpu_job_abort(job, err.msg);
+        app_job_abort(job, err.msg);
     }
-    tpu_job_guard_disarm(job);
+    app_job_guard_disarm(job);
     return -1;
 }
 
-int tpu_job_end(tpu_job_t *job, int code)
+int app_job_end(app_job_t *job, int code)
 {
     int r;
 
-    tpu_job_guard_disarm(job); /* (still armed when the start refused its input) */
+    app_job_guard_disarm(job); /* (still armed when the start refused its input) */
     tpu_xport_destroy(job->x);
     job->x = NULL;
-    for (r = 0; r < TPU_JOB_RING; r++) {
+    for (r = 0; r < APP_JOB_RING; r++) {
         if (job->ring[r] != MPI_REQUEST_NULL) {
             MPI_Wait(&job->ring[r], MPI_STATUS_IGNORE);
         }
@@ -170,13 +170,13 @@ int tpu_job_end(tpu_job_t *job, int code)
     job->pod = NULL;
     tpu__free(job->local_pids);
     job->local_pids = NULL;
-    tpu_job_monitor_stop(job);
+    app_job_monitor_stop(job);
     /* MPI_Finalize waits for every rank too. */
-    tpu_job_guard_arm(job, job->timeout > START_S ? job->timeout : START_S,
+    app_job_guard_arm(job, job->timeout > START_S ? job->timeout : START_S,
                       "the end of the job (MPI_Finalize)");
     MPI_Finalize();
-    tpu_job_monitor_forget_term();
-    tpu_job_guard_disarm(job);
+    app_job_monitor_forget_term();
+    app_job_guard_disarm(job);
     if (job->guard_made) {
         timer_delete(job->guard);
         job->guard_made = 0;
@@ -184,8 +184,8 @@ int tpu_job_end(tpu_job_t *job, int code)
     return code;
 }
 
-int tpu_job_open(tpu_job_t *job, const char *json, tpu_sink_t *json_sink, const char *csv,
-                 tpu_sink_t *csv_sink)
+int app_job_open(app_job_t *job, const char *json, app_sink_t *json_sink, const char *csv,
+                 app_sink_t *csv_sink)
 {
     tpu_err_t err = {0};
     int status;
@@ -196,25 +196,25 @@ int tpu_job_open(tpu_job_t *job, const char *json, tpu_sink_t *json_sink, const 
     }
     if (job->chip == 0) {
         if (json != NULL) {
-            tpu_sink_open(json_sink, json, &err);
+            app_sink_open(json_sink, json, &err);
         }
         if (csv != NULL && err.status == TPU_OK) {
-            tpu_sink_open(csv_sink, csv, &err);
+            app_sink_open(csv_sink, csv, &err);
         }
     }
     status = err.status;
-    tpu_job_bcast(job, &status, 1, MPI_INT, 0, "opening the output files");
+    app_job_bcast(job, &status, 1, MPI_INT, 0, "opening the output files");
     if (status != TPU_OK) {
         if (job->chip == 0) {
-            tpu_sink_close(json_sink, NULL);
-            tpu_die_msg(err.msg);
+            app_sink_close(json_sink, NULL);
+            app_die_msg(err.msg);
         }
-        return tpu_job_end(job, TPU_EXIT_USAGE);
+        return app_job_end(job, APP_EXIT_USAGE);
     }
     return -1;
 }
 
-int tpu_job_report_open(tpu_job_t *job, const tpu_opts_t *o, const char *cmd, tpu_report_t *rep)
+int app_job_report_open(app_job_t *job, const app_opts_t *o, const char *cmd, app_report_t *rep)
 {
     tpu_err_t err = {0};
     int status = TPU_OK;
@@ -227,81 +227,81 @@ int tpu_job_report_open(tpu_job_t *job, const tpu_opts_t *o, const char *cmd, tp
                  tpu_pod_topo(job->pod)->nchips, tpu_pod_chip(job->pod)->name,
                  tpu_pod_shape(job->pod), tpu_pod_wrap(job->pod),
                  tpu_pod_topo(job->pod)->slices > 1 ? " in slices" : "");
-        status = tpu_report_open(rep, o, job->pod, title, &err);
+        status = app_report_open(rep, o, job->pod, title, &err);
     } else if (o->trace_measured && o->trace == NULL) {
         status = TPU_ERR_INVALID;
     }
-    tpu_job_bcast(job, &status, 1, MPI_INT, 0, "opening the trace and heatmap files");
+    app_job_bcast(job, &status, 1, MPI_INT, 0, "opening the trace and heatmap files");
     if (status != TPU_OK) {
         if (job->chip == 0) {
-            tpu_die_msg(err.msg);
+            app_die_msg(err.msg);
         }
-        return tpu_job_end(job, status == TPU_ERR_INVALID ? TPU_EXIT_USAGE : TPU_EXIT_FAIL);
+        return app_job_end(job, status == TPU_ERR_INVALID ? APP_EXIT_USAGE : APP_EXIT_FAIL);
     }
     return -1;
 }
 
-int tpu_job_report_close(tpu_job_t *job, tpu_report_t *rep)
+int app_job_report_close(app_job_t *job, app_report_t *rep)
 {
     tpu_err_t err = {0};
     int status = TPU_OK;
 
     if (job->chip == 0) {
-        status = tpu_report_close(rep, &err);
+        status = app_report_close(rep, &err);
         if (status != TPU_OK) {
-            tpu_die_msg(err.msg);
+            app_die_msg(err.msg);
         }
     }
-    tpu_job_bcast(job, &status, 1, MPI_INT, 0, "writing the trace and heatmap files");
-    return status != TPU_OK ? TPU_EXIT_FAIL : -1;
+    app_job_bcast(job, &status, 1, MPI_INT, 0, "writing the trace and heatmap files");
+    return status != TPU_OK ? APP_EXIT_FAIL : -1;
 }
 
-int tpu_job_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink, tpu_sink_t *csv_sink)
+int app_job_close(app_job_t *job, app_json_t *json, app_sink_t *json_sink, app_sink_t *csv_sink)
 {
     tpu_err_t err = {0};
     int status = TPU_OK;
 
     if (job->chip == 0) {
         if (json != NULL) {
-            tpu_json_end(json, &err);
+            app_json_end(json, &err);
         }
-        tpu_sink_close(json_sink, &err);
+        app_sink_close(json_sink, &err);
         if (csv_sink != NULL) {
-            tpu_sink_close(csv_sink, &err);
+            app_sink_close(csv_sink, &err);
         }
         if (err.status != TPU_OK) {
-            tpu_die_msg(err.msg);
+            app_die_msg(err.msg);
         }
         status = err.status;
     }
-    tpu_job_bcast(job, &status, 1, MPI_INT, 0, "closing the output files");
-    return status != TPU_OK ? TPU_EXIT_FAIL : -1;
+    app_job_bcast(job, &status, 1, MPI_INT, 0, "closing the output files");
+    return status != TPU_OK ? APP_EXIT_FAIL : -1;
 }
 
-int app_job_outputs_open(tpu_job_t *job, const tpu_opts_t *o, const char *cmd, tpu_report_t *rep,
-                         tpu_sink_t *json_sink, tpu_sink_t *csv_sink)
+int app_job_outputs_open(app_job_t *job, const app_opts_t *o, const char *cmd, app_report_t *rep,
+                         app_sink_t *json_sink, app_sink_t *csv_sink)
 {
-    int code = tpu_job_report_open(job, o, cmd, rep);
+    int code = app_job_report_open(job, o, cmd, rep);
 
     if (code >= 0) {
         return code;
     }
-    return tpu_job_open(job, o->json, json_sink, o->csv, csv_sink);
+    return app_job_open(job, o->json, json_sink, o->csv, csv_sink);
 }
 
-int app_job_outputs_close(tpu_job_t *job, tpu_json_t *json, tpu_sink_t *json_sink,
-                          tpu_sink_t *csv_sink, tpu_report_t *rep)
+int app_job_outputs_close(app_job_t *job, app_json_t *json, app_sink_t *json_sink,
+                          app_sink_t *csv_sink, app_report_t *rep)
 {
-    int code = tpu_job_close(job, json, json_sink, csv_sink);
+    int code = app_job_close(job, json, json_sink, csv_sink);
 
     if (code < 0) {
-        return tpu_job_report_close(job, rep);
+        return app_job_report_close(job, rep);
     }
-    tpu_job_report_close(job, rep);
+    app_job_report_close(job, rep);
     return code;
 }
 
-void tpu_job_inject(const tpu_job_t *job, long call)
+void app_job_inject(const app_job_t *job, long call)
 {
     if (job->crash_chip == job->chip && call == job->crash_call) {
         /* --inject crash: die as a killed process does, with no word; stop: stop
@@ -312,7 +312,7 @@ void tpu_job_inject(const tpu_job_t *job, long call)
     }
 }
 
-tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_desc_t *desc,
+tpu_status_t app_case_init(app_case_t *c, const app_job_t *job, const tpu_coll_desc_t *desc,
                            tpu_err_t *err)
 {
     tpu_status_t status;
@@ -326,7 +326,7 @@ tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_d
     }
     status = tpu_coll_exec_create(c->plan, job->x, &c->exec, err);
     if (status != TPU_OK) {
-        tpu_case_fini(c);
+        app_case_fini(c);
         return status;
     }
     c->desc = *tpu_coll_plan_desc(c->plan);
@@ -335,7 +335,7 @@ tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_d
     c->out = tpu__calloc(1, c->out_bytes);
     c->ref = tpu__calloc(1, c->out_bytes);
     if (c->in == NULL || c->out == NULL || c->ref == NULL) {
-        tpu_case_fini(c);
+        app_case_fini(c);
         return tpu_err_set(err, TPU_ERR_NO_MEMORY,
                            "out of host memory for the buffers of %s (%llu bytes in, %llu out, "
                            "twice)",
@@ -346,12 +346,12 @@ tpu_status_t tpu_case_init(tpu_case_t *c, const tpu_job_t *job, const tpu_coll_d
     status =
         tpu_coll_reference(c->plan, job->chip, tpu_coll_fill_exact, &c->desc.dtype, c->ref, err);
     if (status != TPU_OK) {
-        tpu_case_fini(c);
+        app_case_fini(c);
     }
     return status;
 }
 
-void tpu_case_fini(tpu_case_t *c)
+void app_case_fini(app_case_t *c)
 {
     tpu_coll_exec_destroy(c->exec);
     tpu_coll_plan_destroy(c->plan);
@@ -361,7 +361,7 @@ void tpu_case_fini(tpu_case_t *c)
     memset(c, 0, sizeof(*c));
 }
 
-tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int check_peers,
+tpu_status_t app_case_run(app_case_t *c, app_job_t *job, uint64_t call, int check_peers,
                           double timeout, double *modeled_us_p, double *wall_s_p, tpu_err_t *err)
 {
     tpu_coll_run_opts_t opts;
@@ -370,13 +370,13 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
     tpu_status_t status;
 
     memset(&opts, 0, sizeof(opts));
-    tpu_job_progress(job);
-    tpu_job_inject(job, (long)call);
+    app_job_progress(job);
+    app_job_inject(job, (long)call);
     opts.call = call;
     opts.timeout_s = timeout;
     opts.check_peers = check_peers;
     opts.local_time = 1;
-    opts.on_wait = tpu_job_on_wait;
+    opts.on_wait = app_job_on_wait;
     opts.on_wait_arg = job;
     in[0] = c->in;
     out[0] = c->out;
@@ -386,7 +386,7 @@ tpu_status_t tpu_case_run(tpu_case_t *c, tpu_job_t *job, uint64_t call, int chec
     return status;
 }
 
-long tpu_case_wrong(const tpu_case_t *c, int chip)
+long app_case_wrong(const app_case_t *c, int chip)
 {
     if (c->desc.kind == TPU_COLL_P2P && chip != c->desc.dst) {
         return 0;

@@ -11,7 +11,7 @@ int app_jobenv_launched(void)
 }
 
 /* The world rank the launcher gave this process, from its environment; -1 unknown. */
-int tpu_job_env_rank(void)
+int app_job_env_rank(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
     size_t i;
@@ -28,10 +28,10 @@ int tpu_job_env_rank(void)
 
 int app_jobenv_root(void)
 {
-    return tpu_job_env_rank() <= 0;
+    return app_job_env_rank() <= 0;
 }
 
-void tpu_die_msg(const char *msg)
+void app_die_msg(const char *msg)
 {
     fprintf(stderr, "tpuemu: %s\n", msg);
 }

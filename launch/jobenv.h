@@ -11,10 +11,10 @@
 int app_jobenv_launched(void);
 /* The world rank the launcher gave this process, from its environment; -1 unknown
  * (alone). */
-int tpu_job_env_rank(void);
+int app_job_env_rank(void);
 /* 1 on the process that prints before MPI_Init: rank 0, or a process alone. */
 int app_jobenv_root(void);
 /* Print "tpuemu: msg" on stderr. */
-void tpu_die_msg(const char *msg);
+void app_die_msg(const char *msg);
 
 #endif /* APP_JOBENV_H */

@@ -1,11 +1,11 @@
 /*
  * The tpuemu program: the options every command reads (filled by the option
  * parser from the command table's rows), the exit codes, and the program's
- * entry, tpu_main() (cli.c).  This is the only layer that prints, chooses exit
+ * entry, app_main() (cli.c).  This is the only layer that prints, chooses exit
  * codes, and calls MPI_Init/MPI_Finalize.
  */
-#ifndef TPU_LAUNCH_H
-#define TPU_LAUNCH_H
+#ifndef APP_LAUNCH_H
+#define APP_LAUNCH_H
 
 #include "tpu/chip.h"
 #include "tpu/coll.h"
@@ -21,23 +21,23 @@
 #include <stdio.h>
 
 /* Exit codes: 0 success, 1 a failed check or run, 2 bad input. */
-#define TPU_EXIT_OK    0
-#define TPU_EXIT_FAIL  1
-#define TPU_EXIT_USAGE 2
+#define APP_EXIT_OK    0
+#define APP_EXIT_FAIL  1
+#define APP_EXIT_USAGE 2
 
 /* The watchdog's --timeout S (run, bench, train, replay): seconds any wait may last. */
-#define TPU_TIMEOUT_MIN_S 0.1
-#define TPU_TIMEOUT_MAX_S 86400
+#define APP_TIMEOUT_MIN_S 0.1
+#define APP_TIMEOUT_MAX_S 86400
 
 /* replay: at most this many --trip-count and --custom-call-us entries. */
-#define TPU_MAX_KV_FLAGS 4096
+#define APP_MAX_KV_FLAGS 4096
 
 /*
  * Everything the command line says (NULL / 0: not given; numbers without a
  * default: -1).  One struct for every command: each command's rows
  * (commands.def) say which fields it fills.
  */
-typedef struct tpu_opts {
+typedef struct app_opts {
     const char *cmd;   /* the command's name: "run", "model", ... */
     const char *topic; /* help COMMAND */
     /* The pod and the outputs (the shared rows). */
@@ -79,24 +79,24 @@ typedef struct tpu_opts {
     int module, list, top;
     const char *device_order, *entry;
     app_kv_t trips, customs; /* --trip-count, --custom-call-us */
-} tpu_opts_t;
+} app_opts_t;
 
 /*
  * What a command's runner gets from the start-up (cli.c): the options, argc and
  * argv (MPI_Init may change them), and the pod: the job's (under a job) or this
  * process's (when the command's row asks the start-up to build it), else NULL.
- * A runner under a job ends it (tpu_job_end()); the start-up frees a local pod.
+ * A runner under a job ends it (app_job_end()); the start-up frees a local pod.
  */
-struct tpu_job;
+struct app_job;
 typedef struct app_ctx {
-    tpu_opts_t *o;
+    app_opts_t *o;
     int *argc;
     char ***argv;
-    struct tpu_job *job; /* NULL: one process */
+    struct app_job *job; /* NULL: one process */
     tpu_pod_t *pod;
 } app_ctx_t;
 
 /* The program: find the command, parse, start, run it; returns the exit code. */
-int tpu_main(int argc, char **argv);
+int app_main(int argc, char **argv);
 
-#endif /* TPU_LAUNCH_H */
+#endif /* APP_LAUNCH_H */

@@ -1,5 +1,5 @@
 /*
- * tpuemu: a TPU pod on an MPI cluster.  The program is tpu_main() (cli.c).
+ * tpuemu: a TPU pod on an MPI cluster.  The program is app_main() (cli.c).
  *
  * Large blocks on huge pages.  The model's schedules are arrays of tens of
  * megabytes (an open 16x20x28 psum builds about 40 MB of flows), written once
@@ -65,5 +65,5 @@ static void *huge_calloc(size_t count, size_t size)
 int main(int argc, char **argv)
 {
     (void)tpu_alloc_set(huge_malloc, huge_realloc, huge_calloc, free);
-    return tpu_main(argc, argv);
+    return app_main(argc, argv);
 }

@@ -61,7 +61,7 @@ static tpu_status_t parse_i64(const app_opt_t *d, const char *v, int64_t *out, t
 }
 
 /* A finite number in C syntax, at least 'lo' and at most 'hi' (opt.h). */
-tpu_status_t tpu_parse_number(const char *name, const char *v, double lo, double hi, double *out,
+tpu_status_t app_parse_number(const char *name, const char *v, double lo, double hi, double *out,
                               tpu_err_t *err)
 {
     char *end, a[32], b[32];
@@ -297,7 +297,7 @@ static tpu_status_t store(const app_opt_t *d, const char *val, void *opts, tpu_e
     case APP_OPT_I64:
         return parse_i64(d, val, FIELD(opts, d->off, int64_t), err);
     case APP_OPT_DBL:
-        return tpu_parse_number(d->name, val, d->lo, d->hi, FIELD(opts, d->off, double), err);
+        return app_parse_number(d->name, val, d->lo, d->hi, FIELD(opts, d->off, double), err);
     case APP_OPT_KV:
         return app_kv_parse(d, val, FIELD(opts, d->off, app_kv_t), err);
     case APP_OPT_LIST:

@@ -1,6 +1,6 @@
 /*
  * The option parser of every command: a command's flags are typed rows
- * (app_opt_t), and one pass over argv fills a tpu_opts_t from them, with one
+ * (app_opt_t), and one pass over argv fills a app_opts_t from them, with one
  * message naming the flag for any bad value.  The rows themselves are in
  * commands.def; the help text is generated from the same rows (help.c).
  * Private to launch/.
@@ -34,7 +34,7 @@ typedef enum app_opt_type {
 typedef struct app_opt {
     const char *name;    /* without the dashes: "topology" */
     app_opt_type_t type; /* the value's type */
-    size_t off;          /* where the value goes in tpu_opts_t */
+    size_t off;          /* where the value goes in app_opts_t */
     size_t aux;          /* LIST: the offset of the int count; INT: of an int set to 1
                             when the flag is given (0: none) */
     int max;             /* LIST, KV: the list's capacity (KV: entries) */
@@ -56,11 +56,11 @@ typedef struct app_opt_set {
 typedef struct app_operand {
     const char *arg;  /* "MODULE.hlo"; NULL: no operand */
     const char *what; /* "module file": for messages */
-    size_t off;       /* where the text goes in tpu_opts_t */
+    size_t off;       /* where the text goes in app_opts_t */
 } app_operand_t;
 
 /*
- * Parse argv[from..argc) against the rows of 'sets' into 'opts' (a tpu_opts_t,
+ * Parse argv[from..argc) against the rows of 'sets' into 'opts' (a app_opts_t,
  * passed as bytes).  'cmd' and 'hint' name the command in messages ("model",
  * "model --op"; "model --op matmul": see tpuemu HINT --help).  Fills only the
  * fields of the rows given (the caller zeroes the struct and calls
@@ -80,7 +80,7 @@ const char *app_opt_value(const app_opt_t *o, const void *opts, char *buf, size_
 
 /* A finite number in C syntax from 'lo' to 'hi', for '--NAME V'; one message naming
  * the flag otherwise.  Every number flag reads through it. */
-tpu_status_t tpu_parse_number(const char *name, const char *v, double lo, double hi, double *out,
+tpu_status_t app_parse_number(const char *name, const char *v, double lo, double hi, double *out,
                               tpu_err_t *err);
 
 /* A parsed APP_OPT_KV list: names (owned) and values. */

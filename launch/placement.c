@@ -13,7 +13,7 @@
 #include <hwloc.h>
 
 /* Core and PU of this process, and whether it is bound, from hwloc. */
-static void hw_location(tpu_place_t *p)
+static void hw_location(app_place_t *p)
 {
     hwloc_topology_t topo;
     hwloc_bitmap_t set, bind;
@@ -50,7 +50,7 @@ static void hw_location(tpu_place_t *p)
     hwloc_topology_destroy(topo);
 }
 
-tpu_status_t tpu_place_local(MPI_Comm comm, tpu_place_t *p, tpu_err_t *err)
+tpu_status_t app_place_local(MPI_Comm comm, app_place_t *p, tpu_err_t *err)
 {
     MPI_Comm node;
     int len = 0, node_rank, leader, rank, is_leader, idx;
@@ -94,7 +94,7 @@ tpu_status_t tpu_place_local(MPI_Comm comm, tpu_place_t *p, tpu_err_t *err)
     return TPU_OK;
 }
 
-int tpu_place_chip_of_rank(const tpu_topo_t *topo, const int host_dims[TPU_MAX_AXES], int rank)
+int app_place_chip_of_rank(const tpu_topo_t *topo, const int host_dims[TPU_MAX_AXES], int rank)
 {
     int chip, seen = 0, h, nhosts = tpu_topo_host_count(topo, host_dims);
 
@@ -108,16 +108,16 @@ int tpu_place_chip_of_rank(const tpu_topo_t *topo, const int host_dims[TPU_MAX_A
     return rank;
 }
 
-void tpu_place_print(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
+void app_place_print(FILE *out, const tpu_pod_t *pod, const app_place_t *all)
 {
-    static const tpu_col_t cols[] = {{"chip", NULL, 5, 0, 0},      {"coords", NULL, 12, 1, 1},
+    static const app_col_t cols[] = {{"chip", NULL, 5, 0, 0},      {"coords", NULL, 12, 1, 1},
                                      {"host", NULL, 4, 0, 1},      {"rank", NULL, 5, 0, 1},
                                      {"mpi node", NULL, 16, 1, 1}, {"core", NULL, 4, 0, 1},
                                      {"bound", NULL, 5, 0, 1}};
     const tpu_topo_t *t = tpu_pod_topo(pod);
     int chip, a;
 
-    tpu_table_header(out, "", cols, 7);
+    app_table_header(out, "", cols, 7);
     for (chip = 0; chip < t->nchips; chip++) {
         int c[TPU_MAX_AXES], used = 0;
         char coords[32], id[16], host[16], rank[16], node[20], core[16];
@@ -145,41 +145,41 @@ void tpu_place_print(FILE *out, const tpu_pod_t *pod, const tpu_place_t *all)
         cells[4] = node;
         cells[5] = core;
         cells[6] = all[chip].bound ? "yes" : "no";
-        tpu_table_row(out, "", cols, 7, cells);
+        app_table_row(out, "", cols, 7, cells);
     }
 }
 
-void tpu_place_json(tpu_json_t *j, const tpu_pod_t *pod, const tpu_place_t *all)
+void app_place_json(app_json_t *j, const tpu_pod_t *pod, const app_place_t *all)
 {
     const tpu_topo_t *t = tpu_pod_topo(pod);
     int chip, a;
 
-    tpu_json_array(j);
+    app_json_array(j);
     for (chip = 0; chip < t->nchips; chip++) {
         int c[TPU_MAX_AXES];
 
         tpu_topo_coords(t, chip, c);
-        tpu_json_object(j);
-        tpu_json_kint(j, "chip", chip);
-        tpu_json_kint(j, "slice", tpu_topo_slice_of(t, chip));
-        tpu_json_karray(j, "coords");
+        app_json_object(j);
+        app_json_kint(j, "chip", chip);
+        app_json_kint(j, "slice", tpu_topo_slice_of(t, chip));
+        app_json_karray(j, "coords");
         for (a = 0; a < t->naxes; a++) {
-            tpu_json_int(j, c[a]);
+            app_json_int(j, c[a]);
         }
-        tpu_json_array_end(j);
-        tpu_json_kint(j, "tpu_host", tpu_topo_host_of(t, tpu_pod_chip(pod)->host_dims, chip));
-        tpu_json_kint(j, "rank", all[chip].rank);
-        tpu_json_kstr(j, "mpi_host", all[chip].host);
-        tpu_json_kint(j, "mpi_node", all[chip].node);
-        tpu_json_kint(j, "core", all[chip].core);
-        tpu_json_kint(j, "pu", all[chip].pu);
-        tpu_json_kbool(j, "bound", all[chip].bound);
-        tpu_json_object_end(j);
+        app_json_array_end(j);
+        app_json_kint(j, "tpu_host", tpu_topo_host_of(t, tpu_pod_chip(pod)->host_dims, chip));
+        app_json_kint(j, "rank", all[chip].rank);
+        app_json_kstr(j, "mpi_host", all[chip].host);
+        app_json_kint(j, "mpi_node", all[chip].node);
+        app_json_kint(j, "core", all[chip].core);
+        app_json_kint(j, "pu", all[chip].pu);
+        app_json_kbool(j, "bound", all[chip].bound);
+        app_json_object_end(j);
     }
-    tpu_json_array_end(j);
+    app_json_array_end(j);
 }
 
-int tpu_place_split_hosts(const tpu_pod_t *pod, const tpu_place_t *all, int *example_host_p)
+int app_place_split_hosts(const tpu_pod_t *pod, const app_place_t *all, int *example_host_p)
 {
     const tpu_topo_t *t = tpu_pod_topo(pod);
     int nhosts = tpu_topo_host_count(t, tpu_pod_chip(pod)->host_dims), h, chip, bad = 0;

@@ -10,7 +10,7 @@
  * What the pod accepts but a job should not: hosts that do not tile the
  * topology, and a wraparound asked for on an axis of one chip.
  */
-static tpu_status_t check_pod(const tpu_opts_t *o, const tpu_config_t *cfg, const tpu_pod_t *pod,
+static tpu_status_t check_pod(const app_opts_t *o, const app_config_t *cfg, const tpu_pod_t *pod,
                               tpu_err_t *err)
 {
     const tpu_topo_t *t = tpu_pod_topo(pod);
@@ -62,7 +62,7 @@ static tpu_status_t check_pod(const tpu_opts_t *o, const tpu_config_t *cfg, cons
  * line or the flag).  The whole set (a cut needs several) is checked by
  * tpu_pod_create().  Returns the count, or -1 with 'err' set.
  */
-static int gather_faults(const tpu_opts_t *o, const tpu_config_t *cfg, const tpu_pod_t *pod,
+static int gather_faults(const app_opts_t *o, const app_config_t *cfg, const tpu_pod_t *pod,
                          tpu_fault_t *list, tpu_err_t *err)
 {
     int n = 0, i;
@@ -97,20 +97,20 @@ static int gather_faults(const tpu_opts_t *o, const tpu_config_t *cfg, const tpu
     return n;
 }
 
-tpu_status_t tpu_pod_setup(const tpu_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *err)
+tpu_status_t app_pod_setup(const app_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *err)
 {
     tpu_fault_t faults[TPU_MAX_FAULTS];
     int nfaults;
-    tpu_config_t cfg;
+    app_config_t cfg;
     tpu_pod_spec_t spec;
     tpu_pod_t *pod = NULL;
     tpu_err_t e = {0};
     tpu_status_t status;
 
     *pod_p = NULL;
-    tpu_config_init(&cfg);
+    app_config_init(&cfg);
     if (o->config != NULL) {
-        status = tpu_config_load(o->config, &cfg, err);
+        status = app_config_load(o->config, &cfg, err);
         if (status != TPU_OK) {
             return status;
         }

@@ -5,6 +5,6 @@
 #include "launch.h"
 
 /* Build the pod from the config file and the flags (flags win); tpu_pod_destroy() it. */
-tpu_status_t tpu_pod_setup(const tpu_opts_t *opts, tpu_pod_t **pod_p, tpu_err_t *err);
+tpu_status_t app_pod_setup(const app_opts_t *opts, tpu_pod_t **pod_p, tpu_err_t *err);
 
 #endif /* APP_PODSETUP_H */

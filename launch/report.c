@@ -14,7 +14,7 @@ static int is_stdout(const char *p)
     return p != NULL && strcmp(p, "-") == 0;
 }
 
-tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod_t *pod,
+tpu_status_t app_report_open(app_report_t *r, const app_opts_t *o, const tpu_pod_t *pod,
                              const char *title, tpu_err_t *err)
 {
     const tpu_topo_t *t = tpu_pod_topo(pod);
@@ -40,10 +40,10 @@ tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod
         }
         /* Refuse a path that cannot be written now, not after the work: opened here
          * (without blocking: a FIFO that no process reads is refused), written at
-         * tpu_report_close(). */
-        status = tpu_sink_check_target("heatmap", o->heatmap, err);
+         * app_report_close(). */
+        status = app_sink_check_target("heatmap", o->heatmap, err);
         if (status == TPU_OK) {
-            status = tpu_sink_open(&r->heat_sink, o->heatmap, err);
+            status = app_sink_open(&r->heat_sink, o->heatmap, err);
         }
         if (status != TPU_OK) {
             tpu__free(r->link_bytes);
@@ -53,12 +53,12 @@ tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod
         r->heatmap = o->heatmap;
     }
     if (o->trace != NULL) {
-        status = tpu_trace_open(o->trace, t, title, -1, o->trace_measured, &r->trace, err);
+        status = app_trace_open(o->trace, t, title, -1, o->trace_measured, &r->trace, err);
         if (status != TPU_OK) {
             tpu__free(r->link_bytes);
             r->link_bytes = NULL;
             if (r->heatmap != NULL) {
-                tpu_sink_discard(&r->heat_sink);
+                app_sink_discard(&r->heat_sink);
             }
             r->heatmap = NULL;
             return status;
@@ -67,14 +67,14 @@ tpu_status_t tpu_report_open(tpu_report_t *r, const tpu_opts_t *o, const tpu_pod
     return TPU_OK;
 }
 
-int tpu_report_active(const tpu_report_t *r)
+int app_report_active(const app_report_t *r)
 {
     return r->trace != NULL || r->heatmap != NULL;
 }
 
 static void fan_flow(void *user, const tpu_coll_flow_event_t *ev)
 {
-    tpu_report_t *r = user;
+    app_report_t *r = user;
 
     if (r->tracing) {
         r->trace_obs.on_flow(r->trace_obs.user, ev);
@@ -83,7 +83,7 @@ static void fan_flow(void *user, const tpu_coll_flow_event_t *ev)
 
 static void fan_link(void *user, const tpu_coll_link_event_t *ev)
 {
-    tpu_report_t *r = user;
+    app_report_t *r = user;
 
     if (r->tracing) {
         r->trace_obs.on_link(r->trace_obs.user, ev);
@@ -118,18 +118,18 @@ static void fan_link(void *user, const tpu_coll_link_event_t *ev)
 }
 
 /* One walk of 'plan' feeding the trace ('at_us' < 0: at the position, which moves past it). */
-static tpu_status_t model(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
+static tpu_status_t model(app_report_t *r, const tpu_coll_plan_t *plan, const char *name,
                           double at_us, double modeled_us, double heat_times, tpu_err_t *err)
 {
     tpu_coll_observer_t obs;
     tpu_coll_result_t res;
     tpu_status_t status;
-    int trace = name != NULL && r->trace != NULL && !tpu_trace_truncated(r->trace);
+    int trace = name != NULL && r->trace != NULL && !app_trace_truncated(r->trace);
 
     r->heat_times = r->link_bytes != NULL ? heat_times : 0;
     if (!trace && r->heat_times == 0) {
         if (r->trace != NULL && at_us < 0) {
-            tpu_trace_advance(r->trace, modeled_us);
+            app_trace_advance(r->trace, modeled_us);
         }
         return TPU_OK;
     }
@@ -138,7 +138,7 @@ static tpu_status_t model(tpu_report_t *r, const tpu_coll_plan_t *plan, const ch
     obs.on_link = fan_link;
     obs.user = r;
     if (trace) {
-        tpu_trace_op_begin(r->trace, name, modeled_us, &r->trace_obs);
+        app_trace_op_begin(r->trace, name, modeled_us, &r->trace_obs);
         obs.every_chip = r->trace_obs.every_chip;
     } else {
         memset(&r->trace_obs, 0, sizeof(r->trace_obs));
@@ -153,79 +153,79 @@ static tpu_status_t model(tpu_report_t *r, const tpu_coll_plan_t *plan, const ch
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the heatmap");
     }
     if (trace) {
-        return at_us < 0 ? tpu_trace_op_end(r->trace, res.modeled_us, err)
-                         : tpu_trace_op_end_at(r->trace, at_us, res.modeled_us, err);
+        return at_us < 0 ? app_trace_op_end(r->trace, res.modeled_us, err)
+                         : app_trace_op_end_at(r->trace, at_us, res.modeled_us, err);
     }
     if (r->trace != NULL && at_us < 0) {
-        tpu_trace_advance(r->trace, res.modeled_us);
+        app_trace_advance(r->trace, res.modeled_us);
     }
     return TPU_OK;
 }
 
-tpu_status_t tpu_report_model(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
+tpu_status_t app_report_model(app_report_t *r, const tpu_coll_plan_t *plan, const char *name,
                               double modeled_us, tpu_err_t *err)
 {
-    if (!tpu_report_active(r)) {
+    if (!app_report_active(r)) {
         return TPU_OK;
     }
     return model(r, plan, name, -1, modeled_us, 1, err);
 }
 
-tpu_status_t tpu_report_model_at(tpu_report_t *r, const tpu_coll_plan_t *plan, const char *name,
+tpu_status_t app_report_model_at(app_report_t *r, const tpu_coll_plan_t *plan, const char *name,
                                  double at_us, double modeled_us, double heat_times, tpu_err_t *err)
 {
-    if (!tpu_report_active(r)) {
+    if (!app_report_active(r)) {
         return TPU_OK;
     }
     return model(r, plan, name, at_us > 0 ? at_us : 0, modeled_us, heat_times, err);
 }
 
-void tpu_report_compute(tpu_report_t *r, const char *name, double at_us, double dur_us)
+void app_report_compute(app_report_t *r, const char *name, double at_us, double dur_us)
 {
     if (r->trace != NULL) {
-        tpu_trace_compute(r->trace, -1, name, at_us, dur_us);
+        app_trace_compute(r->trace, -1, name, at_us, dur_us);
     }
 }
 
-void tpu_report_advance(tpu_report_t *r, double us)
+void app_report_advance(app_report_t *r, double us)
 {
     if (r->trace != NULL) {
-        tpu_trace_advance(r->trace, us);
+        app_trace_advance(r->trace, us);
     }
 }
 
-int tpu_report_trace_done(const tpu_report_t *r)
+int app_report_trace_done(const app_report_t *r)
 {
-    return r->trace == NULL || tpu_trace_truncated(r->trace);
+    return r->trace == NULL || app_trace_truncated(r->trace);
 }
 
-void tpu_report_measured(tpu_report_t *r, int chip, const char *name, double start_us,
+void app_report_measured(app_report_t *r, int chip, const char *name, double start_us,
                          double dur_us)
 {
     if (r->trace != NULL) {
-        tpu_trace_measured(r->trace, chip, name, start_us, dur_us);
+        app_trace_measured(r->trace, chip, name, start_us, dur_us);
     }
 }
 
-tpu_status_t tpu_report_close(tpu_report_t *r, tpu_err_t *err)
+tpu_status_t app_report_close(app_report_t *r, tpu_err_t *err)
 {
     tpu_status_t status = TPU_OK, s2;
     tpu_err_t e2 = {0};
 
     if (err == NULL) {
-        tpu_trace_discard(r->trace);
+        app_trace_discard(r->trace);
         r->trace = NULL;
         if (r->heatmap != NULL) {
-            tpu_sink_discard(&r->heat_sink);
+            app_sink_discard(&r->heat_sink);
             r->heatmap = NULL;
         }
     }
     if (r->trace != NULL) {
-        status = tpu_trace_close(r->trace, err);
+        status = app_trace_close(r->trace, err);
         r->trace = NULL;
     }
     if (r->heatmap != NULL) {
-        s2 = tpu_svg_heatmap_sink(&r->heat_sink, r->topo, r->faults, r->link_bytes, r->nic_bytes,
+        s2 = app_svg_heatmap_sink(&r->heat_sink, r->topo, r->faults, r->link_bytes, r->nic_bytes,
                                   r->nhosts, r->title, status == TPU_OK ? err : &e2);
         status = status != TPU_OK ? status : s2;
         r->heatmap = NULL;

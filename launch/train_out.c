@@ -10,15 +10,15 @@
 #include <string.h>
 
 /* A number, or null when it is not finite (a diverged loss). */
-void app_train_json_num(tpu_json_t *j, const char *key, double v)
+void app_train_json_num(app_json_t *j, const char *key, double v)
 {
     if (key != NULL) {
-        tpu_json_key(j, key);
+        app_json_key(j, key);
     }
     if (isfinite(v)) {
-        tpu_json_sig(j, v, 9);
+        app_json_sig(j, v, 9);
     } else {
-        tpu_json_null(j);
+        app_json_null(j);
     }
 }
 
@@ -82,7 +82,7 @@ void app_train_print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capaci
 }
 
 /* The cost members of a step report, into the object being written. */
-void app_train_json_report(tpu_json_t *j, const tpu_mlp_report_t *r)
+void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r)
 {
     int k;
 
@@ -91,25 +91,25 @@ void app_train_json_report(tpu_json_t *j, const tpu_mlp_report_t *r)
     app_train_json_num(j, "comm_us", r->comm_us);
     app_train_json_num(j, "exposed_comm_us", r->exposed_us);
     app_train_json_num(j, "overlapped_comm_us", r->comm_us - r->exposed_us);
-    tpu_json_kuint(j, "hbm_peak_bytes", (unsigned long long)r->hbm_peak);
+    app_json_kuint(j, "hbm_peak_bytes", (unsigned long long)r->hbm_peak);
     app_train_json_num(j, "mfu", r->mfu);
     app_train_json_num(j, "model_flops", r->model_flops);
-    tpu_json_karray(j, "collectives");
+    app_json_karray(j, "collectives");
     for (k = 0; k < r->ncoll; k++) {
         const tpu_mlp_coll_t *c = &r->coll[k];
 
-        tpu_json_object(j);
-        tpu_json_kstr(j, "what", c->what);
-        tpu_json_kstr(j, "kind", tpu_coll_name(c->kind));
-        tpu_json_kstr(j, "axis", c->axis);
-        tpu_json_kstr(j, "torus_axes", c->layout);
-        tpu_json_kstr(j, "groups", c->groups);
-        tpu_json_kint(j, "group", c->group);
-        tpu_json_kuint(j, "bytes", (unsigned long long)c->bytes);
+        app_json_object(j);
+        app_json_kstr(j, "what", c->what);
+        app_json_kstr(j, "kind", tpu_coll_name(c->kind));
+        app_json_kstr(j, "axis", c->axis);
+        app_json_kstr(j, "torus_axes", c->layout);
+        app_json_kstr(j, "groups", c->groups);
+        app_json_kint(j, "group", c->group);
+        app_json_kuint(j, "bytes", (unsigned long long)c->bytes);
         app_train_json_num(j, "modeled_us", c->modeled_us);
-        tpu_json_kbool(j, "overlapped", c->overlapped);
-        tpu_json_kstr(j, "algorithm", c->algorithm);
-        tpu_json_object_end(j);
+        app_json_kbool(j, "overlapped", c->overlapped);
+        app_json_kstr(j, "algorithm", c->algorithm);
+        app_json_object_end(j);
     }
-    tpu_json_array_end(j);
+    app_json_array_end(j);
 }

@@ -13,12 +13,12 @@
 #include <stdio.h>
 
 /* A number, or null when it is not finite (a diverged loss); 'key' NULL: an array item. */
-void app_train_json_num(tpu_json_t *j, const char *key, double v);
+void app_train_json_num(app_json_t *j, const char *key, double v);
 /* The collectives of a step, as a table. */
 void app_train_print_colls(FILE *txt, const tpu_mlp_report_t *r);
 /* The cost split of a step, in words ('capacity': the chip's HBM bytes). */
 void app_train_print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capacity);
 /* The cost members of a step report, into the object being written. */
-void app_train_json_report(tpu_json_t *j, const tpu_mlp_report_t *r);
+void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r);
 
 #endif /* APP_TRAIN_OUT_H */

@@ -24,7 +24,7 @@ static void reduce_one(const app_train_where_t *w, void *v, MPI_Datatype type, M
 
     memcpy(&mine, v, type == MPI_DOUBLE ? sizeof(double) : sizeof(int));
     if (w->job != NULL) {
-        tpu_job_allreduce(w->job, &mine, v, 1, type, op, what);
+        app_job_allreduce(w->job, &mine, v, 1, type, op, what);
     }
 }
 
@@ -71,7 +71,7 @@ static int replicas_identical(const app_train_where_t *w, const tpu_mlp_t *mlp, 
     if (rep == NULL) {
         if (w->job != NULL) {
             /* The others are in the gather below: end the job with one line. */
-            tpu_job_abort(w->job, "out of host memory for the check of the replicas");
+            app_job_abort(w->job, "out of host memory for the check of the replicas");
         }
         return 0;
     }
@@ -84,7 +84,7 @@ static int replicas_identical(const app_train_where_t *w, const tpu_mlp_t *mlp, 
     if (w->job != NULL) {
         replica_t mine = rep[0];
 
-        tpu_job_allgather(w->job, &mine, (int)sizeof(mine), rep, "the check of the replicas");
+        app_job_allgather(w->job, &mine, (int)sizeof(mine), rep, "the check of the replicas");
     }
     for (i = 0; i < nchips; i++) {
         for (j = 0; j < i; j++) {
@@ -136,13 +136,13 @@ static tpu_status_t trace_step(app_train_run_t *r, int s, const tpu_mlp_report_t
     char name[96];
     int k;
 
-    if (!tpu_report_active(r->report)) {
+    if (!app_report_active(r->report)) {
         return TPU_OK;
     }
     snprintf(name, sizeof(name), "step %d", s);
-    tpu_report_compute(r->report, name, 0, rep->step_us);
+    app_report_compute(r->report, name, 0, rep->step_us);
     for (k = 0; k < rep->nops; k++) {
-        tpu_report_compute(r->report, rep->ops[k].what, rep->ops[k].start_us, rep->ops[k].dur_us);
+        app_report_compute(r->report, rep->ops[k].what, rep->ops[k].start_us, rep->ops[k].dur_us);
     }
     for (k = 0; k < rep->ncoll; k++) {
         const tpu_mlp_coll_t *c = &rep->coll[k];
@@ -152,12 +152,12 @@ static tpu_status_t trace_step(app_train_run_t *r, int s, const tpu_mlp_report_t
             continue;
         }
         snprintf(name, sizeof(name), "%s %s (step %d)", tpu_coll_name(c->kind), c->what, s);
-        status = tpu_report_model_at(r->report, c->plan, name, c->start_us, c->modeled_us, 1, err);
+        status = app_report_model_at(r->report, c->plan, name, c->start_us, c->modeled_us, 1, err);
         if (status != TPU_OK) {
             return status;
         }
     }
-    tpu_report_advance(r->report, rep->step_us);
+    app_report_advance(r->report, rep->step_us);
     return TPU_OK;
 }
 
@@ -177,16 +177,16 @@ static void trace_measured(app_train_run_t *r, int s, double t0, double t1)
         if (r->where.root) {
             all = tpu__calloc(2 * (size_t)t->nchips, sizeof(double));
             if (all == NULL) {
-                tpu_job_abort(r->where.job, "out of host memory for the measured trace");
+                app_job_abort(r->where.job, "out of host memory for the measured trace");
             }
         }
-        tpu_job_gather(r->where.job, mine, (int)sizeof(mine), all, 0,
+        app_job_gather(r->where.job, mine, (int)sizeof(mine), all, 0,
                        "the gather of the measured steps");
     }
     if (r->where.root && r->report != NULL) {
         snprintf(name, sizeof(name), "step %d", s);
         for (c = 0; c < t->nchips; c++) {
-            tpu_report_measured(r->report, c, name, all ? all[2 * c] : mine[0],
+            app_report_measured(r->report, c, name, all ? all[2 * c] : mine[0],
                                 all ? all[2 * c + 1] : mine[1]);
         }
     }
@@ -198,22 +198,22 @@ tpu_status_t app_train_run_steps(app_train_run_t *r, int gather, FILE *txt, int 
                                  tpu_err_t *err)
 {
     tpu_status_t status;
-    tpu_progress_t progress;
+    app_progress_t progress;
     int s, p;
 
     /* A bar with the step running, on a terminal, once training takes over 2 s. */
-    tpu_progress_init(&progress, r->where.root && print_steps, r->steps, txt);
+    app_progress_init(&progress, r->where.root && print_steps, r->steps, txt);
     for (s = 0; s < r->steps; s++) {
         tpu_mlp_report_t rep;
         double t0 = tpu__now_s();
         char item[32];
 
         snprintf(item, sizeof(item), "step %d", s);
-        tpu_progress_update(&progress, s, item);
+        app_progress_update(&progress, s, item);
 
         status = tpu_mlp_step(r->mlp, s, &rep, err);
         if (status != TPU_OK) {
-            tpu_progress_end(&progress);
+            app_progress_end(&progress);
             return status;
         }
         if (r->measured) {
@@ -222,7 +222,7 @@ tpu_status_t app_train_run_steps(app_train_run_t *r, int gather, FILE *txt, int 
         if (r->report != NULL && r->where.root) {
             status = trace_step(r, s, &rep, err);
             if (status != TPU_OK) {
-                tpu_progress_end(&progress);
+                app_progress_end(&progress);
                 return status;
             }
         }
@@ -241,7 +241,7 @@ tpu_status_t app_train_run_steps(app_train_run_t *r, int gather, FILE *txt, int 
             r->replicas_ok = 0;
         }
         if (print_steps && r->where.root) {
-            tpu_progress_end(&progress);
+            app_progress_end(&progress);
             if (r->spec.model_only) {
                 fprintf(txt, "step %4d  modeled %12.3f us (compute %.3f, exposed comm %.3f)\n", s,
                         rep.step_us, rep.compute_us, rep.exposed_us);
@@ -254,7 +254,7 @@ tpu_status_t app_train_run_steps(app_train_run_t *r, int gather, FILE *txt, int 
             fflush(txt);
         }
     }
-    tpu_progress_end(&progress);
+    app_progress_end(&progress);
     if (!gather) {
         return TPU_OK;
     }

@@ -19,7 +19,7 @@
 typedef struct app_train_where {
     MPI_Comm comm;  /* MPI_COMM_NULL: this process holds every chip */
     int root;       /* prints */
-    tpu_job_t *job; /* the MPI job (NULL without one) */
+    app_job_t *job; /* the MPI job (NULL without one) */
 } app_train_where_t;
 
 /* Everything a run needs and produces. */
@@ -35,7 +35,7 @@ typedef struct app_train_run {
     double (*modeled)[4]; /* per step: step, compute, comm, exposed comm (us) */
     tpu_mlp_report_t first, last;
     int replicas_ok;
-    tpu_report_t *report;      /* --trace, --heatmap (root; NULL or inactive: none) */
+    app_report_t *report;      /* --trace, --heatmap (root; NULL or inactive: none) */
     int measured;              /* --trace-measured */
     double t0;                 /* the job's start (wall clock), for the measured trace */
     float *w[TPU_MLP_NPARAMS]; /* the gathered weights (when asked) */

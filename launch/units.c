@@ -10,7 +10,7 @@ tpu_status_t app_units_parse_bytes(const char *name, const char *v, unsigned lon
 {
     tpu_err_t e = {0};
 
-    if (tpu_parse_size(v, out, &e) != TPU_OK) {
+    if (app_parse_size(v, out, &e) != TPU_OK) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--%s: %s", name, e.msg);
     }
     if (*out == 0 || *out > APP_UNITS_MAX_BYTES) {
@@ -32,7 +32,7 @@ void app_units_bytes(double b, int max_unit, const int *decimals, char *buf, siz
     snprintf(buf, len, "%.*f %s", u > 0 ? decimals[u] : 0, b, unit[u]);
 }
 
-void tpu_report_size(unsigned long long bytes, char *buf, size_t len)
+void app_report_size(unsigned long long bytes, char *buf, size_t len)
 {
     if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) {
         snprintf(buf, len, "%llu GiB", bytes >> 30);

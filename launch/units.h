@@ -28,7 +28,7 @@ tpu_status_t app_units_parse_bytes(const char *name, const char *v, unsigned lon
  */
 void app_units_bytes(double bytes, int max_unit, const int *decimals, char *buf, size_t len);
 /* An exact size for names: "1 MiB" when a whole number of a unit, else "1000 B". */
-void tpu_report_size(unsigned long long bytes, char *buf, size_t len);
+void app_report_size(unsigned long long bytes, char *buf, size_t len);
 /* Microseconds with 3 decimals, or 4 significant digits below 1 us. */
 const char *app_units_us(double us, char *buf, size_t len);
 

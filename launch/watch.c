@@ -5,7 +5,7 @@
  * watch_guard.c's, the monitor that names a rank that died watch_monitor.c's.
  *
  * Watchdog.  Every wait of launch/ (barriers, reductions, broadcasts, the
- * wiring's point-to-point) goes through tpu_job_wait(): a nonblocking MPI call
+ * wiring's point-to-point) goes through app_job_wait(): a nonblocking MPI call
  * polled until it completes or --timeout passes.  Before each wait and each
  * collective a rank enters a numbered sync point and tells rank 0 with one
  * 16-byte message on a communicator of its own (so no tag meets the transport's):
@@ -13,11 +13,11 @@
  *
  *     rank r:  point p, waits w  --Isend-->  rank 0: peers[r] = {p, w, now}
  *
- * While it waits (in tpu_job_wait, or inside a collective through the run's
+ * While it waits (in app_job_wait, or inside a collective through the run's
  * on_wait hook, which names the source of its oldest open receive) a rank says
  * so again every 0.25 s: a heartbeat.  When rank 0 has waited --timeout at point
  * p, the ranks behind are those with seen < p.  It follows who waits on whom
- * among them (tpu__job_behind): a chain ends at a rank that waits for nobody (it
+ * among them (app_job_behind): a chain ends at a rank that waits for nobody (it
  * is busy or stuck) or has been silent over a second (it is stopped); the rank
  * most chains end at is the chip behind, and rank 0 names it and aborts the job.
  * Counting sync points alone named, in a race, a chip that waited on a stopped
@@ -43,7 +43,7 @@
 #include <unistd.h>
 
 #define TAG_PROGRESS 7
-/* The wait for every live chip after a collective timed out: well under TPU_JOB_GRACE_S,
+/* The wait for every live chip after a collective timed out: well under APP_JOB_GRACE_S,
  * since rank 0 spends it on top of the collective's own --timeout while a chip
  * that finished the collective may already wait in the next barrier. */
 #define FAIL_WAIT_S 1.0
@@ -60,10 +60,10 @@ void app_watch_nap(long ns)
 }
 
 /* "chip 5 (1,1), MPI rank 5" into 'buf'. */
-void app_watch_chip_name(const tpu_job_t *job, int rank, char *buf, size_t len)
+void app_watch_chip_name(const app_job_t *job, int rank, char *buf, size_t len)
 {
     const tpu_topo_t *t = tpu_pod_topo(job->pod);
-    int chip = tpu_place_chip_of_rank(t, tpu_pod_chip(job->pod)->host_dims, rank);
+    int chip = app_place_chip_of_rank(t, tpu_pod_chip(job->pod)->host_dims, rank);
     int c[TPU_MAX_AXES], slice, a, n;
 
     slice = tpu_topo_slice_of(t, chip);
@@ -82,7 +82,7 @@ void app_watch_chip_name(const tpu_job_t *job, int rank, char *buf, size_t len)
  * Mark the job as ending on purpose, so that the monitor stays quiet.  Returns
  * 1 for the first rank to do so (on this node), which alone prints.
  */
-int app_watch_mark_abort(const tpu_job_t *job)
+int app_watch_mark_abort(const app_job_t *job)
 {
     int fd;
 
@@ -97,19 +97,19 @@ int app_watch_mark_abort(const tpu_job_t *job)
     return 1;
 }
 
-void tpu_job_abort(tpu_job_t *job, const char *msg)
+void app_job_abort(app_job_t *job, const char *msg)
 {
     if (app_watch_mark_abort(job)) {
         fprintf(stderr, "tpuemu: %s\n", msg);
         fflush(stderr);
     }
-    MPI_Abort(MPI_COMM_WORLD, TPU_EXIT_FAIL);
+    MPI_Abort(MPI_COMM_WORLD, APP_EXIT_FAIL);
 }
 
 /* Rank 0: record that world rank 'r' is at point 'p' and waits for 'waits'. */
-static void note(tpu_job_t *job, int r, uint64_t p, int waits)
+static void note(app_job_t *job, int r, uint64_t p, int waits)
 {
-    tpu_job_peer_t *q = &job->peers[r];
+    app_job_peer_t *q = &job->peers[r];
 
     if (p < q->seen) {
         return; /* an older message overtaken by a newer one */
@@ -120,14 +120,14 @@ static void note(tpu_job_t *job, int r, uint64_t p, int waits)
     q->heard = tpu__now_s();
 }
 
-/* A chip number (or TPU_JOB_WAIT_*) as the world rank rank 0 stores. */
-static int waits_rank(const tpu_job_t *job, int waits)
+/* A chip number (or APP_JOB_WAIT_*) as the world rank rank 0 stores. */
+static int waits_rank(const app_job_t *job, int waits)
 {
     return waits >= 0 && waits < job->nranks ? job->rank_of_chip[waits] : waits;
 }
 
 /* Rank 0: take every progress message that has arrived. */
-static void drain(tpu_job_t *job)
+static void drain(app_job_t *job)
 {
     int flag = 1;
     MPI_Status st;
@@ -145,9 +145,9 @@ static void drain(tpu_job_t *job)
 
 /* Tell rank 0 the point this rank is at and whom it waits for (again, as a
  * heartbeat, while it waits). */
-static void tell(tpu_job_t *job)
+static void tell(app_job_t *job)
 {
-    int slot = (int)(++job->sent % TPU_JOB_RING), done = 0;
+    int slot = (int)(++job->sent % APP_JOB_RING), done = 0;
 
     job->beat = tpu__now_s();
     if (job->watch == MPI_COMM_NULL) {
@@ -169,23 +169,23 @@ static void tell(tpu_job_t *job)
     MPI_Isend(job->ringbuf[slot], 2, MPI_UINT64_T, 0, TAG_PROGRESS, job->watch, &job->ring[slot]);
 }
 
-/* Enter the next point, waiting for 'waits' (a chip or TPU_JOB_WAIT_*). */
-void app_watch_enter(tpu_job_t *job, int waits)
+/* Enter the next point, waiting for 'waits' (a chip or APP_JOB_WAIT_*). */
+void app_watch_enter(app_job_t *job, int waits)
 {
     job->point++;
     job->waits = waits;
     tell(job);
 }
 
-void tpu_job_progress(tpu_job_t *job)
+void app_job_progress(app_job_t *job)
 {
-    app_watch_enter(job, TPU_JOB_WAIT_NONE);
+    app_watch_enter(job, APP_JOB_WAIT_NONE);
 }
 
-void tpu_job_on_wait(void *arg, int chip)
+void app_job_on_wait(void *arg, int chip)
 {
-    tpu_job_t *job = arg;
-    int waits = chip >= 0 ? chip : TPU_JOB_WAIT_ALL;
+    app_job_t *job = arg;
+    int waits = chip >= 0 ? chip : APP_JOB_WAIT_ALL;
 
     if (waits != job->waits || tpu__now_s() - job->beat > HEARTBEAT_S) {
         if (waits != job->waits && tpu__now_s() - job->beat < 0.05) {
@@ -198,13 +198,13 @@ void tpu_job_on_wait(void *arg, int chip)
     }
 }
 
-/* One end of a chain of waits starting at 'r' (see tpu__job_behind); -1 none. */
-static int next_in_chain(const tpu_job_peer_t *p, int n, uint64_t point, double now,
+/* One end of a chain of waits starting at 'r' (see app_job_behind); -1 none. */
+static int next_in_chain(const app_job_peer_t *p, int n, uint64_t point, double now,
                          double silent_s, int r)
 {
-    int w = p[r].waits_at == p[r].seen ? p[r].waits : TPU_JOB_WAIT_NONE, q, best = -1;
+    int w = p[r].waits_at == p[r].seen ? p[r].waits : APP_JOB_WAIT_NONE, q, best = -1;
 
-    if (now - p[r].heard > silent_s || w == TPU_JOB_WAIT_NONE) {
+    if (now - p[r].heard > silent_s || w == APP_JOB_WAIT_NONE) {
         return r; /* stopped, or busy: the chain ends here */
     }
     if (w >= 0 && w < n && w != r) {
@@ -219,8 +219,8 @@ static int next_in_chain(const tpu_job_peer_t *p, int n, uint64_t point, double 
     return best;
 }
 
-int tpu__job_behind(const tpu_job_peer_t *peers, int n, uint64_t point, double now, double silent_s,
-                    int *waiters_p)
+int app_job_behind(const app_job_peer_t *peers, int n, uint64_t point, double now, double silent_s,
+                   int *waiters_p)
 {
     int r, best = -1;
     int *count = tpu__calloc((size_t)n, sizeof(int));
@@ -279,7 +279,7 @@ int tpu__job_behind(const tpu_job_peer_t *peers, int n, uint64_t point, double n
 }
 
 /* The wait of 'what' lasted too long: say who is behind and end the job. */
-static void blame(tpu_job_t *job, const char *what, double waited)
+static void blame(app_job_t *job, const char *what, double waited)
 {
     char name[96], msg[512];
     int r, worst, waiters = 0;
@@ -291,12 +291,12 @@ static void blame(tpu_job_t *job, const char *what, double waited)
                  "%s is behind or stopped: chip %d waited %.1f s (--timeout %g) at %s and %s, "
                  "which watches the job, did not end it; ending the job",
                  name, job->chip, waited, job->timeout, what, name);
-        tpu_job_abort(job, msg);
+        app_job_abort(job, msg);
         return;
     }
     drain(job);
     now = tpu__now_s();
-    worst = tpu__job_behind(job->peers, job->nranks, job->point, now, SILENT_S, &waiters);
+    worst = app_job_behind(job->peers, job->nranks, job->point, now, SILENT_S, &waiters);
     /* Everyone reached the point, but one stopped inside the wait: the silent one. */
     for (r = 1; r < job->nranks && worst < 0; r++) {
         int q;
@@ -312,7 +312,7 @@ static void blame(tpu_job_t *job, const char *what, double waited)
                      "%s is behind: it reached %s but has been silent for %.1f s (--timeout %g); "
                      "it is stopped or stuck; ending the job",
                      name, what, now - job->peers[r].heard, job->timeout);
-            tpu_job_abort(job, msg);
+            app_job_abort(job, msg);
         }
     }
     if (worst < 0) {
@@ -335,17 +335,17 @@ static void blame(tpu_job_t *job, const char *what, double waited)
                  (unsigned long long)(job->point - job->peers[worst].seen),
                  now - job->peers[worst].heard, others);
     }
-    tpu_job_abort(job, msg);
+    app_job_abort(job, msg);
 }
 
-void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what)
+void app_job_wait(app_job_t *job, MPI_Request *req, const char *what)
 {
     double t0 = tpu__now_s(), limit = job->timeout, now;
     int flag = 0;
     long polls = 0;
 
     if (job->world_rank != 0) {
-        limit += TPU_JOB_GRACE_S + 0.1 * (job->world_rank < 20 ? job->world_rank : 20);
+        limit += APP_JOB_GRACE_S + 0.1 * (job->world_rank < 20 ? job->world_rank : 20);
     }
     for (;;) {
         MPI_Test(req, &flag, MPI_STATUS_IGNORE);
@@ -371,61 +371,61 @@ void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what)
     }
 }
 
-void tpu_job_barrier(tpu_job_t *job, const char *what)
+void app_job_barrier(app_job_t *job, const char *what)
 {
     MPI_Request req;
 
-    app_watch_enter(job, TPU_JOB_WAIT_ALL);
+    app_watch_enter(job, APP_JOB_WAIT_ALL);
     MPI_Ibarrier(job->comm, &req);
-    tpu_job_wait(job, &req, what);
+    app_job_wait(job, &req, what);
 }
 
-void tpu_job_allreduce(tpu_job_t *job, const void *in, void *out, int count, MPI_Datatype type,
+void app_job_allreduce(app_job_t *job, const void *in, void *out, int count, MPI_Datatype type,
                        MPI_Op op, const char *what)
 {
     MPI_Request req;
 
-    app_watch_enter(job, TPU_JOB_WAIT_ALL);
+    app_watch_enter(job, APP_JOB_WAIT_ALL);
     MPI_Iallreduce(in, out, count, type, op, job->comm, &req);
-    tpu_job_wait(job, &req, what);
+    app_job_wait(job, &req, what);
 }
 
-void tpu_job_bcast(tpu_job_t *job, void *buf, int count, MPI_Datatype type, int root,
+void app_job_bcast(app_job_t *job, void *buf, int count, MPI_Datatype type, int root,
                    const char *what)
 {
     MPI_Request req;
 
-    app_watch_enter(job, job->chip == root ? TPU_JOB_WAIT_ALL : root);
+    app_watch_enter(job, job->chip == root ? APP_JOB_WAIT_ALL : root);
     MPI_Ibcast(buf, count, type, root, job->comm, &req);
-    tpu_job_wait(job, &req, what);
+    app_job_wait(job, &req, what);
 }
 
-void tpu_job_allgather(tpu_job_t *job, const void *in, int count, void *out, const char *what)
+void app_job_allgather(app_job_t *job, const void *in, int count, void *out, const char *what)
 {
     MPI_Request req;
 
-    app_watch_enter(job, TPU_JOB_WAIT_ALL);
+    app_watch_enter(job, APP_JOB_WAIT_ALL);
     MPI_Iallgather(in, count, MPI_BYTE, out, count, MPI_BYTE, job->comm, &req);
-    tpu_job_wait(job, &req, what);
+    app_job_wait(job, &req, what);
 }
 
-void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int root,
+void app_job_gather(app_job_t *job, const void *in, int count, void *out, int root,
                     const char *what)
 {
     MPI_Request req;
 
-    app_watch_enter(job, TPU_JOB_WAIT_ALL);
+    app_watch_enter(job, APP_JOB_WAIT_ALL);
     MPI_Igather(in, count, MPI_BYTE, out, count, MPI_BYTE, root, job->comm, &req);
-    tpu_job_wait(job, &req, what);
+    app_job_wait(job, &req, what);
 }
 
-void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err)
+void app_job_fail(app_job_t *job, const tpu_err_t *err)
 {
     char what[TPU_ERR_MSG_LEN + 64];
     MPI_Request req;
 
     if (err->status != TPU_ERR_TIMEOUT) {
-        tpu_job_abort(job, err->msg);
+        app_job_abort(job, err->msg);
         return;
     }
     /*
@@ -438,8 +438,8 @@ void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err)
     /* On the watchdog's communicator, not job->comm: a chip whose part of the
      * collective completed is already in the next collective on job->comm, and a
      * barrier there met it (MPI_ERR_TRUNCATE in a loaded train, a false "lost chip"). */
-    app_watch_enter(job, TPU_JOB_WAIT_ALL);
+    app_watch_enter(job, APP_JOB_WAIT_ALL);
     MPI_Ibarrier(job->watch != MPI_COMM_NULL ? job->watch : job->comm, &req);
-    tpu_job_wait(job, &req, what);
-    tpu_job_abort(job, err->msg); /* every chip came: a deadlock among live chips */
+    app_job_wait(job, &req, what);
+    app_job_abort(job, err->msg); /* every chip came: a deadlock among live chips */
 }

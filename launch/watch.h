@@ -3,8 +3,8 @@
  * behind, and the waits and collectives of launch/ that go through it.  Private to
  * launch/.
  */
-#ifndef TPU_WATCH_H
-#define TPU_WATCH_H
+#ifndef APP_WATCH_H
+#define APP_WATCH_H
 
 #include "tpu/mpi.h"
 #include "tpu/status.h"
@@ -13,28 +13,28 @@
 #include <stdint.h>
 
 /* The job (job.h). */
-typedef struct tpu_job tpu_job_t;
+typedef struct app_job app_job_t;
 
 /* Progress messages a rank may have in flight to rank 0. */
-#define TPU_JOB_RING 64
+#define APP_JOB_RING 64
 
 /* Whom a rank waits for, besides a chip number. */
-#define TPU_JOB_WAIT_NONE (-1) /* not waiting: busy, or it has not said yet */
-#define TPU_JOB_WAIT_ALL  (-2) /* in a wait of the whole job (barrier, reduction) */
+#define APP_JOB_WAIT_NONE (-1) /* not waiting: busy, or it has not said yet */
+#define APP_JOB_WAIT_ALL  (-2) /* in a wait of the whole job (barrier, reduction) */
 
 /* Extra seconds a rank other than 0 waits before it blames rank 0.  Rank 0 may
  * spend a collective's --timeout and then FAIL_WAIT_S (watch.c) before it names the chip
  * behind, starting a little after this rank began to wait; 2 s of the grace are
  * slack for a heavily oversubscribed node (with 1 s, a loaded CI run blamed rank 0). */
-#define TPU_JOB_GRACE_S 3.0
+#define APP_JOB_GRACE_S 3.0
 
 /* Rank 0's view of one rank, from its progress messages. */
-typedef struct tpu_job_peer {
+typedef struct app_job_peer {
     uint64_t seen;     /* the last sync point it entered */
     uint64_t waits_at; /* the point at which it said whom it waits for */
-    int waits;         /* that world rank, or TPU_JOB_WAIT_* */
+    int waits;         /* that world rank, or APP_JOB_WAIT_* */
     double heard;      /* when rank 0 last heard from it (tpu__now_s) */
-} tpu_job_peer_t;
+} app_job_peer_t;
 
 /*
  * The world rank the job waits for at sync point 'point': of the ranks that have
@@ -44,39 +44,39 @@ typedef struct tpu_job_peer {
  * ranks behind lead to it (itself included).  -1 when every rank reached it.
  * Pure: 'now' is the clock, 'silent_s' how long a rank may be quiet while alive.
  */
-int tpu__job_behind(const tpu_job_peer_t *peers, int n, uint64_t point, double now, double silent_s,
-                    int *waiters_p);
+int app_job_behind(const app_job_peer_t *peers, int n, uint64_t point, double now, double silent_s,
+                   int *waiters_p);
 
 /* A failure one rank found that the others may not see: print it, abort the job. */
-void tpu_job_abort(tpu_job_t *job, const char *msg);
+void app_job_abort(app_job_t *job, const char *msg);
 /* A collective failed: abort with its message, or for a timeout find the chip behind. */
-void tpu_job_fail(tpu_job_t *job, const tpu_err_t *err);
+void app_job_fail(app_job_t *job, const tpu_err_t *err);
 /* Enter the next sync point (tells rank 0). */
-void tpu_job_progress(tpu_job_t *job);
+void app_job_progress(app_job_t *job);
 /* A tpu_coll_run_opts_t on_wait hook ('arg' is the job): tells rank 0, at most
  * every heartbeat, which chip this rank waits for inside a collective. */
-void tpu_job_on_wait(void *arg, int chip);
+void app_job_on_wait(void *arg, int chip);
 /* Wait for 'req' with the watchdog; 'what' names the wait in messages. */
-void tpu_job_wait(tpu_job_t *job, MPI_Request *req, const char *what);
+void app_job_wait(app_job_t *job, MPI_Request *req, const char *what);
 /* Barrier, allreduce, broadcast and gather (of bytes) over job->comm, with the watchdog. */
-void tpu_job_barrier(tpu_job_t *job, const char *what);
-void tpu_job_allreduce(tpu_job_t *job, const void *in, void *out, int count, MPI_Datatype type,
+void app_job_barrier(app_job_t *job, const char *what);
+void app_job_allreduce(app_job_t *job, const void *in, void *out, int count, MPI_Datatype type,
                        MPI_Op op, const char *what);
-void tpu_job_bcast(tpu_job_t *job, void *buf, int count, MPI_Datatype type, int root,
+void app_job_bcast(app_job_t *job, void *buf, int count, MPI_Datatype type, int root,
                    const char *what);
-void tpu_job_allgather(tpu_job_t *job, const void *in, int count, void *out, const char *what);
-void tpu_job_gather(tpu_job_t *job, const void *in, int count, void *out, int root,
+void app_job_allgather(app_job_t *job, const void *in, int count, void *out, const char *what);
+void app_job_gather(app_job_t *job, const void *in, int count, void *out, int root,
                     const char *what);
 /* Sleep 'ns' nanoseconds (under a second). */
 void app_watch_nap(long ns);
 /* "chip 5 (1,1), MPI rank 5" into 'buf'. */
-void app_watch_chip_name(const tpu_job_t *job, int rank, char *buf, size_t len);
+void app_watch_chip_name(const app_job_t *job, int rank, char *buf, size_t len);
 /*
  * Mark the job as ending on purpose, so that the monitor stays quiet.  Returns
  * 1 for the first rank to do so (on this node), which alone prints.
  */
-int app_watch_mark_abort(const tpu_job_t *job);
-/* Enter the next point, waiting for 'waits' (a chip or TPU_JOB_WAIT_*). */
-void app_watch_enter(tpu_job_t *job, int waits);
+int app_watch_mark_abort(const app_job_t *job);
+/* Enter the next point, waiting for 'waits' (a chip or APP_JOB_WAIT_*). */
+void app_watch_enter(app_job_t *job, int waits);
 
 #endif

@@ -3,8 +3,8 @@
  *
  * Agreements.  A bad input found by some ranks only (a config file missing on
  * one node, halves of a job with different flags) would leave the others in the
- * next collective forever.  tpu_job_agree() reduces the lowest failing rank,
- * which alone prints; tpu_job_agree_opts() compares a hash of every option that
+ * next collective forever.  app_job_agree() reduces the lowest failing rank,
+ * which alone prints; app_job_agree_opts() compares a hash of every option that
  * changes the sequence of calls and names the first that differs with both values.
  */
 #include "watch_agree.h"
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int tpu_job_agree(MPI_Comm comm, int failed)
+int app_job_agree(MPI_Comm comm, int failed)
 {
     int me, lowest;
 
@@ -39,7 +39,7 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
-int tpu_job_agree_values(int n, const char *const *names, const char *const *vals, char *msg,
+int app_job_agree_values(int n, const char *const *names, const char *const *vals, char *msg,
                          size_t len)
 {
     uint64_t *mine = tpu__calloc((size_t)n + 1, sizeof(uint64_t)), *first;
@@ -66,7 +66,7 @@ int tpu_job_agree_values(int n, const char *const *names, const char *const *val
     }
     tpu__free(mine);
     tpu__free(first);
-    who = tpu_job_agree(MPI_COMM_WORLD, diff >= 0);
+    who = app_job_agree(MPI_COMM_WORLD, diff >= 0);
     if (who < 0) {
         return 0;
     }
@@ -80,11 +80,11 @@ int tpu_job_agree_values(int n, const char *const *names, const char *const *val
     return who == me ? 1 : 2;
 }
 
-int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len)
+int app_job_agree_opts(const app_opts_t *o, char *msg, size_t len)
 {
     /* Every option that changes the sequence of MPI calls or their sizes. */
-    char vals[TPU_JOB_NOPTS][64];
-    const char *names[TPU_JOB_NOPTS], *pv[TPU_JOB_NOPTS];
+    char vals[APP_JOB_NOPTS][64];
+    const char *names[APP_JOB_NOPTS], *pv[APP_JOB_NOPTS];
     int n = 0, i;
 
 #define OPT_S(name, v) (names[n] = name, snprintf(vals[n++], 64, "%s", (v) ? (v) : "(not given)"))
@@ -130,5 +130,5 @@ int tpu_job_agree_opts(const tpu_opts_t *o, char *msg, size_t len)
     for (i = 0; i < n; i++) {
         pv[i] = vals[i];
     }
-    return tpu_job_agree_values(n, names, pv, msg, len);
+    return app_job_agree_values(n, names, pv, msg, len);
 }

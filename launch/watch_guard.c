@@ -3,7 +3,7 @@
  *
  * Guard.  A few waits cannot be polled: the host MPI's own blocking collectives
  * that bench --compare-mpi times, and the start-up agreements before the
- * watchdog exists.  tpu_job_guard_arm() sets a timer (one syscall, none while
+ * watchdog exists.  app_job_guard_arm() sets a timer (one syscall, none while
  * the wait runs); if it fires, its thread (not a signal handler: it may format)
  * names the chip behind when it can - rank 0 looks for a stopped rank of its
  * node in /proc - or else this chip and the wait, and ends the process; mpirun
@@ -50,7 +50,7 @@ static int pid_stopped(int pid)
 /* The timer's thread: the guarded wait lasted too long. */
 static void guard_fire(union sigval v)
 {
-    tpu_job_t *job = v.sival_ptr;
+    app_job_t *job = v.sival_ptr;
     char msg[512], me[96], name[96];
     int expect = GUARD_ARMED, r;
 
@@ -80,10 +80,10 @@ static void guard_fire(union sigval v)
         fprintf(stderr, "tpuemu: %s\n", msg);
         fflush(stderr);
     }
-    _exit(TPU_EXIT_FAIL);
+    _exit(APP_EXIT_FAIL);
 }
 
-void tpu_job_guard_arm(tpu_job_t *job, double seconds, const char *what)
+void app_job_guard_arm(app_job_t *job, double seconds, const char *what)
 {
     struct itimerspec its;
 
@@ -94,7 +94,7 @@ void tpu_job_guard_arm(tpu_job_t *job, double seconds, const char *what)
      * Else one that left a barrier for the host's collective looked older than the
      * chip stopped inside that barrier, and rank 0 named it as the silent one. */
     if (job->watch != MPI_COMM_NULL) {
-        app_watch_enter(job, TPU_JOB_WAIT_ALL);
+        app_watch_enter(job, APP_JOB_WAIT_ALL);
     }
     if (!job->guard_made) {
         struct sigevent sev;
@@ -109,7 +109,7 @@ void tpu_job_guard_arm(tpu_job_t *job, double seconds, const char *what)
         job->guard_made = 1;
     }
     if (job->world_rank != 0) {
-        seconds += TPU_JOB_GRACE_S + 0.1 * (job->world_rank < 20 ? job->world_rank : 20);
+        seconds += APP_JOB_GRACE_S + 0.1 * (job->world_rank < 20 ? job->world_rank : 20);
     }
     job->guard_s = seconds;
     snprintf(job->guard_what, sizeof(job->guard_what), "%s", what);
@@ -120,7 +120,7 @@ void tpu_job_guard_arm(tpu_job_t *job, double seconds, const char *what)
     timer_settime(job->guard, 0, &its, NULL);
 }
 
-void tpu_job_guard_disarm(tpu_job_t *job)
+void app_job_guard_disarm(app_job_t *job)
 {
     struct itimerspec off;
     int expect = GUARD_ARMED;

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int tpu_job_test_nomem(const char *where)
+int app_job_test_nomem(const char *where)
 {
     const char *v = getenv("TPUEMU_TEST_NOMEM");
 
@@ -234,12 +234,12 @@ static void monitor(int fd, int parent)
     }
 }
 
-void tpu_job_monitor_fork(tpu_job_t *job)
+void app_job_monitor_fork(app_job_t *job)
 {
     int fds[2], pid, parent = (int)getpid();
 
     job->monitor_fd = -1;
-    if (tpu_job_env_rank() != 0 || pipe(fds) != 0) {
+    if (app_job_env_rank() != 0 || pipe(fds) != 0) {
         return;
     }
     fflush(stdout);
@@ -258,7 +258,7 @@ void tpu_job_monitor_fork(tpu_job_t *job)
     job->monitor_fd = fds[1];
 }
 
-int tpu_job_monitor_start(tpu_job_t *job)
+int app_job_monitor_start(app_job_t *job)
 {
     char host[MPI_MAX_PROCESSOR_NAME], host0[MPI_MAX_PROCESSOR_NAME], *hosts = NULL, marker[256];
     int len, pid = (int)getpid(), *pids = NULL, r, n = job->nranks, ok = 1;
@@ -266,7 +266,7 @@ int tpu_job_monitor_start(tpu_job_t *job)
 
     memset(host, 0, sizeof(host));
     MPI_Get_processor_name(host, &len);
-    if (job->world_rank == 0 && !tpu_job_test_nomem("monitor")) {
+    if (job->world_rank == 0 && !app_job_test_nomem("monitor")) {
         pids = tpu__malloc((size_t)n * sizeof(int));
         hosts = tpu__malloc((size_t)n * MPI_MAX_PROCESSOR_NAME);
         ranks = tpu__calloc((size_t)n, sizeof(*ranks));
@@ -319,12 +319,12 @@ out:
     return ok ? 0 : -1;
 }
 
-void tpu_job_monitor_forget_term(void)
+void app_job_monitor_forget_term(void)
 {
     signal(SIGTERM, SIG_DFL);
 }
 
-void tpu_job_monitor_stop(tpu_job_t *job)
+void app_job_monitor_stop(app_job_t *job)
 {
     if (job->monitor_fd >= 0) {
         unsigned char q = 'q';

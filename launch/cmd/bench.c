@@ -95,7 +95,7 @@ static MPI_Op mpi_op(tpu_redop_t op, tpu_dtype_t d)
 }
 
 /* A group communicator per collective group, for the host MPI baseline. */
-static MPI_Comm group_comm(tpu_job_t *job, const tpu_coll_desc_t *d)
+static MPI_Comm group_comm(app_job_t *job, const tpu_coll_desc_t *d)
 {
     const tpu_topo_t *t = tpu_pod_topo(job->pod);
     MPI_Comm group;
@@ -150,7 +150,7 @@ static MPI_Datatype block_type(uint64_t bytes)
  * MPI_Send from the source, MPI_Recv at the destination (group: the pair, source
  * first); the other ranks (group MPI_COMM_NULL) time nothing, as in ours.
  */
-static double mpi_once(tpu_case_t *c, MPI_Comm group, int me)
+static double mpi_once(app_case_t *c, MPI_Comm group, int me)
 {
     const tpu_coll_desc_t *d = &c->desc;
     int n, es = tpu_dtype_size(d->dtype);
@@ -253,7 +253,7 @@ static uint64_t valid_bytes(const tpu_pod_t *pod, const tpu_coll_desc_t *d, uint
 }
 
 /* The nccl-tests style table: 16 columns, and 2 more with --compare-mpi. */
-static const tpu_col_t bench_cols[] = {
+static const app_col_t bench_cols[] = {
     {"size", "(B)", 10, 0, 0},      {"count", "(elems)", 10, 0, 1},
     {"type", "", 5, 0, 1},          {"redop", "", 6, 0, 1},
     {"algorithm", "", 18, 1, 2},    {"model_us", "(TPU)", 10, 0, 1},
@@ -277,7 +277,7 @@ static const char *row_redop(const tpu_coll_desc_t *d)
 }
 
 /* One finished row, on rank 0: the table line, the JSON object, the CSV line. */
-static void emit_row(const tpu_opts_t *o, FILE *txt, tpu_json_t *j, tpu_csv_t *csv,
+static void emit_row(const app_opts_t *o, FILE *txt, app_json_t *j, app_csv_t *csv,
                      const tpu_coll_desc_t *desc, const char *axes, const bench_row_t *row,
                      int group)
 {
@@ -313,63 +313,63 @@ static void emit_row(const tpu_opts_t *o, FILE *txt, tpu_json_t *j, tpu_csv_t *c
     for (i = 0; i < 18; i++) {
         cells[i] = cell[i];
     }
-    tpu_table_row(txt, "  ", bench_cols, ncols, cells);
+    app_table_row(txt, "  ", bench_cols, ncols, cells);
     if (j != NULL) {
-        tpu_json_object(j);
-        tpu_json_kstr(j, "collective", tpu_coll_name(desc->kind));
-        tpu_json_kstr(j, "axes", axes);
-        tpu_json_kuint(j, "bytes", (unsigned long long)row->bytes);
-        tpu_json_kuint(j, "count", (unsigned long long)row->count);
-        tpu_json_kstr(j, "dtype", tpu_dtype_name(desc->dtype));
-        tpu_json_kstr(j, "redop", row_redop(desc));
-        tpu_json_kstr(j, "algorithm", row->algo);
-        tpu_json_kfixed(j, "modeled_us", row->modeled_us, 6);
-        tpu_json_kfixed(j, "formula_us", row->ideal_us, 6);
-        tpu_json_kfixed(j, "measured_us", row->avg_us, 3);
-        tpu_json_kfixed(j, "measured_min_us", row->min_us, 3);
-        tpu_json_kfixed(j, "measured_max_us", row->max_us, 3);
-        tpu_json_kfixed(j, "algbw_GBps", halg, 4);
-        tpu_json_kfixed(j, "busbw_GBps", halg * bf, 4);
-        tpu_json_kfixed(j, "modeled_algbw_GBps", malg, 4);
-        tpu_json_kfixed(j, "modeled_busbw_GBps", malg * bf, 4);
-        tpu_json_kint(j, "wrong", row->wrong);
-        tpu_json_kstr(j, "host_path", row->host);
+        app_json_object(j);
+        app_json_kstr(j, "collective", tpu_coll_name(desc->kind));
+        app_json_kstr(j, "axes", axes);
+        app_json_kuint(j, "bytes", (unsigned long long)row->bytes);
+        app_json_kuint(j, "count", (unsigned long long)row->count);
+        app_json_kstr(j, "dtype", tpu_dtype_name(desc->dtype));
+        app_json_kstr(j, "redop", row_redop(desc));
+        app_json_kstr(j, "algorithm", row->algo);
+        app_json_kfixed(j, "modeled_us", row->modeled_us, 6);
+        app_json_kfixed(j, "formula_us", row->ideal_us, 6);
+        app_json_kfixed(j, "measured_us", row->avg_us, 3);
+        app_json_kfixed(j, "measured_min_us", row->min_us, 3);
+        app_json_kfixed(j, "measured_max_us", row->max_us, 3);
+        app_json_kfixed(j, "algbw_GBps", halg, 4);
+        app_json_kfixed(j, "busbw_GBps", halg * bf, 4);
+        app_json_kfixed(j, "modeled_algbw_GBps", malg, 4);
+        app_json_kfixed(j, "modeled_busbw_GBps", malg * bf, 4);
+        app_json_kint(j, "wrong", row->wrong);
+        app_json_kstr(j, "host_path", row->host);
         if (o->compare_mpi && row->mpi_us > 0) {
-            tpu_json_kfixed(j, "mpi_us", row->mpi_us, 3);
-            tpu_json_kfixed(j, "mpi_ratio", row->avg_us / row->mpi_us, 4);
+            app_json_kfixed(j, "mpi_us", row->mpi_us, 3);
+            app_json_kfixed(j, "mpi_ratio", row->avg_us / row->mpi_us, 4);
         }
-        tpu_json_object_end(j);
+        app_json_object_end(j);
     }
     if (csv != NULL) {
-        tpu_csv_str(csv, tpu_coll_name(desc->kind));
-        tpu_csv_str(csv, axes);
-        tpu_csv_uint(csv, (unsigned long long)row->bytes);
-        tpu_csv_uint(csv, (unsigned long long)row->count);
-        tpu_csv_str(csv, tpu_dtype_name(desc->dtype));
-        tpu_csv_str(csv, row_redop(desc));
-        tpu_csv_str(csv, row->algo);
-        tpu_csv_fixed(csv, row->modeled_us, 6);
-        tpu_csv_fixed(csv, row->ideal_us, 6);
-        tpu_csv_fixed(csv, row->avg_us, 3);
-        tpu_csv_fixed(csv, row->min_us, 3);
-        tpu_csv_fixed(csv, row->max_us, 3);
-        tpu_csv_fixed(csv, halg, 4);
-        tpu_csv_fixed(csv, halg * bf, 4);
-        tpu_csv_int(csv, row->wrong);
+        app_csv_str(csv, tpu_coll_name(desc->kind));
+        app_csv_str(csv, axes);
+        app_csv_uint(csv, (unsigned long long)row->bytes);
+        app_csv_uint(csv, (unsigned long long)row->count);
+        app_csv_str(csv, tpu_dtype_name(desc->dtype));
+        app_csv_str(csv, row_redop(desc));
+        app_csv_str(csv, row->algo);
+        app_csv_fixed(csv, row->modeled_us, 6);
+        app_csv_fixed(csv, row->ideal_us, 6);
+        app_csv_fixed(csv, row->avg_us, 3);
+        app_csv_fixed(csv, row->min_us, 3);
+        app_csv_fixed(csv, row->max_us, 3);
+        app_csv_fixed(csv, halg, 4);
+        app_csv_fixed(csv, halg * bf, 4);
+        app_csv_int(csv, row->wrong);
         if (row->mpi_us > 0) {
-            tpu_csv_fixed(csv, row->mpi_us, 3);
+            app_csv_fixed(csv, row->mpi_us, 3);
         } else {
-            tpu_csv_empty(csv);
+            app_csv_empty(csv);
         }
-        tpu_csv_str(csv, row->host);
-        tpu_csv_end_row(csv);
+        app_csv_str(csv, row->host);
+        app_csv_end_row(csv);
     }
 }
 
-int tpu_cmd_bench(app_ctx_t *ctx)
+int app_cmd_bench(app_ctx_t *ctx)
 {
-    const tpu_opts_t *o = ctx->o;
-    tpu_job_t *job = ctx->job;
+    const app_opts_t *o = ctx->o;
+    app_job_t *job = ctx->job;
     tpu_err_t err = {0};
     tpu_coll_kind_t kinds[TPU_COLL_COUNT];
     int nkinds = 0, k, iters = o->iters >= 0 ? o->iters : 5,
@@ -378,31 +378,31 @@ int tpu_cmd_bench(app_ctx_t *ctx)
     unsigned long long lo = 1024, hi = 1u << 20;
     double timeout = o->timeout > 0 ? o->timeout : 60;
     uint64_t call = 0;
-    tpu_sink_t json_sink = {NULL, NULL}, csv_sink = {NULL, NULL};
-    tpu_json_t json, *j = NULL;
-    tpu_csv_t csv_w, *csv = NULL;
-    FILE *txt = tpu_sink_text(o->json, o->csv);
-    tpu_report_t rep;
-    tpu_progress_t progress;
+    app_sink_t json_sink = {NULL, NULL}, csv_sink = {NULL, NULL};
+    app_json_t json, *j = NULL;
+    app_csv_t csv_w, *csv = NULL;
+    FILE *txt = app_sink_text(o->json, o->csv);
+    app_report_t rep;
+    app_progress_t progress;
     double t_job = 0, *walls = NULL;
     char host_what[96];
     const char *corrupt = getenv("TPUEMU_TEST_CORRUPT"); /* tests only: flip a byte */
     long nrows_all = 0;
 
-    if ((o->min_bytes && tpu_parse_size(o->min_bytes, &lo, &err) != TPU_OK) ||
-        (o->max_bytes && tpu_parse_size(o->max_bytes, &hi, &err) != TPU_OK) ||
+    if ((o->min_bytes && app_parse_size(o->min_bytes, &lo, &err) != TPU_OK) ||
+        (o->max_bytes && app_parse_size(o->max_bytes, &hi, &err) != TPU_OK) ||
         (o->collective && tpu_coll_parse(o->collective, &kinds[0], &err) != TPU_OK)) {
         if (job->chip == 0) {
-            tpu_die_msg(err.msg);
+            app_die_msg(err.msg);
         }
-        return tpu_job_end(job, TPU_EXIT_USAGE);
+        return app_job_end(job, APP_EXIT_USAGE);
     }
     if (lo == 0 || hi < lo || !(o->factor > 1) || iters < 1 || warmup < 0) {
         if (job->chip == 0) {
-            tpu_die_msg("bench needs 0 < --min-bytes <= --max-bytes, --factor > 1, --iters >= 1, "
+            app_die_msg("bench needs 0 < --min-bytes <= --max-bytes, --factor > 1, --iters >= 1, "
                         "--warmup >= 0");
         }
-        return tpu_job_end(job, TPU_EXIT_USAGE);
+        return app_job_end(job, APP_EXIT_USAGE);
     }
     if (o->collective) {
         nkinds = 1;
@@ -421,22 +421,22 @@ int tpu_cmd_bench(app_ctx_t *ctx)
         return code;
     }
     if (json_sink.f != NULL) {
-        tpu_json_init(&json, json_sink.f);
+        app_json_init(&json, json_sink.f);
         j = &json;
-        tpu_json_object(j);
-        tpu_pod_json_header(j, job->pod);
-        tpu_json_kint(j, "ranks", job->nranks);
-        tpu_json_kint(j, "iters", iters);
-        tpu_json_kint(j, "warmup", warmup);
-        tpu_json_karray(j, "rows");
+        app_json_object(j);
+        app_pod_json_header(j, job->pod);
+        app_json_kint(j, "ranks", job->nranks);
+        app_json_kint(j, "iters", iters);
+        app_json_kint(j, "warmup", warmup);
+        app_json_karray(j, "rows");
     }
     if (csv_sink.f != NULL) {
-        tpu_csv_init(&csv_w, csv_sink.f);
+        app_csv_init(&csv_w, csv_sink.f);
         csv = &csv_w;
-        tpu_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
+        app_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
-    tpu_progress_init(&progress, 0, 0, txt);
-    tpu_job_barrier(job, "the start of the benchmark");
+    app_progress_init(&progress, 0, 0, txt);
+    app_job_barrier(job, "the start of the benchmark");
     t_job = tpu__now_s();
     for (k = 0; k < nkinds; k++) {
         tpu_coll_desc_t desc;
@@ -446,14 +446,14 @@ int tpu_cmd_bench(app_ctx_t *ctx)
         int first_row = 1;
 
         {
-            tpu_opts_t ko = *o;
+            app_opts_t ko = *o;
 
             ko.collective = tpu_coll_name(kinds[k]);
-            if (tpu_desc_setup(&ko, job->pod, NULL, &desc, &err) != TPU_OK) {
+            if (app_desc_setup(&ko, job->pod, NULL, &desc, &err) != TPU_OK) {
                 if (job->chip == 0) {
-                    tpu_die_msg(err.msg);
+                    app_die_msg(err.msg);
                 }
-                return tpu_job_end(job, TPU_EXIT_USAGE);
+                return app_job_end(job, APP_EXIT_USAGE);
             }
         }
         tpu_topo_axes_str(desc.kind == TPU_COLL_P2P ? 0 : desc.axes, axes, sizeof(axes));
@@ -467,21 +467,21 @@ int tpu_cmd_bench(app_ctx_t *ctx)
                 nrows_all += v != p && v <= hi;
                 p = v;
             }
-            tpu_progress_init(&progress, job->chip == 0 && !o->quiet, nrows_all * nkinds, txt);
+            app_progress_init(&progress, job->chip == 0 && !o->quiet, nrows_all * nkinds, txt);
         }
         if (job->chip == 0) {
-            tpu_progress_end(&progress);
+            app_progress_end(&progress);
             fprintf(txt,
                     "# %s over %s on %s %s (wrap %s), %d ranks, %d iterations after %d warm-up\n",
                     tpu_coll_name(desc.kind), axes[0] ? axes : "-", tpu_pod_chip(job->pod)->name,
                     tpu_pod_shape(job->pod), tpu_pod_wrap(job->pod), job->nranks, iters, warmup);
-            tpu_faults_print(txt, job->pod, "# fault: ");
+            app_faults_print(txt, job->pod, "# fault: ");
             fprintf(txt, "#\n");
-            tpu_table_header(txt, "# ", bench_cols, o->compare_mpi ? 18 : 16);
+            app_table_header(txt, "# ", bench_cols, o->compare_mpi ? 18 : 16);
         }
         for (b = (double)lo; b <= (double)hi * 1.0000001; b *= o->factor) {
             bench_row_t row;
-            tpu_case_t c;
+            app_case_t c;
             double modeled = 0, wall, sum = 0, mpi_sum = 0, vals[3];
             int it, group, compare, nshm;
             MPI_Comm gcomm = MPI_COMM_NULL;
@@ -492,25 +492,25 @@ int tpu_cmd_bench(app_ctx_t *ctx)
                 continue;
             }
             prev = desc.bytes;
-            if (tpu_case_init(&c, job, &desc, &err) != TPU_OK) {
+            if (app_case_init(&c, job, &desc, &err) != TPU_OK) {
                 if (job->chip == 0) {
-                    tpu_die_msg(err.msg);
+                    app_die_msg(err.msg);
                 }
-                return tpu_job_end(job, TPU_EXIT_USAGE);
+                return app_job_end(job, APP_EXIT_USAGE);
             }
             if (job->chip == 0) {
                 char item[96], size[32];
 
-                tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
+                app_report_size((unsigned long long)desc.bytes, size, sizeof(size));
                 snprintf(item, sizeof(item), "%s %s", tpu_coll_name(desc.kind), size);
-                tpu_progress_update(&progress, rows_total, item);
+                app_progress_update(&progress, rows_total, item);
             }
             if (o->trace_measured) {
                 tpu__free(walls);
                 walls = tpu__calloc((size_t)(2 * (warmup + iters)) * (size_t)job->nranks,
                                     sizeof(double));
                 if (walls == NULL) {
-                    tpu_job_abort(job, "out of memory for the measured trace");
+                    app_job_abort(job, "out of memory for the measured trace");
                 }
             }
             group = desc.kind == TPU_COLL_P2P ? 2 : tpu_coll_plan_group_size(c.plan);
@@ -520,21 +520,21 @@ int tpu_cmd_bench(app_ctx_t *ctx)
                  * a stopped chip does not leave its group in them forever. */
                 snprintf(host_what, sizeof(host_what), "the host MPI's own %s (--compare-mpi)",
                          tpu_coll_name(c.desc.kind));
-                tpu_job_guard_arm(job, timeout, "the groups of the host MPI's collectives");
+                app_job_guard_arm(job, timeout, "the groups of the host MPI's collectives");
                 gcomm = group_comm(job, &c.desc);
-                tpu_job_guard_disarm(job);
+                app_job_guard_disarm(job);
             }
             /* Ours and the host MPI's alternate call by call, so that both see the
              * same machine (the load of 16 ranks on 2 cores drifts within a run). */
             for (it = 0; it < warmup + iters; it++) {
                 memset(c.out, 0, c.out_bytes);
-                tpu_job_barrier(job, "the barrier around a bench row");
+                app_job_barrier(job, "the barrier around a bench row");
                 if (walls != NULL) {
                     walls[2 * it] = (tpu__now_s() - t_job) * 1e6;
                 }
-                if (tpu_case_run(&c, job, call++, it == 0, timeout, &modeled, &wall, &err) !=
+                if (app_case_run(&c, job, call++, it == 0, timeout, &modeled, &wall, &err) !=
                     TPU_OK) {
-                    tpu_job_fail(job, &err);
+                    app_job_fail(job, &err);
                 }
                 if (walls != NULL) {
                     walls[2 * it + 1] = wall * 1e6;
@@ -545,21 +545,21 @@ int tpu_cmd_bench(app_ctx_t *ctx)
                 }
                 /* Verify only when every rank is out of the timed call: checking
                  * takes CPU that ranks still inside it would otherwise get. */
-                tpu_job_barrier(job, "the barrier around a bench row");
+                app_job_barrier(job, "the barrier around a bench row");
                 if (it >= warmup) {
                     sum += wall;
                 }
-                row.wrong += tpu_case_wrong(&c, job->chip);
+                row.wrong += app_case_wrong(&c, job->chip);
                 if (compare) {
                     double m;
 
-                    tpu_job_barrier(job, "the barrier around a bench row");
+                    app_job_barrier(job, "the barrier around a bench row");
                     /* Armed and disarmed outside the timed call (mpi_once times itself). */
-                    tpu_job_guard_arm(job, timeout, host_what);
+                    app_job_guard_arm(job, timeout, host_what);
                     m = mpi_once(
                         &c, gcomm,
                         tpu_topo_group_index(tpu_pod_topo(job->pod), c.desc.axes, job->chip));
-                    tpu_job_guard_disarm(job);
+                    app_job_guard_disarm(job);
                     if (it >= warmup) {
                         mpi_sum += m;
                     }
@@ -570,22 +570,22 @@ int tpu_cmd_bench(app_ctx_t *ctx)
                     MPI_Comm_free(&gcomm);
                 }
                 mpi_sum /= iters;
-                tpu_job_allreduce(job, MPI_IN_PLACE, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM,
+                app_job_allreduce(job, MPI_IN_PLACE, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM,
                                   "the results of a bench row");
                 row.mpi_us = mpi_sum / job->nranks * 1e6;
             } else {
                 row.mpi_us = -1;
             }
             sum /= iters;
-            tpu_job_allreduce(job, MPI_IN_PLACE, &row.wrong, 1, MPI_LONG, MPI_SUM,
+            app_job_allreduce(job, MPI_IN_PLACE, &row.wrong, 1, MPI_LONG, MPI_SUM,
                               "the results of a bench row");
-            tpu_job_allreduce(job, &modeled, &row.modeled_us, 1, MPI_DOUBLE, MPI_MAX,
+            app_job_allreduce(job, &modeled, &row.modeled_us, 1, MPI_DOUBLE, MPI_MAX,
                               "the results of a bench row");
-            tpu_job_allreduce(job, &sum, &vals[0], 1, MPI_DOUBLE, MPI_MIN,
+            app_job_allreduce(job, &sum, &vals[0], 1, MPI_DOUBLE, MPI_MIN,
                               "the results of a bench row");
-            tpu_job_allreduce(job, &sum, &vals[1], 1, MPI_DOUBLE, MPI_SUM,
+            app_job_allreduce(job, &sum, &vals[1], 1, MPI_DOUBLE, MPI_SUM,
                               "the results of a bench row");
-            tpu_job_allreduce(job, &sum, &vals[2], 1, MPI_DOUBLE, MPI_MAX,
+            app_job_allreduce(job, &sum, &vals[2], 1, MPI_DOUBLE, MPI_MAX,
                               "the results of a bench row");
             row.min_us = vals[0] * 1e6;
             row.avg_us = vals[1] / job->nranks * 1e6;
@@ -597,7 +597,7 @@ int tpu_cmd_bench(app_ctx_t *ctx)
             snprintf(row.algo, sizeof(row.algo), "%s", tpu_coll_plan_algo(c.plan));
             /* The host path of the last call, over every rank. */
             nshm = strcmp(tpu_coll_exec_host_path(c.exec), "shm") == 0;
-            tpu_job_allreduce(job, MPI_IN_PLACE, &nshm, 1, MPI_INT, MPI_SUM,
+            app_job_allreduce(job, MPI_IN_PLACE, &nshm, 1, MPI_INT, MPI_SUM,
                               "the results of a bench row");
             row.host = nshm == job->nranks ? "shm" : nshm == 0 ? "messages" : "mixed";
             failed |= row.wrong != 0;
@@ -606,25 +606,25 @@ int tpu_cmd_bench(app_ctx_t *ctx)
                  * watchdog: a rank that never comes ends the job, naming it). */
                 int n = 2 * (warmup + iters);
 
-                tpu_job_gather(job, job->chip == 0 ? MPI_IN_PLACE : walls, n * (int)sizeof(double),
+                app_job_gather(job, job->chip == 0 ? MPI_IN_PLACE : walls, n * (int)sizeof(double),
                                walls, 0, "the gather of the measured calls");
             }
             if (job->chip == 0) {
-                tpu_progress_end(&progress);
+                app_progress_end(&progress);
                 emit_row(o, txt, j, csv, &desc, axes, &row, group);
                 fflush(txt);
-                if (tpu_report_active(&rep)) {
+                if (app_report_active(&rep)) {
                     char size[32], name[96];
                     int r, n = warmup + iters;
 
-                    tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
+                    app_report_size((unsigned long long)desc.bytes, size, sizeof(size));
                     snprintf(name, sizeof(name), "%s %s", tpu_coll_name(desc.kind), size);
-                    if (tpu_report_model(&rep, c.plan, name, row.modeled_us, &err) != TPU_OK) {
-                        tpu_job_abort(job, err.msg);
+                    if (app_report_model(&rep, c.plan, name, row.modeled_us, &err) != TPU_OK) {
+                        app_job_abort(job, err.msg);
                     }
                     for (r = 0; walls != NULL && r < job->nranks; r++) {
                         for (it = 0; it < n; it++) {
-                            tpu_report_measured(&rep, r, name, walls[(size_t)r * 2 * n + 2 * it],
+                            app_report_measured(&rep, r, name, walls[(size_t)r * 2 * n + 2 * it],
                                                 walls[(size_t)r * 2 * n + 2 * it + 1]);
                         }
                     }
@@ -632,7 +632,7 @@ int tpu_cmd_bench(app_ctx_t *ctx)
             }
             rows_total++;
             first_row = 0;
-            tpu_case_fini(&c);
+            app_case_fini(&c);
         }
         (void)first_row;
     }
@@ -643,13 +643,13 @@ int tpu_cmd_bench(app_ctx_t *ctx)
                 "ranks)\n",
                 failed ? "FAILED (#wrong > 0)" : "all results verified");
         if (j != NULL) {
-            tpu_json_array_end(j);
-            tpu_json_kbool(j, "passed", !failed);
-            tpu_json_object_end(j);
+            app_json_array_end(j);
+            app_json_kbool(j, "passed", !failed);
+            app_json_object_end(j);
         }
     }
-    tpu_progress_end(&progress);
+    app_progress_end(&progress);
     tpu__free(walls);
     code = app_job_outputs_close(job, j, &json_sink, &csv_sink, &rep);
-    return tpu_job_end(job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
+    return app_job_end(job, code >= 0 ? code : failed ? APP_EXIT_FAIL : APP_EXIT_OK);
 }

@@ -8,40 +8,40 @@
 
 #include <string.h>
 
-static void chip_json(tpu_json_t *j, const tpu_chip_spec_t *c)
+static void chip_json(app_json_t *j, const tpu_chip_spec_t *c)
 {
     int i;
 
-    tpu_json_object(j);
-    tpu_json_kstr(j, "chip", c->name);
-    tpu_json_ksig(j, "bf16_flops", c->bf16_flops, 6);
-    tpu_json_ksig(j, "int8_ops", c->int8_ops, 6);
-    tpu_json_ksig(j, "f32_flops", c->f32_flops, 6);
-    tpu_json_ksig(j, "vpu_flops", c->vpu_flops, 6);
-    tpu_json_ksig(j, "hbm_bytes", c->hbm_bytes, 6);
-    tpu_json_ksig(j, "hbm_bw", c->hbm_bw, 6);
-    tpu_json_ksig(j, "vmem_bytes", c->vmem_bytes, 6);
-    tpu_json_kint(j, "mxu_dim", c->mxu_dim);
-    tpu_json_kint(j, "mxu_count", c->mxu_count);
-    tpu_json_kint(j, "tensorcores", c->tensorcores);
-    tpu_json_ksig(j, "ici_bw", c->ici_bw, 6);
-    tpu_json_ksig(j, "ici_latency_us", c->ici_latency * 1e6, 6);
-    tpu_json_kint(j, "ici_axes", c->ici_axes);
-    tpu_json_karray(j, "max_pod");
+    app_json_object(j);
+    app_json_kstr(j, "chip", c->name);
+    app_json_ksig(j, "bf16_flops", c->bf16_flops, 6);
+    app_json_ksig(j, "int8_ops", c->int8_ops, 6);
+    app_json_ksig(j, "f32_flops", c->f32_flops, 6);
+    app_json_ksig(j, "vpu_flops", c->vpu_flops, 6);
+    app_json_ksig(j, "hbm_bytes", c->hbm_bytes, 6);
+    app_json_ksig(j, "hbm_bw", c->hbm_bw, 6);
+    app_json_ksig(j, "vmem_bytes", c->vmem_bytes, 6);
+    app_json_kint(j, "mxu_dim", c->mxu_dim);
+    app_json_kint(j, "mxu_count", c->mxu_count);
+    app_json_kint(j, "tensorcores", c->tensorcores);
+    app_json_ksig(j, "ici_bw", c->ici_bw, 6);
+    app_json_ksig(j, "ici_latency_us", c->ici_latency * 1e6, 6);
+    app_json_kint(j, "ici_axes", c->ici_axes);
+    app_json_karray(j, "max_pod");
     for (i = 0; i < 3; i++) {
-        tpu_json_int(j, c->max_pod[i]);
+        app_json_int(j, c->max_pod[i]);
     }
-    tpu_json_array_end(j);
-    tpu_json_karray(j, "host_dims");
+    app_json_array_end(j);
+    app_json_karray(j, "host_dims");
     for (i = 0; i < 3; i++) {
-        tpu_json_int(j, c->host_dims[i]);
+        app_json_int(j, c->host_dims[i]);
     }
-    tpu_json_array_end(j);
-    tpu_json_kint(j, "chips_per_host", tpu_chip_per_host(c));
-    tpu_json_ksig(j, "dcn_bw", c->dcn_bw, 6);
-    tpu_json_ksig(j, "dcn_latency_us", c->dcn_latency * 1e6, 6);
-    tpu_json_kfixed(j, "ridge", tpu_chip_ridge(c), 1);
-    tpu_json_object_end(j);
+    app_json_array_end(j);
+    app_json_kint(j, "chips_per_host", tpu_chip_per_host(c));
+    app_json_ksig(j, "dcn_bw", c->dcn_bw, 6);
+    app_json_ksig(j, "dcn_latency_us", c->dcn_latency * 1e6, 6);
+    app_json_kfixed(j, "ridge", tpu_chip_ridge(c), 1);
+    app_json_object_end(j);
 }
 
 /* One row of the chip table: a label, then one formatted cell per chip. */
@@ -55,7 +55,7 @@ static void chip_json(tpu_json_t *j, const tpu_chip_spec_t *c)
 
 static void chip_table(FILE *out, const tpu_chip_spec_t *const *chips, int n)
 {
-    tpu_col_t cols[17];
+    app_col_t cols[17];
     char buf[17][32];
     const char *cells[17];
     int i, r;
@@ -77,9 +77,9 @@ static void chip_table(FILE *out, const tpu_chip_spec_t *const *chips, int n)
                                          "DCN bytes/s per chip"};
 
     n = n > 16 ? 16 : n;
-    cols[0] = (tpu_col_t){"", NULL, 26, 1, 0};
+    cols[0] = (app_col_t){"", NULL, 26, 1, 0};
     for (i = 0; i < n; i++) {
-        cols[i + 1] = (tpu_col_t){"", NULL, 12, 0, 1};
+        cols[i + 1] = (app_col_t){"", NULL, 12, 0, 1};
     }
     for (i = 0; i <= n; i++) {
         cells[i] = buf[i];
@@ -136,7 +136,7 @@ static void chip_table(FILE *out, const tpu_chip_spec_t *const *chips, int n)
             CELL("%.4g", c->dcn_bw);
             break;
         }
-        tpu_table_row(out, "", cols, n + 1, cells);
+        app_table_row(out, "", cols, n + 1, cells);
     }
 }
 #undef CELL
@@ -172,18 +172,18 @@ static void dump_topology(FILE *out, const tpu_pod_t *pod)
 }
 
 /* The algorithm registry as a table, or as JSON {"algorithms": [...]}. */
-static void algorithms(FILE *out, tpu_json_t *j)
+static void algorithms(FILE *out, app_json_t *j)
 {
-    static const tpu_col_t cols[] = {{"collective", NULL, 16, 1, 0},
+    static const app_col_t cols[] = {{"collective", NULL, 16, 1, 0},
                                      {"algorithm", NULL, 20, 1, 1},
                                      {"what it does", NULL, 0, 1, 1}};
     int i;
 
     if (j != NULL) {
-        tpu_json_object(j);
-        tpu_json_karray(j, "algorithms");
+        app_json_object(j);
+        app_json_karray(j, "algorithms");
     } else {
-        tpu_table_header(out, "", cols, 3);
+        app_table_header(out, "", cols, 3);
     }
     for (i = 0; i < tpu_coll_algo_count(); i++) {
         tpu_coll_kind_t kind;
@@ -191,42 +191,42 @@ static void algorithms(FILE *out, tpu_json_t *j)
 
         tpu_coll_algo_at(i, &kind, &name, &summary);
         if (j != NULL) {
-            tpu_json_object(j);
-            tpu_json_kstr(j, "collective", tpu_coll_name(kind));
-            tpu_json_kstr(j, "algorithm", name);
-            tpu_json_kstr(j, "summary", summary);
-            tpu_json_object_end(j);
+            app_json_object(j);
+            app_json_kstr(j, "collective", tpu_coll_name(kind));
+            app_json_kstr(j, "algorithm", name);
+            app_json_kstr(j, "summary", summary);
+            app_json_object_end(j);
         } else {
             cells[0] = tpu_coll_name(kind);
             cells[1] = name;
             cells[2] = summary;
-            tpu_table_row(out, "", cols, 3, cells);
+            app_table_row(out, "", cols, 3, cells);
         }
     }
     if (j != NULL) {
-        tpu_json_array_end(j);
-        tpu_json_object_end(j);
+        app_json_array_end(j);
+        app_json_object_end(j);
     }
 }
 
-int tpu_cmd_info(app_ctx_t *ctx)
+int app_cmd_info(app_ctx_t *ctx)
 {
-    const tpu_opts_t *o = ctx->o;
+    const app_opts_t *o = ctx->o;
     tpu_err_t err = {0};
-    FILE *txt = tpu_sink_text(o->json, NULL);
-    int i, n = 0, code = TPU_EXIT_OK;
+    FILE *txt = app_sink_text(o->json, NULL);
+    int i, n = 0, code = APP_EXIT_OK;
     const tpu_chip_spec_t *chips[16];
     tpu_pod_t *pod = NULL;
-    tpu_sink_t sink = {NULL, NULL};
-    tpu_json_t j;
+    app_sink_t sink = {NULL, NULL};
+    app_json_t j;
 
     /* Any pod flag builds the pod, so that a bad value is refused, not ignored. */
     if (o->dump_topology || o->chip != NULL || o->config != NULL || o->topology != NULL ||
         o->wrap != NULL || o->slices > 0 || o->ici_bw >= 0 || o->ici_latency_us >= 0 ||
         o->dcn_bw >= 0 || o->dcn_latency_us >= 0) {
-        if (tpu_pod_setup(o, &pod, &err) != TPU_OK) {
-            tpu_die_msg(err.msg);
-            return TPU_EXIT_USAGE;
+        if (app_pod_setup(o, &pod, &err) != TPU_OK) {
+            app_die_msg(err.msg);
+            return APP_EXIT_USAGE;
         }
     }
     if (o->dump_topology) {
@@ -252,27 +252,27 @@ int tpu_cmd_info(app_ctx_t *ctx)
         }
         goto cleanup;
     }
-    if (tpu_sink_open(&sink, o->json, &err) != TPU_OK) {
-        tpu_die_msg(err.msg);
-        code = TPU_EXIT_USAGE;
+    if (app_sink_open(&sink, o->json, &err) != TPU_OK) {
+        app_die_msg(err.msg);
+        code = APP_EXIT_USAGE;
         goto cleanup;
     }
-    tpu_json_init(&j, sink.f);
+    app_json_init(&j, sink.f);
     if (o->algorithms) {
         algorithms(NULL, &j);
     } else if (n == 1) {
         chip_json(&j, chips[0]);
     } else {
-        tpu_json_array(&j);
+        app_json_array(&j);
         for (i = 0; i < n; i++) {
             chip_json(&j, chips[i]);
         }
-        tpu_json_array_end(&j);
+        app_json_array_end(&j);
     }
-    if (tpu_json_end(&j, &err) != TPU_OK || tpu_sink_close(&sink, &err) != TPU_OK) {
-        tpu_sink_close(&sink, NULL);
-        tpu_die_msg(err.msg);
-        code = TPU_EXIT_FAIL;
+    if (app_json_end(&j, &err) != TPU_OK || app_sink_close(&sink, &err) != TPU_OK) {
+        app_sink_close(&sink, NULL);
+        app_die_msg(err.msg);
+        code = APP_EXIT_FAIL;
     }
 cleanup:
     tpu_pod_destroy(pod);

@@ -5,6 +5,6 @@
 #include "launch.h"
 
 /* The runner of its row in commands.def. */
-int tpu_cmd_info(app_ctx_t *ctx);
+int app_cmd_info(app_ctx_t *ctx);
 
 #endif /* APP_CMD_INFO_H */

@@ -50,45 +50,45 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
                                const char *axes, const tpu_coll_result_t *res, double ideal,
                                const double mode_us[2], double wall_s, tpu_err_t *err)
 {
-    tpu_sink_t sink;
-    tpu_json_t j;
+    app_sink_t sink;
+    app_json_t j;
     tpu_status_t status;
     int a;
 
-    status = tpu_sink_open(&sink, path, err);
+    status = app_sink_open(&sink, path, err);
     if (status != TPU_OK) {
         return status;
     }
-    tpu_json_init(&j, sink.f);
-    tpu_json_object(&j);
-    tpu_pod_json_header(&j, pod);
-    tpu_json_kstr(&j, "collective", tpu_coll_name(desc->kind));
-    tpu_json_kstr(&j, "axes", axes);
-    tpu_json_kuint(&j, "bytes", (unsigned long long)desc->bytes);
-    tpu_json_kstr(&j, "dtype", tpu_dtype_name(desc->dtype));
-    tpu_json_kfixed(&j, "modeled_us", res->modeled_us, 6);
-    tpu_json_kfixed(&j, "ideal_us", ideal, 6);
+    app_json_init(&j, sink.f);
+    app_json_object(&j);
+    app_pod_json_header(&j, pod);
+    app_json_kstr(&j, "collective", tpu_coll_name(desc->kind));
+    app_json_kstr(&j, "axes", axes);
+    app_json_kuint(&j, "bytes", (unsigned long long)desc->bytes);
+    app_json_kstr(&j, "dtype", tpu_dtype_name(desc->dtype));
+    app_json_kfixed(&j, "modeled_us", res->modeled_us, 6);
+    app_json_kfixed(&j, "ideal_us", ideal, 6);
     /* Both modes: the default (formula) model and --calibrated (collectives/ideal.c). */
-    tpu_json_kfixed(&j, "default_us", mode_us[0], 6);
-    tpu_json_kfixed(&j, "calibrated_us", mode_us[1], 6);
-    tpu_json_kstr(&j, "mode", is_calibrated(tpu_pod_link(pod)) ? "calibrated" : "default");
-    tpu_json_kstr(&j, "algorithm", res->algorithm);
-    tpu_json_kint(&j, "flows", (long long)res->flows);
-    tpu_json_kint(&j, "steps", res->steps);
-    tpu_json_kobject(&j, "link_utilisation");
+    app_json_kfixed(&j, "default_us", mode_us[0], 6);
+    app_json_kfixed(&j, "calibrated_us", mode_us[1], 6);
+    app_json_kstr(&j, "mode", is_calibrated(tpu_pod_link(pod)) ? "calibrated" : "default");
+    app_json_kstr(&j, "algorithm", res->algorithm);
+    app_json_kint(&j, "flows", (long long)res->flows);
+    app_json_kint(&j, "steps", res->steps);
+    app_json_kobject(&j, "link_utilisation");
     for (a = 0; a <= TPU_AXIS_DCN; a++) {
-        tpu_json_kfixed(&j, tpu_topo_axis_name(a), res->axis[a].utilisation, 4);
+        app_json_kfixed(&j, tpu_topo_axis_name(a), res->axis[a].utilisation, 4);
     }
-    tpu_json_object_end(&j);
-    tpu_json_kobject(&j, "busiest_link_bytes");
+    app_json_object_end(&j);
+    app_json_kobject(&j, "busiest_link_bytes");
     for (a = 0; a <= TPU_AXIS_DCN; a++) {
-        tpu_json_kfixed(&j, tpu_topo_axis_name(a), res->axis[a].bytes, 0);
+        app_json_kfixed(&j, tpu_topo_axis_name(a), res->axis[a].bytes, 0);
     }
-    tpu_json_object_end(&j);
-    tpu_json_kfixed(&j, "model_wall_s", wall_s, 4);
-    tpu_json_object_end(&j);
-    status = tpu_json_end(&j, err);
-    if (tpu_sink_close(&sink, err) != TPU_OK && status == TPU_OK) {
+    app_json_object_end(&j);
+    app_json_kfixed(&j, "model_wall_s", wall_s, 4);
+    app_json_object_end(&j);
+    status = app_json_end(&j, err);
+    if (app_sink_close(&sink, err) != TPU_OK && status == TPU_OK) {
         status = err->status;
     }
     return status;
@@ -102,83 +102,83 @@ static const char *const csv_cols[] = {"collective", "axes",     "bytes", "dtype
 static tpu_status_t write_csv(const char *path, const tpu_coll_desc_t *desc, const char *axes,
                               const tpu_coll_result_t *res, double ideal, tpu_err_t *err)
 {
-    tpu_sink_t sink;
-    tpu_csv_t csv;
+    app_sink_t sink;
+    app_csv_t csv;
     tpu_status_t status;
 
-    status = tpu_sink_open(&sink, path, err);
+    status = app_sink_open(&sink, path, err);
     if (status != TPU_OK) {
         return status;
     }
-    tpu_csv_init(&csv, sink.f);
-    tpu_csv_header(&csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
-    tpu_csv_str(&csv, tpu_coll_name(desc->kind));
-    tpu_csv_str(&csv, axes);
-    tpu_csv_uint(&csv, (unsigned long long)desc->bytes);
-    tpu_csv_str(&csv, tpu_dtype_name(desc->dtype));
-    tpu_csv_str(&csv, res->algorithm);
-    tpu_csv_fixed(&csv, res->modeled_us, 6);
-    tpu_csv_fixed(&csv, ideal, 6);
-    tpu_csv_int(&csv, (long long)res->flows);
-    tpu_csv_int(&csv, res->steps);
-    tpu_csv_end_row(&csv);
-    return tpu_sink_close(&sink, err);
+    app_csv_init(&csv, sink.f);
+    app_csv_header(&csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
+    app_csv_str(&csv, tpu_coll_name(desc->kind));
+    app_csv_str(&csv, axes);
+    app_csv_uint(&csv, (unsigned long long)desc->bytes);
+    app_csv_str(&csv, tpu_dtype_name(desc->dtype));
+    app_csv_str(&csv, res->algorithm);
+    app_csv_fixed(&csv, res->modeled_us, 6);
+    app_csv_fixed(&csv, ideal, 6);
+    app_csv_int(&csv, (long long)res->flows);
+    app_csv_int(&csv, res->steps);
+    app_csv_end_row(&csv);
+    return app_sink_close(&sink, err);
 }
 
-int tpu_cmd_model(app_ctx_t *ctx)
+int app_cmd_model(app_ctx_t *ctx)
 {
-    const tpu_opts_t *o = ctx->o;
+    const app_opts_t *o = ctx->o;
     const tpu_pod_t *pod = ctx->pod;
     tpu_err_t err = {0};
     tpu_coll_desc_t desc;
     tpu_coll_plan_t *plan = NULL;
     tpu_coll_result_t res;
-    FILE *txt = tpu_sink_text(o->json, o->csv);
+    FILE *txt = app_sink_text(o->json, o->csv);
     char axes[32];
     double ideal, t0, wall_s, mode_us[2];
-    int a, code = TPU_EXIT_OK;
+    int a, code = APP_EXIT_OK;
 
-    if (tpu_sink_check(o->json, o->csv, &err) != TPU_OK ||
-        tpu_desc_setup(o, pod, o->bytes ? o->bytes : "1M", &desc, &err) != TPU_OK) {
-        tpu_die_msg(err.msg);
-        code = TPU_EXIT_USAGE;
+    if (app_sink_check(o->json, o->csv, &err) != TPU_OK ||
+        app_desc_setup(o, pod, o->bytes ? o->bytes : "1M", &desc, &err) != TPU_OK) {
+        app_die_msg(err.msg);
+        code = APP_EXIT_USAGE;
         goto cleanup;
     }
     t0 = tpu__now_s();
     if (tpu_coll_plan_create(tpu_pod_topo(pod), tpu_pod_link(pod), &desc, &plan, &err) != TPU_OK) {
-        tpu_die_msg(err.msg);
-        code = err.status == TPU_ERR_NO_MEMORY ? TPU_EXIT_FAIL : TPU_EXIT_USAGE;
+        app_die_msg(err.msg);
+        code = err.status == TPU_ERR_NO_MEMORY ? APP_EXIT_FAIL : APP_EXIT_USAGE;
         goto cleanup;
     }
     if (tpu_coll_plan_model(plan, &res, &err) != TPU_OK) {
-        tpu_die_msg(err.msg);
-        code = TPU_EXIT_FAIL;
+        app_die_msg(err.msg);
+        code = APP_EXIT_FAIL;
         goto cleanup;
     }
     wall_s = tpu__now_s() - t0;
     if (o->trace != NULL || o->heatmap != NULL) {
-        tpu_report_t rep;
+        app_report_t rep;
         char title[256], size[32], name[96];
 
-        tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
+        app_report_size((unsigned long long)desc.bytes, size, sizeof(size));
         snprintf(name, sizeof(name), "%s %s", tpu_coll_name(desc.kind), size);
         snprintf(title, sizeof(title), "tpuemu model: %s over %s on %s %s (wrap %s)", name,
                  o->axes ? o->axes : "all axes", tpu_pod_chip(pod)->name, tpu_pod_shape(pod),
                  tpu_pod_wrap(pod));
-        if (tpu_report_open(&rep, o, pod, title, &err) != TPU_OK) {
-            tpu_die_msg(err.msg);
-            code = err.status == TPU_ERR_INVALID ? TPU_EXIT_USAGE : TPU_EXIT_FAIL;
+        if (app_report_open(&rep, o, pod, title, &err) != TPU_OK) {
+            app_die_msg(err.msg);
+            code = err.status == TPU_ERR_INVALID ? APP_EXIT_USAGE : APP_EXIT_FAIL;
             goto cleanup;
         }
-        if (tpu_report_model(&rep, plan, name, res.modeled_us, &err) != TPU_OK) {
-            tpu_report_close(&rep, NULL);
-            tpu_die_msg(err.msg);
-            code = TPU_EXIT_FAIL;
+        if (app_report_model(&rep, plan, name, res.modeled_us, &err) != TPU_OK) {
+            app_report_close(&rep, NULL);
+            app_die_msg(err.msg);
+            code = APP_EXIT_FAIL;
             goto cleanup;
         }
-        if (tpu_report_close(&rep, &err) != TPU_OK) {
-            tpu_die_msg(err.msg);
-            code = TPU_EXIT_FAIL;
+        if (app_report_close(&rep, &err) != TPU_OK) {
+            app_die_msg(err.msg);
+            code = APP_EXIT_FAIL;
             goto cleanup;
         }
     }
@@ -192,23 +192,23 @@ int tpu_cmd_model(app_ctx_t *ctx)
                 tpu_pod_chip(pod)->hbm_bytes / 1e9);
     }
     if (o->csv != NULL && write_csv(o->csv, &desc, axes, &res, ideal, &err) != TPU_OK) {
-        tpu_die_msg(err.msg);
+        app_die_msg(err.msg);
         /* A target refused at open is bad input; a failed write is not. */
-        code = err.status == TPU_ERR_INVALID ? TPU_EXIT_USAGE : TPU_EXIT_FAIL;
+        code = err.status == TPU_ERR_INVALID ? APP_EXIT_USAGE : APP_EXIT_FAIL;
         goto cleanup;
     }
     if (o->json != NULL) {
         if (both_modes(pod, plan, &res, mode_us, &err) != TPU_OK ||
             write_json(o->json, pod, &desc, axes, &res, ideal, mode_us, wall_s, &err) != TPU_OK) {
-            tpu_die_msg(err.msg);
-            code = err.status == TPU_ERR_INVALID ? TPU_EXIT_USAGE : TPU_EXIT_FAIL;
+            app_die_msg(err.msg);
+            code = err.status == TPU_ERR_INVALID ? APP_EXIT_USAGE : APP_EXIT_FAIL;
         }
         goto cleanup;
     }
     fprintf(txt, "pod        %s %s (wrap %s), %d slice%s, %d chips\n", tpu_pod_chip(pod)->name,
             tpu_pod_shape(pod), tpu_pod_wrap(pod), tpu_pod_topo(pod)->slices,
             tpu_pod_topo(pod)->slices > 1 ? "s" : "", tpu_pod_topo(pod)->nchips);
-    tpu_faults_print(txt, pod, "fault      ");
+    app_faults_print(txt, pod, "fault      ");
     fprintf(txt, "collective %s over %s, %llu bytes %s\n", tpu_coll_name(desc.kind),
             desc.kind == TPU_COLL_P2P ? "-" : axes, (unsigned long long)desc.bytes,
             tpu_dtype_name(desc.dtype));

@@ -83,7 +83,7 @@ typedef struct op_result {
     char pipeline_note[TPU_ERR_MSG_LEN + 64];
 } op_result_t;
 
-static tpu_status_t setup(const tpu_opts_t *a, op_result_t *r, tpu_err_t *err)
+static tpu_status_t setup(const app_opts_t *a, op_result_t *r, tpu_err_t *err)
 {
     tpu_status_t status;
     tpu_dtype_t in = TPU_DTYPE_BF16;
@@ -212,56 +212,56 @@ static tpu_status_t pipeline(op_result_t *r, tpu_err_t *err)
     return tpu_err_set(err, status, "%s", perr.msg);
 }
 
-static void print_json(tpu_json_t *j, const op_result_t *r)
+static void print_json(app_json_t *j, const op_result_t *r)
 {
     const tpu_roofline_t *rl = &r->rep.roofline;
     const tpu_vmem_stats_t *p = &r->rep.pipeline;
 
-    tpu_json_object(j);
-    tpu_json_kstr(j, "chip", r->spec.name);
+    app_json_object(j);
+    app_json_kstr(j, "chip", r->spec.name);
     if (r->is_matmul) {
-        tpu_json_kstr(j, "op", "matmul");
-        tpu_json_kstr(j, "dtype", tpu_dtype_name(r->mm.in));
-        tpu_json_kstr(j, "out_dtype", tpu_dtype_name(r->mm.out));
-        tpu_json_kint(j, "m", (long long)r->mm.m);
-        tpu_json_kint(j, "k", (long long)r->mm.k);
-        tpu_json_kint(j, "n", (long long)r->mm.n);
+        app_json_kstr(j, "op", "matmul");
+        app_json_kstr(j, "dtype", tpu_dtype_name(r->mm.in));
+        app_json_kstr(j, "out_dtype", tpu_dtype_name(r->mm.out));
+        app_json_kint(j, "m", (long long)r->mm.m);
+        app_json_kint(j, "k", (long long)r->mm.k);
+        app_json_kint(j, "n", (long long)r->mm.n);
     } else {
-        tpu_json_kstr(j, "op", tpu_vpu_op_name(r->vpu.op));
-        tpu_json_kstr(j, "dtype", tpu_dtype_name(r->vpu.dtype));
-        tpu_json_kstr(j, "out_dtype", tpu_dtype_name(tpu_vpu_out_dtype(&r->vpu)));
-        tpu_json_kint(j, "elements", (long long)(r->vpu.rows * r->vpu.cols));
-        tpu_json_kint(j, "rows", (long long)r->vpu.rows);
-        tpu_json_kint(j, "cols", (long long)r->vpu.cols);
+        app_json_kstr(j, "op", tpu_vpu_op_name(r->vpu.op));
+        app_json_kstr(j, "dtype", tpu_dtype_name(r->vpu.dtype));
+        app_json_kstr(j, "out_dtype", tpu_dtype_name(tpu_vpu_out_dtype(&r->vpu)));
+        app_json_kint(j, "elements", (long long)(r->vpu.rows * r->vpu.cols));
+        app_json_kint(j, "rows", (long long)r->vpu.rows);
+        app_json_kint(j, "cols", (long long)r->vpu.cols);
     }
-    tpu_json_kstr(j, "unit", r->is_matmul ? "mxu" : "vpu");
-    tpu_json_kfixed(j, "flops", rl->flops, 0);
-    tpu_json_kfixed(j, "hw_flops", rl->hw_flops, 0);
-    tpu_json_kfixed(j, "hbm_bytes", rl->hbm_bytes, 0);
-    tpu_json_ksig(j, "intensity", rl->intensity, 6);
-    tpu_json_ksig(j, "peak_flops", rl->peak, 6);
-    tpu_json_ksig(j, "hbm_bw", r->spec.hbm_bw, 6);
-    tpu_json_kfixed(j, "compute_us", rl->compute_us, 6);
-    tpu_json_kfixed(j, "memory_us", rl->memory_us, 6);
-    tpu_json_kfixed(j, "modeled_us", rl->modeled_us, 6);
-    tpu_json_kstr(j, "bound", tpu_roofline_bound_name(rl->bound));
+    app_json_kstr(j, "unit", r->is_matmul ? "mxu" : "vpu");
+    app_json_kfixed(j, "flops", rl->flops, 0);
+    app_json_kfixed(j, "hw_flops", rl->hw_flops, 0);
+    app_json_kfixed(j, "hbm_bytes", rl->hbm_bytes, 0);
+    app_json_ksig(j, "intensity", rl->intensity, 6);
+    app_json_ksig(j, "peak_flops", rl->peak, 6);
+    app_json_ksig(j, "hbm_bw", r->spec.hbm_bw, 6);
+    app_json_kfixed(j, "compute_us", rl->compute_us, 6);
+    app_json_kfixed(j, "memory_us", rl->memory_us, 6);
+    app_json_kfixed(j, "modeled_us", rl->modeled_us, 6);
+    app_json_kstr(j, "bound", tpu_roofline_bound_name(rl->bound));
     if (r->has_pipeline) {
-        tpu_json_kfixed(j, "pipelined_us", p->modeled_us, 6);
-        tpu_json_kint(j, "grid_steps", (long long)p->steps);
-        tpu_json_kfixed(j, "vmem_bytes", p->vmem_bytes, 0);
-        tpu_json_karray(j, "block");
-        tpu_json_int(j, (long long)r->rep.block[0]);
+        app_json_kfixed(j, "pipelined_us", p->modeled_us, 6);
+        app_json_kint(j, "grid_steps", (long long)p->steps);
+        app_json_kfixed(j, "vmem_bytes", p->vmem_bytes, 0);
+        app_json_karray(j, "block");
+        app_json_int(j, (long long)r->rep.block[0]);
         if (r->is_matmul) {
-            tpu_json_int(j, (long long)r->rep.block[1]);
-            tpu_json_int(j, (long long)r->rep.block[2]);
+            app_json_int(j, (long long)r->rep.block[1]);
+            app_json_int(j, (long long)r->rep.block[2]);
         }
-        tpu_json_array_end(j);
+        app_json_array_end(j);
     } else {
-        tpu_json_key(j, "pipelined_us");
-        tpu_json_null(j);
-        tpu_json_kstr(j, "pipeline_note", r->pipeline_note);
+        app_json_key(j, "pipelined_us");
+        app_json_null(j);
+        app_json_kstr(j, "pipeline_note", r->pipeline_note);
     }
-    tpu_json_object_end(j);
+    app_json_object_end(j);
 }
 
 /* Bytes up to MiB, one decimal. */
@@ -321,37 +321,37 @@ static void print_table(FILE *out, const op_result_t *r)
     }
 }
 
-int tpu_cmd_op(app_ctx_t *ctx)
+int app_cmd_op(app_ctx_t *ctx)
 {
-    const tpu_opts_t *o = ctx->o;
+    const app_opts_t *o = ctx->o;
     tpu_err_t err = {0};
     op_result_t res;
-    tpu_sink_t sink;
-    tpu_json_t j;
+    app_sink_t sink;
+    app_json_t j;
 
     memset(&res, 0, sizeof(res));
     if (setup(o, &res, &err) != TPU_OK) {
-        tpu_die_msg(err.msg);
-        return TPU_EXIT_USAGE;
+        app_die_msg(err.msg);
+        return APP_EXIT_USAGE;
     }
     if (pipeline(&res, &err) != TPU_OK) {
-        tpu_die_msg(err.msg);
-        return TPU_EXIT_FAIL;
+        app_die_msg(err.msg);
+        return APP_EXIT_FAIL;
     }
     if (o->json == NULL) {
         print_table(stdout, &res);
-        return TPU_EXIT_OK;
+        return APP_EXIT_OK;
     }
-    if (tpu_sink_open(&sink, o->json, &err) != TPU_OK) {
-        tpu_die_msg(err.msg);
-        return TPU_EXIT_USAGE;
+    if (app_sink_open(&sink, o->json, &err) != TPU_OK) {
+        app_die_msg(err.msg);
+        return APP_EXIT_USAGE;
     }
-    tpu_json_init(&j, sink.f);
+    app_json_init(&j, sink.f);
     print_json(&j, &res);
-    if (tpu_json_end(&j, &err) != TPU_OK || tpu_sink_close(&sink, &err) != TPU_OK) {
-        tpu_sink_close(&sink, NULL);
-        tpu_die_msg(err.msg);
-        return TPU_EXIT_FAIL;
+    if (app_json_end(&j, &err) != TPU_OK || app_sink_close(&sink, &err) != TPU_OK) {
+        app_sink_close(&sink, NULL);
+        app_die_msg(err.msg);
+        return APP_EXIT_FAIL;
     }
-    return TPU_EXIT_OK;
+    return APP_EXIT_OK;
 }

@@ -34,7 +34,7 @@
 
 #define MAX_HLO_BYTES ((long)1 << 31)
 
-tpu_status_t app_replay_check(const tpu_opts_t *o, tpu_err_t *err)
+tpu_status_t app_replay_check(const app_opts_t *o, tpu_err_t *err)
 {
     if (o->list && (o->module || o->device_order || o->trips.n || o->customs.n || o->top != 20 ||
                     o->json || o->entry)) {
@@ -52,7 +52,7 @@ tpu_status_t app_replay_check(const tpu_opts_t *o, tpu_err_t *err)
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "replay needs a module file: tpuemu replay MODULE.hlo (see --help)");
     }
-    if (tpu_sink_check(o->json, o->csv, err) != TPU_OK) {
+    if (app_sink_check(o->json, o->csv, err) != TPU_OK) {
         return TPU_ERR_INVALID;
     }
     if (o->trace_measured && !app_jobenv_launched()) {
@@ -149,26 +149,26 @@ static tpu_status_t parse_order(const char *text, int32_t **order_p, int *n_p, t
     return TPU_OK;
 }
 
-int tpu_cmd_replay(app_ctx_t *ctx)
+int app_cmd_replay(app_ctx_t *ctx)
 {
-    const tpu_opts_t *o = ctx->o;
-    tpu_job_t *job = ctx->job;
-    tpu_replay_measured_t ms;
+    const app_opts_t *o = ctx->o;
+    app_job_t *job = ctx->job;
+    app_replay_measured_t ms;
     int mpi = job != NULL, rank0 = 1;
     tpu_err_t err = {0};
     tpu_pod_t *pod_local = NULL;
     const tpu_pod_t *pod = ctx->pod;
     FILE *txt;
-    tpu_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
+    app_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
     char *text = NULL;
     size_t len = 0;
     tpu_hlo_file_t *hf = NULL;
     tpu_replay_report_t *rep = NULL;
     tpu_replay_opts_t ropts;
-    tpu_report_t report;
+    app_report_t report;
     double *spans = NULL;
     int32_t *order = NULL;
-    int norder = 0, m, i, rc = TPU_EXIT_USAGE, *ci = NULL, *oi = NULL;
+    int norder = 0, m, i, rc = APP_EXIT_USAGE, *ci = NULL, *oi = NULL;
     const tpu_hlo_module_t *mod;
     tpu_status_t status;
 
@@ -178,11 +178,11 @@ int tpu_cmd_replay(app_ctx_t *ctx)
         rank0 = job->world_rank == 0;
         if (!o->list) {
             /* Every rank learns whether rank 0 could open the files. */
-            rc = tpu_job_report_open(job, o, "replay", &report);
+            rc = app_job_report_open(job, o, "replay", &report);
             if (rc >= 0) {
                 return rc;
             }
-            rc = TPU_EXIT_USAGE;
+            rc = APP_EXIT_USAGE;
         }
     }
     if (o->device_order != NULL && parse_order(o->device_order, &order, &norder, &err) != TPU_OK) {
@@ -205,11 +205,11 @@ int tpu_cmd_replay(app_ctx_t *ctx)
                    x->name[0] ? x->name : "(no header)", x->line, nd, nd == 1 ? " " : "s",
                    x->ncomps, x->ncomps == 1 ? "" : "s");
         }
-        rc = TPU_EXIT_OK;
+        rc = APP_EXIT_OK;
         goto out;
     }
     if (!mpi) {
-        if (tpu_pod_setup(o, &pod_local, &err) != TPU_OK) {
+        if (app_pod_setup(o, &pod_local, &err) != TPU_OK) {
             goto fail;
         }
         pod = pod_local;
@@ -220,7 +220,7 @@ int tpu_cmd_replay(app_ctx_t *ctx)
         snprintf(title, sizeof(title), "tpuemu replay %s: %d chips of %s as %s (wrap %s)",
                  o->module_path, tpu_pod_topo(pod)->nchips, tpu_pod_chip(pod)->name,
                  tpu_pod_shape(pod), tpu_pod_wrap(pod));
-        if (tpu_report_open(&report, o, pod, title, &err) != TPU_OK) {
+        if (app_report_open(&report, o, pod, title, &err) != TPU_OK) {
             goto fail;
         }
     }
@@ -317,15 +317,15 @@ int tpu_cmd_replay(app_ctx_t *ctx)
     if (ci == NULL || oi == NULL) {
         /* One rank alone may fail here: under mpirun, it ends the job-> */
         if (mpi) {
-            tpu_job_abort(job, "out of host memory for the replay's tables");
+            app_job_abort(job, "out of host memory for the replay's tables");
         }
-        tpu_die_msg("out of memory");
-        rc = TPU_EXIT_FAIL;
+        app_die_msg("out of memory");
+        rc = APP_EXIT_FAIL;
         goto out;
     }
     if (mpi) {
-        status = tpu__replay_run_mpi(job, rep, &ms,
-                                     o->quiet ? NULL : tpu_sink_text(o->json, o->csv), &err);
+        status = app_replay_run_mpi(job, rep, &ms, o->quiet ? NULL : app_sink_text(o->json, o->csv),
+                                    &err);
         if (status != TPU_OK) {
             goto fail;
         }
@@ -335,15 +335,15 @@ int tpu_cmd_replay(app_ctx_t *ctx)
                 spans =
                     tpu__malloc(2 * sizeof(double) * (size_t)(ms.nspans + 1) * (size_t)job->nranks);
                 if (spans == NULL) {
-                    tpu_job_abort(job, "out of host memory for the measured trace");
+                    app_job_abort(job, "out of host memory for the measured trace");
                 }
             }
-            tpu_job_gather(job, ms.spans, (int)(2 * sizeof(double) * (size_t)ms.nspans), spans, 0,
+            app_job_gather(job, ms.spans, (int)(2 * sizeof(double) * (size_t)ms.nspans), spans, 0,
                            "the gather of the measured executions");
         }
     }
     if (!rank0) {
-        rc = TPU_EXIT_OK;
+        rc = APP_EXIT_OK;
         goto out;
     }
     if (!o->quiet) {
@@ -352,22 +352,22 @@ int tpu_cmd_replay(app_ctx_t *ctx)
         }
     }
     /* Open the JSON and CSV targets first: one that cannot be written is the only line. */
-    if (o->json != NULL && tpu_sink_open(&sink, o->json, &err) != TPU_OK) {
+    if (o->json != NULL && app_sink_open(&sink, o->json, &err) != TPU_OK) {
         goto fail;
     }
-    if (o->csv != NULL && tpu_sink_open(&csv_sink, o->csv, &err) != TPU_OK) {
+    if (o->csv != NULL && app_sink_open(&csv_sink, o->csv, &err) != TPU_OK) {
         goto fail;
     }
-    txt = tpu_sink_text(o->json, o->csv);
-    if (tpu_report_active(&report)) {
+    txt = app_sink_text(o->json, o->csv);
+    if (app_report_active(&report)) {
         status =
             app_replay_write_report(&report, pod, mod, rep, spans, ms.nspans, txt, o->quiet, &err);
         if (status == TPU_OK) {
-            status = tpu_report_close(&report, &err);
+            status = app_report_close(&report, &err);
         }
         if (status != TPU_OK) {
-            tpu_die_msg(err.msg);
-            rc = TPU_EXIT_FAIL;
+            app_die_msg(err.msg);
+            rc = APP_EXIT_FAIL;
             goto out;
         }
     }
@@ -376,40 +376,40 @@ int tpu_cmd_replay(app_ctx_t *ctx)
         app_replay_print_measured(txt, rep, &ms, ci, job->nranks);
     }
     if (o->json != NULL) {
-        tpu_json_t j;
+        app_json_t j;
 
-        tpu_json_init(&j, sink.f);
+        app_json_init(&j, sink.f);
         app_replay_write_json(&j, pod, o->module_path, m, mod, rep, ci, oi, mpi ? &ms : NULL);
-        status = tpu_json_end(&j, &err);
-        if (tpu_sink_close(&sink, &err) != TPU_OK || status != TPU_OK) {
+        status = app_json_end(&j, &err);
+        if (app_sink_close(&sink, &err) != TPU_OK || status != TPU_OK) {
             if (rank0) {
-                tpu_die_msg(err.msg);
+                app_die_msg(err.msg);
             }
-            rc = TPU_EXIT_FAIL;
+            rc = APP_EXIT_FAIL;
             goto out;
         }
     }
     if (o->csv != NULL) {
         app_replay_write_csv(csv_sink.f, rep, ci, oi, mpi ? &ms : NULL);
-        if (tpu_sink_close(&csv_sink, &err) != TPU_OK) {
-            tpu_die_msg(err.msg);
-            rc = TPU_EXIT_FAIL;
+        if (app_sink_close(&csv_sink, &err) != TPU_OK) {
+            app_die_msg(err.msg);
+            rc = APP_EXIT_FAIL;
             goto out;
         }
     }
-    rc = ms.total_wrong > 0 || ms.model_mismatches > 0 ? TPU_EXIT_FAIL : TPU_EXIT_OK;
+    rc = ms.total_wrong > 0 || ms.model_mismatches > 0 ? APP_EXIT_FAIL : APP_EXIT_OK;
     goto out;
 fail:
     if (rank0) {
-        tpu_die_msg(err.msg);
+        app_die_msg(err.msg);
     }
-    rc = err.status == TPU_ERR_NO_MEMORY ? TPU_EXIT_FAIL : TPU_EXIT_USAGE;
+    rc = err.status == TPU_ERR_NO_MEMORY ? APP_EXIT_FAIL : APP_EXIT_USAGE;
 out:
-    tpu_sink_close(&sink, NULL);
-    tpu_sink_close(&csv_sink, NULL);
-    tpu_report_close(&report, NULL);
+    app_sink_close(&sink, NULL);
+    app_sink_close(&csv_sink, NULL);
+    app_report_close(&report, NULL);
     tpu__free(spans);
-    tpu__replay_measured_fini(&ms);
+    app_replay_measured_fini(&ms);
     tpu__free(ci);
     tpu__free(oi);
     tpu_replay_report_destroy(rep);
@@ -417,7 +417,7 @@ out:
     tpu__free(text);
     tpu__free(order);
     if (mpi) {
-        return tpu_job_end(job, rc);
+        return app_job_end(job, rc);
     }
     tpu_pod_destroy(pod_local);
     return rc;

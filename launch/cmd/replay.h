@@ -6,8 +6,8 @@
 
 /* The checks of replay's flags that need no pod: --list alone, the module file given,
  * the outputs, --trace-measured and --inject under mpirun only. */
-tpu_status_t app_replay_check(const tpu_opts_t *o, tpu_err_t *err);
+tpu_status_t app_replay_check(const app_opts_t *o, tpu_err_t *err);
 /* The runner of its row in commands.def. */
-int tpu_cmd_replay(app_ctx_t *ctx);
+int app_cmd_replay(app_ctx_t *ctx);
 
 #endif /* APP_CMD_REPLAY_H */

@@ -28,7 +28,7 @@
 #define MAX_RUN_BYTES ((uint64_t)1 << 30)
 
 /* One execution: the collective's modeled time (the slowest chip's, as the replay's). */
-static tpu_status_t run_once(tpu_case_t *c, tpu_job_t *job, uint64_t call, double *modeled_us_p,
+static tpu_status_t run_once(app_case_t *c, app_job_t *job, uint64_t call, double *modeled_us_p,
                              double *wall_s_p, tpu_err_t *err)
 {
     tpu_coll_run_opts_t opts;
@@ -38,25 +38,25 @@ static tpu_status_t run_once(tpu_case_t *c, tpu_job_t *job, uint64_t call, doubl
 
     memset(&opts, 0, sizeof(opts));
     opts.call = call;
-    opts.timeout_s = job->timeout; /* --timeout, 60 s by default (tpu_job_start) */
-    opts.on_wait = tpu_job_on_wait;
+    opts.timeout_s = job->timeout; /* --timeout, 60 s by default (app_job_start) */
+    opts.on_wait = app_job_on_wait;
     opts.on_wait_arg = job;
     in[0] = c->in;
     out[0] = c->out;
     memset(c->out, 0, c->out_bytes);
-    /* The transport is the case's, from tpu_case_init(). */
+    /* The transport is the case's, from app_case_init(). */
     t0 = tpu__now_s();
     status = tpu_coll_exec_run(c->exec, &opts, in, out, modeled_us_p, err);
     *wall_s_p = tpu__now_s() - t0;
     return status;
 }
 
-tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
-                                 tpu_replay_measured_t *m, FILE *txt, tpu_err_t *err)
+tpu_status_t app_replay_run_mpi(app_job_t *job, const tpu_replay_report_t *rep,
+                                app_replay_measured_t *m, FILE *txt, tpu_err_t *err)
 {
-    tpu_progress_t progress;
+    app_progress_t progress;
     double t_run;
-    tpu_case_t *cases = NULL;
+    app_case_t *cases = NULL;
     char *ready = NULL;
     double *wall = NULL;
     long *wrong = NULL;
@@ -73,7 +73,7 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
     wall = tpu__calloc((size_t)n + 1, sizeof(double));
     wrong = tpu__calloc((size_t)n + 1, sizeof(long));
     runs = tpu__calloc((size_t)n + 1, sizeof(int64_t));
-    m->nspans = rep->nseq < TPU_REPLAY_SPANS ? rep->nseq : TPU_REPLAY_SPANS;
+    m->nspans = rep->nseq < APP_REPLAY_SPANS ? rep->nseq : APP_REPLAY_SPANS;
     m->spans = tpu__malloc(2 * sizeof(double) * (size_t)(m->nspans + 1));
     if (m->measured_us == NULL || m->runs == NULL || m->wrong == NULL || cases == NULL ||
         ready == NULL || wall == NULL || wrong == NULL || runs == NULL || m->spans == NULL) {
@@ -84,18 +84,18 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
         m->spans[k] = -1;
     }
     /* A bar with the collective running, on a terminal, once the run takes over 2 s. */
-    tpu_progress_init(&progress, job->chip == 0 && txt != NULL, (long)rep->nseq, txt);
+    app_progress_init(&progress, job->chip == 0 && txt != NULL, (long)rep->nseq, txt);
     t_run = tpu__now_s();
     for (k = 0; k < rep->nseq && status == TPU_OK; k++) {
         const tpu_replay_coll_t *c = &rep->colls[rep->seq[k]];
         int r = rep->seq[k];
         double modeled = 0, wall_s = 0, t0;
 
-        tpu_progress_update(&progress, (long)k, c->name);
+        app_progress_update(&progress, (long)k, c->name);
         /* A sync point per execution of the sequence (every rank walks the same one),
          * and --inject's call N is execution N, counted from 0. */
-        tpu_job_progress(job);
-        tpu_job_inject(job, (long)k);
+        app_job_progress(job);
+        app_job_inject(job, (long)k);
         if (!c->supported || c->group_size < 2 || c->bytes == 0 || c->bytes * 2 > MAX_RUN_BYTES) {
             if (ready[r] == 0) {
                 ready[r] = 2; /* skipped */
@@ -110,7 +110,7 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
             tpu_coll_desc_t desc;
 
             tpu_replay_coll_desc(c, &groups, &desc);
-            status = tpu_case_init(&cases[r], job, &desc, err);
+            status = app_case_init(&cases[r], job, &desc, err);
             if (status == TPU_OK) {
                 status = run_once(&cases[r], job, (uint64_t)rep->nseq + (uint64_t)r, &modeled,
                                   &wall_s, err);
@@ -118,7 +118,7 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
             if (status != TPU_OK) {
                 break;
             }
-            wrong[r] += tpu_case_wrong(&cases[r], job->chip);
+            wrong[r] += app_case_wrong(&cases[r], job->chip);
             ready[r] = 1;
         }
         t0 = tpu__now_s();
@@ -132,22 +132,22 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
         }
         wall[r] += wall_s;
         runs[r]++;
-        wrong[r] += tpu_case_wrong(&cases[r], job->chip);
+        wrong[r] += app_case_wrong(&cases[r], job->chip);
         if (modeled != c->modeled_us) {
             bad_model++;
         }
     }
-    tpu_progress_end(&progress);
+    app_progress_end(&progress);
     /* Every rank ran the same sequence; a failure on one rank ends the job.  A
      * collective that timed out waited for a chip behind: the live chips meet and
-     * rank 0 names it (tpu_job_fail), not the first chip to give up. */
+     * rank 0 names it (app_job_fail), not the first chip to give up. */
     if (status != TPU_OK) {
-        tpu_job_fail(job, err);
+        app_job_fail(job, err);
     }
     /* Watched: a chip that stalled in the replay is named within the timeout. */
-    tpu_job_allreduce(job, wall, m->measured_us, n, MPI_DOUBLE, MPI_MAX, "the measured times");
-    tpu_job_allreduce(job, wrong, m->wrong, n, MPI_LONG, MPI_SUM, "the data checks");
-    tpu_job_allreduce(job, &bad_model, &m->model_mismatches, 1, MPI_INT, MPI_SUM,
+    app_job_allreduce(job, wall, m->measured_us, n, MPI_DOUBLE, MPI_MAX, "the measured times");
+    app_job_allreduce(job, wrong, m->wrong, n, MPI_LONG, MPI_SUM, "the data checks");
+    app_job_allreduce(job, &bad_model, &m->model_mismatches, 1, MPI_INT, MPI_SUM,
                       "the model checks");
     for (i = 0; i < n; i++) {
         m->runs[i] = runs[i];
@@ -158,7 +158,7 @@ tpu_status_t tpu__replay_run_mpi(tpu_job_t *job, const tpu_replay_report_t *rep,
 out:
     for (i = 0; cases != NULL && i < n; i++) {
         if (ready[i] == 1) {
-            tpu_case_fini(&cases[i]);
+            app_case_fini(&cases[i]);
         }
     }
     tpu__free(cases);
@@ -169,7 +169,7 @@ out:
     return status;
 }
 
-void tpu__replay_measured_fini(tpu_replay_measured_t *m)
+void app_replay_measured_fini(app_replay_measured_t *m)
 {
     tpu__free(m->measured_us);
     tpu__free(m->runs);

@@ -52,97 +52,97 @@ int *app_replay_rank_rows(int n, const double *total)
 }
 
 /* The JSON document of the replay ('ms': the real run under mpirun, or NULL). */
-void app_replay_write_json(tpu_json_t *j, const tpu_pod_t *pod, const char *path, int index,
+void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path, int index,
                            const tpu_hlo_module_t *mod, const tpu_replay_report_t *r, const int *ci,
-                           const int *oi, const tpu_replay_measured_t *ms)
+                           const int *oi, const app_replay_measured_t *ms)
 {
     int i;
 
-    tpu_json_object(j);
-    tpu_json_kstr(j, "file", path);
-    tpu_json_kstr(j, "module", mod->name);
-    tpu_json_kint(j, "module_index", index + 1);
-    tpu_json_kint(j, "devices", r->devices);
-    tpu_pod_json_header(j, pod);
-    tpu_json_kfixed(j, "step_us", r->step_us, 6);
-    tpu_json_kfixed(j, "compute_us", r->compute_us, 6);
-    tpu_json_kfixed(j, "comm_us", r->comm_us, 6);
-    tpu_json_kfixed(j, "exposed_comm_us", r->exposed_comm_us, 6);
-    tpu_json_kfixed(j, "hbm_bytes", r->hbm_bytes, 0);
-    tpu_json_kfixed(j, "flops", r->flops, 0);
-    tpu_json_kint(j, "custom_calls", r->custom_calls);
-    tpu_json_kint(j, "unknown_opcodes", r->unknown_opcodes);
-    tpu_json_kint(j, "unsupported_collectives", r->unsupported);
-    tpu_json_kint(j, "executions", (long long)r->nseq);
-    tpu_json_karray(j, "collectives");
+    app_json_object(j);
+    app_json_kstr(j, "file", path);
+    app_json_kstr(j, "module", mod->name);
+    app_json_kint(j, "module_index", index + 1);
+    app_json_kint(j, "devices", r->devices);
+    app_pod_json_header(j, pod);
+    app_json_kfixed(j, "step_us", r->step_us, 6);
+    app_json_kfixed(j, "compute_us", r->compute_us, 6);
+    app_json_kfixed(j, "comm_us", r->comm_us, 6);
+    app_json_kfixed(j, "exposed_comm_us", r->exposed_comm_us, 6);
+    app_json_kfixed(j, "hbm_bytes", r->hbm_bytes, 0);
+    app_json_kfixed(j, "flops", r->flops, 0);
+    app_json_kint(j, "custom_calls", r->custom_calls);
+    app_json_kint(j, "unknown_opcodes", r->unknown_opcodes);
+    app_json_kint(j, "unsupported_collectives", r->unsupported);
+    app_json_kint(j, "executions", (long long)r->nseq);
+    app_json_karray(j, "collectives");
     for (i = 0; i < r->ncolls; i++) {
         const tpu_replay_coll_t *c = &r->colls[ci[i]];
 
         if (c->executions == 0) {
             continue;
         }
-        tpu_json_object(j);
-        tpu_json_kstr(j, "name", c->name);
-        tpu_json_kstr(j, "opcode", c->opcode);
-        tpu_json_kstr(j, "kind", tpu_coll_name(c->desc.kind));
-        tpu_json_kstr(j, "groups", c->groups);
-        tpu_json_kint(j, "ngroups", c->ngroups);
-        tpu_json_kint(j, "group_size", c->group_size);
-        tpu_json_kuint(j, "bytes", (unsigned long long)c->bytes);
-        tpu_json_kuint(j, "hlo_bytes", (unsigned long long)c->hlo_bytes);
-        tpu_json_kint(j, "executions", (long long)c->executions);
-        tpu_json_kbool(j, "async", c->async);
-        tpu_json_kbool(j, "supported", c->supported);
-        tpu_json_kfixed(j, "modeled_us", c->modeled_us, 6);
-        tpu_json_kfixed(j, "total_us", c->modeled_us * (double)c->executions, 6);
-        tpu_json_kfixed(j, "exposed_us", c->exposed_us, 6);
-        tpu_json_kstr(j, "axes", c->axes);
-        tpu_json_kstr(j, "algorithm", c->algorithm);
-        tpu_json_kstr(j, "note", c->note);
+        app_json_object(j);
+        app_json_kstr(j, "name", c->name);
+        app_json_kstr(j, "opcode", c->opcode);
+        app_json_kstr(j, "kind", tpu_coll_name(c->desc.kind));
+        app_json_kstr(j, "groups", c->groups);
+        app_json_kint(j, "ngroups", c->ngroups);
+        app_json_kint(j, "group_size", c->group_size);
+        app_json_kuint(j, "bytes", (unsigned long long)c->bytes);
+        app_json_kuint(j, "hlo_bytes", (unsigned long long)c->hlo_bytes);
+        app_json_kint(j, "executions", (long long)c->executions);
+        app_json_kbool(j, "async", c->async);
+        app_json_kbool(j, "supported", c->supported);
+        app_json_kfixed(j, "modeled_us", c->modeled_us, 6);
+        app_json_kfixed(j, "total_us", c->modeled_us * (double)c->executions, 6);
+        app_json_kfixed(j, "exposed_us", c->exposed_us, 6);
+        app_json_kstr(j, "axes", c->axes);
+        app_json_kstr(j, "algorithm", c->algorithm);
+        app_json_kstr(j, "note", c->note);
         if (ms != NULL) {
-            tpu_json_kint(j, "runs", (long long)ms->runs[ci[i]]);
-            tpu_json_kfixed(j, "measured_us", ms->measured_us[ci[i]], 3);
-            tpu_json_kint(j, "wrong", ms->wrong[ci[i]]);
+            app_json_kint(j, "runs", (long long)ms->runs[ci[i]]);
+            app_json_kfixed(j, "measured_us", ms->measured_us[ci[i]], 3);
+            app_json_kint(j, "wrong", ms->wrong[ci[i]]);
         }
-        tpu_json_kint(j, "line", c->line);
-        tpu_json_object_end(j);
+        app_json_kint(j, "line", c->line);
+        app_json_object_end(j);
     }
-    tpu_json_array_end(j);
-    tpu_json_karray(j, "compute");
+    app_json_array_end(j);
+    app_json_karray(j, "compute");
     for (i = 0; i < r->nops; i++) {
         const tpu_replay_op_t *op = &r->ops[oi[i]];
 
         if (op->executions == 0) {
             continue;
         }
-        tpu_json_object(j);
-        tpu_json_kstr(j, "name", op->name);
-        tpu_json_kstr(j, "opcode", op->opcode);
-        tpu_json_kfixed(j, "flops", op->flops, 0);
-        tpu_json_kfixed(j, "bytes", op->bytes, 0);
-        tpu_json_kint(j, "executions", (long long)op->executions);
-        tpu_json_kfixed(j, "modeled_us", op->modeled_us, 6);
-        tpu_json_kfixed(j, "total_us", op->modeled_us * (double)op->executions, 6);
-        tpu_json_kstr(j, "bound", op->custom ? "given" : op->compute_bound ? "compute" : "memory");
-        tpu_json_kbool(j, "custom_call", op->custom);
-        tpu_json_kint(j, "line", op->line);
-        tpu_json_object_end(j);
+        app_json_object(j);
+        app_json_kstr(j, "name", op->name);
+        app_json_kstr(j, "opcode", op->opcode);
+        app_json_kfixed(j, "flops", op->flops, 0);
+        app_json_kfixed(j, "bytes", op->bytes, 0);
+        app_json_kint(j, "executions", (long long)op->executions);
+        app_json_kfixed(j, "modeled_us", op->modeled_us, 6);
+        app_json_kfixed(j, "total_us", op->modeled_us * (double)op->executions, 6);
+        app_json_kstr(j, "bound", op->custom ? "given" : op->compute_bound ? "compute" : "memory");
+        app_json_kbool(j, "custom_call", op->custom);
+        app_json_kint(j, "line", op->line);
+        app_json_object_end(j);
     }
-    tpu_json_array_end(j);
+    app_json_array_end(j);
     if (ms != NULL) {
-        tpu_json_kobject(j, "mpi");
-        tpu_json_kint(j, "executions", (long long)ms->executions);
-        tpu_json_kint(j, "skipped", (long long)ms->skipped);
-        tpu_json_kint(j, "wrong", ms->total_wrong);
-        tpu_json_kint(j, "modeled_mismatches", ms->model_mismatches);
-        tpu_json_object_end(j);
+        app_json_kobject(j, "mpi");
+        app_json_kint(j, "executions", (long long)ms->executions);
+        app_json_kint(j, "skipped", (long long)ms->skipped);
+        app_json_kint(j, "wrong", ms->total_wrong);
+        app_json_kint(j, "modeled_mismatches", ms->model_mismatches);
+        app_json_object_end(j);
     }
-    tpu_json_karray(j, "warnings");
+    app_json_karray(j, "warnings");
     for (i = 0; i < r->nwarnings; i++) {
-        tpu_json_str(j, r->warnings[i]);
+        app_json_str(j, r->warnings[i]);
     }
-    tpu_json_array_end(j);
-    tpu_json_object_end(j);
+    app_json_array_end(j);
+    app_json_object_end(j);
 }
 
 /*
@@ -150,49 +150,49 @@ void app_replay_write_json(tpu_json_t *j, const tpu_pod_t *pod, const char *path
  * that do not apply to a row are empty (measured_us, runs, wrong: under mpirun).
  */
 void app_replay_write_csv(FILE *f, const tpu_replay_report_t *r, const int *ci, const int *oi,
-                          const tpu_replay_measured_t *ms)
+                          const app_replay_measured_t *ms)
 {
     static const char *const cols[] = {
         "type",  "name",  "opcode",      "kind",       "axes",     "groups",     "group_size",
         "bytes", "flops", "executions",  "modeled_us", "total_us", "exposed_us", "algorithm",
         "bound", "line",  "measured_us", "runs",       "wrong"};
-    tpu_csv_t c;
+    app_csv_t c;
     int i;
 
-    tpu_csv_init(&c, f);
-    tpu_csv_header(&c, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+    app_csv_init(&c, f);
+    app_csv_header(&c, cols, (int)(sizeof(cols) / sizeof(cols[0])));
     for (i = 0; i < r->ncolls; i++) {
         const tpu_replay_coll_t *x = &r->colls[ci[i]];
 
         if (x->executions == 0) {
             continue;
         }
-        tpu_csv_str(&c, "collective");
-        tpu_csv_str(&c, x->name);
-        tpu_csv_str(&c, x->opcode);
-        tpu_csv_str(&c, tpu_coll_name(x->desc.kind));
-        tpu_csv_str(&c, x->axes);
-        tpu_csv_str(&c, x->groups);
-        tpu_csv_int(&c, x->group_size);
-        tpu_csv_uint(&c, (unsigned long long)x->bytes);
-        tpu_csv_empty(&c);
-        tpu_csv_int(&c, (long long)x->executions);
-        tpu_csv_fixed(&c, x->modeled_us, 6);
-        tpu_csv_fixed(&c, x->modeled_us * (double)x->executions, 6);
-        tpu_csv_fixed(&c, x->exposed_us, 6);
-        tpu_csv_str(&c, x->supported ? x->algorithm : "");
-        tpu_csv_empty(&c);
-        tpu_csv_int(&c, x->line);
+        app_csv_str(&c, "collective");
+        app_csv_str(&c, x->name);
+        app_csv_str(&c, x->opcode);
+        app_csv_str(&c, tpu_coll_name(x->desc.kind));
+        app_csv_str(&c, x->axes);
+        app_csv_str(&c, x->groups);
+        app_csv_int(&c, x->group_size);
+        app_csv_uint(&c, (unsigned long long)x->bytes);
+        app_csv_empty(&c);
+        app_csv_int(&c, (long long)x->executions);
+        app_csv_fixed(&c, x->modeled_us, 6);
+        app_csv_fixed(&c, x->modeled_us * (double)x->executions, 6);
+        app_csv_fixed(&c, x->exposed_us, 6);
+        app_csv_str(&c, x->supported ? x->algorithm : "");
+        app_csv_empty(&c);
+        app_csv_int(&c, x->line);
         if (ms != NULL) {
-            tpu_csv_fixed(&c, ms->measured_us[ci[i]], 3);
-            tpu_csv_int(&c, (long long)ms->runs[ci[i]]);
-            tpu_csv_int(&c, ms->wrong[ci[i]]);
+            app_csv_fixed(&c, ms->measured_us[ci[i]], 3);
+            app_csv_int(&c, (long long)ms->runs[ci[i]]);
+            app_csv_int(&c, ms->wrong[ci[i]]);
         } else {
-            tpu_csv_empty(&c);
-            tpu_csv_empty(&c);
-            tpu_csv_empty(&c);
+            app_csv_empty(&c);
+            app_csv_empty(&c);
+            app_csv_empty(&c);
         }
-        tpu_csv_end_row(&c);
+        app_csv_end_row(&c);
     }
     for (i = 0; i < r->nops; i++) {
         const tpu_replay_op_t *op = &r->ops[oi[i]];
@@ -200,26 +200,26 @@ void app_replay_write_csv(FILE *f, const tpu_replay_report_t *r, const int *ci, 
         if (op->executions == 0) {
             continue;
         }
-        tpu_csv_str(&c, "op");
-        tpu_csv_str(&c, op->name);
-        tpu_csv_str(&c, op->opcode);
-        tpu_csv_empty(&c);
-        tpu_csv_empty(&c);
-        tpu_csv_empty(&c);
-        tpu_csv_empty(&c);
-        tpu_csv_fixed(&c, op->bytes, 0);
-        tpu_csv_fixed(&c, op->flops, 0);
-        tpu_csv_int(&c, (long long)op->executions);
-        tpu_csv_fixed(&c, op->modeled_us, 6);
-        tpu_csv_fixed(&c, op->modeled_us * (double)op->executions, 6);
-        tpu_csv_empty(&c);
-        tpu_csv_empty(&c);
-        tpu_csv_str(&c, op->custom ? "given" : op->compute_bound ? "compute" : "memory");
-        tpu_csv_int(&c, op->line);
-        tpu_csv_empty(&c);
-        tpu_csv_empty(&c);
-        tpu_csv_empty(&c);
-        tpu_csv_end_row(&c);
+        app_csv_str(&c, "op");
+        app_csv_str(&c, op->name);
+        app_csv_str(&c, op->opcode);
+        app_csv_empty(&c);
+        app_csv_empty(&c);
+        app_csv_empty(&c);
+        app_csv_empty(&c);
+        app_csv_fixed(&c, op->bytes, 0);
+        app_csv_fixed(&c, op->flops, 0);
+        app_csv_int(&c, (long long)op->executions);
+        app_csv_fixed(&c, op->modeled_us, 6);
+        app_csv_fixed(&c, op->modeled_us * (double)op->executions, 6);
+        app_csv_empty(&c);
+        app_csv_empty(&c);
+        app_csv_str(&c, op->custom ? "given" : op->compute_bound ? "compute" : "memory");
+        app_csv_int(&c, op->line);
+        app_csv_empty(&c);
+        app_csv_empty(&c);
+        app_csv_empty(&c);
+        app_csv_end_row(&c);
     }
 }
 
@@ -249,7 +249,7 @@ void app_replay_print_text(FILE *out, const tpu_pod_t *pod, const char *path, in
     fprintf(out, "pod        %s %s (wrap %s), %d slice%s, %d chips\n", tpu_pod_chip(pod)->name,
             tpu_pod_shape(pod), tpu_pod_wrap(pod), tpu_pod_topo(pod)->slices,
             tpu_pod_topo(pod)->slices > 1 ? "s" : "", tpu_pod_topo(pod)->nchips);
-    tpu_faults_print(out, pod, "fault      ");
+    app_faults_print(out, pod, "fault      ");
     fprintf(out, "step       %12.3f us   critical path of one step\n", r->step_us);
     fprintf(out, "compute    %12.3f us   %.3g GFLOP, HBM traffic %s\n", r->compute_us,
             r->flops / 1e9, human_bytes(r->hbm_bytes, b1, sizeof(b1)));
@@ -329,14 +329,14 @@ void app_replay_print_text(FILE *out, const tpu_pod_t *pod, const char *path, in
  * 'spans' (--trace-measured under mpirun): nranks x nspans (start, duration) of
  * each rank's executions of the sequence.  Plans are made once per row.
  */
-tpu_status_t app_replay_write_report(tpu_report_t *report, const tpu_pod_t *pod,
+tpu_status_t app_replay_write_report(app_report_t *report, const tpu_pod_t *pod,
                                      const tpu_hlo_module_t *mod, const tpu_replay_report_t *r,
                                      const double *spans, int64_t nspans, FILE *txt, int quiet,
                                      tpu_err_t *err)
 {
     tpu_coll_plan_t **plans = tpu__calloc((size_t)r->ncolls + 1, sizeof(*plans));
     tpu_status_t status = TPU_OK;
-    tpu_progress_t progress;
+    app_progress_t progress;
     char name[256];
     int64_t k;
     int i, c;
@@ -355,38 +355,38 @@ tpu_status_t app_replay_write_report(tpu_report_t *report, const tpu_pod_t *pod,
         status = tpu_coll_plan_create(tpu_pod_topo(pod), tpu_pod_link(pod), &desc, &plans[i], err);
         if (status == TPU_OK) {
             /* The heatmap: the row's links, once per execution. */
-            status = tpu_report_model_at(report, plans[i], NULL, 0, r->colls[i].modeled_us,
+            status = app_report_model_at(report, plans[i], NULL, 0, r->colls[i].modeled_us,
                                          (double)r->colls[i].executions, err);
         }
     }
-    if (status == TPU_OK && !tpu_report_trace_done(report)) {
+    if (status == TPU_OK && !app_report_trace_done(report)) {
         snprintf(name, sizeof(name), "module %s", mod->name[0] ? mod->name : "(no header)");
-        tpu_report_compute(report, name, 0, r->step_us);
+        app_report_compute(report, name, 0, r->step_us);
     }
-    tpu_progress_init(&progress, !quiet, (long)r->ntimeline, txt);
-    for (k = 0; k < r->ntimeline && status == TPU_OK && !tpu_report_trace_done(report); k++) {
+    app_progress_init(&progress, !quiet, (long)r->ntimeline, txt);
+    for (k = 0; k < r->ntimeline && status == TPU_OK && !app_report_trace_done(report); k++) {
         const tpu_replay_event_t *e = &r->timeline[k];
         double end = e->start_us + e->dur_us;
 
         /* Inside the module's slice, whatever the rounding of the loop's copies. */
         end = end < r->step_us ? end : r->step_us;
         if (k % 64 == 0) {
-            tpu_progress_update(&progress, (long)k, "writing the trace");
+            app_progress_update(&progress, (long)k, "writing the trace");
         }
         if (!e->coll) {
             const tpu_replay_op_t *op = &r->ops[e->row];
 
             snprintf(name, sizeof(name), "%s (%s)", op->name, op->opcode);
-            tpu_report_compute(report, name, e->start_us, end - e->start_us);
+            app_report_compute(report, name, e->start_us, end - e->start_us);
         } else if (plans[e->row] != NULL) {
             const tpu_replay_coll_t *cl = &r->colls[e->row];
 
             snprintf(name, sizeof(name), "%s %s", tpu_coll_name(cl->desc.kind), cl->name);
-            status = tpu_report_model_at(report, plans[e->row], name, e->start_us,
+            status = app_report_model_at(report, plans[e->row], name, e->start_us,
                                          end - e->start_us, 0, err);
         }
     }
-    tpu_progress_end(&progress);
+    app_progress_end(&progress);
     if (status == TPU_OK && r->timeline_truncated && !quiet) {
         fprintf(stderr, "tpuemu: warning: the trace shows the first %d events of the step\n",
                 TPU_REPLAY_MAX_TIMELINE);
@@ -396,11 +396,11 @@ tpu_status_t app_replay_write_report(tpu_report_t *report, const tpu_pod_t *pod,
             const double *sp = &spans[2 * ((size_t)c * (size_t)nspans + (size_t)k)];
 
             if (sp[0] >= 0) {
-                tpu_report_measured(report, c, r->colls[r->seq[k]].name, sp[0], sp[1]);
+                app_report_measured(report, c, r->colls[r->seq[k]].name, sp[0], sp[1]);
             }
         }
     }
-    tpu_report_advance(report, r->step_us);
+    app_report_advance(report, r->step_us);
     for (i = 0; i < r->ncolls; i++) {
         tpu_coll_plan_destroy(plans[i]);
     }
@@ -409,7 +409,7 @@ tpu_status_t app_replay_write_report(tpu_report_t *report, const tpu_pod_t *pod,
 }
 
 void app_replay_print_measured(FILE *out, const tpu_replay_report_t *r,
-                               const tpu_replay_measured_t *ms, const int *ci, int nranks)
+                               const app_replay_measured_t *ms, const int *ci, int nranks)
 {
     int i;
 

@@ -16,16 +16,16 @@
 int *app_replay_rank_rows(int n, const double *total);
 
 /* The JSON document of the replay ('ms': the real run under mpirun, or NULL). */
-void app_replay_write_json(tpu_json_t *j, const tpu_pod_t *pod, const char *path, int index,
+void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path, int index,
                            const tpu_hlo_module_t *mod, const tpu_replay_report_t *r, const int *ci,
-                           const int *oi, const tpu_replay_measured_t *ms);
+                           const int *oi, const app_replay_measured_t *ms);
 
 /*
  * --csv: one row per collective (slowest first), then one per op; the columns
  * that do not apply to a row are empty (measured_us, runs, wrong: under mpirun).
  */
 void app_replay_write_csv(FILE *f, const tpu_replay_report_t *r, const int *ci, const int *oi,
-                          const tpu_replay_measured_t *ms);
+                          const app_replay_measured_t *ms);
 
 /* The text report: the module, the pod, the step and its split, the collectives and the top
  * 'top' ops ('ci', 'oi': their rows slowest first). */
@@ -40,13 +40,13 @@ void app_replay_print_text(FILE *out, const tpu_pod_t *pod, const char *path, in
  * 'spans' (--trace-measured under mpirun): nranks x nspans (start, duration) of
  * each rank's executions of the sequence.  Plans are made once per row.
  */
-tpu_status_t app_replay_write_report(tpu_report_t *report, const tpu_pod_t *pod,
+tpu_status_t app_replay_write_report(app_report_t *report, const tpu_pod_t *pod,
                                      const tpu_hlo_module_t *mod, const tpu_replay_report_t *r,
                                      const double *spans, int64_t nspans, FILE *txt, int quiet,
                                      tpu_err_t *err);
 
 /* Under mpirun: the real run's executions, measured beside modeled. */
 void app_replay_print_measured(FILE *out, const tpu_replay_report_t *r,
-                               const tpu_replay_measured_t *ms, const int *ci, int nranks);
+                               const app_replay_measured_t *ms, const int *ci, int nranks);
 
 #endif /* APP_CMD_REPLAY_OUT_H */

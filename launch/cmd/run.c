@@ -22,7 +22,7 @@
 #define TOKEN_BYTES 64
 
 /* Send a token over every link of this chip and check what arrives on each. */
-static int wiring_check(tpu_job_t *job, double *wall_us_p, int *links_p)
+static int wiring_check(app_job_t *job, double *wall_us_p, int *links_p)
 {
     const tpu_topo_t *t = tpu_pod_topo(job->pod);
     MPI_Request reqs[4 * TPU_MAX_AXES];
@@ -30,7 +30,7 @@ static int wiring_check(tpu_job_t *job, double *wall_us_p, int *links_p)
     int nreq = 0, bad = 0, a, d, links = 0, q;
     double t0;
 
-    tpu_job_barrier(job, "the wiring check");
+    app_job_barrier(job, "the wiring check");
     t0 = tpu__now_s();
     for (a = 0; a < t->naxes; a++) {
         for (d = 0; d < 2; d++) {
@@ -54,7 +54,7 @@ static int wiring_check(tpu_job_t *job, double *wall_us_p, int *links_p)
         }
     }
     for (q = 0; q < nreq; q++) {
-        tpu_job_wait(job, &reqs[q], "the wiring check's tokens");
+        app_job_wait(job, &reqs[q], "the wiring check's tokens");
     }
     *wall_us_p = (tpu__now_s() - t0) * 1e6;
     for (a = 0; a < t->naxes; a++) {
@@ -94,14 +94,14 @@ typedef struct row {
 static const char *const csv_cols[] = {"collective", "axes",        "bytes", "algorithm",
                                        "modeled_us", "measured_us", "wrong"};
 
-static const tpu_col_t run_cols[] = {
+static const app_col_t run_cols[] = {
     {"collective", NULL, 15, 1, 0}, {"axes", NULL, 7, 1, 1},        {"bytes", NULL, 10, 0, 1},
     {"algorithm", NULL, 18, 1, 1},  {"modeled_us", NULL, 12, 0, 1}, {"measured_us", NULL, 12, 0, 1},
     {"check", NULL, 8, 0, 1}};
 
 /* Rank 0: the pod, the placement and its warnings as text, and the start of the JSON. */
-static void print_pod(const tpu_opts_t *o, tpu_job_t *job, FILE *txt, tpu_json_t *j,
-                      const tpu_place_t *all)
+static void print_pod(const app_opts_t *o, app_job_t *job, FILE *txt, app_json_t *j,
+                      const app_place_t *all)
 {
     const tpu_topo_t *t = tpu_pod_topo(job->pod);
     const tpu_chip_spec_t *chip = tpu_pod_chip(job->pod);
@@ -121,10 +121,10 @@ static void print_pod(const tpu_opts_t *o, tpu_job_t *job, FILE *txt, tpu_json_t
             "\nICI %.3g B/s per link, %.2f us per hop; DCN %.4g B/s per chip; %d chips per "
             "host\n",
             chip->ici_bw, chip->ici_latency * 1e6, chip->dcn_bw, tpu_chip_per_host(chip));
-    tpu_faults_print(txt, job->pod, "fault: ");
+    app_faults_print(txt, job->pod, "fault: ");
     if (!o->quiet) {
         fprintf(txt, "\n");
-        tpu_place_print(txt, job->pod, all);
+        app_place_print(txt, job->pod, all);
     }
     for (i = 0; i < t->nchips; i++) {
         if (all[i].node_cores > 0 && all[i].node_ranks > all[i].node_cores) {
@@ -138,7 +138,7 @@ static void print_pod(const tpu_opts_t *o, tpu_job_t *job, FILE *txt, tpu_json_t
                 "the host\n",
                 over, cores);
     }
-    split = tpu_place_split_hosts(job->pod, all, &example);
+    split = app_place_split_hosts(job->pod, all, &example);
     if (split) {
         fprintf(txt,
                 "warning: %d emulated TPU hosts span several MPI nodes (host %d first); fill "
@@ -146,33 +146,33 @@ static void print_pod(const tpu_opts_t *o, tpu_job_t *job, FILE *txt, tpu_json_t
                 split, example, tpu_chip_per_host(chip));
     }
     if (j != NULL) {
-        tpu_json_object(j);
-        tpu_pod_json_header(j, job->pod);
-        tpu_json_kint(j, "chips_per_host", tpu_chip_per_host(chip));
-        tpu_json_key(j, "placement");
-        tpu_place_json(j, job->pod, all);
-        tpu_json_kint(j, "hosts_split_across_nodes", split);
+        app_json_object(j);
+        app_pod_json_header(j, job->pod);
+        app_json_kint(j, "chips_per_host", tpu_chip_per_host(chip));
+        app_json_key(j, "placement");
+        app_place_json(j, job->pod, all);
+        app_json_kint(j, "hosts_split_across_nodes", split);
     }
 }
 
-int tpu_cmd_run(app_ctx_t *ctx)
+int app_cmd_run(app_ctx_t *ctx)
 {
-    const tpu_opts_t *o = ctx->o;
-    tpu_job_t *job = ctx->job;
+    const app_opts_t *o = ctx->o;
+    app_job_t *job = ctx->job;
     tpu_err_t err = {0};
     const tpu_topo_t *t;
-    tpu_place_t *all = NULL;
+    app_place_t *all = NULL;
     double wall_us, max_wall, timeout = o->timeout > 0 ? o->timeout : 60;
     int code, bad, links, total_links, i, s, failed = 0;
     unsigned all_axes;
     uint64_t call = 0;
     row_t rows[8];
     int nrows = 0;
-    tpu_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
-    tpu_json_t json, *j = NULL;
-    tpu_csv_t csv_w, *csv = NULL;
-    FILE *txt = tpu_sink_text(o->json, o->csv);
-    tpu_report_t rep;
+    app_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
+    app_json_t json, *j = NULL;
+    app_csv_t csv_w, *csv = NULL;
+    FILE *txt = app_sink_text(o->json, o->csv);
+    app_report_t rep;
     double t_job, *walls = NULL;
 
     code = app_job_outputs_open(job, o, "run", &rep, &sink, &csv_sink);
@@ -180,22 +180,22 @@ int tpu_cmd_run(app_ctx_t *ctx)
         return code;
     }
     if (sink.f != NULL) {
-        tpu_json_init(&json, sink.f);
+        app_json_init(&json, sink.f);
         j = &json;
     }
     if (csv_sink.f != NULL) {
-        tpu_csv_init(&csv_w, csv_sink.f);
+        app_csv_init(&csv_w, csv_sink.f);
         csv = &csv_w;
-        tpu_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
+        app_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
     t = tpu_pod_topo(job->pod);
     if (o->trace_measured) {
         walls = tpu__calloc(2 * (size_t)t->nchips, sizeof(double));
         if (walls == NULL) {
-            tpu_job_abort(job, "out of host memory for the measured trace");
+            app_job_abort(job, "out of host memory for the measured trace");
         }
     }
-    tpu_job_barrier(job, "the start of the run");
+    app_job_barrier(job, "the start of the run");
     t_job = tpu__now_s();
     all_axes = (1u << t->naxes) - 1;
     if (t->slices > 1) {
@@ -205,20 +205,20 @@ int tpu_cmd_run(app_ctx_t *ctx)
     if (job->chip == 0) {
         all = tpu__malloc((size_t)t->nchips * sizeof(*all));
         if (all == NULL) {
-            tpu_job_abort(job, "out of host memory for the placement table");
+            app_job_abort(job, "out of host memory for the placement table");
         }
     }
-    tpu_job_gather(job, &job->place, (int)sizeof(job->place), all, 0, "the placement table");
+    app_job_gather(job, &job->place, (int)sizeof(job->place), all, 0, "the placement table");
     if (job->chip == 0) {
         print_pod(o, job, txt, j, all);
         tpu__free(all);
     }
     /* The wiring. */
     bad = wiring_check(job, &wall_us, &links);
-    tpu_job_allreduce(job, MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, "the wiring check");
-    tpu_job_allreduce(job, &links, &total_links, 1, MPI_INT, MPI_SUM,
+    app_job_allreduce(job, MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, "the wiring check");
+    app_job_allreduce(job, &links, &total_links, 1, MPI_INT, MPI_SUM,
                       "the results of a verified collective");
-    tpu_job_allreduce(job, &wall_us, &max_wall, 1, MPI_DOUBLE, MPI_MAX,
+    app_job_allreduce(job, &wall_us, &max_wall, 1, MPI_DOUBLE, MPI_MAX,
                       "the results of a verified collective");
     if (job->chip == 0) {
         fprintf(txt,
@@ -232,12 +232,12 @@ int tpu_cmd_run(app_ctx_t *ctx)
     }
     failed |= bad != 0;
     if (j != NULL) {
-        tpu_json_kobject(j, "wiring");
-        tpu_json_kint(j, "links", total_links);
-        tpu_json_kint(j, "wrong", bad);
-        tpu_json_kfixed(j, "measured_us", max_wall, 1);
-        tpu_json_object_end(j);
-        tpu_json_karray(j, "collectives");
+        app_json_kobject(j, "wiring");
+        app_json_kint(j, "links", total_links);
+        app_json_kint(j, "wrong", bad);
+        app_json_kfixed(j, "measured_us", max_wall, 1);
+        app_json_object_end(j);
+        app_json_karray(j, "collectives");
     }
     /* Every collective at a small and a large size. */
     rows[nrows++] = (row_t){"psum", TPU_COLL_PSUM, all_axes, 0};
@@ -250,12 +250,12 @@ int tpu_cmd_run(app_ctx_t *ctx)
     }
     if (job->chip == 0) {
         fprintf(txt, "\n");
-        tpu_table_header(txt, "", run_cols, 7);
+        app_table_header(txt, "", run_cols, 7);
     }
     for (i = 0; i < nrows; i++) {
         for (s = 0; s < 2; s++) {
             tpu_coll_desc_t desc;
-            tpu_case_t c;
+            app_case_t c;
             uint64_t group = rows[i].kind == TPU_COLL_P2P || rows[i].kind == TPU_COLL_PPERMUTE
                                  ? 1
                                  : (uint64_t)tpu_topo_group_size(t, rows[i].axes);
@@ -274,30 +274,30 @@ int tpu_cmd_run(app_ctx_t *ctx)
             if (rows[i].kind == TPU_COLL_PPERMUTE || rows[i].kind == TPU_COLL_P2P) {
                 desc.bytes = s == 0 ? 4096 : 4u << 20;
             }
-            if (tpu_case_init(&c, job, &desc, &err) != TPU_OK) {
-                tpu_job_abort(job, err.msg);
+            if (app_case_init(&c, job, &desc, &err) != TPU_OK) {
+                app_job_abort(job, err.msg);
             }
-            tpu_job_barrier(job, "the barrier around a verified collective");
+            app_job_barrier(job, "the barrier around a verified collective");
             if (walls != NULL) {
                 walls[0] = (tpu__now_s() - t_job) * 1e6;
             }
-            if (tpu_case_run(&c, job, call++, 1, timeout, &modeled, &wall, &err) != TPU_OK) {
-                tpu_job_fail(job, &err);
+            if (app_case_run(&c, job, call++, 1, timeout, &modeled, &wall, &err) != TPU_OK) {
+                app_job_fail(job, &err);
             }
             if (walls != NULL) {
                 /* Every rank's wall-clock call, to rank 0, for --trace-measured (with the
                  * watchdog: a rank that never comes ends the job, naming it). */
                 double mine[2] = {walls[0], wall * 1e6};
 
-                tpu_job_gather(job, mine, (int)sizeof(mine), walls, 0,
+                app_job_gather(job, mine, (int)sizeof(mine), walls, 0,
                                "the gather of the measured calls");
             }
-            wrong = tpu_case_wrong(&c, job->chip);
-            tpu_job_allreduce(job, MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM,
+            wrong = app_case_wrong(&c, job->chip);
+            app_job_allreduce(job, MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM,
                               "the results of a verified collective");
-            tpu_job_allreduce(job, MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX,
+            app_job_allreduce(job, MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX,
                               "the results of a verified collective");
-            tpu_job_allreduce(job, &modeled, &max_modeled, 1, MPI_DOUBLE, MPI_MAX,
+            app_job_allreduce(job, &modeled, &max_modeled, 1, MPI_DOUBLE, MPI_MAX,
                               "the results of a verified collective");
             failed |= wrong != 0;
             tpu_topo_axes_str(rows[i].kind == TPU_COLL_P2P ? 0 : rows[i].axes, axes, sizeof(axes));
@@ -315,65 +315,65 @@ int tpu_cmd_run(app_ctx_t *ctx)
                 cells[4] = mod;
                 cells[5] = meas;
                 cells[6] = wrong ? "WRONG" : "ok";
-                tpu_table_row(txt, "", run_cols, 7, cells);
-                if (tpu_report_active(&rep)) {
+                app_table_row(txt, "", run_cols, 7, cells);
+                if (app_report_active(&rep)) {
                     char size[32], name[96];
                     int r;
 
-                    tpu_report_size((unsigned long long)desc.bytes, size, sizeof(size));
+                    app_report_size((unsigned long long)desc.bytes, size, sizeof(size));
                     snprintf(name, sizeof(name), "%s %s", rows[i].name, size);
-                    if (tpu_report_model(&rep, c.plan, name, max_modeled, &err) != TPU_OK) {
-                        tpu_job_abort(job, err.msg);
+                    if (app_report_model(&rep, c.plan, name, max_modeled, &err) != TPU_OK) {
+                        app_job_abort(job, err.msg);
                     }
                     for (r = 0; walls != NULL && r < t->nchips; r++) {
-                        tpu_report_measured(&rep, r, name, walls[2 * r], walls[2 * r + 1]);
+                        app_report_measured(&rep, r, name, walls[2 * r], walls[2 * r + 1]);
                     }
                 }
                 if (wrong) {
                     fprintf(txt, "  %ld elements differ from the reference\n", wrong);
                 }
                 if (j != NULL) {
-                    tpu_json_object(j);
-                    tpu_json_kstr(j, "collective", rows[i].name);
-                    tpu_json_kstr(j, "axes", axes);
-                    tpu_json_kuint(j, "bytes", (unsigned long long)desc.bytes);
-                    tpu_json_kstr(j, "algorithm", tpu_coll_plan_algo(c.plan));
-                    tpu_json_kfixed(j, "modeled_us", max_modeled, 6);
-                    tpu_json_kfixed(j, "measured_us", wall * 1e6, 1);
-                    tpu_json_kint(j, "wrong", wrong);
-                    tpu_json_object_end(j);
+                    app_json_object(j);
+                    app_json_kstr(j, "collective", rows[i].name);
+                    app_json_kstr(j, "axes", axes);
+                    app_json_kuint(j, "bytes", (unsigned long long)desc.bytes);
+                    app_json_kstr(j, "algorithm", tpu_coll_plan_algo(c.plan));
+                    app_json_kfixed(j, "modeled_us", max_modeled, 6);
+                    app_json_kfixed(j, "measured_us", wall * 1e6, 1);
+                    app_json_kint(j, "wrong", wrong);
+                    app_json_object_end(j);
                 }
                 if (csv != NULL) {
-                    tpu_csv_str(csv, rows[i].name);
-                    tpu_csv_str(csv, axes);
-                    tpu_csv_uint(csv, (unsigned long long)desc.bytes);
-                    tpu_csv_str(csv, tpu_coll_plan_algo(c.plan));
-                    tpu_csv_fixed(csv, max_modeled, 6);
-                    tpu_csv_fixed(csv, wall * 1e6, 1);
-                    tpu_csv_int(csv, wrong);
-                    tpu_csv_end_row(csv);
+                    app_csv_str(csv, rows[i].name);
+                    app_csv_str(csv, axes);
+                    app_csv_uint(csv, (unsigned long long)desc.bytes);
+                    app_csv_str(csv, tpu_coll_plan_algo(c.plan));
+                    app_csv_fixed(csv, max_modeled, 6);
+                    app_csv_fixed(csv, wall * 1e6, 1);
+                    app_csv_int(csv, wrong);
+                    app_csv_end_row(csv);
                 }
             }
-            tpu_case_fini(&c);
+            app_case_fini(&c);
         }
     }
     if (j != NULL) {
-        tpu_json_array_end(j);
+        app_json_array_end(j);
     }
     /* One training step of the MLP, sharded data x model, checked against one chip. */
-    failed |= tpu__train_default_step(job, txt, j) != 0;
+    failed |= app_train_default_step(job, txt, j) != 0;
     if (job->chip == 0) {
         fprintf(txt,
                 "\n%s: modeled = the TPU pod's time from the link model; measured = this "
                 "emulation's wall time (max over ranks)\n",
                 failed ? "FAILED" : "all checks passed");
         if (j != NULL) {
-            tpu_json_kbool(j, "passed", !failed);
-            tpu_json_object_end(j);
+            app_json_kbool(j, "passed", !failed);
+            app_json_object_end(j);
         }
         fflush(txt);
     }
     tpu__free(walls);
     code = app_job_outputs_close(job, j, &sink, &csv_sink, &rep);
-    return tpu_job_end(job, code >= 0 ? code : failed ? TPU_EXIT_FAIL : TPU_EXIT_OK);
+    return app_job_end(job, code >= 0 ? code : failed ? APP_EXIT_FAIL : APP_EXIT_OK);
 }

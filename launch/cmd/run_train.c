@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
+int app_train_default_step(app_job_t *job, FILE *txt, app_json_t *json)
 {
     const tpu_topo_t *t = tpu_pod_topo(job->pod);
     tpu_err_t err = {0};
@@ -34,7 +34,7 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
     r.spec.hidden = 64 * model;
     r.spec.batch = 16 * r.spec.data;
     r.spec.lr = 0.01;
-    r.spec.on_wait = tpu_job_on_wait;
+    r.spec.on_wait = app_job_on_wait;
     r.spec.on_wait_arg = job;
     tol = r.spec.precision == TPU_MLP_BF16 ? 1e-2 : 1e-5;
     status = app_train_run_create(&r, &err);
@@ -42,7 +42,7 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
         status = app_train_run_steps(&r, 1, txt, 0, &err);
     }
     if (status != TPU_OK) {
-        tpu_job_abort(job, err.msg);
+        app_job_abort(job, err.msg);
     }
     if (job->chip == 0) {
         /* The same step on one chip, in this process. */
@@ -71,7 +71,7 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
             status = app_train_run_steps(&ref, 1, txt, 0, &err);
         }
         if (status != TPU_OK) {
-            tpu_job_abort(job, err.msg);
+            app_job_abort(job, err.msg);
         }
         loss_diff = fabs((double)r.losses[0] - ref.losses[0]) / fabs((double)ref.losses[0]);
         for (p = 0; p < TPU_MLP_NPARAMS; p++) {
@@ -94,27 +94,27 @@ int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json)
         app_train_print_split(txt, &r.last, (uint64_t)tpu_pod_chip(job->pod)->hbm_bytes);
         fprintf(txt, "  measured %.1f us for the step on this host\n", r.wall_us[0]);
         if (json != NULL) {
-            tpu_json_kobject(json, "train");
-            tpu_json_kobject(json, "mesh");
-            tpu_json_kint(json, "data", r.spec.data);
-            tpu_json_kint(json, "model", r.spec.model);
-            tpu_json_object_end(json);
-            tpu_json_kstr(json, "strategy", tpu_mlp_strategy_name(tpu_mlp_strategy(r.mlp)));
-            tpu_json_kint(json, "hidden", (long long)r.spec.hidden);
-            tpu_json_kint(json, "batch", (long long)r.spec.batch);
+            app_json_kobject(json, "train");
+            app_json_kobject(json, "mesh");
+            app_json_kint(json, "data", r.spec.data);
+            app_json_kint(json, "model", r.spec.model);
+            app_json_object_end(json);
+            app_json_kstr(json, "strategy", tpu_mlp_strategy_name(tpu_mlp_strategy(r.mlp)));
+            app_json_kint(json, "hidden", (long long)r.spec.hidden);
+            app_json_kint(json, "batch", (long long)r.spec.batch);
             app_train_json_num(json, "loss", r.losses[0]);
             app_train_json_num(json, "loss_one_chip", ref.losses[0]);
             app_train_json_num(json, "rel_diff", loss_diff > w_diff ? loss_diff : w_diff);
-            tpu_json_kbool(json, "ok", ok);
+            app_json_kbool(json, "ok", ok);
             app_train_json_report(json, &r.last);
-            tpu_json_kfixed(json, "measured_us", r.wall_us[0], 1);
-            tpu_json_object_end(json);
+            app_json_kfixed(json, "measured_us", r.wall_us[0], 1);
+            app_json_object_end(json);
         }
         tpu_xport_destroy(ref.x);
         app_train_run_fini(&ref);
         tpu_pod_destroy(one);
     }
     app_train_run_fini(&r);
-    tpu_job_bcast(job, &ok, 1, MPI_INT, 0, "the comparison with the one-chip run");
+    app_job_bcast(job, &ok, 1, MPI_INT, 0, "the comparison with the one-chip run");
     return ok ? 0 : 1;
 }

@@ -15,6 +15,6 @@
  * "train": {...} into the run's JSON object.
  * Collective over the job.  Returns 0 when the check passed.
  */
-int tpu__train_default_step(tpu_job_t *job, FILE *txt, tpu_json_t *json);
+int app_train_default_step(app_job_t *job, FILE *txt, app_json_t *json);
 
 #endif /* APP_CMD_RUN_TRAIN_H */

@@ -47,7 +47,7 @@
 #define NIN  TPU_MLP_IN
 #define NOUT TPU_MLP_OUT
 
-tpu_status_t app_train_check(const tpu_opts_t *o, tpu_err_t *err)
+tpu_status_t app_train_check(const app_opts_t *o, tpu_err_t *err)
 {
     if (o->model_only && (o->data || o->labels || o->init || o->save)) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -104,7 +104,7 @@ static tpu_status_t parse_mesh(const char *text, int nchips, int *data_p, int *m
 
 /* Read --data and --labels (every rank reads the files). */
 /* The data is mapped, not read: each rank touches only the rows of its shard. */
-static tpu_status_t load_data(const tpu_opts_t *a, tpu_npy_t *x, int32_t **y_p, int64_t *n_p,
+static tpu_status_t load_data(const app_opts_t *a, tpu_npy_t *x, int32_t **y_p, int64_t *n_p,
                               tpu_err_t *err)
 {
     int64_t shape[2] = {-1, NIN}, i;
@@ -207,28 +207,28 @@ static tpu_status_t save_all(const char *dir, int64_t H, float *const w[TPU_MLP_
 
 static int exit_code(tpu_status_t status)
 {
-    return status == TPU_ERR_INVALID || status == TPU_ERR_RESOURCE_EXHAUSTED ? TPU_EXIT_USAGE
-                                                                             : TPU_EXIT_FAIL;
+    return status == TPU_ERR_INVALID || status == TPU_ERR_RESOURCE_EXHAUSTED ? APP_EXIT_USAGE
+                                                                             : APP_EXIT_FAIL;
 }
 
 
-int tpu_cmd_train(app_ctx_t *ctx)
+int app_cmd_train(app_ctx_t *ctx)
 {
-    tpu_opts_t *o = ctx->o;
+    app_opts_t *o = ctx->o;
     tpu_err_t err = {0};
-    tpu_job_t *job = ctx->job;
+    app_job_t *job = ctx->job;
     const tpu_pod_t *pod = ctx->pod;
     const tpu_topo_t *topo;
     const tpu_chip_spec_t *chip;
-    tpu_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
-    tpu_json_t json_w, *json = NULL;
-    tpu_report_t report;
+    app_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
+    app_json_t json_w, *json = NULL;
+    app_report_t report;
     app_train_run_t r;
     float *init[TPU_MLP_NPARAMS] = {0};
     tpu_npy_t x = {0}; /* --data, mapped */
     int32_t *y = NULL;
     int64_t nrows = 0;
-    int mpi = job != NULL, code = TPU_EXIT_OK, p, data = 1, model = 1;
+    int mpi = job != NULL, code = APP_EXIT_OK, p, data = 1, model = 1;
     FILE *txt;
     tpu_status_t status;
     double wall0 = tpu__now_s(), wall_sum = 0;
@@ -250,7 +250,7 @@ int tpu_cmd_train(app_ctx_t *ctx)
     r.pod = pod;
     topo = tpu_pod_topo(pod);
     chip = tpu_pod_chip(pod);
-    txt = tpu_sink_text(o->json, o->csv);
+    txt = app_sink_text(o->json, o->csv);
     r.steps = o->model_only ? 1 : o->steps;
     tpu_mlp_spec_init(&r.spec);
     r.spec.batch = o->batch;
@@ -263,16 +263,16 @@ int tpu_cmd_train(app_ctx_t *ctx)
     if (mpi) {
         /* Heartbeats while a collective waits: the watchdog tells a chip that
          * waits on a stopped one from the stopped one. */
-        r.spec.on_wait = tpu_job_on_wait;
+        r.spec.on_wait = app_job_on_wait;
         r.spec.on_wait_arg = job;
     }
     if (o->mesh == NULL && o->config != NULL) {
         /* The config file's mesh, when the flags give none (the file loaded fine
          * in the pod setup). */
-        static tpu_config_t cfg;
+        static app_config_t cfg;
 
-        tpu_config_init(&cfg);
-        if (tpu_config_load(o->config, &cfg, &err) == TPU_OK && cfg.mesh[0] != '\0') {
+        app_config_init(&cfg);
+        if (app_config_load(o->config, &cfg, &err) == TPU_OK && cfg.mesh[0] != '\0') {
             o->mesh = cfg.mesh;
         }
     }
@@ -308,15 +308,15 @@ int tpu_cmd_train(app_ctx_t *ctx)
         status = tpu_xport_loopback_create(topo->nchips, &r.x, &err);
     }
     if (status == TPU_OK) {
-        status = tpu_sink_check(o->json, o->csv, &err);
+        status = app_sink_check(o->json, o->csv, &err);
     }
     if (status == TPU_OK && o->csv != NULL && r.where.root) {
-        status = tpu_sink_open(&csv_sink, o->csv, &err);
+        status = app_sink_open(&csv_sink, o->csv, &err);
     }
     if (status == TPU_OK && o->json != NULL && r.where.root) {
-        status = tpu_sink_open(&sink, o->json, &err);
+        status = app_sink_open(&sink, o->json, &err);
         if (status == TPU_OK) {
-            tpu_json_init(&json_w, sink.f);
+            app_json_init(&json_w, sink.f);
             json = &json_w;
         }
     }
@@ -334,7 +334,7 @@ int tpu_cmd_train(app_ctx_t *ctx)
                      "chips of %s as %s (wrap %s)",
                      (long long)o->hidden, (long long)o->hidden, data, model, r.steps, topo->nchips,
                      chip->name, tpu_pod_shape(pod), tpu_pod_wrap(pod));
-            status = tpu_report_open(&report, o, pod, title, &err);
+            status = app_report_open(&report, o, pod, title, &err);
             r.report = &report;
         } else if (o->trace_measured && o->trace == NULL) {
             status = tpu_err_set(&err, TPU_ERR_INVALID, "--trace-measured needs --trace FILE");
@@ -362,7 +362,7 @@ int tpu_cmd_train(app_ctx_t *ctx)
                 o->model_only ? "none (--model-only: one step modeled, nothing computed)"
                 : mpi         ? "mpi (one chip per rank, real bytes)"
                               : "loopback (every chip in this process, real bytes)");
-        tpu_faults_print(txt, pod, "fault: ");
+        app_faults_print(txt, pod, "fault: ");
         fflush(txt);
     }
     status = app_train_run_steps(&r, o->save != NULL, txt, !o->quiet, &err);
@@ -414,43 +414,43 @@ int tpu_cmd_train(app_ctx_t *ctx)
     if (json != NULL) {
         int s;
 
-        tpu_json_object(json);
-        tpu_json_kstr(json, "command", "train");
-        tpu_pod_json_header(json, pod);
-        tpu_json_kobject(json, "mesh");
-        tpu_json_kint(json, "data", data);
-        tpu_json_kint(json, "model", model);
-        tpu_json_object_end(json);
-        tpu_json_kstr(json, "strategy", tpu_mlp_strategy_name(tpu_mlp_strategy(r.mlp)));
-        tpu_json_kstr(json, "dtype", r.spec.precision == TPU_MLP_BF16 ? "bf16" : "f32");
-        tpu_json_kint(json, "batch", (long long)o->batch);
-        tpu_json_kint(json, "hidden", (long long)o->hidden);
-        tpu_json_kint(json, "hidden_used", (long long)tpu_mlp_hidden(r.mlp));
+        app_json_object(json);
+        app_json_kstr(json, "command", "train");
+        app_pod_json_header(json, pod);
+        app_json_kobject(json, "mesh");
+        app_json_kint(json, "data", data);
+        app_json_kint(json, "model", model);
+        app_json_object_end(json);
+        app_json_kstr(json, "strategy", tpu_mlp_strategy_name(tpu_mlp_strategy(r.mlp)));
+        app_json_kstr(json, "dtype", r.spec.precision == TPU_MLP_BF16 ? "bf16" : "f32");
+        app_json_kint(json, "batch", (long long)o->batch);
+        app_json_kint(json, "hidden", (long long)o->hidden);
+        app_json_kint(json, "hidden_used", (long long)tpu_mlp_hidden(r.mlp));
         app_train_json_num(json, "lr", o->lr);
-        tpu_json_kint(json, "steps", r.steps);
-        tpu_json_kbool(json, "model_only", o->model_only);
-        tpu_json_kstr(json, "transport", o->model_only ? "none" : mpi ? "mpi" : "loopback");
-        tpu_json_karray(json, "losses");
+        app_json_kint(json, "steps", r.steps);
+        app_json_kbool(json, "model_only", o->model_only);
+        app_json_kstr(json, "transport", o->model_only ? "none" : mpi ? "mpi" : "loopback");
+        app_json_karray(json, "losses");
         for (s = 0; !o->model_only && s < r.steps; s++) {
             app_train_json_num(json, NULL, r.losses[s]);
         }
-        tpu_json_array_end(json);
-        tpu_json_karray(json, "measured_us");
+        app_json_array_end(json);
+        app_json_karray(json, "measured_us");
         for (s = 0; s < r.steps; s++) {
-            tpu_json_fixed(json, r.wall_us[s], 1);
+            app_json_fixed(json, r.wall_us[s], 1);
         }
-        tpu_json_array_end(json);
-        tpu_json_kuint(json, "hbm_capacity_bytes", (unsigned long long)chip->hbm_bytes);
+        app_json_array_end(json);
+        app_json_kuint(json, "hbm_capacity_bytes", (unsigned long long)chip->hbm_bytes);
         app_train_json_num(json, "peak_bf16_flops", chip->bf16_flops);
         if (!o->model_only && tpu_mlp_strategy(r.mlp) != TPU_MLP_FSDP) {
-            tpu_json_kbool(json, "replicas_identical", r.replicas_ok);
+            app_json_kbool(json, "replicas_identical", r.replicas_ok);
         }
         app_train_json_report(json, &r.last);
-        tpu_json_kfixed(json, "wall_s", tpu__now_s() - wall0, 3);
-        tpu_json_object_end(json);
-        if (tpu_json_end(json, &err) != TPU_OK) {
-            code = TPU_EXIT_FAIL;
-            tpu_die_msg(err.msg);
+        app_json_kfixed(json, "wall_s", tpu__now_s() - wall0, 3);
+        app_json_object_end(json);
+        if (app_json_end(json, &err) != TPU_OK) {
+            code = APP_EXIT_FAIL;
+            app_die_msg(err.msg);
         }
         json = NULL;
     }
@@ -458,54 +458,54 @@ int tpu_cmd_train(app_ctx_t *ctx)
         static const char *const cols[] = {"step",       "loss",    "modeled_us",
                                            "compute_us", "comm_us", "exposed_comm_us",
                                            "measured_us"};
-        tpu_csv_t csv;
+        app_csv_t csv;
         int s;
 
-        tpu_csv_init(&csv, csv_sink.f);
-        tpu_csv_header(&csv, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+        app_csv_init(&csv, csv_sink.f);
+        app_csv_header(&csv, cols, (int)(sizeof(cols) / sizeof(cols[0])));
         for (s = 0; s < r.steps; s++) {
             int k;
 
-            tpu_csv_int(&csv, s);
+            app_csv_int(&csv, s);
             if (o->model_only) {
-                tpu_csv_empty(&csv);
+                app_csv_empty(&csv);
             } else {
-                tpu_csv_fixed(&csv, r.losses[s], 9); /* empty when not finite */
+                app_csv_fixed(&csv, r.losses[s], 9); /* empty when not finite */
             }
             for (k = 0; k < 4; k++) {
-                tpu_csv_fixed(&csv, r.modeled[s][k], 6);
+                app_csv_fixed(&csv, r.modeled[s][k], 6);
             }
-            tpu_csv_fixed(&csv, r.wall_us[s], 1);
-            tpu_csv_end_row(&csv);
+            app_csv_fixed(&csv, r.wall_us[s], 1);
+            app_csv_end_row(&csv);
         }
-        if (tpu_sink_close(&csv_sink, &err) != TPU_OK) {
-            code = TPU_EXIT_FAIL;
-            tpu_die_msg(err.msg);
+        if (app_sink_close(&csv_sink, &err) != TPU_OK) {
+            code = APP_EXIT_FAIL;
+            app_die_msg(err.msg);
         }
     }
     if (!r.replicas_ok) {
-        code = TPU_EXIT_FAIL;
+        code = APP_EXIT_FAIL;
     }
     if (r.report != NULL) {
         r.report = NULL;
-        if (tpu_report_close(&report, &err) != TPU_OK) {
-            code = TPU_EXIT_FAIL;
-            tpu_die_msg(err.msg);
+        if (app_report_close(&report, &err) != TPU_OK) {
+            code = APP_EXIT_FAIL;
+            app_die_msg(err.msg);
         }
     }
 out:
     if (r.report != NULL) {
-        tpu_report_close(&report, NULL);
+        app_report_close(&report, NULL);
     }
     if (status != TPU_OK && (printer < 0 ? r.where.root : printer == (mpi ? job->chip : 0))) {
-        tpu_die_msg(err.msg);
+        app_die_msg(err.msg);
     }
     if (csv_sink.f != NULL) {
-        tpu_sink_close(&csv_sink, NULL);
+        app_sink_close(&csv_sink, NULL);
     }
-    if (sink.f != NULL && tpu_sink_close(&sink, &err) != TPU_OK && code == TPU_EXIT_OK) {
-        code = TPU_EXIT_FAIL;
-        tpu_die_msg(err.msg);
+    if (sink.f != NULL && app_sink_close(&sink, &err) != TPU_OK && code == APP_EXIT_OK) {
+        code = APP_EXIT_FAIL;
+        app_die_msg(err.msg);
     }
     fflush(stdout);
     app_train_run_fini(&r);
@@ -518,8 +518,8 @@ out:
         /* A failure every rank saw the same way (bad input) ends the job cleanly. */
         int worst = code;
 
-        tpu_job_allreduce(job, &code, &worst, 1, MPI_INT, MPI_MAX, "the exit codes");
-        return tpu_job_end(job, worst);
+        app_job_allreduce(job, &code, &worst, 1, MPI_INT, MPI_MAX, "the exit codes");
+        return app_job_end(job, worst);
     }
     tpu_xport_destroy(r.x);
     return code;

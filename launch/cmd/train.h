@@ -5,8 +5,8 @@
 #include "launch.h"
 
 /* The checks of train's flags that need no pod (--data with --labels, --model-only alone). */
-tpu_status_t app_train_check(const tpu_opts_t *o, tpu_err_t *err);
+tpu_status_t app_train_check(const app_opts_t *o, tpu_err_t *err);
 /* The runner of its row in commands.def. */
-int tpu_cmd_train(app_ctx_t *ctx);
+int app_cmd_train(app_ctx_t *ctx);
 
 #endif /* APP_CMD_TRAIN_H */

@@ -5,8 +5,8 @@
  * Fields that the file does not set keep the "unset" value given below, so the
  * command line can tell a value the user chose from a default.
  */
-#ifndef TPU_LAUNCH_CONFIG_H
-#define TPU_LAUNCH_CONFIG_H
+#ifndef APP_LAUNCH_CONFIG_H
+#define APP_LAUNCH_CONFIG_H
 
 #include "tpu/chip.h"
 #include "tpu/fault.h"
@@ -14,34 +14,34 @@
 
 #include <stddef.h>
 
-#define TPU_CONFIG_STR 128
+#define APP_CONFIG_STR 128
 
-typedef struct tpu_config {
-    char chip[TPU_CONFIG_STR];     /* preset name ("v5e"); "" when unset */
+typedef struct app_config {
+    char chip[APP_CONFIG_STR];     /* preset name ("v5e"); "" when unset */
     int chip_custom;               /* 1 when 'custom' holds a chip described field by field */
     tpu_chip_spec_t custom;        /* the custom chip: its base preset plus the fields set */
-    char topology[TPU_CONFIG_STR]; /* "4x4"; "" when unset */
-    char wrap[TPU_CONFIG_STR];     /* "auto", "all", "none", "x,z"; "" when unset */
+    char topology[APP_CONFIG_STR]; /* "4x4"; "" when unset */
+    char wrap[APP_CONFIG_STR];     /* "auto", "all", "none", "x,z"; "" when unset */
     int slices;                    /* 0 when unset */
-    char mesh[TPU_CONFIG_STR];     /* "data=4,model=4"; "" when unset */
+    char mesh[APP_CONFIG_STR];     /* "data=4,model=4"; "" when unset */
     double ici_bw;                 /* bytes/s per link, bidirectional; < 0 when unset */
     double ici_latency;            /* seconds per hop; < 0 when unset */
     double dcn_bw;                 /* bytes/s per chip; < 0 when unset */
     double dcn_latency;            /* seconds; < 0 when unset */
     /* Where the file sets chip, topology and wrap ("pod.yaml:3:11"; "" when unset), so
      * that a pod the flags cannot build from them is reported at the file's line. */
-    char chip_at[TPU_CONFIG_STR + 32], topology_at[TPU_CONFIG_STR + 32],
-        wrap_at[TPU_CONFIG_STR + 32];
-    char host_dims_at[TPU_CONFIG_STR + 32]; /* where a custom chip sets host_dims */
+    char chip_at[APP_CONFIG_STR + 32], topology_at[APP_CONFIG_STR + 32],
+        wrap_at[APP_CONFIG_STR + 32];
+    char host_dims_at[APP_CONFIG_STR + 32]; /* where a custom chip sets host_dims */
     /* 'faults:', a list of mappings (kind, chip, dir, both, factor, host), in file
      * order, each with where it starts in the file. */
     tpu_fault_t faults[TPU_MAX_FAULTS];
     int nfaults;
-    char fault_at[TPU_MAX_FAULTS][TPU_CONFIG_STR + 32];
-} tpu_config_t;
+    char fault_at[TPU_MAX_FAULTS][APP_CONFIG_STR + 32];
+} app_config_t;
 
 /* Set every field of 'cfg' to its unset value. */
-void tpu_config_init(tpu_config_t *cfg);
+void app_config_init(app_config_t *cfg);
 
 /*
  * Parse the YAML file at 'path' into 'cfg' (fields the file does not name are left
@@ -49,17 +49,17 @@ void tpu_config_init(tpu_config_t *cfg);
  * key, a malformed document or an unreadable file is TPU_ERR_CONFIG with a
  * message "path:line:col: ..." that names the key or the problem.
  */
-tpu_status_t tpu_config_load(const char *path, tpu_config_t *cfg, tpu_err_t *err);
+tpu_status_t app_config_load(const char *path, app_config_t *cfg, tpu_err_t *err);
 
 /* The same from a string held in memory; 'name' stands for the path in messages. */
-tpu_status_t tpu_config_load_string(const char *text, size_t len, const char *name,
-                                    tpu_config_t *cfg, tpu_err_t *err);
+tpu_status_t app_config_load_string(const char *text, size_t len, const char *name,
+                                    app_config_t *cfg, tpu_err_t *err);
 
 /*
  * Parse a size: plain bytes ("1024") or a number with a suffix K, M, G (powers of
  * two: 1K = 1024).  Used by the CLI (--bytes) and the YAML file (hbm_bytes: 16G).
  * @return TPU_OK, or TPU_ERR_INVALID with a message naming 'text'.
  */
-tpu_status_t tpu_parse_size(const char *text, unsigned long long *bytes_p, tpu_err_t *err);
+tpu_status_t app_parse_size(const char *text, unsigned long long *bytes_p, tpu_err_t *err);
 
-#endif /* TPU_LAUNCH_CONFIG_H */
+#endif /* APP_LAUNCH_CONFIG_H */

@@ -59,9 +59,9 @@ const field_t app_config_chip_fields[] = {
 };
 
 const field_t app_config_link_fields[] = {
-    {"ici_bandwidth", KIND_NUMBER, offsetof(tpu_config_t, ici_bw), 0},
-    {"ici_latency_us", KIND_MICROS, offsetof(tpu_config_t, ici_latency), 0},
-    {"dcn_bandwidth", KIND_NUMBER, offsetof(tpu_config_t, dcn_bw), 0},
-    {"dcn_latency_us", KIND_MICROS, offsetof(tpu_config_t, dcn_latency), 0},
+    {"ici_bandwidth", KIND_NUMBER, offsetof(app_config_t, ici_bw), 0},
+    {"ici_latency_us", KIND_MICROS, offsetof(app_config_t, ici_latency), 0},
+    {"dcn_bandwidth", KIND_NUMBER, offsetof(app_config_t, dcn_bw), 0},
+    {"dcn_latency_us", KIND_MICROS, offsetof(app_config_t, dcn_latency), 0},
     {NULL, KIND_OTHER, 0, 0},
 };

@@ -2,8 +2,8 @@
  * The schema of the pod file (config_schema.c): the keys of each mapping, their
  * types and where their values go.  Private to launch/config.
  */
-#ifndef TPU_LAUNCH_CONFIG_SCHEMA_H
-#define TPU_LAUNCH_CONFIG_SCHEMA_H
+#ifndef APP_LAUNCH_CONFIG_SCHEMA_H
+#define APP_LAUNCH_CONFIG_SCHEMA_H
 
 #include <stddef.h>
 

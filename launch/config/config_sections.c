@@ -55,7 +55,7 @@ static tpu_status_t chip_pair(load_ctx_t *c, const field_t *f, const yaml_node_t
 
 /* 'chip:': a preset name, or a mapping with 'base:' and the fields it overrides. */
 tpu_status_t app_config_parse_chip(load_ctx_t *c, const yaml_node_t *key, const yaml_node_t *val,
-                                   tpu_config_t *cfg)
+                                   app_config_t *cfg)
 {
     const yaml_node_t *base = NULL;
     yaml_node_pair_t *p;
@@ -179,9 +179,9 @@ static tpu_status_t check_mesh(load_ctx_t *c, const yaml_node_t *val, const char
 }
 
 /* 'mesh:': a string "data=4,model=4" or a mapping {data: 4, model: 4}, kept in file order. */
-tpu_status_t app_config_parse_mesh(load_ctx_t *c, const yaml_node_t *val, tpu_config_t *cfg)
+tpu_status_t app_config_parse_mesh(load_ctx_t *c, const yaml_node_t *val, app_config_t *cfg)
 {
-    char mesh[TPU_CONFIG_STR] = {0}; /* whole: cfg->mesh gets all of it */
+    char mesh[APP_CONFIG_STR] = {0}; /* whole: cfg->mesh gets all of it */
     yaml_node_pair_t *p, *q;
     size_t used = 0;
     tpu_status_t status;
@@ -230,7 +230,7 @@ tpu_status_t app_config_parse_mesh(load_ctx_t *c, const yaml_node_t *val, tpu_co
     }
     if (used >= sizeof(mesh)) {
         return app_config_fail_at(c, val, "'mesh' is too long (at most %d characters as a string)",
-                                  TPU_CONFIG_STR - 1);
+                                  APP_CONFIG_STR - 1);
     }
     memcpy(cfg->mesh, mesh, sizeof(mesh));
     return TPU_OK;
@@ -320,7 +320,7 @@ static tpu_status_t fault_pair(load_ctx_t *c, const field_t *f, const yaml_node_
 }
 
 /* 'faults:': a list of mappings, each a fault with its 'kind' and the keys it takes. */
-tpu_status_t app_config_parse_faults(load_ctx_t *c, const yaml_node_t *val, tpu_config_t *cfg)
+tpu_status_t app_config_parse_faults(load_ctx_t *c, const yaml_node_t *val, app_config_t *cfg)
 {
     yaml_node_item_t *it;
     tpu_status_t status;

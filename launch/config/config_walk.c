@@ -150,9 +150,9 @@ tpu_status_t app_config_get_plain(load_ctx_t *c, const char *key, const yaml_nod
     return status;
 }
 
-/* A string value that fits a TPU_CONFIG_STR field. */
+/* A string value that fits a APP_CONFIG_STR field. */
 tpu_status_t app_config_get_string(load_ctx_t *c, const char *key, const yaml_node_t *val,
-                                   const char *what, char out[TPU_CONFIG_STR])
+                                   const char *what, char out[APP_CONFIG_STR])
 {
     const char *s;
     tpu_status_t status = app_config_get_text(c, key, val, what, &s);
@@ -160,9 +160,9 @@ tpu_status_t app_config_get_string(load_ctx_t *c, const char *key, const yaml_no
     if (status != TPU_OK) {
         return status;
     }
-    if (strlen(s) >= TPU_CONFIG_STR) {
+    if (strlen(s) >= APP_CONFIG_STR) {
         return app_config_fail_at(c, val, "'%s' is too long (at most %d characters)", key,
-                                  TPU_CONFIG_STR - 1);
+                                  APP_CONFIG_STR - 1);
     }
     memcpy(out, s, strlen(s) + 1);
     return TPU_OK;
@@ -195,7 +195,7 @@ tpu_status_t app_config_get_number(load_ctx_t *c, const char *key, const yaml_no
                                           ? " (K, M and G suffixes are for byte counts)"
                                           : "");
         }
-        if (tpu_parse_size(s, &bytes, &e) != TPU_OK) {
+        if (app_parse_size(s, &bytes, &e) != TPU_OK) {
             return app_config_fail_at(c, val, "'%s': %s", key, e.msg);
         }
         x = (double)bytes;

@@ -3,8 +3,8 @@
  * position, typed values, and a mapping checked against its key table.  Private to
  * launch/config.
  */
-#ifndef TPU_LAUNCH_CONFIG_WALK_H
-#define TPU_LAUNCH_CONFIG_WALK_H
+#ifndef APP_LAUNCH_CONFIG_WALK_H
+#define APP_LAUNCH_CONFIG_WALK_H
 
 #include "tpu/status.h"
 #include "tpu/topo.h"
@@ -56,9 +56,9 @@ tpu_status_t app_config_get_text(load_ctx_t *c, const char *key, const yaml_node
 /* The same for a number: a plain scalar, so that "2" (a string in YAML) is refused. */
 tpu_status_t app_config_get_plain(load_ctx_t *c, const char *key, const yaml_node_t *val,
                                   const char *what, const char **text_p);
-/* A string value that fits a TPU_CONFIG_STR field. */
+/* A string value that fits a APP_CONFIG_STR field. */
 tpu_status_t app_config_get_string(load_ctx_t *c, const char *key, const yaml_node_t *val,
-                                   const char *what, char out[TPU_CONFIG_STR]);
+                                   const char *what, char out[APP_CONFIG_STR]);
 /*
  * A number of kind 'kind' (KIND_NUMBER, KIND_BYTES or KIND_MICROS): plain
  * decimal in strtod syntax (no hex, inf or nan), or for KIND_BYTES a size.

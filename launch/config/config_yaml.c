@@ -12,7 +12,7 @@
  *   - every key must be in the table (an unknown key gets the closest known one,
  *     within an edit distance of 2, as a suggestion) and appear once;
  *   - every value must have its type: a number is a plain (unquoted) scalar in C
- *     strtod syntax, a byte count also takes K, M, G suffixes (tpu_parse_size),
+ *     strtod syntax, a byte count also takes K, M, G suffixes (app_parse_size),
  *     a count is a positive whole number, a string is any scalar, and a list or
  *     a mapping where a scalar belongs is an error; null values are errors;
  *   - topology, wrap and mesh strings are checked here already, so that their
@@ -56,7 +56,7 @@
 
 /* What the top level keeps for the checks that need two keys. */
 typedef struct root_state {
-    tpu_config_t *cfg;
+    app_config_t *cfg;
     const yaml_node_t *topology; /* the value nodes, when the file names them */
     const yaml_node_t *wrap;
     int naxes;
@@ -66,7 +66,7 @@ static tpu_status_t root_pair(load_ctx_t *c, const field_t *f, const yaml_node_t
                               const yaml_node_t *val, void *obj)
 {
     root_state_t *st = obj;
-    tpu_config_t *cfg = st->cfg;
+    app_config_t *cfg = st->cfg;
     int dims[TPU_MAX_AXES], wrap[TPU_MAX_AXES], is_auto;
     tpu_err_t e = {0};
     tpu_status_t status;
@@ -108,7 +108,7 @@ static tpu_status_t root_pair(load_ctx_t *c, const field_t *f, const yaml_node_t
     return app_config_walk_map(c, val, "'links'", app_config_link_fields, NULL, cfg);
 }
 
-static tpu_status_t parse_root(load_ctx_t *c, const yaml_node_t *root, tpu_config_t *cfg)
+static tpu_status_t parse_root(load_ctx_t *c, const yaml_node_t *root, app_config_t *cfg)
 {
     root_state_t st = {cfg, NULL, NULL, 0};
     int wrap[TPU_MAX_AXES], is_auto;
@@ -224,7 +224,7 @@ static size_t too_deep(const char *text, size_t len)
     return len;
 }
 
-void tpu_config_init(tpu_config_t *cfg)
+void app_config_init(app_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->ici_bw = -1;
@@ -233,13 +233,13 @@ void tpu_config_init(tpu_config_t *cfg)
     cfg->dcn_latency = -1;
 }
 
-tpu_status_t tpu_config_load_string(const char *text, size_t len, const char *name,
-                                    tpu_config_t *cfg, tpu_err_t *err)
+tpu_status_t app_config_load_string(const char *text, size_t len, const char *name,
+                                    app_config_t *cfg, tpu_err_t *err)
 {
     yaml_parser_t parser;
     yaml_document_t doc, extra;
     const yaml_node_t *root;
-    tpu_config_t tmp;
+    app_config_t tmp;
     load_ctx_t c;
     size_t deep;
     tpu_status_t status;
@@ -308,7 +308,7 @@ out:
     return status;
 }
 
-tpu_status_t tpu_config_load(const char *path, tpu_config_t *cfg, tpu_err_t *err)
+tpu_status_t app_config_load(const char *path, app_config_t *cfg, tpu_err_t *err)
 {
     struct stat st;
     size_t len = 0, cap = 0;
@@ -376,7 +376,7 @@ tpu_status_t tpu_config_load(const char *path, tpu_config_t *cfg, tpu_err_t *err
                               path, MAX_FILE_BYTES);
         goto out_free;
     }
-    status = tpu_config_load_string(buf, len, path, cfg, err);
+    status = app_config_load_string(buf, len, path, cfg, err);
 out_free:
     tpu__free(buf);
     fclose(f);
@@ -384,7 +384,7 @@ out:
     return status;
 }
 
-tpu_status_t tpu_parse_size(const char *text, unsigned long long *bytes_p, tpu_err_t *err)
+tpu_status_t app_parse_size(const char *text, unsigned long long *bytes_p, tpu_err_t *err)
 {
     const char *p = text;
     unsigned long long value = 0;

@@ -4,20 +4,20 @@
 #include <math.h>
 #include <string.h>
 
-void tpu_csv_init(tpu_csv_t *c, FILE *out)
+void app_csv_init(app_csv_t *c, FILE *out)
 {
     c->out = out;
     c->col = 0;
 }
 
-static void sep(tpu_csv_t *c)
+static void sep(app_csv_t *c)
 {
     if (c->col++ > 0) {
         fputc(',', c->out);
     }
 }
 
-void tpu_csv_str(tpu_csv_t *c, const char *s)
+void app_csv_str(app_csv_t *c, const char *s)
 {
     sep(c);
     if (strpbrk(s, ",\"\r\n") == NULL) {
@@ -34,29 +34,29 @@ void tpu_csv_str(tpu_csv_t *c, const char *s)
     fputc('"', c->out);
 }
 
-void tpu_csv_header(tpu_csv_t *c, const char *const *names, int n)
+void app_csv_header(app_csv_t *c, const char *const *names, int n)
 {
     int i;
 
     for (i = 0; i < n; i++) {
-        tpu_csv_str(c, names[i]);
+        app_csv_str(c, names[i]);
     }
-    tpu_csv_end_row(c);
+    app_csv_end_row(c);
 }
 
-void tpu_csv_uint(tpu_csv_t *c, unsigned long long v)
+void app_csv_uint(app_csv_t *c, unsigned long long v)
 {
     sep(c);
     fprintf(c->out, "%llu", v);
 }
 
-void tpu_csv_int(tpu_csv_t *c, long long v)
+void app_csv_int(app_csv_t *c, long long v)
 {
     sep(c);
     fprintf(c->out, "%lld", v);
 }
 
-void tpu_csv_fixed(tpu_csv_t *c, double v, int decimals)
+void app_csv_fixed(app_csv_t *c, double v, int decimals)
 {
     sep(c);
     if (isfinite(v)) {
@@ -64,12 +64,12 @@ void tpu_csv_fixed(tpu_csv_t *c, double v, int decimals)
     }
 }
 
-void tpu_csv_empty(tpu_csv_t *c)
+void app_csv_empty(app_csv_t *c)
 {
     sep(c);
 }
 
-void tpu_csv_end_row(tpu_csv_t *c)
+void app_csv_end_row(app_csv_t *c)
 {
     fputc('\n', c->out);
     c->col = 0;

@@ -2,25 +2,25 @@
  * A CSV writer (RFC 4180): a header line, then rows; a cell with a comma, a
  * quote or a line break is quoted, its quotes doubled.  Private to launch/.
  */
-#ifndef TPU_LAUNCH_OUTPUT_CSV_H
-#define TPU_LAUNCH_OUTPUT_CSV_H
+#ifndef APP_LAUNCH_OUTPUT_CSV_H
+#define APP_LAUNCH_OUTPUT_CSV_H
 
 #include <stdio.h>
 
-typedef struct tpu_csv {
+typedef struct app_csv {
     FILE *out;
     int col; /* cells written in the current row */
-} tpu_csv_t;
+} app_csv_t;
 
-void tpu_csv_init(tpu_csv_t *c, FILE *out);
+void app_csv_init(app_csv_t *c, FILE *out);
 /* The header line from 'n' column names. */
-void tpu_csv_header(tpu_csv_t *c, const char *const *names, int n);
-void tpu_csv_str(tpu_csv_t *c, const char *s);
-void tpu_csv_uint(tpu_csv_t *c, unsigned long long v);
-void tpu_csv_int(tpu_csv_t *c, long long v);
-void tpu_csv_fixed(tpu_csv_t *c, double v, int decimals);
+void app_csv_header(app_csv_t *c, const char *const *names, int n);
+void app_csv_str(app_csv_t *c, const char *s);
+void app_csv_uint(app_csv_t *c, unsigned long long v);
+void app_csv_int(app_csv_t *c, long long v);
+void app_csv_fixed(app_csv_t *c, double v, int decimals);
 /* An empty cell (no value). */
-void tpu_csv_empty(tpu_csv_t *c);
-void tpu_csv_end_row(tpu_csv_t *c);
+void app_csv_empty(app_csv_t *c);
+void app_csv_end_row(app_csv_t *c);
 
-#endif /* TPU_LAUNCH_OUTPUT_CSV_H */
+#endif /* APP_LAUNCH_OUTPUT_CSV_H */

@@ -2,7 +2,7 @@
  * document (faults.h). */
 #include "faults.h"
 
-void tpu_faults_print(FILE *out, const tpu_pod_t *pod, const char *label)
+void app_faults_print(FILE *out, const tpu_pod_t *pod, const char *label)
 {
     const tpu_faults_t *faults = tpu_pod_faults(pod);
     int i;
@@ -15,55 +15,55 @@ void tpu_faults_print(FILE *out, const tpu_pod_t *pod, const char *label)
     }
 }
 
-void tpu_faults_json(tpu_json_t *j, const tpu_pod_t *pod)
+void app_faults_json(app_json_t *j, const tpu_pod_t *pod)
 {
     const tpu_faults_t *faults = tpu_pod_faults(pod);
     const tpu_topo_t *t = tpu_pod_topo(pod);
     int i, a;
 
-    tpu_json_karray(j, "faults");
+    app_json_karray(j, "faults");
     for (i = 0; i < tpu_faults_count(faults); i++) {
         const tpu_fault_t *f = tpu_faults_get(faults, i);
         char buf[160];
         int c[TPU_MAX_AXES];
 
-        tpu_json_object(j);
-        tpu_json_kstr(j, "kind", tpu_fault_kind_name(f->kind));
+        app_json_object(j);
+        app_json_kstr(j, "kind", tpu_fault_kind_name(f->kind));
         if (f->kind == TPU_FAULT_SLOW_NIC) {
-            tpu_json_kint(j, "host", f->host);
+            app_json_kint(j, "host", f->host);
         } else {
-            tpu_json_kint(j, "chip", f->chip);
-            tpu_json_kint(j, "slice", tpu_topo_slice_of(t, f->chip));
+            app_json_kint(j, "chip", f->chip);
+            app_json_kint(j, "slice", tpu_topo_slice_of(t, f->chip));
             tpu_topo_coords(t, f->chip, c);
-            tpu_json_karray(j, "coords");
+            app_json_karray(j, "coords");
             for (a = 0; a < t->naxes; a++) {
-                tpu_json_int(j, c[a]);
+                app_json_int(j, c[a]);
             }
-            tpu_json_array_end(j);
+            app_json_array_end(j);
         }
         if (f->kind == TPU_FAULT_SLOW_LINK || f->kind == TPU_FAULT_LINK_DOWN) {
             snprintf(buf, sizeof(buf), "%c%s", f->dir > 0 ? '+' : '-', tpu_topo_axis_name(f->axis));
-            tpu_json_kstr(j, "dir", buf);
-            tpu_json_kbool(j, "both", f->both);
+            app_json_kstr(j, "dir", buf);
+            app_json_kbool(j, "both", f->both);
         }
         if (f->kind != TPU_FAULT_LINK_DOWN) {
-            tpu_json_ksig(j, "factor", f->factor, 6);
+            app_json_ksig(j, "factor", f->factor, 6);
         }
         tpu_fault_str(t, f, buf, sizeof(buf));
-        tpu_json_kstr(j, "text", buf);
-        tpu_json_object_end(j);
+        app_json_kstr(j, "text", buf);
+        app_json_object_end(j);
     }
-    tpu_json_array_end(j);
+    app_json_array_end(j);
 }
 
-void tpu_pod_json_header(tpu_json_t *j, const tpu_pod_t *pod)
+void app_pod_json_header(app_json_t *j, const tpu_pod_t *pod)
 {
     const tpu_topo_t *t = tpu_pod_topo(pod);
 
-    tpu_json_kstr(j, "chip", tpu_pod_chip(pod)->name);
-    tpu_json_kstr(j, "topology", tpu_pod_shape(pod));
-    tpu_json_kstr(j, "wrap", tpu_pod_wrap(pod));
-    tpu_json_kint(j, "slices", t->slices);
-    tpu_json_kint(j, "chips", t->nchips);
-    tpu_faults_json(j, pod);
+    app_json_kstr(j, "chip", tpu_pod_chip(pod)->name);
+    app_json_kstr(j, "topology", tpu_pod_shape(pod));
+    app_json_kstr(j, "wrap", tpu_pod_wrap(pod));
+    app_json_kint(j, "slices", t->slices);
+    app_json_kint(j, "chips", t->nchips);
+    app_faults_json(j, pod);
 }

@@ -3,8 +3,8 @@
  * line each and the JSON 'faults' array, and the pod keys that open every
  * command's JSON document.  Private to launch/.
  */
-#ifndef TPU_LAUNCH_OUTPUT_FAULTS_H
-#define TPU_LAUNCH_OUTPUT_FAULTS_H
+#ifndef APP_LAUNCH_OUTPUT_FAULTS_H
+#define APP_LAUNCH_OUTPUT_FAULTS_H
 
 #include "tpu/pod.h"
 
@@ -13,21 +13,21 @@
 #include <stdio.h>
 
 /* "LABEL link-down chip 1 (1) +x" for every fault of the pod; nothing without faults. */
-void tpu_faults_print(FILE *out, const tpu_pod_t *pod, const char *label);
+void app_faults_print(FILE *out, const tpu_pod_t *pod, const char *label);
 
 /*
  * "faults": [{"kind": "slow-link", "chip": 5, "coords": [1, 1], "dir": "+x",
  * "both": false, "factor": 0.5, "text": "..."}, ...]: every fault of the pod
  * (an empty array without faults); keys a kind does not take are left out.
  */
-void tpu_faults_json(tpu_json_t *j, const tpu_pod_t *pod);
+void app_faults_json(app_json_t *j, const tpu_pod_t *pod);
 
 /*
  * The pod keys every JSON document carries, in this order, into the object 'j'
  * has open: "chip", "topology", "wrap", "slices", "chips", then "faults"
- * (tpu_faults_json).  One writer, so that run, bench, model, train and replay
+ * (app_faults_json).  One writer, so that run, bench, model, train and replay
  * describe the pod alike.
  */
-void tpu_pod_json_header(tpu_json_t *j, const tpu_pod_t *pod);
+void app_pod_json_header(app_json_t *j, const tpu_pod_t *pod);
 
-#endif /* TPU_LAUNCH_OUTPUT_FAULTS_H */
+#endif /* APP_LAUNCH_OUTPUT_FAULTS_H */

@@ -8,14 +8,14 @@
 #include <math.h>
 #include <string.h>
 
-void tpu_json_init(tpu_json_t *j, FILE *out)
+void app_json_init(app_json_t *j, FILE *out)
 {
     memset(j, 0, sizeof(*j));
     j->out = out;
 }
 
 /* The separator before a value or a key. */
-static void sep(tpu_json_t *j)
+static void sep(app_json_t *j)
 {
     if (j->after_key) {
         j->after_key = 0;
@@ -26,19 +26,19 @@ static void sep(tpu_json_t *j)
     }
 }
 
-static void open_(tpu_json_t *j, int c)
+static void open_(app_json_t *j, int c)
 {
     sep(j);
     fputc(c, j->out);
-    if (j->depth + 1 < TPU_JSON_DEPTH) {
+    if (j->depth + 1 < APP_JSON_DEPTH) {
         j->depth++;
     } else {
-        tpu_err_set(&j->err, TPU_ERR_INTERNAL, "JSON nested deeper than %d", TPU_JSON_DEPTH);
+        tpu_err_set(&j->err, TPU_ERR_INTERNAL, "JSON nested deeper than %d", APP_JSON_DEPTH);
     }
     j->count[j->depth] = 0;
 }
 
-static void close_(tpu_json_t *j, int c)
+static void close_(app_json_t *j, int c)
 {
     fputc(c, j->out);
     if (j->depth > 0) {
@@ -46,27 +46,27 @@ static void close_(tpu_json_t *j, int c)
     }
 }
 
-void tpu_json_object(tpu_json_t *j)
+void app_json_object(app_json_t *j)
 {
     open_(j, '{');
 }
 
-void tpu_json_object_end(tpu_json_t *j)
+void app_json_object_end(app_json_t *j)
 {
     close_(j, '}');
 }
 
-void tpu_json_array(tpu_json_t *j)
+void app_json_array(app_json_t *j)
 {
     open_(j, '[');
 }
 
-void tpu_json_array_end(tpu_json_t *j)
+void app_json_array_end(app_json_t *j)
 {
     close_(j, ']');
 }
 
-void tpu_json_escape(FILE *out, const char *s)
+void app_json_escape(FILE *out, const char *s)
 {
     fputc('"', out);
     for (; *s != '\0'; s++) {
@@ -88,47 +88,47 @@ void tpu_json_escape(FILE *out, const char *s)
     fputc('"', out);
 }
 
-void tpu_json_key(tpu_json_t *j, const char *key)
+void app_json_key(app_json_t *j, const char *key)
 {
     sep(j);
-    tpu_json_escape(j->out, key);
+    app_json_escape(j->out, key);
     fputs(": ", j->out);
     snprintf(j->key, sizeof(j->key), "%s", key);
     j->after_key = 1;
 }
 
-void tpu_json_str(tpu_json_t *j, const char *s)
+void app_json_str(app_json_t *j, const char *s)
 {
     sep(j);
-    tpu_json_escape(j->out, s != NULL ? s : "");
+    app_json_escape(j->out, s != NULL ? s : "");
 }
 
-void tpu_json_int(tpu_json_t *j, long long v)
+void app_json_int(app_json_t *j, long long v)
 {
     sep(j);
     fprintf(j->out, "%lld", v);
 }
 
-void tpu_json_uint(tpu_json_t *j, unsigned long long v)
+void app_json_uint(app_json_t *j, unsigned long long v)
 {
     sep(j);
     fprintf(j->out, "%llu", v);
 }
 
-void tpu_json_bool(tpu_json_t *j, int v)
+void app_json_bool(app_json_t *j, int v)
 {
     sep(j);
     fputs(v ? "true" : "false", j->out);
 }
 
-void tpu_json_null(tpu_json_t *j)
+void app_json_null(app_json_t *j)
 {
     sep(j);
     fputs("null", j->out);
 }
 
 /* inf and nan have no JSON form: keep the error, write null. */
-static int refuse(tpu_json_t *j, double v)
+static int refuse(app_json_t *j, double v)
 {
     if (isfinite(v)) {
         return 0;
@@ -139,7 +139,7 @@ static int refuse(tpu_json_t *j, double v)
     return 1;
 }
 
-void tpu_json_fixed(tpu_json_t *j, double v, int decimals)
+void app_json_fixed(app_json_t *j, double v, int decimals)
 {
     sep(j);
     if (!refuse(j, v)) {
@@ -147,7 +147,7 @@ void tpu_json_fixed(tpu_json_t *j, double v, int decimals)
     }
 }
 
-void tpu_json_sig(tpu_json_t *j, double v, int digits)
+void app_json_sig(app_json_t *j, double v, int digits)
 {
     sep(j);
     if (!refuse(j, v)) {
@@ -155,7 +155,7 @@ void tpu_json_sig(tpu_json_t *j, double v, int digits)
     }
 }
 
-tpu_status_t tpu_json_end(tpu_json_t *j, tpu_err_t *err)
+tpu_status_t app_json_end(app_json_t *j, tpu_err_t *err)
 {
     fputc('\n', j->out);
     if (j->err.status != TPU_OK) {
@@ -164,50 +164,50 @@ tpu_status_t tpu_json_end(tpu_json_t *j, tpu_err_t *err)
     return TPU_OK;
 }
 
-void tpu_json_kstr(tpu_json_t *j, const char *key, const char *s)
+void app_json_kstr(app_json_t *j, const char *key, const char *s)
 {
-    tpu_json_key(j, key);
-    tpu_json_str(j, s);
+    app_json_key(j, key);
+    app_json_str(j, s);
 }
 
-void tpu_json_kint(tpu_json_t *j, const char *key, long long v)
+void app_json_kint(app_json_t *j, const char *key, long long v)
 {
-    tpu_json_key(j, key);
-    tpu_json_int(j, v);
+    app_json_key(j, key);
+    app_json_int(j, v);
 }
 
-void tpu_json_kuint(tpu_json_t *j, const char *key, unsigned long long v)
+void app_json_kuint(app_json_t *j, const char *key, unsigned long long v)
 {
-    tpu_json_key(j, key);
-    tpu_json_uint(j, v);
+    app_json_key(j, key);
+    app_json_uint(j, v);
 }
 
-void tpu_json_kbool(tpu_json_t *j, const char *key, int v)
+void app_json_kbool(app_json_t *j, const char *key, int v)
 {
-    tpu_json_key(j, key);
-    tpu_json_bool(j, v);
+    app_json_key(j, key);
+    app_json_bool(j, v);
 }
 
-void tpu_json_kfixed(tpu_json_t *j, const char *key, double v, int decimals)
+void app_json_kfixed(app_json_t *j, const char *key, double v, int decimals)
 {
-    tpu_json_key(j, key);
-    tpu_json_fixed(j, v, decimals);
+    app_json_key(j, key);
+    app_json_fixed(j, v, decimals);
 }
 
-void tpu_json_ksig(tpu_json_t *j, const char *key, double v, int digits)
+void app_json_ksig(app_json_t *j, const char *key, double v, int digits)
 {
-    tpu_json_key(j, key);
-    tpu_json_sig(j, v, digits);
+    app_json_key(j, key);
+    app_json_sig(j, v, digits);
 }
 
-void tpu_json_kobject(tpu_json_t *j, const char *key)
+void app_json_kobject(app_json_t *j, const char *key)
 {
-    tpu_json_key(j, key);
-    tpu_json_object(j);
+    app_json_key(j, key);
+    app_json_object(j);
 }
 
-void tpu_json_karray(tpu_json_t *j, const char *key)
+void app_json_karray(app_json_t *j, const char *key)
 {
-    tpu_json_key(j, key);
-    tpu_json_array(j);
+    app_json_key(j, key);
+    app_json_array(j);
 }

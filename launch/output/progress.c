@@ -33,7 +33,7 @@ static int is_tty(FILE *out)
     return strncmp(target, "/dev/pts/", 9) == 0 || strncmp(target, "/dev/tty", 8) == 0;
 }
 
-void tpu_progress_init(tpu_progress_t *p, int want, long total, FILE *out)
+void app_progress_init(app_progress_t *p, int want, long total, FILE *out)
 {
     const char *env = getenv("TPUEMU_PROGRESS_AFTER");
 
@@ -42,10 +42,10 @@ void tpu_progress_init(tpu_progress_t *p, int want, long total, FILE *out)
     p->shown = 0;
     p->total = total;
     p->t0 = tpu__now_s();
-    p->after_s = env != NULL ? atof(env) : TPU_PROGRESS_AFTER_S;
+    p->after_s = env != NULL ? atof(env) : APP_PROGRESS_AFTER_S;
 }
 
-void tpu_progress_update(tpu_progress_t *p, long done, const char *item)
+void app_progress_update(app_progress_t *p, long done, const char *item)
 {
     int i, fill;
 
@@ -63,7 +63,7 @@ void tpu_progress_update(tpu_progress_t *p, long done, const char *item)
     p->shown = 1;
 }
 
-void tpu_progress_end(tpu_progress_t *p)
+void app_progress_end(app_progress_t *p)
 {
     if (p->shown) {
         fprintf(p->out, "\r%*s\r", BAR + 60, "");

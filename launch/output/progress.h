@@ -5,31 +5,31 @@
  * goes there, so that under mpirun, which copies stdout and stderr through
  * separate pipes, the bar and the table lines cannot interleave), drawn only
  * when that stream reaches a terminal (under mpirun: the launcher's), --quiet is
- * not given, and the work has run for more than TPU_PROGRESS_AFTER_S seconds
+ * not given, and the work has run for more than APP_PROGRESS_AFTER_S seconds
  * (the environment variable TPUEMU_PROGRESS_AFTER overrides it); the line is
  * cleared before any other text and when done.  Only rank 0 enables it.
  * Private to launch/.
  */
-#ifndef TPU_LAUNCH_OUTPUT_PROGRESS_H
-#define TPU_LAUNCH_OUTPUT_PROGRESS_H
+#ifndef APP_LAUNCH_OUTPUT_PROGRESS_H
+#define APP_LAUNCH_OUTPUT_PROGRESS_H
 
 #include <stdio.h>
 
-#define TPU_PROGRESS_AFTER_S 2.0
+#define APP_PROGRESS_AFTER_S 2.0
 
-typedef struct tpu_progress {
+typedef struct app_progress {
     FILE *out;
     int enabled; /* stderr is a TTY and the caller wants it */
     int shown;   /* a line is on the screen */
     long total;
     double t0, after_s;
-} tpu_progress_t;
+} app_progress_t;
 
 /* 'want': the caller's rank 0 and not --quiet; 'out' the stream of the text. */
-void tpu_progress_init(tpu_progress_t *p, int want, long total, FILE *out);
+void app_progress_init(app_progress_t *p, int want, long total, FILE *out);
 /* 'done' of 'total' items finished; 'item' is the one running now (may be NULL). */
-void tpu_progress_update(tpu_progress_t *p, long done, const char *item);
+void app_progress_update(app_progress_t *p, long done, const char *item);
 /* Clear the line. */
-void tpu_progress_end(tpu_progress_t *p);
+void app_progress_end(app_progress_t *p);
 
-#endif /* TPU_LAUNCH_OUTPUT_PROGRESS_H */
+#endif /* APP_LAUNCH_OUTPUT_PROGRESS_H */

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-tpu_status_t tpu_sink_open(tpu_sink_t *sink, const char *path, tpu_err_t *err)
+tpu_status_t app_sink_open(app_sink_t *sink, const char *path, tpu_err_t *err)
 {
     int fd, flags;
 
@@ -39,7 +39,7 @@ tpu_status_t tpu_sink_open(tpu_sink_t *sink, const char *path, tpu_err_t *err)
     return TPU_OK;
 }
 
-tpu_status_t tpu_sink_check_target(const char *flag, const char *path, tpu_err_t *err)
+tpu_status_t app_sink_check_target(const char *flag, const char *path, tpu_err_t *err)
 {
     struct stat st;
     char dir[4096];
@@ -88,7 +88,7 @@ tpu_status_t tpu_sink_check_target(const char *flag, const char *path, tpu_err_t
     return TPU_OK;
 }
 
-void tpu_sink_discard(tpu_sink_t *sink)
+void app_sink_discard(app_sink_t *sink)
 {
     struct stat st;
     int regular;
@@ -97,13 +97,13 @@ void tpu_sink_discard(tpu_sink_t *sink)
         return;
     }
     regular = sink->f != stdout && fstat(fileno(sink->f), &st) == 0 && S_ISREG(st.st_mode);
-    tpu_sink_close(sink, NULL);
+    app_sink_close(sink, NULL);
     if (regular) {
         unlink(sink->path);
     }
 }
 
-tpu_status_t tpu_sink_close(tpu_sink_t *sink, tpu_err_t *err)
+tpu_status_t app_sink_close(app_sink_t *sink, tpu_err_t *err)
 {
     int bad, saved;
 
@@ -126,14 +126,14 @@ tpu_status_t tpu_sink_close(tpu_sink_t *sink, tpu_err_t *err)
     return TPU_OK;
 }
 
-FILE *tpu_sink_text(const char *json, const char *csv)
+FILE *app_sink_text(const char *json, const char *csv)
 {
     return (json != NULL && strcmp(json, "-") == 0) || (csv != NULL && strcmp(csv, "-") == 0)
                ? stderr
                : stdout;
 }
 
-tpu_status_t tpu_sink_check(const char *json, const char *csv, tpu_err_t *err)
+tpu_status_t app_sink_check(const char *json, const char *csv, tpu_err_t *err)
 {
     if (json != NULL && csv != NULL && strcmp(json, "-") == 0 && strcmp(csv, "-") == 0) {
         return tpu_err_set(err, TPU_ERR_INVALID,

@@ -3,38 +3,38 @@
  * and the stream for the human-readable text (stderr whenever stdout carries a
  * JSON or CSV document, so that the document stands alone).  Private to launch/.
  */
-#ifndef TPU_LAUNCH_OUTPUT_SINK_H
-#define TPU_LAUNCH_OUTPUT_SINK_H
+#ifndef APP_LAUNCH_OUTPUT_SINK_H
+#define APP_LAUNCH_OUTPUT_SINK_H
 
 #include "tpu/status.h"
 
 #include <stdio.h>
 
-typedef struct tpu_sink {
+typedef struct app_sink {
     FILE *f;          /* NULL: not open */
     const char *path; /* as given; "-" for stdout */
-} tpu_sink_t;
+} app_sink_t;
 
 /* Open 'path' for writing ("-": stdout).  Error: "cannot write 'PATH': REASON". */
-tpu_status_t tpu_sink_open(tpu_sink_t *sink, const char *path, tpu_err_t *err);
+tpu_status_t app_sink_open(app_sink_t *sink, const char *path, tpu_err_t *err);
 /*
  * Flush and close (stdout is flushed, not closed); a write that failed at any
  * point (full disk, closed pipe) is reported here, once.  Closing a sink that
  * is not open does nothing.
  */
-tpu_status_t tpu_sink_close(tpu_sink_t *sink, tpu_err_t *err);
+tpu_status_t app_sink_close(app_sink_t *sink, tpu_err_t *err);
 /* The command failed: close, and remove the file when it is a regular one (a
  * device, a FIFO or stdout stays), so that no partial document is left behind. */
-void tpu_sink_discard(tpu_sink_t *sink);
+void app_sink_discard(app_sink_t *sink);
 /* The stream for text: stderr when 'json' or 'csv' is "-", else stdout. */
-FILE *tpu_sink_text(const char *json, const char *csv);
+FILE *app_sink_text(const char *json, const char *csv);
 /*
  * Refuse, before any work, an output target given to --'flag' that cannot be
  * written: a directory, a read-only file, a missing folder.  NULL and "-" pass;
- * a device or FIFO passes (tpu_sink_open opens it without blocking).
+ * a device or FIFO passes (app_sink_open opens it without blocking).
  */
-tpu_status_t tpu_sink_check_target(const char *flag, const char *path, tpu_err_t *err);
+tpu_status_t app_sink_check_target(const char *flag, const char *path, tpu_err_t *err);
 /* Both on stdout would mix two documents: refuse it. */
-tpu_status_t tpu_sink_check(const char *json, const char *csv, tpu_err_t *err);
+tpu_status_t app_sink_check(const char *json, const char *csv, tpu_err_t *err);
 
-#endif /* TPU_LAUNCH_OUTPUT_SINK_H */
+#endif /* APP_LAUNCH_OUTPUT_SINK_H */

@@ -216,21 +216,21 @@ static double fault_legend(FILE *f, const tpu_topo_t *t, const tpu_faults_t *fau
     return h + 4;
 }
 
-tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *t, const tpu_faults_t *faults,
+tpu_status_t app_svg_heatmap(const char *path, const tpu_topo_t *t, const tpu_faults_t *faults,
                              const double *link_bytes, const double *nic_bytes, int nhosts,
                              const char *title, tpu_err_t *err)
 {
-    tpu_sink_t sink;
+    app_sink_t sink;
     tpu_status_t status;
 
-    status = tpu_sink_open(&sink, path, err);
+    status = app_sink_open(&sink, path, err);
     if (status != TPU_OK) {
         return status;
     }
-    return tpu_svg_heatmap_sink(&sink, t, faults, link_bytes, nic_bytes, nhosts, title, err);
+    return app_svg_heatmap_sink(&sink, t, faults, link_bytes, nic_bytes, nhosts, title, err);
 }
 
-tpu_status_t tpu_svg_heatmap_sink(tpu_sink_t *sink, const tpu_topo_t *t, const tpu_faults_t *faults,
+tpu_status_t app_svg_heatmap_sink(app_sink_t *sink, const tpu_topo_t *t, const tpu_faults_t *faults,
                                   const double *link_bytes, const double *nic_bytes, int nhosts,
                                   const char *title, tpu_err_t *err)
 {
@@ -378,5 +378,5 @@ tpu_status_t tpu_svg_heatmap_sink(tpu_sink_t *sink, const tpu_topo_t *t, const t
                 mx + 4, my - 4, top);
     }
     fputs("</svg>\n", f);
-    return tpu_sink_close(sink, err);
+    return app_sink_close(sink, err);
 }

@@ -17,8 +17,8 @@
  * outline, a failed link is white with a dashed black outline and a cross, a
  * slow chip a dashed orange border; the legend says so when the pod has any.
  */
-#ifndef TPU_LAUNCH_OUTPUT_SVG_H
-#define TPU_LAUNCH_OUTPUT_SVG_H
+#ifndef APP_LAUNCH_OUTPUT_SVG_H
+#define APP_LAUNCH_OUTPUT_SVG_H
 
 #include "tpu/fault.h"
 #include "tpu/status.h"
@@ -33,14 +33,14 @@
  * picture.
  * Error: "cannot write 'PATH': REASON".
  */
-tpu_status_t tpu_svg_heatmap(const char *path, const tpu_topo_t *topo, const tpu_faults_t *faults,
+tpu_status_t app_svg_heatmap(const char *path, const tpu_topo_t *topo, const tpu_faults_t *faults,
                              const double *link_bytes, const double *nic_bytes, int nhosts,
                              const char *title, tpu_err_t *err);
 /* The same into 'sink', opened by the caller (so that a target that cannot be
  * written is refused before the work); closes it. */
-tpu_status_t tpu_svg_heatmap_sink(tpu_sink_t *sink, const tpu_topo_t *topo,
+tpu_status_t app_svg_heatmap_sink(app_sink_t *sink, const tpu_topo_t *topo,
                                   const tpu_faults_t *faults, const double *link_bytes,
                                   const double *nic_bytes, int nhosts, const char *title,
                                   tpu_err_t *err);
 
-#endif /* TPU_LAUNCH_OUTPUT_SVG_H */
+#endif /* APP_LAUNCH_OUTPUT_SVG_H */

@@ -1,7 +1,7 @@
 /* Aligned text tables (see table.h). */
 #include "table.h"
 
-void tpu_table_row(FILE *out, const char *prefix, const tpu_col_t *cols, int n,
+void app_table_row(FILE *out, const char *prefix, const app_col_t *cols, int n,
                    const char *const *cells)
 {
     int i;
@@ -14,7 +14,7 @@ void tpu_table_row(FILE *out, const char *prefix, const tpu_col_t *cols, int n,
     fputc('\n', out);
 }
 
-void tpu_table_header(FILE *out, const char *prefix, const tpu_col_t *cols, int n)
+void app_table_header(FILE *out, const char *prefix, const app_col_t *cols, int n)
 {
     const char *cells[64] = {NULL};
     int i, units = 0;
@@ -23,11 +23,11 @@ void tpu_table_header(FILE *out, const char *prefix, const tpu_col_t *cols, int 
         cells[i] = cols[i].title;
         units |= cols[i].unit != NULL && cols[i].unit[0] != '\0';
     }
-    tpu_table_row(out, prefix, cols, i, cells);
+    app_table_row(out, prefix, cols, i, cells);
     if (units) {
         for (i = 0; i < n && i < 64; i++) {
             cells[i] = cols[i].unit != NULL ? cols[i].unit : "";
         }
-        tpu_table_row(out, prefix, cols, i, cells);
+        app_table_row(out, prefix, cols, i, cells);
     }
 }

@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-tpu_status_t tpu_trace_open(const char *path, const tpu_topo_t *topo, const char *title,
-                            int summary, int measured, tpu_trace_t **tr_p, tpu_err_t *err)
+tpu_status_t app_trace_open(const char *path, const tpu_topo_t *topo, const char *title,
+                            int summary, int measured, app_trace_t **tr_p, tpu_err_t *err)
 {
-    tpu_trace_t *tr = tpu__calloc(1, sizeof(*tr));
+    app_trace_t *tr = tpu__calloc(1, sizeof(*tr));
     tpu_status_t status;
     int l;
 
@@ -28,7 +28,7 @@ tpu_status_t tpu_trace_open(const char *path, const tpu_topo_t *topo, const char
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the trace");
     }
     tr->topo = *topo;
-    tr->summary = summary >= 0 ? summary : topo->nchips > TPU_TRACE_FULL_CHIPS;
+    tr->summary = summary >= 0 ? summary : topo->nchips > APP_TRACE_FULL_CHIPS;
     tr->measured = measured;
     tr->first = 1;
     snprintf(tr->title, sizeof(tr->title), "%s", title);
@@ -45,14 +45,14 @@ tpu_status_t tpu_trace_open(const char *path, const tpu_topo_t *topo, const char
             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the trace");
         }
     }
-    tr->budget = tr->summary ? TPU_TRACE_SUMMARY_MAX_BYTES : TPU_TRACE_MAX_BYTES;
+    tr->budget = tr->summary ? APP_TRACE_SUMMARY_MAX_BYTES : APP_TRACE_MAX_BYTES;
     tr->mem = open_memstream(&tr->membuf, &tr->memlen);
     if (tr->mem == NULL) {
         tpu__free(tr->lanes_named);
         tpu__free(tr);
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the trace");
     }
-    status = tpu_sink_open(&tr->sink, path, err);
+    status = app_sink_open(&tr->sink, path, err);
     if (status != TPU_OK) {
         fclose(tr->mem);
         free(tr->membuf);
@@ -69,7 +69,7 @@ tpu_status_t tpu_trace_open(const char *path, const tpu_topo_t *topo, const char
  * budget ('force': always, for the header); else leave them out and every later
  * call's too.  The memory stream starts again empty.
  */
-static void commit(tpu_trace_t *tr, int force)
+static void commit(app_trace_t *tr, int force)
 {
     if (tr->mem == NULL) {
         return;
@@ -97,12 +97,12 @@ static void commit(tpu_trace_t *tr, int force)
     }
 }
 
-int tpu_trace_truncated(const tpu_trace_t *tr)
+int app_trace_truncated(const app_trace_t *tr)
 {
     return tr->truncated;
 }
 
-long long tpu_trace_bytes(const tpu_trace_t *tr)
+long long app_trace_bytes(const app_trace_t *tr)
 {
     return tr->bytes;
 }
@@ -111,7 +111,7 @@ long long tpu_trace_bytes(const tpu_trace_t *tr)
  * The header is written lazily, at the first collective, once the number of
  * TPU hosts is known (from the link events of the walk).
  */
-static int ensure_header(tpu_trace_t *tr)
+static int ensure_header(app_trace_t *tr)
 {
     if (tr->mem == NULL) {
         return 0;
@@ -123,18 +123,18 @@ static int ensure_header(tpu_trace_t *tr)
     return tr->mem != NULL;
 }
 
-int tpu_trace_summary(const tpu_trace_t *tr)
+int app_trace_summary(const app_trace_t *tr)
 {
     return tr->summary;
 }
 
-double tpu_trace_now_us(const tpu_trace_t *tr)
+double app_trace_now_us(const app_trace_t *tr)
 {
     return (double)tr->now / 1e3;
 }
 
 
-void tpu_trace_op_begin(tpu_trace_t *tr, const char *name, double expected_us,
+void app_trace_op_begin(app_trace_t *tr, const char *name, double expected_us,
                         tpu_coll_observer_t *obs)
 {
     snprintf(tr->name, sizeof(tr->name), "%s", name);
@@ -154,7 +154,7 @@ void tpu_trace_op_begin(tpu_trace_t *tr, const char *name, double expected_us,
 
 
 /* The collective at 'at' ns after the timeline's position. */
-static tpu_status_t op_end(tpu_trace_t *tr, int64_t at, int64_t dur, tpu_err_t *err)
+static tpu_status_t op_end(app_trace_t *tr, int64_t at, int64_t dur, tpu_err_t *err)
 {
     tpu_status_t status = TPU_OK;
     int64_t now = tr->now;
@@ -177,7 +177,7 @@ static tpu_status_t op_end(tpu_trace_t *tr, int64_t at, int64_t dur, tpu_err_t *
     return status;
 }
 
-tpu_status_t tpu_trace_op_end(tpu_trace_t *tr, double modeled_us, tpu_err_t *err)
+tpu_status_t app_trace_op_end(app_trace_t *tr, double modeled_us, tpu_err_t *err)
 {
     int64_t dur = (int64_t)llround(modeled_us * 1e3);
     tpu_status_t status = op_end(tr, 0, dur, err);
@@ -186,14 +186,14 @@ tpu_status_t tpu_trace_op_end(tpu_trace_t *tr, double modeled_us, tpu_err_t *err
     return status;
 }
 
-tpu_status_t tpu_trace_op_end_at(tpu_trace_t *tr, double at_us, double modeled_us, tpu_err_t *err)
+tpu_status_t app_trace_op_end_at(app_trace_t *tr, double at_us, double modeled_us, tpu_err_t *err)
 {
     int64_t at = app_trace_us_ns(at_us);
 
     return op_end(tr, at, app_trace_us_ns(at_us + modeled_us) - at, err);
 }
 
-void tpu_trace_compute(tpu_trace_t *tr, int chip, const char *name, double at_us, double dur_us)
+void app_trace_compute(app_trace_t *tr, int chip, const char *name, double at_us, double dur_us)
 {
     int64_t at = app_trace_us_ns(at_us), end = app_trace_us_ns(at_us + dur_us);
     int c;
@@ -216,12 +216,12 @@ void tpu_trace_compute(tpu_trace_t *tr, int chip, const char *name, double at_us
     commit(tr, 0);
 }
 
-void tpu_trace_advance(tpu_trace_t *tr, double us)
+void app_trace_advance(app_trace_t *tr, double us)
 {
     tr->now += us > 0 ? (int64_t)llround(us * 1e3) : 0;
 }
 
-void tpu_trace_measured(tpu_trace_t *tr, int chip, const char *name, double start_us, double dur_us)
+void app_trace_measured(app_trace_t *tr, int chip, const char *name, double start_us, double dur_us)
 {
     int64_t at = app_trace_us_ns(start_us), end = app_trace_us_ns(start_us + dur_us);
 
@@ -233,7 +233,7 @@ void tpu_trace_measured(tpu_trace_t *tr, int chip, const char *name, double star
     commit(tr, 0);
 }
 
-static void trace_free(tpu_trace_t *tr)
+static void trace_free(app_trace_t *tr)
 {
     if (tr->mem != NULL) {
         fclose(tr->mem);
@@ -247,15 +247,15 @@ static void trace_free(tpu_trace_t *tr)
     tpu__free(tr);
 }
 
-void tpu_trace_discard(tpu_trace_t *tr)
+void app_trace_discard(app_trace_t *tr)
 {
     if (tr != NULL) {
-        tpu_sink_discard(&tr->sink);
+        app_sink_discard(&tr->sink);
         trace_free(tr);
     }
 }
 
-tpu_status_t tpu_trace_close(tpu_trace_t *tr, tpu_err_t *err)
+tpu_status_t app_trace_close(app_trace_t *tr, tpu_err_t *err)
 {
     tpu_status_t status;
 
@@ -275,7 +275,7 @@ tpu_status_t tpu_trace_close(tpu_trace_t *tr, tpu_err_t *err)
         fputs("}", tr->sink.f);
     }
     fputs("\n]}\n", tr->sink.f);
-    status = tpu_sink_close(&tr->sink, err);
+    status = app_sink_close(&tr->sink, err);
     trace_free(tr);
     return status;
 }

@@ -34,7 +34,7 @@ void app_trace_put_us(FILE *f, int64_t ns)
 }
 
 /* Start an event: the separator, then "{". */
-FILE *app_trace_ev(tpu_trace_t *tr)
+FILE *app_trace_ev(app_trace_t *tr)
 {
     FILE *f = tr->mem;
 
@@ -43,17 +43,17 @@ FILE *app_trace_ev(tpu_trace_t *tr)
     return f;
 }
 
-void app_trace_meta(tpu_trace_t *tr, const char *what, int pid, int tid, const char *name)
+void app_trace_meta(app_trace_t *tr, const char *what, int pid, int tid, const char *name)
 {
     FILE *f = app_trace_ev(tr);
 
     fprintf(f, "\"name\": \"%s\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": ",
             what, pid, tid);
-    tpu_json_escape(f, name);
+    app_json_escape(f, name);
     fputs("}}", f);
 }
 
-static void sort_index(tpu_trace_t *tr, int pid, int index)
+static void sort_index(app_trace_t *tr, int pid, int index)
 {
     FILE *f = app_trace_ev(tr);
 
@@ -64,7 +64,7 @@ static void sort_index(tpu_trace_t *tr, int pid, int index)
 }
 
 /* A complete slice; 'args' is a JSON object's members, or NULL. */
-void app_trace_slice(tpu_trace_t *tr, int pid, int tid, const char *name, int64_t ts, int64_t dur,
+void app_trace_slice(app_trace_t *tr, int pid, int tid, const char *name, int64_t ts, int64_t dur,
                      const char *args)
 {
     FILE *f = app_trace_ev(tr);
@@ -77,7 +77,7 @@ void app_trace_slice(tpu_trace_t *tr, int pid, int tid, const char *name, int64_
     dur = dur > 1 ? dur - 1 : dur;
 
     fputs("\"name\": ", f);
-    tpu_json_escape(f, name);
+    app_json_escape(f, name);
     fprintf(f, ", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": ", pid, tid);
     app_trace_put_us(f, ts);
     fputs(", \"dur\": ", f);
@@ -88,12 +88,12 @@ void app_trace_slice(tpu_trace_t *tr, int pid, int tid, const char *name, int64_
     fputs("}", f);
 }
 
-void app_trace_counter(tpu_trace_t *tr, int pid, const char *name, int64_t ts, double value)
+void app_trace_counter(app_trace_t *tr, int pid, const char *name, int64_t ts, double value)
 {
     FILE *f = app_trace_ev(tr);
 
     fputs("\"name\": ", f);
-    tpu_json_escape(f, name);
+    app_json_escape(f, name);
     fprintf(f, ", \"ph\": \"C\", \"pid\": %d, \"ts\": ", pid);
     app_trace_put_us(f, ts);
     fprintf(f, ", \"args\": {\"bytes\": %.0f}}", value);
@@ -104,18 +104,18 @@ int app_trace_chip_pid(int chip)
     return chip + 1;
 }
 
-int app_trace_host_pid(const tpu_trace_t *tr, int host)
+int app_trace_host_pid(const app_trace_t *tr, int host)
 {
     return tr->topo.nchips + 1 + host;
 }
 
-int app_trace_measured_pid(const tpu_trace_t *tr, int chip)
+int app_trace_measured_pid(const app_trace_t *tr, int chip)
 {
     return tr->topo.nchips + tr->nhosts + 1 + chip;
 }
 
 /* "ICI x+ link 17 -> chip 6" */
-void app_trace_link_name(const tpu_trace_t *tr, int link, char *buf, size_t len, int *src_p)
+void app_trace_link_name(const app_trace_t *tr, int link, char *buf, size_t len, int *src_p)
 {
     int src, axis, dir, dst;
 
@@ -153,7 +153,7 @@ static void chip_label(const tpu_topo_t *t, int chip, char *buf, size_t len)
     }
 }
 
-void app_trace_write_header(tpu_trace_t *tr, const char *title)
+void app_trace_write_header(app_trace_t *tr, const char *title)
 {
     const tpu_topo_t *t = &tr->topo;
     FILE *f = tr->mem;
@@ -161,7 +161,7 @@ void app_trace_write_header(tpu_trace_t *tr, const char *title)
     int c, l, h, src;
 
     fputs("{\"displayTimeUnit\": \"ns\", \"otherData\": {\"title\": ", f);
-    tpu_json_escape(f, title);
+    app_json_escape(f, title);
     fprintf(f,
             ", \"timeline\": \"modeled TPU time, microseconds\", \"mode\": \"%s\", \"chips\": "
             "%d, \"links\": %d},\n\"traceEvents\": [",

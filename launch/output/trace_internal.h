@@ -2,8 +2,8 @@
  * The state of a trace, shared by trace.c, trace_events.c and trace_op.c.
  * Private to launch/output.
  */
-#ifndef TPU_LAUNCH_OUTPUT_TRACE_INTERNAL_H
-#define TPU_LAUNCH_OUTPUT_TRACE_INTERNAL_H
+#ifndef APP_LAUNCH_OUTPUT_TRACE_INTERNAL_H
+#define APP_LAUNCH_OUTPUT_TRACE_INTERNAL_H
 
 #include "tpu/topo.h"
 
@@ -36,8 +36,8 @@ typedef struct cross {
     int32_t res;
 } cross_t;
 
-struct tpu_trace {
-    tpu_sink_t sink;
+struct app_trace {
+    app_sink_t sink;
     /* The events of the current call, in memory until they are known to fit. */
     FILE *mem;
     char *membuf;
@@ -62,9 +62,9 @@ struct tpu_trace {
     /* Summary: per step, the first start and the last end (pod-wide). */
     int64_t *step_min, *step_max;
     int nsteps, cap_steps;
-    double part[NCLASS][TPU_TRACE_BUCKETS + 1];
-    double diff[NCLASS][TPU_TRACE_BUCKETS + 2];
+    double part[NCLASS][APP_TRACE_BUCKETS + 1];
+    double diff[NCLASS][APP_TRACE_BUCKETS + 2];
     int class_links[NCLASS]; /* links of each class in the pod (NICs for DCN) */
 };
 
-#endif /* TPU_LAUNCH_OUTPUT_TRACE_INTERNAL_H */
+#endif /* APP_LAUNCH_OUTPUT_TRACE_INTERNAL_H */

@@ -17,9 +17,9 @@
 #include <string.h>
 
 /* Summary: 'v' bytes in flight during [s, e) on class c. */
-static void add_rect(tpu_trace_t *tr, int c, int64_t s, int64_t e, double v)
+static void add_rect(app_trace_t *tr, int c, int64_t s, int64_t e, double v)
 {
-    double w = (double)tr->expected / TPU_TRACE_BUCKETS;
+    double w = (double)tr->expected / APP_TRACE_BUCKETS;
     int b0, b1;
 
     if (w <= 0 || e <= s) {
@@ -27,8 +27,8 @@ static void add_rect(tpu_trace_t *tr, int c, int64_t s, int64_t e, double v)
     }
     b0 = (int)((double)s / w);
     b1 = (int)((double)e / w);
-    b0 = b0 < TPU_TRACE_BUCKETS ? b0 : TPU_TRACE_BUCKETS - 1;
-    b1 = b1 < TPU_TRACE_BUCKETS ? b1 : TPU_TRACE_BUCKETS - 1;
+    b0 = b0 < APP_TRACE_BUCKETS ? b0 : APP_TRACE_BUCKETS - 1;
+    b1 = b1 < APP_TRACE_BUCKETS ? b1 : APP_TRACE_BUCKETS - 1;
     if (b0 == b1) {
         tr->part[c][b0] += v * (double)(e - s) / w;
         return;
@@ -61,7 +61,7 @@ static int grow(void **p, int64_t *cap, int64_t need, size_t size)
 
 void app_trace_on_flow(void *user, const tpu_coll_flow_event_t *e)
 {
-    tpu_trace_t *tr = user;
+    app_trace_t *tr = user;
     int64_t s = app_trace_to_ns(e->start_s), t = app_trace_to_ns(e->end_s);
     int k;
 
@@ -135,7 +135,7 @@ void app_trace_on_flow(void *user, const tpu_coll_flow_event_t *e)
 
 void app_trace_on_link(void *user, const tpu_coll_link_event_t *e)
 {
-    tpu_trace_t *tr = user;
+    app_trace_t *tr = user;
 
     /* The hosts, for the DCN counters: known from the walk's NIC totals. */
     if (e->link < 0 && tr->topo.slices > 1 && e->host + 1 > tr->nhosts && tr->first) {
@@ -183,7 +183,7 @@ static int cmp_cross(const void *a, const void *b)
 }
 
 /* The steps of one chip's records [i, j) (sorted by step): a partition of its time. */
-static void chip_steps(tpu_trace_t *tr, int64_t i, int64_t j, int64_t end_op)
+static void chip_steps(app_trace_t *tr, int64_t i, int64_t j, int64_t end_op)
 {
     int64_t k = i, last_end = 0, b = 0;
     char name[32], args[128];
@@ -221,7 +221,7 @@ static void chip_steps(tpu_trace_t *tr, int64_t i, int64_t j, int64_t end_op)
 }
 
 /* Every message on its source's "sends" tracks, packed so that none overlap. */
-static tpu_status_t chip_lanes(tpu_trace_t *tr, int64_t i, int64_t j)
+static tpu_status_t chip_lanes(app_trace_t *tr, int64_t i, int64_t j)
 {
     int64_t *lane_end = NULL, cap = 0, k;
     int nl = 0, l, chip = tr->recs[i].src;
@@ -258,7 +258,7 @@ static tpu_status_t chip_lanes(tpu_trace_t *tr, int64_t i, int64_t j)
     return TPU_OK;
 }
 
-static void arrows(tpu_trace_t *tr)
+static void arrows(app_trace_t *tr)
 {
     int64_t k;
 
@@ -284,7 +284,7 @@ static void arrows(tpu_trace_t *tr)
 }
 
 /* The bytes in flight on every link and NIC the collective used. */
-static tpu_status_t link_counters(tpu_trace_t *tr)
+static tpu_status_t link_counters(app_trace_t *tr)
 {
     cross_t *x;
     int64_t n = 0, k, m;
@@ -342,7 +342,7 @@ static tpu_status_t link_counters(tpu_trace_t *tr)
     return TPU_OK;
 }
 
-tpu_status_t app_trace_full_op_end(tpu_trace_t *tr, int64_t dur)
+tpu_status_t app_trace_full_op_end(app_trace_t *tr, int64_t dur)
 {
     int64_t i, j;
     int c;
@@ -358,25 +358,25 @@ tpu_status_t app_trace_full_op_end(tpu_trace_t *tr, int64_t dur)
     }
     /* The links of a record stay where they are: records only point into them. */
     qsort(tr->recs, (size_t)tr->nrecs, sizeof(rec_t), cmp_src_start);
-    for (i = 0; i < tr->nrecs && tr->nrecs <= TPU_TRACE_SENDS; i = j) {
+    for (i = 0; i < tr->nrecs && tr->nrecs <= APP_TRACE_SENDS; i = j) {
         for (j = i; j < tr->nrecs && tr->recs[j].src == tr->recs[i].src; j++) {
         }
         if (chip_lanes(tr, i, j) != TPU_OK) {
             return TPU_ERR_NO_MEMORY;
         }
     }
-    if (tr->nrecs <= TPU_TRACE_ARROWS) {
+    if (tr->nrecs <= APP_TRACE_ARROWS) {
         arrows(tr);
     }
     return link_counters(tr);
 }
 
-void app_trace_summary_op_end(tpu_trace_t *tr, int64_t dur)
+void app_trace_summary_op_end(app_trace_t *tr, int64_t dur)
 {
     char name[64], args[160];
     int64_t b = 0, last = 0;
     int s, c, k;
-    double w = (double)tr->expected / TPU_TRACE_BUCKETS;
+    double w = (double)tr->expected / APP_TRACE_BUCKETS;
 
     app_trace_slice(tr, 1, TID_COLL, tr->name, tr->now, dur, NULL);
     for (s = 0; s < tr->nsteps; s++) {
@@ -413,7 +413,7 @@ void app_trace_summary_op_end(tpu_trace_t *tr, int64_t dur)
         if (tr->class_links[c] == 0 || w <= 0) {
             continue;
         }
-        for (k = 0; k < TPU_TRACE_BUCKETS; k++) {
+        for (k = 0; k < APP_TRACE_BUCKETS; k++) {
             double v;
 
             run += tr->diff[c][k];

@@ -2,10 +2,10 @@
  * libFuzzer targets for the text parsers of tpuemu, one per build (-DTARGET=...):
  *
  *   shape   tpu_topo_parse_shape and tpu_topo_parse_wrap ("4x4x4", "x,z")
- *   size    tpu_parse_size ("64K", "1G")
+ *   size    app_parse_size ("64K", "1G")
  *   mesh    tpu_mesh_parse ("data=4,model=4")
- *   coords  tpu_parse_coords on a 4x4, 4x4x4 or 2-slice 2x2 pod ("1,2", "5")
- *   yaml    tpu_config_load_string (the --config file)
+ *   coords  app_parse_coords on a 4x4, 4x4x4 or 2-slice 2x2 pod ("1,2", "5")
+ *   yaml    app_config_load_string (the --config file)
  *
  * Each checks what the parser promises: on success the output is in range, on
  * failure the error holds one line (no control character) that fits its buffer.
@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     {
         unsigned long long bytes = 0;
 
-        tpu_parse_size(text, &bytes, &e);
+        app_parse_size(text, &bytes, &e);
         check_err(&e);
     }
 #elif defined(TARGET_MESH)
@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tpu_topo_t t;
 
         if (tpu_topo_init(&t, k == 1 ? 3 : 2, shapes[k], wrap, k == 2 ? 2 : 1, NULL) == TPU_OK) {
-            if (tpu_parse_coords(&t, names[k], size > 0 ? text + 1 : text, "src", &chip, &e) ==
+            if (app_parse_coords(&t, names[k], size > 0 ? text + 1 : text, "src", &chip, &e) ==
                     TPU_OK &&
                 (chip < 0 || chip >= t.nchips)) {
                 abort();
@@ -107,10 +107,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 #elif defined(TARGET_YAML)
     {
-        tpu_config_t cfg;
+        app_config_t cfg;
 
-        tpu_config_init(&cfg);
-        tpu_config_load_string((const char *)data, size, "fuzz.yaml", &cfg, &e);
+        app_config_init(&cfg);
+        app_config_load_string((const char *)data, size, "fuzz.yaml", &cfg, &e);
         check_err(&e);
     }
 #else

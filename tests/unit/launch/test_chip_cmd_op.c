@@ -1,6 +1,6 @@
 /*
  * "tpuemu model --op ...": the table, the JSON object, and one line plus exit
- * code 2 for every kind of bad input.  Calls tpu_main() ("tpuemu model ARGS")
+ * code 2 for every kind of bad input.  Calls app_main() ("tpuemu model ARGS")
  * in process and captures stdout and stderr.
  */
 #include "launch.h"
@@ -58,7 +58,7 @@ static void run(captured_t *c, const char *const *args)
     saved_err = dup(2);
     dup2(fileno(out), 1);
     dup2(fileno(err), 2);
-    c->rc = tpu_main(argc, argv);
+    c->rc = app_main(argc, argv);
     fflush(stdout);
     fflush(stderr);
     dup2(saved_out, 1);

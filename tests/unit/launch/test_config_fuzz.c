@@ -175,15 +175,15 @@ static void mutate(char *buf, size_t *len, size_t cap)
 
 static void check_one(const char *text, size_t len, int *ok_p, int *bad_p)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
     tpu_err_t err = {0};
     char *copy = malloc(len ? len : 1);
     tpu_status_t status;
 
     assert_non_null(copy);
     memcpy(copy, text, len);
-    tpu_config_init(&cfg);
-    status = tpu_config_load_string(copy, len, "fuzz.yaml", &cfg, &err);
+    app_config_init(&cfg);
+    status = app_config_load_string(copy, len, "fuzz.yaml", &cfg, &err);
     if (status == TPU_OK) {
         assert_int_equal(err.status, TPU_OK);
         assert_true(strlen(cfg.chip) < sizeof(cfg.chip));

@@ -205,25 +205,25 @@ static void oom_file(const char *name)
     char path[512];
     size_t len;
     char *text;
-    tpu_config_t want, got;
+    app_config_t want, got;
     tpu_err_t err = {0};
     long n;
 
     snprintf(path, sizeof(path), "%s/configs/%s", TPU_SOURCE_DIR, name);
     text = slurp(path, &len);
-    tpu_config_init(&want);
-    assert_int_equal(tpu_config_load_string(text, len, name, &want, &err), TPU_OK);
+    app_config_init(&want);
+    assert_int_equal(app_config_load_string(text, len, name, &want, &err), TPU_OK);
     for (n = 0; n < 1000000; n++) {
         tpu_status_t status;
 
         memset(&err, 0, sizeof(err));
-        tpu_config_init(&got);
+        app_config_init(&got);
         memset(live, 0, sizeof(live));
         nlive = 0;
         refused = 0;
         budget = n;
         armed = 1;
-        status = tpu_config_load_string(text, len, name, &got, &err);
+        status = app_config_load_string(text, len, name, &got, &err);
         armed = 0;
         if (nlive != 0 && (status == TPU_OK || leaks_but_libyaml() != 0)) {
             fail_msg("%s, allocation %ld failing: %ld blocks leaked", name, n, nlive);

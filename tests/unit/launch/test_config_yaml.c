@@ -3,7 +3,7 @@
  * custom chip, the mesh as a string and as a mapping, loading over values already
  * set, every kind of error with the file name, line, column and key in its
  * message, the example configs in configs/ and the bad fixtures in
- * tests/fixtures/config/, and tpu_parse_size().
+ * tests/fixtures/config/, and app_parse_size().
  */
 #include "tpu/chip.h"
 #include "tpu/status.h"
@@ -35,17 +35,17 @@
 #define MIB (1024.0 * 1024.0)
 
 /* Load 'text' as "pod.yaml" into 'cfg'. */
-static tpu_status_t load(const char *text, tpu_config_t *cfg, tpu_err_t *err)
+static tpu_status_t load(const char *text, app_config_t *cfg, tpu_err_t *err)
 {
-    return tpu_config_load_string(text, strlen(text), "pod.yaml", cfg, err);
+    return app_config_load_string(text, strlen(text), "pod.yaml", cfg, err);
 }
 
 /* Load 'text' into a fresh config and fail the test unless it is accepted. */
-static void load_ok(const char *text, tpu_config_t *cfg)
+static void load_ok(const char *text, app_config_t *cfg)
 {
     tpu_err_t err = {0};
 
-    tpu_config_init(cfg);
+    app_config_init(cfg);
     if (load(text, cfg, &err) != TPU_OK) {
         fail_msg("refused:\n%s\nwith: %s", text, err.msg);
     }
@@ -79,12 +79,12 @@ static void check_msg(const tpu_err_t *err, tpu_status_t status, const char *wha
  */
 static void expect_error(const char *text, ...)
 {
-    tpu_config_t cfg, before;
+    app_config_t cfg, before;
     tpu_err_t err = {0};
     tpu_status_t status;
     va_list ap;
 
-    tpu_config_init(&cfg);
+    app_config_init(&cfg);
     snprintf(cfg.chip, sizeof(cfg.chip), "v6e");
     snprintf(cfg.topology, sizeof(cfg.topology), "8x8");
     cfg.slices = 3;
@@ -102,14 +102,14 @@ static void expect_error(const char *text, ...)
     assert_memory_equal(&cfg, &before, sizeof(cfg));
 }
 
-/* tpu_parse_size(text) must fail with TPU_ERR_INVALID and name the parts given. */
+/* app_parse_size(text) must fail with TPU_ERR_INVALID and name the parts given. */
 static void expect_bad_size(const char *text, ...)
 {
     unsigned long long bytes = 12345;
     tpu_err_t err = {0};
     va_list ap;
 
-    assert_int_equal(tpu_parse_size(text, &bytes, &err), TPU_ERR_INVALID);
+    assert_int_equal(app_parse_size(text, &bytes, &err), TPU_ERR_INVALID);
     va_start(ap, text);
     check_msg(&err, TPU_ERR_INVALID, text ? text : "(null)", ap);
     va_end(ap);
@@ -118,11 +118,11 @@ static void expect_bad_size(const char *text, ...)
 
 static void test_init(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
 
     (void)state;
     memset(&cfg, 0x5a, sizeof(cfg));
-    tpu_config_init(&cfg);
+    app_config_init(&cfg);
     assert_string_equal(cfg.chip, "");
     assert_int_equal(cfg.chip_custom, 0);
     assert_string_equal(cfg.topology, "");
@@ -134,7 +134,7 @@ static void test_init(void **state)
 
 static void test_every_top_key(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
 
     (void)state;
     load_ok("# a comment\n"
@@ -163,10 +163,10 @@ static void test_every_top_key(void **state)
 
 static void test_keys_unset_stay_unset(void **state)
 {
-    tpu_config_t cfg, fresh;
+    app_config_t cfg, fresh;
 
     (void)state;
-    tpu_config_init(&fresh);
+    app_config_init(&fresh);
     load_ok("{}\n", &cfg);
     assert_memory_equal(&cfg, &fresh, sizeof(cfg));
     load_ok("links: {ici_latency_us: 2}\n", &cfg);
@@ -178,7 +178,7 @@ static void test_keys_unset_stay_unset(void **state)
 static void test_chip_presets(void **state)
 {
     static const char *const names[] = {"v4", "v5e", "v5p", "v6e", "v7", "v4p", "ironwood"};
-    tpu_config_t cfg;
+    app_config_t cfg;
     char text[64];
     size_t i;
 
@@ -195,7 +195,7 @@ static void test_chip_presets(void **state)
 
 static void test_custom_chip_every_field(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
     const tpu_chip_spec_t *s = &cfg.custom;
 
     (void)state;
@@ -251,7 +251,7 @@ static void test_custom_chip_every_field(void **state)
 static void test_custom_chip_keeps_base(void **state)
 {
     tpu_chip_spec_t base;
-    tpu_config_t cfg;
+    app_config_t cfg;
     tpu_chip_spec_t expect;
 
     (void)state;
@@ -283,7 +283,7 @@ static void test_custom_chip_keeps_base(void **state)
 
 static void test_topology_and_wrap(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
 
     (void)state;
     load_ok("topology: 16\n", &cfg); /* a YAML int is a 1-axis shape */
@@ -301,7 +301,7 @@ static void test_topology_and_wrap(void **state)
 
 static void test_mesh(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
 
     (void)state;
     load_ok("mesh: data=4,model=4\n", &cfg);
@@ -316,7 +316,7 @@ static void test_mesh(void **state)
 
 static void test_numbers(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
 
     (void)state;
     load_ok("links:\n"
@@ -342,7 +342,7 @@ static void test_numbers(void **state)
 /* A second load changes only what it names; a preset replaces a custom chip. */
 static void test_load_over_values(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
     tpu_err_t err = {0};
 
     (void)state;
@@ -534,7 +534,7 @@ static void test_malformed(void **state)
 
 static void test_empty_and_documents(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
     tpu_err_t err = {0}, err2 = {0};
 
     (void)state;
@@ -548,20 +548,20 @@ static void test_empty_and_documents(void **state)
     load_ok("---\nchip: v5e\n...\n", &cfg);
     assert_string_equal(cfg.chip, "v5e");
     /* A NULL text with length 0 is an empty file; the name defaults. */
-    tpu_config_init(&cfg);
-    assert_int_equal(tpu_config_load_string(NULL, 0, NULL, &cfg, &err), TPU_ERR_CONFIG);
+    app_config_init(&cfg);
+    assert_int_equal(app_config_load_string(NULL, 0, NULL, &cfg, &err), TPU_ERR_CONFIG);
     assert_non_null(strstr(err.msg, "is empty"));
     /* Without a tpu_err_t the status still comes back. */
     assert_int_equal(load("chip: v9\n", &cfg, NULL), TPU_ERR_CONFIG);
     /* The length bounds the text: what follows it is not read. */
-    assert_int_equal(tpu_config_load_string("chip: v5e\nbogus: 1\n", 10, "x.yaml", &cfg, &err2),
+    assert_int_equal(app_config_load_string("chip: v5e\nbogus: 1\n", 10, "x.yaml", &cfg, &err2),
                      TPU_OK);
     assert_string_equal(cfg.chip, "v5e");
 }
 
 static void test_aliases_and_line_ends(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
 
     (void)state;
     load_ok("links: &l {ici_bandwidth: 1e9}\nchip: &c v5e\nmesh: {data: 2}\n", &cfg);
@@ -588,11 +588,11 @@ static void test_one_line_messages(void **state)
 
 static void test_first_error_wins(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
     tpu_err_t err = {0};
 
     (void)state;
-    tpu_config_init(&cfg);
+    app_config_init(&cfg);
     tpu_err_set(&err, TPU_ERR_INVALID, "earlier");
     assert_int_equal(load("chip: v9\n", &cfg, &err), TPU_ERR_CONFIG);
     assert_string_equal(err.msg, "earlier");
@@ -614,15 +614,15 @@ static void test_example_configs(void **state)
     while ((de = readdir(dir)) != NULL) {
         size_t n = strlen(de->d_name);
         char path[1024];
-        tpu_config_t cfg;
+        app_config_t cfg;
         tpu_err_t err = {0};
 
         if (n < 5 || strcmp(de->d_name + n - 5, ".yaml") != 0) {
             continue;
         }
         snprintf(path, sizeof(path), "%s/%s", CONFIGS_DIR, de->d_name);
-        tpu_config_init(&cfg);
-        if (tpu_config_load(path, &cfg, &err) != TPU_OK) {
+        app_config_init(&cfg);
+        if (app_config_load(path, &cfg, &err) != TPU_OK) {
             closedir(dir);
             fail_msg("%s refused: %s", path, err.msg);
         }
@@ -632,21 +632,21 @@ static void test_example_configs(void **state)
     assert_true(count >= 4);
 }
 
-static void load_file_ok(const char *file, tpu_config_t *cfg)
+static void load_file_ok(const char *file, app_config_t *cfg)
 {
     char path[1024];
     tpu_err_t err = {0};
 
     snprintf(path, sizeof(path), "%s/%s", CONFIGS_DIR, file);
-    tpu_config_init(cfg);
-    if (tpu_config_load(path, cfg, &err) != TPU_OK) {
+    app_config_init(cfg);
+    if (app_config_load(path, cfg, &err) != TPU_OK) {
         fail_msg("%s refused: %s", path, err.msg);
     }
 }
 
 static void test_example_values(void **state)
 {
-    tpu_config_t cfg;
+    app_config_t cfg;
 
     (void)state;
     load_file_ok("v5e-4x4.yaml", &cfg);
@@ -715,14 +715,14 @@ static void test_bad_fixtures(void **state)
     (void)state;
     for (i = 0; i < NFIXTURES; i++) {
         char path[1024], expect[1200];
-        tpu_config_t cfg, before;
+        app_config_t cfg, before;
         tpu_err_t err = {0};
 
         snprintf(path, sizeof(path), "%s/%s", FIXTURES_DIR, fixtures[i].file);
         snprintf(expect, sizeof(expect), "%s:%s %s", path, fixtures[i].where, fixtures[i].what);
-        tpu_config_init(&cfg);
+        app_config_init(&cfg);
         before = cfg;
-        assert_int_equal(tpu_config_load(path, &cfg, &err), TPU_ERR_CONFIG);
+        assert_int_equal(app_config_load(path, &cfg, &err), TPU_ERR_CONFIG);
         if (strncmp(err.msg, expect, strlen(expect)) != 0) {
             fail_msg("%s: got '%s', expected it to start with '%s'", fixtures[i].file, err.msg,
                      expect);
@@ -765,20 +765,20 @@ static void test_fixtures_listed(void **state)
 static void test_file_errors(void **state)
 {
     char path[] = "/tmp/tpu_config_XXXXXX";
-    tpu_config_t cfg;
+    app_config_t cfg;
     tpu_err_t err = {0};
     FILE *f;
     int fd;
     long i;
 
     (void)state;
-    tpu_config_init(&cfg);
-    assert_int_equal(tpu_config_load(NULL, &cfg, &err), TPU_ERR_INVALID);
+    app_config_init(&cfg);
+    assert_int_equal(app_config_load(NULL, &cfg, &err), TPU_ERR_INVALID);
     tpu_err_clear(&err);
-    assert_int_equal(tpu_config_load("/nonexistent/pod.yaml", &cfg, &err), TPU_ERR_CONFIG);
+    assert_int_equal(app_config_load("/nonexistent/pod.yaml", &cfg, &err), TPU_ERR_CONFIG);
     assert_string_equal(err.msg, "/nonexistent/pod.yaml: cannot open: No such file or directory");
     tpu_err_clear(&err);
-    assert_int_equal(tpu_config_load(CONFIGS_DIR, &cfg, &err), TPU_ERR_CONFIG);
+    assert_int_equal(app_config_load(CONFIGS_DIR, &cfg, &err), TPU_ERR_CONFIG);
     assert_non_null(strstr(err.msg, ": not a regular file (a directory)"));
     assert_non_null(strstr(err.msg, CONFIGS_DIR));
     tpu_err_clear(&err);
@@ -793,7 +793,7 @@ static void test_file_errors(void **state)
     }
     fputs("chip: v5e\n", f);
     fclose(f);
-    assert_int_equal(tpu_config_load(path, &cfg, &err), TPU_ERR_CONFIG);
+    assert_int_equal(app_config_load(path, &cfg, &err), TPU_ERR_CONFIG);
     assert_non_null(strstr(err.msg, "larger than"));
     tpu_err_clear(&err);
 
@@ -802,7 +802,7 @@ static void test_file_errors(void **state)
     assert_non_null(f);
     fputs("chip: v5e\n\n\nlinks:\n  ici_bandwidth: 1e9\n  dcn_bandwith: 1e9\n", f);
     fclose(f);
-    assert_int_equal(tpu_config_load(path, &cfg, &err), TPU_ERR_CONFIG);
+    assert_int_equal(app_config_load(path, &cfg, &err), TPU_ERR_CONFIG);
     assert_non_null(strstr(err.msg, path));
     assert_non_null(strstr(err.msg, ":6:3: unknown key 'dcn_bandwith' in 'links' (did you mean "
                                     "'dcn_bandwidth'?)"));
@@ -810,7 +810,7 @@ static void test_file_errors(void **state)
     assert_string_equal(cfg.chip, "");
 }
 
-/* ---- tpu_parse_size ---- */
+/* ---- app_parse_size ---- */
 
 static void test_size_good(void **state)
 {
@@ -842,7 +842,7 @@ static void test_size_good(void **state)
         unsigned long long bytes = 1;
         tpu_err_t err = {0};
 
-        if (tpu_parse_size(cases[i].text, &bytes, &err) != TPU_OK) {
+        if (app_parse_size(cases[i].text, &bytes, &err) != TPU_OK) {
             fail_msg("'%s' refused: %s", cases[i].text, err.msg);
         }
         if (bytes != cases[i].bytes) {
@@ -853,9 +853,9 @@ static void test_size_good(void **state)
     {
         unsigned long long bytes = 0;
 
-        assert_int_equal(tpu_parse_size("2K", &bytes, NULL), TPU_OK);
+        assert_int_equal(app_parse_size("2K", &bytes, NULL), TPU_OK);
         assert_true(bytes == 2048);
-        assert_int_equal(tpu_parse_size("2Q", &bytes, NULL), TPU_ERR_INVALID);
+        assert_int_equal(app_parse_size("2Q", &bytes, NULL), TPU_ERR_INVALID);
         assert_true(bytes == 2048);
     }
 }

@@ -35,26 +35,26 @@ static const char *contents(FILE *f, char *buf, size_t len)
 static void test_json_document(void **state)
 {
     FILE *f = tmpfile();
-    tpu_json_t j;
+    app_json_t j;
     tpu_err_t err = {0};
     char buf[512];
 
     (void)state;
     assert_non_null(f);
-    tpu_json_init(&j, f);
-    tpu_json_object(&j);
-    tpu_json_kstr(&j, "chip", "v\"5\\e\n\x01");
-    tpu_json_kint(&j, "chips", -3);
-    tpu_json_karray(&j, "rows");
-    tpu_json_object(&j);
-    tpu_json_kfixed(&j, "us", 1.5, 3);
-    tpu_json_object_end(&j);
-    tpu_json_uint(&j, 18446744073709551615ull);
-    tpu_json_array_end(&j);
-    tpu_json_kbool(&j, "passed", 1);
-    tpu_json_ksig(&j, "bw", 1.6e12, 6);
-    tpu_json_object_end(&j);
-    assert_int_equal(tpu_json_end(&j, &err), TPU_OK);
+    app_json_init(&j, f);
+    app_json_object(&j);
+    app_json_kstr(&j, "chip", "v\"5\\e\n\x01");
+    app_json_kint(&j, "chips", -3);
+    app_json_karray(&j, "rows");
+    app_json_object(&j);
+    app_json_kfixed(&j, "us", 1.5, 3);
+    app_json_object_end(&j);
+    app_json_uint(&j, 18446744073709551615ull);
+    app_json_array_end(&j);
+    app_json_kbool(&j, "passed", 1);
+    app_json_ksig(&j, "bw", 1.6e12, 6);
+    app_json_object_end(&j);
+    assert_int_equal(app_json_end(&j, &err), TPU_OK);
     assert_string_equal(contents(f, buf, sizeof(buf)),
                         "{\"chip\": \"v\\\"5\\\\e\\n\\u0001\", \"chips\": -3, \"rows\": "
                         "[{\"us\": 1.500}, 18446744073709551615], \"passed\": true, "
@@ -65,17 +65,17 @@ static void test_json_document(void **state)
 static void test_json_refuses_inf_nan(void **state)
 {
     FILE *f = tmpfile();
-    tpu_json_t j;
+    app_json_t j;
     tpu_err_t err = {0};
     char buf[256];
 
     (void)state;
-    tpu_json_init(&j, f);
-    tpu_json_object(&j);
-    tpu_json_kfixed(&j, "modeled_us", INFINITY, 3);
-    tpu_json_ksig(&j, "ratio", NAN, 4);
-    tpu_json_object_end(&j);
-    assert_int_equal(tpu_json_end(&j, &err), TPU_ERR_INVALID);
+    app_json_init(&j, f);
+    app_json_object(&j);
+    app_json_kfixed(&j, "modeled_us", INFINITY, 3);
+    app_json_ksig(&j, "ratio", NAN, 4);
+    app_json_object_end(&j);
+    assert_int_equal(app_json_end(&j, &err), TPU_ERR_INVALID);
     assert_non_null(strstr(err.msg, "inf"));
     assert_non_null(strstr(err.msg, "'modeled_us'"));
     /* Still a document: null in place of the refused values. */
@@ -86,18 +86,18 @@ static void test_json_refuses_inf_nan(void **state)
 static void test_csv_quoting(void **state)
 {
     FILE *f = tmpfile();
-    tpu_csv_t c;
+    app_csv_t c;
     char buf[256];
     static const char *const names[] = {"name", "bytes", "us", "mpi_us"};
 
     (void)state;
-    tpu_csv_init(&c, f);
-    tpu_csv_header(&c, names, 4);
-    tpu_csv_str(&c, "a,\"b\"");
-    tpu_csv_uint(&c, 64);
-    tpu_csv_fixed(&c, 0.25, 2);
-    tpu_csv_empty(&c);
-    tpu_csv_end_row(&c);
+    app_csv_init(&c, f);
+    app_csv_header(&c, names, 4);
+    app_csv_str(&c, "a,\"b\"");
+    app_csv_uint(&c, 64);
+    app_csv_fixed(&c, 0.25, 2);
+    app_csv_empty(&c);
+    app_csv_end_row(&c);
     assert_string_equal(contents(f, buf, sizeof(buf)),
                         "name,bytes,us,mpi_us\n\"a,\"\"b\"\"\",64,0.25,\n");
     fclose(f);
@@ -107,12 +107,12 @@ static void test_table(void **state)
 {
     FILE *f = tmpfile();
     char buf[256];
-    static const tpu_col_t cols[] = {{"name", NULL, 6, 1, 0}, {"us", "(TPU)", 5, 0, 2}};
+    static const app_col_t cols[] = {{"name", NULL, 6, 1, 0}, {"us", "(TPU)", 5, 0, 2}};
     const char *cells[] = {"psum", "1.5"};
 
     (void)state;
-    tpu_table_header(f, "# ", cols, 2);
-    tpu_table_row(f, "  ", cols, 2, cells);
+    app_table_header(f, "# ", cols, 2);
+    app_table_row(f, "  ", cols, 2, cells);
     assert_string_equal(contents(f, buf, sizeof(buf)), "# name       us\n"
                                                        "#         (TPU)\n"
                                                        "  psum      1.5\n");
@@ -121,22 +121,22 @@ static void test_table(void **state)
 
 static void test_sink_errors(void **state)
 {
-    tpu_sink_t s;
+    app_sink_t s;
     tpu_err_t err = {0};
 
     (void)state;
-    assert_int_equal(tpu_sink_open(&s, "/nonexistent-folder/out.json", &err), TPU_ERR_INVALID);
+    assert_int_equal(app_sink_open(&s, "/nonexistent-folder/out.json", &err), TPU_ERR_INVALID);
     assert_non_null(strstr(err.msg, "cannot write '/nonexistent-folder/out.json'"));
     tpu_err_clear(&err);
-    if (tpu_sink_open(&s, "/dev/full", &err) == TPU_OK) { /* Linux: writes fail, ENOSPC */
+    if (app_sink_open(&s, "/dev/full", &err) == TPU_OK) { /* Linux: writes fail, ENOSPC */
         fputs("{}\n", s.f);
-        assert_int_equal(tpu_sink_close(&s, &err), TPU_ERR_IO);
+        assert_int_equal(app_sink_close(&s, &err), TPU_ERR_IO);
         assert_non_null(strstr(err.msg, "cannot write '/dev/full'"));
     }
     tpu_err_clear(&err);
-    assert_int_equal(tpu_sink_check("-", "-", &err), TPU_ERR_INVALID);
-    assert_ptr_equal(tpu_sink_text("-", NULL), stderr);
-    assert_ptr_equal(tpu_sink_text("x.json", NULL), stdout);
+    assert_int_equal(app_sink_check("-", "-", &err), TPU_ERR_INVALID);
+    assert_ptr_equal(app_sink_text("-", NULL), stderr);
+    assert_ptr_equal(app_sink_text("x.json", NULL), stdout);
 }
 
 int main(int argc, char **argv)

@@ -72,7 +72,7 @@ static void send(const tpu_coll_observer_t *obs, int src, int dst, int step, dou
 static void test_trace_by_hand(void **state)
 {
     tpu_topo_t topo;
-    tpu_trace_t *tr = NULL;
+    app_trace_t *tr = NULL;
     tpu_coll_observer_t obs;
     tpu_err_t err = {0};
     char path[] = "/tmp/tpu_test_traceXXXXXX";
@@ -83,17 +83,17 @@ static void test_trace_by_hand(void **state)
     assert_true(fd >= 0);
     close(fd);
     make_topo(&topo);
-    assert_int_equal(tpu_trace_open(path, &topo, "by \"hand\"", -1, 0, &tr, &err), TPU_OK);
-    assert_int_equal(tpu_trace_summary(tr), 0);
-    tpu_trace_op_begin(tr, "psum 1 KiB", 2.0, &obs);
+    assert_int_equal(app_trace_open(path, &topo, "by \"hand\"", -1, 0, &tr, &err), TPU_OK);
+    assert_int_equal(app_trace_summary(tr), 0);
+    app_trace_op_begin(tr, "psum 1 KiB", 2.0, &obs);
     assert_int_equal(obs.every_chip, 1);
     send(&obs, 0, 1, 0, 0.5e-6, 1.5e-6, 1000, 0);
     send(&obs, 1, 0, 1, 1.5e-6, 2.0e-6, 500, 1);
-    assert_int_equal(tpu_trace_op_end(tr, 2.0, &err), TPU_OK);
-    assert_true(tpu_trace_now_us(tr) == 2.0);
-    tpu_trace_op_begin(tr, "next", 1.0, &obs);
-    assert_int_equal(tpu_trace_op_end(tr, 1.0, &err), TPU_OK);
-    assert_int_equal(tpu_trace_close(tr, &err), TPU_OK);
+    assert_int_equal(app_trace_op_end(tr, 2.0, &err), TPU_OK);
+    assert_true(app_trace_now_us(tr) == 2.0);
+    app_trace_op_begin(tr, "next", 1.0, &obs);
+    assert_int_equal(app_trace_op_end(tr, 1.0, &err), TPU_OK);
+    assert_int_equal(app_trace_close(tr, &err), TPU_OK);
     text = slurp(path);
     assert_non_null(strstr(text, "\"title\": \"by \\\"hand\\\"\""));
     assert_non_null(strstr(text, "\"args\": {\"name\": \"chip 0 (0)\"}"));
@@ -137,7 +137,7 @@ static void test_heatmap_by_hand(void **state)
     assert_true(fd >= 0);
     close(fd);
     make_topo(&topo);
-    assert_int_equal(tpu_svg_heatmap(path, &topo, NULL, bytes, NULL, 0, "a < b & c", &err), TPU_OK);
+    assert_int_equal(app_svg_heatmap(path, &topo, NULL, bytes, NULL, 0, "a < b & c", &err), TPU_OK);
     text = slurp(path);
     for (p = text; (p = strstr(p, "class=\"link\"")) != NULL; p++) {
         n++;
@@ -151,7 +151,7 @@ static void test_heatmap_by_hand(void **state)
     assert_non_null(strstr(text, "fill=\"#d0d0d0\"/>"));
     free(text);
     unlink(path);
-    assert_int_equal(tpu_svg_heatmap("/dev/full", &topo, NULL, bytes, NULL, 0, "t", &err),
+    assert_int_equal(app_svg_heatmap("/dev/full", &topo, NULL, bytes, NULL, 0, "t", &err),
                      TPU_ERR_IO);
     assert_non_null(strstr(err.msg, "cannot write '/dev/full'"));
 }

@@ -1,5 +1,5 @@
 /*
- * The watchdog's choice of the chip behind (tpu__job_behind in launch/watch.c):
+ * The watchdog's choice of the chip behind (app_job_behind in launch/watch.c):
  * rank 0's view of each rank (the sync point it reached, whom it said it waits
  * for, when it was last heard from) written by hand for the cases a stalled job
  * produces, and the rank the job waits for worked out by hand.  The race it
@@ -21,7 +21,7 @@
 #define SILENT 1.0
 
 /* Rank r at point 'seen', waiting for 'waits' (said at that point), heard 'ago' s ago. */
-static void at(tpu_job_peer_t *p, int r, uint64_t seen, int waits, double ago)
+static void at(app_job_peer_t *p, int r, uint64_t seen, int waits, double ago)
 {
     p[r].seen = seen;
     p[r].waits_at = seen;
@@ -29,20 +29,20 @@ static void at(tpu_job_peer_t *p, int r, uint64_t seen, int waits, double ago)
     p[r].heard = NOW - ago;
 }
 
-static int behind(const tpu_job_peer_t *p, int n, uint64_t point, int *waiters)
+static int behind(const app_job_peer_t *p, int n, uint64_t point, int *waiters)
 {
-    return tpu__job_behind(p, n, point, NOW, SILENT, waiters);
+    return app_job_behind(p, n, point, NOW, SILENT, waiters);
 }
 
 /* Everyone reached the point: nobody is behind. */
 static void test_none_behind(void **state)
 {
-    tpu_job_peer_t p[4];
+    app_job_peer_t p[4];
     int w, r;
 
     (void)state;
     for (r = 0; r < 4; r++) {
-        at(p, r, 9, TPU_JOB_WAIT_ALL, 0.1);
+        at(p, r, 9, APP_JOB_WAIT_ALL, 0.1);
     }
     assert_int_equal(behind(p, 4, 9, &w), -1);
     assert_int_equal(w, 0);
@@ -57,18 +57,18 @@ static void test_none_behind(void **state)
  */
 static void test_race_same_point(void **state)
 {
-    tpu_job_peer_t p[4];
+    app_job_peer_t p[4];
     int w;
 
     (void)state;
-    at(p, 0, 12, TPU_JOB_WAIT_ALL, 0.0);
-    at(p, 3, 12, TPU_JOB_WAIT_ALL, 0.1);
+    at(p, 0, 12, APP_JOB_WAIT_ALL, 0.0);
+    at(p, 3, 12, APP_JOB_WAIT_ALL, 0.1);
     at(p, 1, 11, 2, 0.2);
     at(p, 2, 11, 3, 4.0);
     assert_int_equal(behind(p, 4, 12, &w), 2);
     assert_int_equal(w, 2);
     /* The same with rank 2 quiet since it entered the point (no wait said). */
-    at(p, 2, 11, TPU_JOB_WAIT_NONE, 4.0);
+    at(p, 2, 11, APP_JOB_WAIT_NONE, 4.0);
     assert_int_equal(behind(p, 4, 12, &w), 2);
     /* And with the roles of the ranks swapped: rank 2 waits on a stopped rank 1. */
     at(p, 1, 11, 3, 4.0);
@@ -84,20 +84,20 @@ static void test_race_same_point(void **state)
  */
 static void test_chain(void **state)
 {
-    tpu_job_peer_t p[8];
+    app_job_peer_t p[8];
     int w, r;
 
     (void)state;
     for (r = 0; r < 8; r++) {
-        at(p, r, 20, TPU_JOB_WAIT_ALL, 0.1);
+        at(p, r, 20, APP_JOB_WAIT_ALL, 0.1);
     }
     at(p, 1, 19, 3, 0.1);
     at(p, 3, 19, 5, 0.2);
     at(p, 5, 19, 6, 0.1);
-    at(p, 6, 19, TPU_JOB_WAIT_NONE, 0.5);
+    at(p, 6, 19, APP_JOB_WAIT_NONE, 0.5);
     assert_int_equal(behind(p, 8, 20, &w), 6);
     assert_int_equal(w, 4);
-    at(p, 7, 17, TPU_JOB_WAIT_NONE, 3.0);
+    at(p, 7, 17, APP_JOB_WAIT_NONE, 3.0);
     assert_int_equal(behind(p, 8, 20, &w), 6);
     assert_int_equal(w, 4);
 }
@@ -109,14 +109,14 @@ static void test_chain(void **state)
  */
 static void test_barrier_and_stale(void **state)
 {
-    tpu_job_peer_t p[4];
+    app_job_peer_t p[4];
     int w;
 
     (void)state;
-    at(p, 0, 6, TPU_JOB_WAIT_ALL, 0.0);
-    at(p, 1, 5, TPU_JOB_WAIT_ALL, 0.1);
-    at(p, 3, 5, TPU_JOB_WAIT_ALL, 0.1);
-    at(p, 2, 4, TPU_JOB_WAIT_NONE, 0.3);
+    at(p, 0, 6, APP_JOB_WAIT_ALL, 0.0);
+    at(p, 1, 5, APP_JOB_WAIT_ALL, 0.1);
+    at(p, 3, 5, APP_JOB_WAIT_ALL, 0.1);
+    at(p, 2, 4, APP_JOB_WAIT_NONE, 0.3);
     assert_int_equal(behind(p, 4, 6, &w), 2);
     assert_int_equal(w, 3);
     at(p, 2, 4, 1, 0.3);
@@ -132,11 +132,11 @@ static void test_barrier_and_stale(void **state)
  */
 static void test_cycle(void **state)
 {
-    tpu_job_peer_t p[3];
+    app_job_peer_t p[3];
     int w;
 
     (void)state;
-    at(p, 0, 3, TPU_JOB_WAIT_ALL, 0.0);
+    at(p, 0, 3, APP_JOB_WAIT_ALL, 0.0);
     at(p, 1, 2, 2, 0.3);
     at(p, 2, 2, 1, 0.5);
     assert_int_equal(behind(p, 3, 3, &w), 2);

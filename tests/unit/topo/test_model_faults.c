@@ -640,13 +640,13 @@ static void test_yaml(void **state)
          "'both' takes yes or no, got 'maybe'"},
         {"faults:\n  - {kind: slow-nic, host: x, factor: 0.5}\n", "'host' takes a whole number"},
     };
-    tpu_config_t cfg;
+    app_config_t cfg;
     tpu_err_t err = {0};
     size_t i;
 
     (void)state;
-    tpu_config_init(&cfg);
-    assert_int_equal(tpu_config_load_string(good, strlen(good), "t.yaml", &cfg, &err), TPU_OK);
+    app_config_init(&cfg);
+    assert_int_equal(app_config_load_string(good, strlen(good), "t.yaml", &cfg, &err), TPU_OK);
     assert_int_equal(cfg.nfaults, 4);
     assert_int_equal(cfg.faults[0].kind, TPU_FAULT_SLOW_LINK);
     assert_int_equal(cfg.faults[0].chip, 5);
@@ -660,10 +660,10 @@ static void test_yaml(void **state)
     assert_int_equal(cfg.faults[3].host, 1);
     assert_string_equal(cfg.fault_at[1], "t.yaml:8:5");
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        tpu_config_init(&cfg);
+        app_config_init(&cfg);
         tpu_err_clear(&err);
         assert_int_equal(
-            tpu_config_load_string(bad[i].text, strlen(bad[i].text), "t.yaml", &cfg, &err),
+            app_config_load_string(bad[i].text, strlen(bad[i].text), "t.yaml", &cfg, &err),
             TPU_ERR_CONFIG);
         if (strstr(err.msg, bad[i].msg) == NULL) {
             fail_msg("'%s': message '%s' lacks '%s'", bad[i].text, err.msg, bad[i].msg);
@@ -697,7 +697,7 @@ static void test_svg(void **state)
     make_link(&link, NULL);
     f = faults_of(&topo, &link, texts, 3, &err);
     bytes[0] = 1000;
-    assert_int_equal(tpu_svg_heatmap(path, &topo, f, bytes, NULL, 0, "t", &err), TPU_OK);
+    assert_int_equal(app_svg_heatmap(path, &topo, f, bytes, NULL, 0, "t", &err), TPU_OK);
     in = fopen(path, "r");
     fseek(in, 0, SEEK_END);
     n = ftell(in);
