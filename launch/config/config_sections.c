@@ -1,17 +1,17 @@
 /*
  * The sections of the pod file that are more than a key table (see config_yaml.c):
  * 'chip:' (a preset, or a custom chip from a base preset and the fields it
- * overrides), 'mesh:' (a string or a mapping, checked by its own grammar) and
- * 'faults:' (a list of faults, each with the keys its kind takes).
+ * overrides), 'mesh:' (a string or a mapping, checked by the library's mesh
+ * grammar) and 'faults:' (a list of faults, each with the keys its kind takes).
  */
 #include "config_sections.h"
 
 #include "tpu/chip.h"
 #include "tpu/fault.h"
+#include "tpu/mesh.h"
 
 #include "config_walk.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -118,78 +118,26 @@ tpu_status_t app_config_parse_chip(load_ctx_t *c, const yaml_node_t *key, const 
     return TPU_OK;
 }
 
-/* Is 's' (up to 'len' bytes) a mesh axis name: a letter or '_', then letters, digits, '_'? */
-static int is_axis_name(const char *s, size_t len)
-{
-    size_t i;
-
-    if (len == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) {
-        return 0;
-    }
-    for (i = 1; i < len; i++) {
-        if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /*
- * Check a mesh string "data=4,model=4": name=size pairs, names distinct, sizes
- * positive whole numbers.  Errors are reported at 'val'.
+ * 'mesh:': a string "data=4,model=4" or a mapping {data: 4, model: 4}, kept in file
+ * order.  Both are checked by the library's mesh grammar (tpu_mesh_parse), its
+ * message at the position of the string, or of the key that breaks it: the
+ * mapping is written as the same string, and each axis is checked as it is added.
  */
-static tpu_status_t check_mesh(load_ctx_t *c, const yaml_node_t *val, const char *mesh)
-{
-    const char *part = mesh;
-
-    for (;;) {
-        size_t len = strcspn(part, ","), name_len = strcspn(part, "=,");
-        const char *q;
-        long v = 0;
-        size_t i;
-
-        if (name_len >= len || !is_axis_name(part, name_len) || name_len + 1 == len ||
-            strspn(part + name_len + 1, "0123456789") != len - name_len - 1) {
-            return app_config_fail_at(
-                c, val,
-                "bad mesh '%s': '%.*s' is not name=size (expected a mesh such as "
-                "data=4,model=4)",
-                mesh, (int)len, part);
-        }
-        for (i = name_len + 1; i < len; i++) {
-            if (v <= TPU_MAX_CHIPS) {
-                v = v * 10 + (part[i] - '0');
-            }
-        }
-        if (v < 1 || v > TPU_MAX_CHIPS) {
-            return app_config_fail_at(c, val, "bad mesh '%s': axis '%.*s' must have 1 to %d chips",
-                                      mesh, (int)name_len, part, TPU_MAX_CHIPS);
-        }
-        for (q = mesh; q < part; q += strcspn(q, ",") + 1) {
-            if (strcspn(q, "=") == name_len && strncmp(q, part, name_len) == 0) {
-                return app_config_fail_at(c, val, "bad mesh '%s': axis '%.*s' named twice", mesh,
-                                          (int)name_len, part);
-            }
-        }
-        if (part[len] == '\0') {
-            return TPU_OK;
-        }
-        part += len + 1;
-    }
-}
-
-/* 'mesh:': a string "data=4,model=4" or a mapping {data: 4, model: 4}, kept in file order. */
 tpu_status_t app_config_parse_mesh(load_ctx_t *c, const yaml_node_t *val, app_config_t *cfg)
 {
     char mesh[APP_CONFIG_STR] = {0}; /* whole: cfg->mesh gets all of it */
+    char names[TPU_MESH_MAX_AXES][TPU_MESH_NAME_LEN];
+    int sizes[TPU_MESH_MAX_AXES], naxes;
     yaml_node_pair_t *p, *q;
+    tpu_err_t e = {0};
     size_t used = 0;
     tpu_status_t status;
 
     if (val->type != YAML_MAPPING_NODE) {
         status = app_config_get_string(c, "mesh", val, "a mesh such as data=4,model=4", mesh);
-        if (status == TPU_OK) {
-            status = check_mesh(c, val, mesh);
+        if (status == TPU_OK && tpu_mesh_parse(mesh, names, sizes, &naxes, &e) != TPU_OK) {
+            status = app_config_fail_at(c, val, "%s", e.msg);
         }
         if (status == TPU_OK) {
             memcpy(cfg->mesh, mesh, sizeof(mesh));
@@ -206,7 +154,8 @@ tpu_status_t app_config_parse_mesh(load_ctx_t *c, const yaml_node_t *val, app_co
         const char *k = app_config_text_of(key);
         int n;
 
-        if (k == NULL || !is_axis_name(k, key->data.scalar.length)) {
+        /* A key that is not one word cannot be written as the string's name=size. */
+        if (k == NULL || k[0] == '\0' || strcspn(k, "=,") != key->data.scalar.length) {
             return app_config_fail_at(c, key,
                                       "mesh axis names are words such as data or model, not %s%s%s",
                                       k == NULL ? app_config_kind_name(key) : "'",
@@ -223,14 +172,16 @@ tpu_status_t app_config_parse_mesh(load_ctx_t *c, const yaml_node_t *val, app_co
         if (status != TPU_OK) {
             return status;
         }
-        if (used < sizeof(mesh)) {
-            used += (size_t)snprintf(mesh + used, sizeof(mesh) - used, "%s%s=%d", used ? "," : "",
-                                     k, n);
+        used +=
+            (size_t)snprintf(mesh + used, sizeof(mesh) - used, "%s%s=%d", used ? "," : "", k, n);
+        if (used >= sizeof(mesh)) {
+            return app_config_fail_at(c, val,
+                                      "'mesh' is too long (at most %d characters as a string)",
+                                      APP_CONFIG_STR - 1);
         }
-    }
-    if (used >= sizeof(mesh)) {
-        return app_config_fail_at(c, val, "'mesh' is too long (at most %d characters as a string)",
-                                  APP_CONFIG_STR - 1);
+        if (tpu_mesh_parse(mesh, names, sizes, &naxes, &e) != TPU_OK) {
+            return app_config_fail_at(c, key, "%s", e.msg);
+        }
     }
     memcpy(cfg->mesh, mesh, sizeof(mesh));
     return TPU_OK;

@@ -496,18 +496,38 @@ static void test_value_errors(void **state)
     expect_error("topology: 4x4\nwrap: x,z\n", "pod.yaml:2:7: bad wrap 'x,z'", "axis 'z'",
                  "topology 4x4", NULL);
     expect_error("wrap: z\ntopology: 16\n", "pod.yaml:1:7:", "axis 'z'", NULL);
-    expect_error("mesh: data=4,model\n", "pod.yaml:1:7: bad mesh 'data=4,model'", "'model'", NULL);
-    expect_error("mesh: data=4,\n", "pod.yaml:1:7: bad mesh", NULL);
-    expect_error("mesh: =4\n", "bad mesh '=4'", NULL);
-    expect_error("mesh: data=0\n", "bad mesh 'data=0'", "1 to", NULL);
-    expect_error("mesh: data=4x\n", "bad mesh 'data=4x'", NULL);
-    expect_error("mesh: data=2,data=2\n", "axis 'data' named twice", NULL);
+    /* The string form: the library's mesh grammar (tpu_mesh_parse), at the value. */
+    expect_error("mesh: data=4,model\n", "pod.yaml:1:7: mesh axis 'model' in 'data=4,model'",
+                 "has no size", NULL);
+    expect_error("mesh: data=4,\n", "pod.yaml:1:7: mesh 'data=4,' ends with a comma", NULL);
+    expect_error("mesh: =4\n", "pod.yaml:1:7: bad mesh axis name '' in '=4'", NULL);
+    expect_error("mesh: data=0\n", "pod.yaml:1:7: bad size '0' of mesh axis 'data'", "1 to", NULL);
+    expect_error("mesh: data=4x\n", "pod.yaml:1:7: bad size '4x' of mesh axis 'data'", NULL);
+    expect_error("mesh: data=2,data=2\n",
+                 "pod.yaml:1:7: mesh axis 'data' is named twice in 'data=2,data=2'", NULL);
+    expect_error("mesh: ''\n", "pod.yaml:1:7: empty mesh", NULL);
+    /* The library's limits, refused at load time with the position. */
+    expect_error("mesh: data=8,abcdefghijklmnopqrstuvwxyz0123456=2\n",
+                 "pod.yaml:1:7: bad mesh axis name 'abcdefghijklmnopqrstuvwxyz0123456'",
+                 "at most 31 characters", NULL);
+    expect_error("mesh: a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=16\n",
+                 "pod.yaml:1:7: mesh 'a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=16' has more than 8 axes",
+                 NULL);
     expect_error("mesh: [data, model]\n", "pod.yaml:1:7:", "'mesh'", "not a list", NULL);
     expect_error("mesh: {}\n", "pod.yaml:1:7:", "'mesh' is an empty mapping", NULL);
     expect_error("mesh:\n  data: 0\n", "pod.yaml:2:9: 'data' must be a positive", NULL);
     expect_error("mesh:\n  data: four\n", "pod.yaml:2:9: 'data' takes a whole number", NULL);
-    expect_error("mesh:\n  2d: 4\n", "pod.yaml:2:3:", "mesh axis names", "'2d'", NULL);
+    /* The mapping form: written as the string, each key checked by the same grammar. */
+    expect_error("mesh:\n  2d: 4\n", "pod.yaml:2:3: bad mesh axis name '2d' in '2d=4'", NULL);
+    expect_error("mesh:\n  data: 16\n  abcdefghijklmnopqrstuvwxyz0123456: 1\n",
+                 "pod.yaml:3:3: bad mesh axis name 'abcdefghijklmnopqrstuvwxyz0123456'",
+                 "at most 31 characters", NULL);
+    expect_error("mesh: {a: 1, b: 1, c: 1, d: 1, e: 1, f: 1, g: 1, h: 1, i: 16}\n",
+                 "pod.yaml:1:56: mesh 'a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=16' has more than 8 axes",
+                 NULL);
     expect_error("mesh:\n  [a]: 4\n", "pod.yaml:2:3:", "mesh axis names", "a list", NULL);
+    expect_error("mesh:\n  'a=b': 4\n", "pod.yaml:2:3:", "mesh axis names", "'a=b'", NULL);
+    expect_error("mesh:\n  'a,b': 4\n", "pod.yaml:2:3:", "mesh axis names", "'a,b'", NULL);
     expect_error("topology: "
                  "1x1111111111111111111111111111111111111111111111111111111111111111111111111111111"
                  "111111111111111111111111111111111111111111111111111111111\n",
@@ -701,7 +721,7 @@ static const struct {
     {"empty.yaml", "1:1:", "the file is empty"},
     {"bad_size.yaml", "4:14:", "'hbm_bytes': bad size '1.5G'"},
     {"missing_base.yaml", "2:1:", "a custom 'chip' needs 'base:'"},
-    {"bad_mesh.yaml", "3:7:", "bad mesh 'data=4,model'"},
+    {"bad_mesh.yaml", "3:7:", "mesh axis 'model' in 'data=4,model' has no size"},
     {"wrap_axis.yaml", "4:7:", "bad wrap 'z'"},
     {"negative_bw.yaml", "4:18:", "'ici_bandwidth' must be positive, got -9e10"},
 };
