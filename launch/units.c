@@ -1,9 +1,78 @@
 /* Sizes and times as tpuemu reads and prints them (see units.h). */
 #include "units.h"
 
-#include "config.h"
-
+#include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
+
+tpu_status_t app_parse_size(const char *text, unsigned long long *bytes_p, tpu_err_t *err)
+{
+    const char *p = text;
+    unsigned long long value = 0;
+    int shift = 0;
+
+    if (text == NULL || *text == '\0') {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "bad size '': expected bytes or a number with K, M or G");
+    }
+    if (*p == '-' && isdigit((unsigned char)p[1])) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "bad size '%s': a size cannot be negative", text);
+    }
+    if (!isdigit((unsigned char)*p)) {
+        goto bad;
+    }
+    for (; isdigit((unsigned char)*p); p++) {
+        unsigned long long digit = (unsigned long long)(*p - '0');
+
+        if (value > (ULLONG_MAX - digit) / 10) {
+            goto too_large;
+        }
+        value = value * 10 + digit;
+    }
+    if (*p == '.' && isdigit((unsigned char)p[1])) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "bad size '%s': fractions are not allowed (write a whole number of a "
+                           "smaller unit: 1536M, not 1.5G)",
+                           text);
+    }
+    switch (*p) {
+    case 'K':
+    case 'k':
+        shift = 10;
+        break;
+    case 'M':
+    case 'm':
+        shift = 20;
+        break;
+    case 'G':
+    case 'g':
+        shift = 30;
+        break;
+    default:
+        break;
+    }
+    if (shift != 0) {
+        p++;
+    }
+    /* "B" after any number, "iB" after a suffix ("64KiB", "16MB", "1024B"). */
+    if (strcmp(p, "B") == 0 || (shift != 0 && strcmp(p, "iB") == 0)) {
+        p += strlen(p);
+    }
+    if (*p != '\0') {
+        goto bad;
+    }
+    if (value > (ULLONG_MAX >> shift)) {
+        goto too_large;
+    }
+    *bytes_p = value << shift;
+    return TPU_OK;
+bad:
+    return tpu_err_set(err, TPU_ERR_INVALID,
+                       "bad size '%s': expected bytes or a number with K, M or G", text);
+too_large:
+    return tpu_err_set(err, TPU_ERR_INVALID, "bad size '%s': too large", text);
+}
 
 tpu_status_t app_units_parse_bytes(const char *name, const char *v, unsigned long long *out,
                                    tpu_err_t *err)

@@ -1,7 +1,8 @@
 /*
- * Sizes and times as tpuemu reads and prints them: a size flag (bytes with K, M,
- * G suffixes), byte counts in binary units, microseconds.  Every command formats
- * through these.  Private to launch/.
+ * Sizes and times as tpuemu reads and prints them: a size (bytes with K, M, G
+ * suffixes, from a flag or the pod file), byte counts in binary units,
+ * microseconds.  Every size the program reads is parsed here, and every command
+ * formats through these.  Private to launch/.
  */
 #ifndef APP_UNITS_H
 #define APP_UNITS_H
@@ -12,6 +13,13 @@
 
 /* Sizes above this are refused (2^50 bytes, 1 PiB). */
 #define APP_UNITS_MAX_BYTES (1ull << 50)
+
+/*
+ * Parse a size: plain bytes ("1024") or a number with a suffix K, M, G (powers of
+ * two: 1K = 1024).  Used by the CLI (--bytes) and the YAML file (hbm_bytes: 16G).
+ * @return TPU_OK, or TPU_ERR_INVALID with a message naming 'text'.
+ */
+tpu_status_t app_parse_size(const char *text, unsigned long long *bytes_p, tpu_err_t *err);
 
 /*
  * A size flag '--NAME V': bytes or a number with K, M, G (powers of 2), above 0

@@ -55,11 +55,4 @@ tpu_status_t app_config_load(const char *path, app_config_t *cfg, tpu_err_t *err
 tpu_status_t app_config_load_string(const char *text, size_t len, const char *name,
                                     app_config_t *cfg, tpu_err_t *err);
 
-/*
- * Parse a size: plain bytes ("1024") or a number with a suffix K, M, G (powers of
- * two: 1K = 1024).  Used by the CLI (--bytes) and the YAML file (hbm_bytes: 16G).
- * @return TPU_OK, or TPU_ERR_INVALID with a message naming 'text'.
- */
-tpu_status_t app_parse_size(const char *text, unsigned long long *bytes_p, tpu_err_t *err);
-
 #endif /* APP_LAUNCH_CONFIG_H */

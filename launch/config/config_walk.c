@@ -8,6 +8,7 @@
 #include "config_walk.h"
 
 #include "alloc.h"
+#include "units.h"
 
 #include <ctype.h>
 #include <errno.h>

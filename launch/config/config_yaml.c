@@ -1,6 +1,6 @@
 /*
  * The pod description in YAML (see config.h): reading the file, libyaml's
- * document, and the top level; and the size parser.  The key tables are
+ * document, and the top level.  The key tables are
  * config_schema.c's, the walk of the node tree config_walk.c's, the 'chip:',
  * 'mesh:' and 'faults:' sections config_sections.c's.
  *
@@ -12,7 +12,7 @@
  *   - every key must be in the table (an unknown key gets the closest known one,
  *     within an edit distance of 2, as a suggestion) and appear once;
  *   - every value must have its type: a number is a plain (unquoted) scalar in C
- *     strtod syntax, a byte count also takes K, M, G suffixes (app_parse_size),
+ *     strtod syntax, a byte count also takes K, M, G suffixes (app_parse_size, units.c),
  *     a count is a positive whole number, a string is any scalar, and a list or
  *     a mapping where a scalar belongs is an error; null values are errors;
  *   - topology, wrap and mesh strings are checked here already, so that their
@@ -38,9 +38,7 @@
 #include "config_walk.h"
 #include "file.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,74 +380,4 @@ out_free:
     fclose(f);
 out:
     return status;
-}
-
-tpu_status_t app_parse_size(const char *text, unsigned long long *bytes_p, tpu_err_t *err)
-{
-    const char *p = text;
-    unsigned long long value = 0;
-    int shift = 0;
-
-    if (text == NULL || *text == '\0') {
-        return app_config_report(err, TPU_ERR_INVALID,
-                                 "bad size '': expected bytes or a number with K, M or G");
-    }
-    if (*p == '-' && isdigit((unsigned char)p[1])) {
-        return app_config_report(err, TPU_ERR_INVALID, "bad size '%s': a size cannot be negative",
-                                 text);
-    }
-    if (!isdigit((unsigned char)*p)) {
-        goto bad;
-    }
-    for (; isdigit((unsigned char)*p); p++) {
-        unsigned long long digit = (unsigned long long)(*p - '0');
-
-        if (value > (ULLONG_MAX - digit) / 10) {
-            goto too_large;
-        }
-        value = value * 10 + digit;
-    }
-    if (*p == '.' && isdigit((unsigned char)p[1])) {
-        return app_config_report(
-            err, TPU_ERR_INVALID,
-            "bad size '%s': fractions are not allowed (write a whole number of a "
-            "smaller unit: 1536M, not 1.5G)",
-            text);
-    }
-    switch (*p) {
-    case 'K':
-    case 'k':
-        shift = 10;
-        break;
-    case 'M':
-    case 'm':
-        shift = 20;
-        break;
-    case 'G':
-    case 'g':
-        shift = 30;
-        break;
-    default:
-        break;
-    }
-    if (shift != 0) {
-        p++;
-    }
-    /* "B" after any number, "iB" after a suffix ("64KiB", "16MB", "1024B"). */
-    if (strcmp(p, "B") == 0 || (shift != 0 && strcmp(p, "iB") == 0)) {
-        p += strlen(p);
-    }
-    if (*p != '\0') {
-        goto bad;
-    }
-    if (value > (ULLONG_MAX >> shift)) {
-        goto too_large;
-    }
-    *bytes_p = value << shift;
-    return TPU_OK;
-bad:
-    return app_config_report(err, TPU_ERR_INVALID,
-                             "bad size '%s': expected bytes or a number with K, M or G", text);
-too_large:
-    return app_config_report(err, TPU_ERR_INVALID, "bad size '%s': too large", text);
 }

@@ -18,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(TARGET_SIZE) || defined(TARGET_YAML)
+#if defined(TARGET_SIZE)
+#include "units.h"
+#endif
+#if defined(TARGET_YAML)
 #include "config.h"
 #endif
 #if defined(TARGET_MESH)

@@ -15,15 +15,17 @@ out=${TPU_FUZZ_DIR:-$root/build/fuzz}
 mkdir -p "$out"
 common=("$root/common/status.c" "$root/common/alloc.c" "$root/topology/topo.c")
 chip=("$root"/emulator/chip/chip_presets.c "$root"/emulator/chip/chip_util.c)
+mesh=("$root/topology/mesh.c" "$root/topology/groups.c")
 status=0
 for t in "${targets[@]}"; do
     case $t in
     shape) src=() ;;
-    size | yaml)
-        src=("$root"/launch/config/config_{yaml,schema,walk,sections}.c "$root/common/file.c"
-            "$root/topology/fault.c" "${chip[@]}")
+    size) src=("$root/launch/units.c") ;;
+    yaml)
+        src=("$root"/launch/config/config_{yaml,schema,walk,sections}.c "$root/launch/units.c"
+            "$root/common/file.c" "$root/topology/fault.c" "${mesh[@]}" "${chip[@]}")
         ;;
-    mesh) src=("$root/topology/mesh.c" "$root/topology/groups.c") ;;
+    mesh) src=("${mesh[@]}") ;;
     coords) src=("$root/launch/coords.c") ;;
     *) echo "unknown target '$t'" >&2; exit 2 ;;
     esac

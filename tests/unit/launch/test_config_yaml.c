@@ -1,15 +1,17 @@
 /*
- * The YAML pod description (launch/config_yaml.c): every key of the schema, a
+ * The YAML pod description (launch/config/config_yaml.c): every key of the schema, a
  * custom chip, the mesh as a string and as a mapping, loading over values already
  * set, every kind of error with the file name, line, column and key in its
  * message, the example configs in configs/ and the bad fixtures in
- * tests/fixtures/config/, and app_parse_size().
+ * tests/fixtures/config/, and the size parser it reads sizes with
+ * (app_parse_size(), launch/units.c).
  */
 #include "tpu/chip.h"
 #include "tpu/status.h"
 
 #include "config.h"
 #include "test_main.h"
+#include "units.h"
 
 #include <dirent.h>
 #include <math.h>
