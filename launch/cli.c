@@ -5,12 +5,15 @@
  * job and have its ranks agree, or build the pod of a command that runs alone,
  * then run the command's function.
  */
+#include "cli.h"
+
 #include "commands.h"
 #include "help.h"
 #include "job.h"
 #include "jobenv.h"
 #include "launch.h"
 #include "podsetup.h"
+#include "watch_agree.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,12 @@
 
 #include "alloc.h"
 #include "clock.h"
+#include "jobenv.h"
 #include "podsetup.h"
+#include "watch.h"
+#include "watch_agree.h"
+#include "watch_guard.h"
+#include "watch_monitor.h"
 
 #include <signal.h>
 #include <stdio.h>

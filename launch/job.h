@@ -1,19 +1,19 @@
-/* An MPI job: the pod, the chip this rank emulates, the transport.  Private to launch/. */
+/*
+ * An MPI job: the pod, the chip this rank emulates, the transport (job.c).  The
+ * watchdog's calls on a job are declared by watch.h, watch_agree.h, watch_guard.h
+ * and watch_monitor.h, included by the files that make them.  Private to launch/.
+ */
 #ifndef APP_JOB_H
 #define APP_JOB_H
 
 #include "tpu/mpi.h"
 
-#include "jobenv.h"
 #include "json.h"
 #include "launch.h"
 #include "placement.h"
 #include "report.h"
 #include "sink.h"
-#include "watch.h"
-#include "watch_agree.h"
-#include "watch_guard.h"
-#include "watch_monitor.h"
+#include "watch.h" /* the watchdog state the job holds: app_job_peer_t, APP_JOB_RING */
 
 #include <stdatomic.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /*
  * The tpuemu program: the options every command reads (filled by the option
- * parser from the command table's rows), the exit codes, and the program's
- * entry, app_main() (cli.c).  This is the only layer that prints, chooses exit
- * codes, and calls MPI_Init/MPI_Finalize.
+ * parser from the command table's rows), the exit codes, and what a command's
+ * runner gets (the program's entry, app_main(), is cli.h's).  This is the only
+ * layer that prints, chooses exit codes, and calls MPI_Init/MPI_Finalize.
  */
 #ifndef APP_LAUNCH_H
 #define APP_LAUNCH_H
@@ -14,7 +14,6 @@
 
 #include "config.h"
 #include "coords.h"
-#include "jobenv.h"
 #include "opt.h"
 
 #include <stdint.h>
@@ -95,8 +94,5 @@ typedef struct app_ctx {
     struct app_job *job; /* NULL: one process */
     tpu_pod_t *pod;
 } app_ctx_t;
-
-/* The program: find the command, parse, start, run it; returns the exit code. */
-int app_main(int argc, char **argv);
 
 #endif /* APP_LAUNCH_H */

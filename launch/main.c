@@ -15,7 +15,7 @@
 #endif
 #include "tpu/alloc.h"
 
-#include "launch.h"
+#include "cli.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -7,6 +7,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "progress.h"
+#include "watch.h"
 
 #include <string.h>
 

@@ -18,6 +18,7 @@
 
 #include "alloc.h"
 #include "job.h"
+#include "jobenv.h"
 #include "watch.h"
 
 #include <errno.h>

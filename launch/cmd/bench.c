@@ -13,11 +13,14 @@
 #include "desc.h"
 #include "faults.h"
 #include "job.h"
+#include "jobenv.h"
 #include "json.h"
 #include "progress.h"
 #include "report.h"
 #include "table.h"
 #include "units.h"
+#include "watch.h"
+#include "watch_guard.h"
 
 #include <math.h>
 #include <stdlib.h>

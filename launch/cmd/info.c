@@ -1,6 +1,7 @@
 /* tpuemu info: chip constants, the topology's links, the algorithms. */
 #include "info.h"
 
+#include "jobenv.h"
 #include "json.h"
 #include "podsetup.h"
 #include "sink.h"

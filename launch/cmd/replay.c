@@ -27,6 +27,7 @@
 #include "replay_out.h"
 #include "report.h"
 #include "sink.h"
+#include "watch.h"
 
 #include <errno.h>
 #include <stdlib.h>

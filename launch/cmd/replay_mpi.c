@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "job.h"
 #include "progress.h"
+#include "watch.h"
 
 #include <stdlib.h>
 #include <string.h>

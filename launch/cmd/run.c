@@ -15,6 +15,7 @@
 #include "sink.h"
 #include "table.h"
 #include "units.h"
+#include "watch.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,6 +6,7 @@
 
 #include "train_out.h"
 #include "train_run.h"
+#include "watch.h"
 
 #include <math.h>
 #include <string.h>

@@ -37,6 +37,7 @@
 #include "sink.h"
 #include "train_out.h"
 #include "train_run.h"
+#include "watch.h"
 
 #include <errno.h>
 #include <math.h>

@@ -3,7 +3,7 @@
  * code 2 for every kind of bad input.  Calls app_main() ("tpuemu model ARGS")
  * in process and captures stdout and stderr.
  */
-#include "launch.h"
+#include "cli.h"
 #include "test_main.h"
 
 #include <setjmp.h>

@@ -6,8 +6,8 @@
  * fixes: a chip stopped at the same sync point as a chip that waits on it, with
  * the waiting one late to give up, was named instead of the stopped one.
  */
-#include "job.h"
 #include "test_main.h"
+#include "watch.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
