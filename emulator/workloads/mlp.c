@@ -82,6 +82,7 @@
 #include "mlp_comm.h"
 #include "mlp_cost.h"
 #include "mlp_internal.h"
+#include "workload_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -176,27 +177,6 @@ int64_t tpu_mlp_param_count(int64_t hidden, int p)
     return tpu_mlp_param_shape(hidden, p, s) == 2 ? s[0] * s[1] : s[0];
 }
 
-/* ---- random numbers: splitmix64 as a counter-based generator ---- */
-
-static uint64_t splitmix64(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Element 'i' of stream 's': a standard normal (Box-Muller). */
-float tpu__mlp_rnd_normal(uint64_t seed, uint64_t s, uint64_t i)
-{
-    uint64_t key = splitmix64(seed ^ splitmix64(s));
-    uint64_t a = splitmix64(key ^ (2 * i)), c = splitmix64(key ^ (2 * i + 1));
-    double u1 = ((double)(a >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
-    double u2 = (double)(c >> 11) * 0x1.0p-53;         /* [0, 1) */
-
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
 /* ---- parameters ---- */
 
 /* Fill the local unit 'u' of chip 'c' (full, padded) from the init arrays or the seed. */
@@ -213,8 +193,9 @@ static void init_unit(const tpu_mlp_t *mlp, const chip_st_t *c, int u, float *ds
             for (j = 0; j < Hm; j++) {
                 int64_t g = i * H + col0 + j;
 
-                dst[i * Hm + j] = s->init[0] ? s->init[0][g]
-                                             : tpu__mlp_rnd_normal(s->seed, S_W1, (uint64_t)g) * sc;
+                dst[i * Hm + j] = s->init[0]
+                                      ? s->init[0][g]
+                                      : tpu__workload_normal(s->seed, S_W1, (uint64_t)g) * sc;
             }
         }
         for (j = 0; j < Hm && s->init[1]; j++) {
@@ -227,7 +208,7 @@ static void init_unit(const tpu_mlp_t *mlp, const chip_st_t *c, int u, float *ds
                 int64_t g = (col0 + i) * H + j;
 
                 dst[i * H + j] = s->init[2] ? s->init[2][g]
-                                            : tpu__mlp_rnd_normal(s->seed, S_W2, (uint64_t)g) * sc;
+                                            : tpu__workload_normal(s->seed, S_W2, (uint64_t)g) * sc;
             }
         }
         for (j = 0; j < H && s->init[3]; j++) {
@@ -237,7 +218,7 @@ static void init_unit(const tpu_mlp_t *mlp, const chip_st_t *c, int u, float *ds
         sc = (float)sqrt(1.0 / (double)H);
         for (i = 0; i < H * NOUT; i++) {
             dst[i] =
-                s->init[4] ? s->init[4][i] : tpu__mlp_rnd_normal(s->seed, S_W3, (uint64_t)i) * sc;
+                s->init[4] ? s->init[4][i] : tpu__workload_normal(s->seed, S_W3, (uint64_t)i) * sc;
         }
         for (j = 0; j < NOUT && s->init[5]; j++) {
             dst[H * NOUT + j] = s->init[5][j];
@@ -426,7 +407,7 @@ tpu_status_t tpu_mlp_create(const tpu_mlp_spec_t *spec, const tpu_topo_t *topo,
                 goto err_free;
             }
             for (i = 0; i < NIN * NOUT; i++) {
-                mlp->teacher[i] = tpu__mlp_rnd_normal(spec->seed, S_TEACHER, (uint64_t)i);
+                mlp->teacher[i] = tpu__workload_normal(spec->seed, S_TEACHER, (uint64_t)i);
             }
         }
     }

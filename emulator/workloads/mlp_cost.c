@@ -11,6 +11,7 @@
 #include "tpu/roofline.h"
 
 #include "alloc.h"
+#include "workload_util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -77,21 +78,6 @@ tpu_status_t tpu__mlp_vpu_cost(tpu_mlp_t *mlp, int i, tpu_vpu_op_t op, int64_t r
     return status;
 }
 
-static void transpose(const float *src, int64_t rows, int64_t cols, float *dst)
-{
-    int64_t i0, j0, i, j;
-
-    for (i0 = 0; i0 < rows; i0 += 32) {
-        for (j0 = 0; j0 < cols; j0 += 32) {
-            for (i = i0; i < i0 + 32 && i < rows; i++) {
-                for (j = j0; j < j0 + 32 && j < cols; j++) {
-                    dst[j * rows + i] = src[i * cols + j];
-                }
-            }
-        }
-    }
-}
-
 /*
  * C[m,n] = A @ B on the MXU of local chip 'i', where A is stored [m,k] (or
  * [k,m] with 'ta') and B [k,n] (or [n,k] with 'tb').  bf16: both operands
@@ -130,7 +116,7 @@ tpu_status_t tpu__mlp_mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n,
             status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "mlp: no host memory for a transpose");
             goto out;
         }
-        transpose(A, k, m, ta_buf);
+        tpu__workload_transpose(A, k, m, ta_buf);
         a = ta_buf;
     }
     if (tb) {
@@ -139,7 +125,7 @@ tpu_status_t tpu__mlp_mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n,
             status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "mlp: no host memory for a transpose");
             goto out;
         }
-        transpose(B, n, k, tb_buf);
+        tpu__workload_transpose(B, n, k, tb_buf);
         b = tb_buf;
     }
     if (bf16) {

@@ -64,7 +64,5 @@ struct tpu_mlp {
     tpu_mlp_report_t *rep;
 };
 
-/* Element 'i' of random stream 's': a standard normal (Box-Muller over splitmix64). */
-float tpu__mlp_rnd_normal(uint64_t seed, uint64_t s, uint64_t i);
 
 #endif

@@ -10,6 +10,7 @@
 #include "alloc.h"
 #include "mlp_cost.h"
 #include "mlp_internal.h"
+#include "workload_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ static void load_batch(const tpu_mlp_t *mlp, const chip_st_t *c, int64_t step, a
         float *xr = a->x + r * NIN, best = -INFINITY;
 
         for (j = 0; j < NIN; j++) {
-            xr[j] = tpu__mlp_rnd_normal(s->seed, S_X, g * NIN + (uint64_t)j);
+            xr[j] = tpu__workload_normal(s->seed, S_X, g * NIN + (uint64_t)j);
         }
         a->y[r] = 0;
         for (k = 0; k < NOUT; k++) {

@@ -120,7 +120,4 @@ void tpu__xfmr_to_heads(const float *src, int64_t b, int64_t sl, int64_t nh, int
 void tpu__xfmr_from_heads(const float *src, int64_t b, int64_t sl, int64_t nh, int64_t dh,
                           int64_t stot, int64_t s0, float *dst);
 
-/* The counter-based standard normal: element 'i' of stream 's' for 'seed'. */
-float tpu__xfmr_normal(uint64_t seed, uint64_t s, uint64_t i);
-
 #endif /* TPU_WORKLOADS_TRANSFORMER_OPS_H */

@@ -8,6 +8,7 @@
 
 #include "alloc.h"
 #include "transformer_ops.h"
+#include "workload_util.h"
 
 #include <limits.h>
 #include <math.h>
@@ -432,7 +433,7 @@ void tpu_xfmr_init_random(tpu_xfmr_t *xf, uint64_t seed)
                 uint64_t g = (uint64_t)(r * q->cols + c);
 
                 q->w[(r - q->r0) * lc + (c - q->c0)] =
-                    (float)(tpu__xfmr_normal(seed, S_PARAM + (uint64_t)p, g) * sd);
+                    (float)(tpu__workload_normal(seed, S_PARAM + (uint64_t)p, g) * sd);
             }
         }
     }

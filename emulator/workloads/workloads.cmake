@@ -1,4 +1,5 @@
-# The workloads: .npy I/O, the MLP (mlp.c: the model and its weights; mlp_cost.c:
+# The workloads: .npy I/O, what they share (workload_util.c: random numbers, a
+# transpose), the MLP (mlp.c: the model and its weights; mlp_cost.c:
 # the costs of a chip; mlp_step.c: the training step; mlp_comm.c: its collectives
 # over the mesh) and the transformer (transformer_ops.c: shared ops;
 # transformer_params.c: parameters; transformer_fwd.c, transformer_bwd.c: the
@@ -6,6 +7,7 @@
 # are relative to emulator/.
 set(TPU_WORKLOAD_SOURCES
   workloads/npy.c
+  workloads/workload_util.c
   workloads/mlp_comm.c
   workloads/mlp.c
   workloads/mlp_cost.c
