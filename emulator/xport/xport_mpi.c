@@ -42,6 +42,7 @@
 #include "clock.h"
 #include "xport_mpi_coll.h"
 #include "xport_mpi_shm.h"
+#include "xport_mpi_wait.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -158,16 +159,6 @@ static void region_copy(const tpu_region_t *r, unsigned char *flat, int pack)
             memcpy(p, flat, (size_t)r->len);
         }
     }
-}
-
-tpu_status_t tpu__xport_mpi_fail(tpu_xport_t *x, const char *what, int rc)
-{
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-
-    MPI_Error_string(rc, text, &len);
-    snprintf(x->msg, sizeof(x->msg), "%s: %.*s", what, len, text);
-    return TPU_ERR_TRANSPORT;
 }
 
 /* A datatype of 'bytes' contiguous bytes, also past INT_MAX. */
@@ -518,23 +509,6 @@ static void mpi_cancel(tpu_xport_t *x, tpu_xport_req_t *req)
     }
     req->next = mx->quarantine;
     mx->quarantine = req;
-}
-
-void tpu__xport_mpi_idle(tpu_xport_t *x, int rounds)
-{
-    struct timespec ts = {0, 0};
-
-    /* Yield first: a rank that sleeps cannot progress the shared-memory copies its
-     * peers wait on.  Only a long wait (a stall the watchdog may end) sleeps.  The
-     * yield is MPI's own when the library yields in the test before this call. */
-    if (rounds < 20000) {
-        if (!((mpi_xport_t *)x)->lib_yields) {
-            sched_yield();
-        }
-        return;
-    }
-    ts.tv_nsec = 100000L;
-    nanosleep(&ts, NULL);
 }
 
 static void mpi_destroy(tpu_xport_t *x)

@@ -1,4 +1,4 @@
-/* The MPI transport's state and the helpers its files share.  Private to emulator/xport. */
+/* The MPI transport's state, which its files share.  Private to emulator/xport. */
 #ifndef TPU_XPORT_MPI_H
 #define TPU_XPORT_MPI_H
 
@@ -36,9 +36,5 @@ typedef struct mpi_xport {
     size_t shm_bytes;
 } mpi_xport_t;
 
-/* An MPI error code 'rc' of 'what' as TPU_ERR_TRANSPORT, MPI's text in x->msg. */
-tpu_status_t tpu__xport_mpi_fail(tpu_xport_t *x, const char *what, int rc);
-/* The transport's idle op: yield, then after a long wait sleep. */
-void tpu__xport_mpi_idle(tpu_xport_t *x, int rounds);
 
 #endif

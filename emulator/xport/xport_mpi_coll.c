@@ -8,6 +8,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "xport_mpi.h"
+#include "xport_mpi_wait.h"
 
 #include <stdio.h>
 #include <string.h>
