@@ -12,7 +12,7 @@
 #include "tpu/pod.h"
 #include "tpu/topo.h"
 
-#include "config.h"
+#include "config_yaml.h"
 #include "coords.h"
 #include "opt.h"
 

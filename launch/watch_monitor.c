@@ -1,6 +1,6 @@
 /*
  * The monitor that names a rank of an MPI job that died (the watchdog is
- * watch.c's), and the world rank from the launcher's environment.
+ * watch.c's).
  *
  * Monitor.  When one rank is killed (kill -9), Open MPI's runtime kills the
  * others within a second, before they can see anything.  So rank 0 forks, before

@@ -8,7 +8,7 @@
 #include "tpu/chip.h"
 #include "tpu/topo.h"
 
-#include "config.h"
+#include "config_yaml.h"
 
 #include <stddef.h>
 

@@ -3,8 +3,8 @@
 #ifndef APP_LAUNCH_CONFIG_SECTIONS_H
 #define APP_LAUNCH_CONFIG_SECTIONS_H
 
-#include "config.h"
 #include "config_walk.h"
+#include "config_yaml.h"
 
 /* 'chip:': a preset name, or a mapping with 'base:' and the fields it overrides. */
 tpu_status_t app_config_parse_chip(load_ctx_t *c, const yaml_node_t *key, const yaml_node_t *val,

@@ -42,9 +42,9 @@ static char *vformat(char *small, size_t cap, const char *fmt, va_list ap)
 }
 
 /*
- * Record an error whose message is formatted from 'fmt', with every control
- * character replaced by '?' so that text echoed from the file cannot break the
- * message into lines.
+ * Record an error whose message is formatted from 'fmt'; tpu_err_set() writes
+ * every control character as \xNN, so that text echoed from the file cannot
+ * break the message into lines.
  */
 tpu_status_t app_config_report(tpu_err_t *err, tpu_status_t status, const char *fmt, ...)
 {

@@ -9,8 +9,8 @@
 #include "tpu/status.h"
 #include "tpu/topo.h"
 
-#include "config.h"
 #include "config_schema.h"
+#include "config_yaml.h"
 
 #include <stddef.h>
 

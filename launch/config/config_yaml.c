@@ -1,5 +1,5 @@
 /*
- * The pod description in YAML (see config.h): reading the file, libyaml's
+ * The pod description in YAML (see config_yaml.h): reading the file, libyaml's
  * document, and the top level.  The key tables are
  * config_schema.c's, the walk of the node tree config_walk.c's, the 'chip:',
  * 'mesh:' and 'faults:' sections config_sections.c's.
@@ -29,10 +29,11 @@
  * than four levels (top, faults, a fault, its chip coordinates), so no document
  * makes it expensive.
  */
+#include "config_yaml.h"
+
 #include "tpu/topo.h"
 
 #include "alloc.h"
-#include "config.h"
 #include "config_schema.h"
 #include "config_sections.h"
 #include "config_walk.h"

@@ -22,7 +22,7 @@
 #include "units.h"
 #endif
 #if defined(TARGET_YAML)
-#include "config.h"
+#include "config_yaml.h"
 #endif
 #if defined(TARGET_MESH)
 #include "tpu/mesh.h"

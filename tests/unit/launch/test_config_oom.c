@@ -17,7 +17,7 @@
  * libyaml (the caller's object, by dladdr); any other leak fails the test.
  */
 #define _GNU_SOURCE /* dladdr */
-#include "config.h"
+#include "config_yaml.h"
 #include "test_main.h"
 
 #include <dlfcn.h>

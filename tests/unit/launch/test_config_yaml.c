@@ -9,7 +9,7 @@
 #include "tpu/chip.h"
 #include "tpu/status.h"
 
-#include "config.h"
+#include "config_yaml.h"
 #include "test_main.h"
 #include "units.h"
 

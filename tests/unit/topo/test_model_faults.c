@@ -14,7 +14,7 @@
 #include "tpu/fault.h"
 #include "tpu/pod.h"
 
-#include "config.h"
+#include "config_yaml.h"
 #include "svg.h"
 #include "test_coll.h"
 #include "test_main.h"

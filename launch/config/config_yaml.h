@@ -5,8 +5,8 @@
  * Fields that the file does not set keep the "unset" value given below, so the
  * command line can tell a value the user chose from a default.
  */
-#ifndef APP_LAUNCH_CONFIG_H
-#define APP_LAUNCH_CONFIG_H
+#ifndef APP_LAUNCH_CONFIG_YAML_H
+#define APP_LAUNCH_CONFIG_YAML_H
 
 #include "tpu/chip.h"
 #include "tpu/fault.h"
@@ -55,4 +55,4 @@ tpu_status_t app_config_load(const char *path, app_config_t *cfg, tpu_err_t *err
 tpu_status_t app_config_load_string(const char *text, size_t len, const char *name,
                                     app_config_t *cfg, tpu_err_t *err);
 
-#endif /* APP_LAUNCH_CONFIG_H */
+#endif /* APP_LAUNCH_CONFIG_YAML_H */
