@@ -8,7 +8,8 @@
  * bit-identical weights, and every collective of the log has a positive
  * modeled time and the mesh axes its hook asks for.  A layout that does not
  * divide, or an axis the transformer does not take, is refused in one line
- * naming the dimension and the axis.
+ * naming the dimension and the axis; a chip that fails does not leave the
+ * others waiting in a collective.
  */
 #include "tpu/chip.h"
 #include "tpu/topo.h"
@@ -345,6 +346,46 @@ static void layouts_equal_one_chip(void **state)
     run_fini(&one);
 }
 
+typedef struct fail_arg {
+    run_t *r;
+    int bad; /* the local chip that fails */
+} fail_arg_t;
+
+/* Local chip 'bad' fails before its first collective; the others run a step (on a
+ * thread: no cmocka assertion here). */
+static tpu_status_t step_or_fail(void *arg, int i, tpu_err_t *err)
+{
+    fail_arg_t *f = arg;
+    int32_t x[BATCH * SEQ], y[BATCH * SEQ];
+
+    if (i == f->bad) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "local chip %d fails on purpose", i);
+    }
+    tpu__xfmr_comm_slice(&f->r->c, i, toks_x, x);
+    tpu__xfmr_comm_slice(&f->r->c, i, toks_y, y);
+    return tpu_xfmr_step(f->r->xf[i], x, y, LR, NULL, err);
+}
+
+/* A chip that fails ends the others' waits: the run returns its error, and the next
+ * step runs. */
+static void a_failing_chip_stops_the_others(void **state)
+{
+    static run_t r;
+    fail_arg_t f = {&r, 5};
+    tpu_err_t err = {0};
+
+    (void)state;
+    make_tokens();
+    run_mesh("data=4,tensor=4", &r, 0);
+    assert_int_equal(tpu__xfmr_comm_run(&r.c, step_or_fail, &f, &err), TPU_ERR_INVALID);
+    assert_string_equal(err.msg, "local chip 5 fails on purpose");
+    tpu_err_clear(&err);
+    if (tpu__xfmr_comm_step(&r.c, r.xf, toks_x, toks_y, LR, NULL, &err) != TPU_OK) {
+        fail_msg("the step after a failure: %s", err.msg);
+    }
+    run_fini(&r);
+}
+
 /* 'spec' on a 'shape' pod is refused with one line holding 'want1' and 'want2'. */
 static void refused(const char *shape, const char *spec, tpu_status_t status, const char *want1,
                     const char *want2)
@@ -388,6 +429,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(layouts_equal_one_chip),
         cmocka_unit_test(bad_layouts_refused),
+        cmocka_unit_test(a_failing_chip_stops_the_others),
     };
 
     return tpu_test_main(argc, argv, "transformer comm", tests, sizeof tests / sizeof tests[0]);
