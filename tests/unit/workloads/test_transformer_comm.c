@@ -17,6 +17,7 @@
 #include "tpu/xport.h"
 
 #include "test_main.h"
+#include "test_xfmr.h"
 #include "transformer_comm.h"
 
 #include <math.h>
@@ -48,25 +49,6 @@ static void model_config(tpu_xfmr_config_t *cfg)
     cfg->vocab = VOCAB;
     cfg->seq = SEQ;
     cfg->batch = BATCH;
-}
-
-/* Random init, then norm gains away from 1 and larger embeddings (as test_transformer_shard.c). */
-static void init_model(tpu_xfmr_t *xf)
-{
-    const tpu_xfmr_config_t *cfg = tpu_xfmr_config(xf);
-    int p, n = tpu_xfmr_param_count(cfg);
-
-    tpu_xfmr_init_random(xf, 3);
-    for (p = 0; p < n; p++) {
-        char name[TPU_XFMR_NAME_LEN];
-        int64_t shape[2], i;
-        int nd = tpu_xfmr_param_info(cfg, p, name, shape);
-        float *w = tpu_xfmr_param(xf, p, shape);
-
-        for (i = 0; i < shape[0] * shape[1]; i++) {
-            w[i] = nd == 1 ? 1.0f + 0.3f * sinf((float)(7 * p + i)) : p <= 1 ? 25.0f * w[i] : w[i];
-        }
-    }
 }
 
 static int32_t toks_x[ROWS * SEQ], toks_y[ROWS * SEQ];
@@ -203,7 +185,7 @@ static void run_one_chip(run_t *r)
     assert_int_equal(tpu_chip_preset("v5e", &chip, &err), TPU_OK);
     assert_int_equal(tpu_xfmr_create(&cfg, &chip, &r->xf[0], &err), TPU_OK);
     r->n = 1;
-    init_model(r->xf[0]);
+    tpu_test_xfmr_init(r->xf[0], 3);
     for (t = 0; t < STEPS; t++) {
         int64_t row = tpu_xfmr_batch_row(ROWS, BATCH, t);
         tpu_xfmr_report_t rep;
@@ -240,7 +222,7 @@ static void run_mesh(const char *spec, run_t *r, int print)
             fail_msg("%s: chip %d: %s", spec, i, err.msg);
         }
         r->n++;
-        init_model(r->xf[i]);
+        tpu_test_xfmr_init(r->xf[i], 3);
     }
     for (t = 0; t < STEPS; t++) {
         int64_t row = tpu_xfmr_batch_row(ROWS, BATCH, t);
