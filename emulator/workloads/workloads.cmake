@@ -3,7 +3,8 @@
 # the costs of a chip; mlp_step.c: the training step; mlp_comm.c: its collectives
 # over the mesh) and the transformer (transformer_ops.c: shared ops;
 # transformer_params.c: parameters; transformer_fwd.c, transformer_bwd.c: the
-# passes; transformer_step.c: a step).  Included by emulator/CMakeLists.txt; names
+# passes; transformer_step.c: a step; transformer_comm.c: its collectives over
+# the mesh, the chips in lock step).  Included by emulator/CMakeLists.txt; names
 # are relative to emulator/.
 set(TPU_WORKLOAD_SOURCES
   workloads/npy.c
@@ -16,4 +17,5 @@ set(TPU_WORKLOAD_SOURCES
   workloads/transformer_params.c
   workloads/transformer_fwd.c
   workloads/transformer_bwd.c
-  workloads/transformer_step.c)
+  workloads/transformer_step.c
+  workloads/transformer_comm.c)

@@ -54,11 +54,13 @@
  * config's hook (tpu_xfmr_hook_fn_t) at each point where a sharded run needs
  * a collective; see tpu_xfmr_hook_t for the list.  Without a hook the view
  * must be the whole model (one chip).  With a hook, any ranges run: the hook
- * is the collective (tests/unit/test_transformer_shard.c runs data, sequence and
- * tensor layouts on threads with a hook of its own and checks them against
- * one chip); wiring the hooks to the pod's collective engine and mesh axes is
- * the next step of issue 24.  On one chip with a hook, every hook is called
- * with a buffer that is already complete (an identity collective).
+ * is the collective (tests/unit/workloads/test_transformer_shard.c runs data,
+ * sequence and tensor layouts on threads with a hook of its own and checks
+ * them against one chip); emulator/workloads/transformer_comm.c wires the
+ * hooks to the pod's collective engine over the mesh axes data, sequence and
+ * tensor (fsdp and the command line are the rest of issue 24).  On one chip
+ * with a hook, every hook is called with a buffer that is already complete
+ * (an identity collective).
  *
  * Ownership: tpu_xfmr_create() copies the config and owns its parameters,
  * gradients and activations until tpu_xfmr_destroy(); the token arrays and

@@ -13,6 +13,7 @@
 
 #include "test_main.h"
 #include "test_support.h"
+#include "test_xfmr.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -65,29 +66,6 @@ static void random_tokens(int32_t *t, int64_t n, int64_t vocab, uint32_t seed)
 
     for (i = 0; i < n; i++) {
         t[i] = (int32_t)(lcg(&seed) % (uint32_t)vocab);
-    }
-}
-
-/* Random init, then norm gains away from 1 and larger embeddings, so every path counts. */
-static void init_for_checks(tpu_xfmr_t *xf, uint64_t seed)
-{
-    const tpu_xfmr_config_t *cfg = tpu_xfmr_config(xf);
-    int p, n = tpu_xfmr_param_count(cfg);
-
-    tpu_xfmr_init_random(xf, seed);
-    for (p = 0; p < n; p++) {
-        char name[TPU_XFMR_NAME_LEN];
-        int64_t shape[2], i;
-        int nd = tpu_xfmr_param_info(cfg, p, name, shape);
-        float *w = tpu_xfmr_param(xf, p, shape); /* the chip's piece (gains are whole) */
-
-        for (i = 0; i < shape[0] * shape[1]; i++) {
-            if (nd == 1) {
-                w[i] = 1.0f + 0.3f * sinf((float)(7 * p + i));
-            } else if (p <= 1) {
-                w[i] *= 25.0f; /* embed, pos: N(0, 0.5^2) */
-            }
-        }
     }
 }
 
@@ -276,7 +254,7 @@ static void gradients_match_finite_differences(void **state)
     (void)state;
     tiny_config(&cfg);
     xf = make(&cfg);
-    init_for_checks(xf, 3);
+    tpu_test_xfmr_init(xf, 3);
     random_tokens(x, 15, 11, 1);
     random_tokens(y, 15, 11, 2);
     if (tpu_xfmr_forward(xf, x, y, &loss, &err) != TPU_OK ||
@@ -370,7 +348,7 @@ static void causal(void **state)
     (void)state;
     tiny_config(&cfg);
     xf = make(&cfg);
-    init_for_checks(xf, 9);
+    tpu_test_xfmr_init(xf, 9);
     random_tokens(x, 15, 11, 7);
     random_tokens(y, 15, 11, 8);
     assert_int_equal(tpu_xfmr_forward(xf, x, y, NULL, &err), TPU_OK);
@@ -414,8 +392,8 @@ static void bf16_near_f32(void **state)
     a = make(&cfg);
     cfg.precision = TPU_XFMR_BF16;
     b = make(&cfg);
-    init_for_checks(a, 11);
-    init_for_checks(b, 11);
+    tpu_test_xfmr_init(a, 11);
+    tpu_test_xfmr_init(b, 11);
     random_tokens(x, 15, 11, 12);
     random_tokens(y, 15, 11, 13);
     if (tpu_xfmr_forward(a, x, y, &la, &err) != TPU_OK || tpu_xfmr_backward(a, &err) != TPU_OK ||
@@ -533,8 +511,8 @@ static void hooks(void **state)
     a = make(&cfg);
     cfg.hook = count_hook;
     b = make(&cfg);
-    init_for_checks(a, 4);
-    init_for_checks(b, 4);
+    tpu_test_xfmr_init(a, 4);
+    tpu_test_xfmr_init(b, 4);
     random_tokens(x, 15, 11, 31);
     random_tokens(y, 15, 11, 32);
     memset(hook_calls, 0, sizeof(hook_calls));

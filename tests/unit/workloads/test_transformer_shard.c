@@ -13,6 +13,7 @@
 #include "tpu/transformer.h"
 
 #include "test_main.h"
+#include "test_xfmr.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -144,25 +145,6 @@ static tpu_status_t mesh_hook(void *arg, tpu_xfmr_hook_t hook, int index, float 
     return TPU_OK;
 }
 
-/* Random init, then norm gains away from 1, as in test_transformer.c. */
-static void init_model(tpu_xfmr_t *xf)
-{
-    const tpu_xfmr_config_t *cfg = tpu_xfmr_config(xf);
-    int p, n = tpu_xfmr_param_count(cfg);
-
-    tpu_xfmr_init_random(xf, 3);
-    for (p = 0; p < n; p++) {
-        char name[TPU_XFMR_NAME_LEN];
-        int64_t shape[2], i;
-        int nd = tpu_xfmr_param_info(cfg, p, name, shape);
-        float *w = tpu_xfmr_param(xf, p, shape);
-
-        for (i = 0; i < shape[0] * shape[1]; i++) {
-            w[i] = nd == 1 ? 1.0f + 0.3f * sinf((float)(7 * p + i)) : p <= 1 ? 25.0f * w[i] : w[i];
-        }
-    }
-}
-
 static void *chip_main(void *arg)
 {
     chip_t *c = arg;
@@ -177,7 +159,7 @@ static void *chip_main(void *arg)
         snprintf(c->err, sizeof(c->err), "chip %d: %s", c->id, err.msg);
         return NULL; /* the others then wait at a barrier: the test's TIMEOUT reports it */
     }
-    init_model(c->xf);
+    tpu_test_xfmr_init(c->xf, 3);
     for (t = 0; t < STEPS; t++) {
         int64_t row = tpu_xfmr_batch_row(ROWS, BATCH, t) + c->d * cfg->batch;
         tpu_xfmr_report_t rep;

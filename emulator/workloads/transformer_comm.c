@@ -1,0 +1,661 @@
+/*
+ * The transformer's collectives over the mesh axes data, sequence and tensor
+ * (see transformer_comm.h): the mesh, each chip's shard view, the hooks as the
+ * SPMD runtime's collectives, their log, and the lock step of the local chips.
+ *
+ * Design.  A collective of the runtime takes every local chip's buffer in one
+ * call (in[i], out[i]), as the MLP's step does (mlp_step.c runs each phase
+ * over all local chips, then calls the collective).  The transformer's passes
+ * (transformer_fwd.c, transformer_bwd.c) are written for one chip and call a
+ * hook in the middle of a layer; cutting them into phases would mean
+ * rewriting them as resumable state machines.  So the local chips run their
+ * unchanged passes in lock step instead, one thread each (as
+ * tests/unit/workloads/test_transformer_shard.c and the RDMA runs do): each
+ * hook prepares the chip's buffers, and the last local chip to arrive makes
+ * the one collective call for all of them while the others wait; then each
+ * chip takes its result.  Under MPI there is one local chip and no wait.
+ * Only one thread is ever inside the runtime, which is not thread-safe.
+ *
+ * The hooks (tpu_xfmr_hook_t), their collective and mesh axes:
+ *   embed, attn_out, mlp_out, d_final, d_mlp_in, d_attn_in, vocab_sum
+ *                             psum over tensor (in place)
+ *   vocab_max                 pmax over tensor
+ *   kv                        all-gather over sequence: the chip's positions of
+ *                             [batch, heads, S, Dh] packed to [batch, heads, Sl, Dh],
+ *                             gathered (member k holds positions [k Sl, (k+1) Sl)),
+ *                             unpacked into every position
+ *   d_kv                      reduce-scatter over sequence: [batch, heads, S, Dh]
+ *                             packed by position block, reduced, the chip's block
+ *                             unpacked (other positions zeroed)
+ *   loss                      psum over data and sequence
+ *   grad                      psum over data and sequence; pos (split over
+ *                             sequence) over data only
+ * An axis of size 1 drops out of a collective; a collective left with none
+ * is no call (the buffer is already complete) and is not logged.
+ *
+ * Not yet: fsdp (the issue's parameter sharding needs a weight all-gather
+ * hook the shard view does not have), dcn, model-only runs without data.
+ */
+#include "transformer_comm.h"
+
+#include "alloc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const axis_names[XFMR_NAXES] = {"data", "sequence", "tensor"};
+
+/* ---- the mesh ---- */
+
+/* Which transformer axis a spec's name is, or an error naming it. */
+static tpu_status_t axis_of(const char *name, int *a_p, tpu_err_t *err)
+{
+    if (strcmp(name, "data") == 0) {
+        *a_p = XFMR_AXIS_DATA;
+    } else if (strcmp(name, "sequence") == 0) {
+        *a_p = XFMR_AXIS_SEQUENCE;
+    } else if (strcmp(name, "tensor") == 0 || strcmp(name, "model") == 0) {
+        *a_p = XFMR_AXIS_TENSOR;
+    } else if (strcmp(name, "fsdp") == 0) {
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "transformer: mesh axis fsdp is not supported yet (use data, "
+                           "sequence, tensor)");
+    } else {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "transformer: unknown mesh axis '%s' (use data, sequence, tensor)",
+                           name);
+    }
+    return TPU_OK;
+}
+
+/* Every dimension the mesh splits divides by its axis. */
+static tpu_status_t check_divides(const xfmr_comm_t *c, tpu_err_t *err)
+{
+    const tpu_xfmr_config_t *m = &c->model;
+    const struct {
+        const char *dim;
+        int64_t n;
+        int axis;
+    } dims[] = {{"batch", m->batch, XFMR_AXIS_DATA},
+                {"heads", m->heads, XFMR_AXIS_TENSOR},
+                {"d_ff", m->d_ff, XFMR_AXIS_TENSOR},
+                {"vocab", m->vocab, XFMR_AXIS_TENSOR},
+                {"seq", m->seq, XFMR_AXIS_SEQUENCE}};
+    size_t i;
+
+    for (i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
+        int a = dims[i].axis;
+
+        if (dims[i].n < 1 || dims[i].n % c->size[a] != 0) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "transformer: %s %lld does not divide over mesh axis %s=%d",
+                               dims[i].dim, (long long)dims[i].n, c->name[a], c->size[a]);
+        }
+    }
+    return TPU_OK;
+}
+
+/* Part k of n in 'parts': [k n / parts, (k + 1) n / parts). */
+static tpu_xfmr_range_t part(int64_t n, int parts, int k)
+{
+    tpu_xfmr_range_t r = {k * n / parts, (k + 1) * n / parts};
+
+    return r;
+}
+
+static tpu_status_t hook_fn(void *arg, tpu_xfmr_hook_t hook, int index, float *buf, int64_t count,
+                            tpu_err_t *err);
+
+/* Local chip i: its chip id, coordinates and shard view. */
+static void chip_setup(xfmr_comm_t *c, int i)
+{
+    xfmr_comm_chip_t *me = &c->chips[i];
+    tpu_xfmr_config_t *cfg = &me->cfg;
+    int a;
+
+    me->c = c;
+    me->local = i;
+    me->chip = tpu_spmd_local_chip(c->spmd, i);
+    for (a = 0; a < XFMR_NAXES; a++) {
+        me->coord[a] = c->axis[a] < 0 ? 0 : tpu_mesh_axis_index(c->mesh, me->chip, c->axis[a]);
+    }
+    *cfg = c->model;
+    cfg->batch = c->model.batch / c->size[XFMR_AXIS_DATA];
+    cfg->batch_global = c->model.batch;
+    cfg->heads_range = part(cfg->heads, c->size[XFMR_AXIS_TENSOR], me->coord[XFMR_AXIS_TENSOR]);
+    cfg->ff_range = part(cfg->d_ff, c->size[XFMR_AXIS_TENSOR], me->coord[XFMR_AXIS_TENSOR]);
+    cfg->vocab_range = part(cfg->vocab, c->size[XFMR_AXIS_TENSOR], me->coord[XFMR_AXIS_TENSOR]);
+    cfg->seq_range = part(cfg->seq, c->size[XFMR_AXIS_SEQUENCE], me->coord[XFMR_AXIS_SEQUENCE]);
+    cfg->hook = hook_fn;
+    cfg->hook_arg = me;
+}
+
+/* The spec's axes into c->size, c->name; then the sizes checked against the model. */
+static tpu_status_t read_spec(xfmr_comm_t *c, const char *spec, tpu_err_t *err)
+{
+    char names[TPU_MESH_MAX_AXES][TPU_MESH_NAME_LEN];
+    int sizes[TPU_MESH_MAX_AXES], n, k, a;
+    tpu_status_t status = tpu_mesh_parse(spec, names, sizes, &n, err);
+
+    for (a = 0; a < XFMR_NAXES; a++) {
+        c->size[a] = 1;
+        c->axis[a] = -1;
+        snprintf(c->name[a], sizeof(c->name[a]), "%s", axis_names[a]);
+    }
+    for (k = 0; k < n && status == TPU_OK; k++) {
+        status = axis_of(names[k], &a, err);
+        if (status == TPU_OK && c->axis[a] >= 0) {
+            status = tpu_err_set(err, TPU_ERR_INVALID,
+                                 "transformer: mesh axes %s and %s are the same axis", c->name[a],
+                                 names[k]);
+        }
+        if (status == TPU_OK) {
+            c->axis[a] = k; /* the mesh's index, as the spec orders its axes */
+            c->size[a] = sizes[k];
+            snprintf(c->name[a], sizeof(c->name[a]), "%s", names[k]);
+        }
+    }
+    return status == TPU_OK ? check_divides(c, err) : status;
+}
+
+tpu_status_t tpu__xfmr_comm_init(xfmr_comm_t *c, const tpu_topo_t *topo,
+                                 const tpu_link_model_t *link, const tpu_chip_spec_t *chip,
+                                 tpu_xport_t *x, const char *mesh_spec,
+                                 const tpu_xfmr_config_t *model, const tpu_spmd_opts_t *opts,
+                                 tpu_err_t *err)
+{
+    tpu_spmd_opts_t o;
+    tpu_status_t status;
+    int a, i;
+
+    memset(c, 0, sizeof(*c));
+    c->model = *model;
+    c->model.heads_range = c->model.ff_range = (tpu_xfmr_range_t){0, 0};
+    c->model.vocab_range = c->model.seq_range = (tpu_xfmr_range_t){0, 0};
+    c->model.hook = NULL;
+    c->model.hook_arg = NULL;
+    c->model.batch_global = 0;
+    status = read_spec(c, mesh_spec, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (x == NULL) {
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "transformer: a run needs a transport that moves data (loopback, mpi)");
+    }
+    status = tpu_mesh_create(topo, mesh_spec, NULL, 0, &c->mesh, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (opts != NULL) {
+        o = *opts;
+    } else {
+        tpu_spmd_opts_init(&o);
+    }
+    o.check_peers = 0; /* every chip runs the same step: no need to compare calls */
+    status = tpu_spmd_create(topo, link, chip, c->mesh, x, &o, &c->spmd, err);
+    if (status != TPU_OK) {
+        goto fail;
+    }
+    if (!tpu_spmd_moves_data(c->spmd)) {
+        status = tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                             "transformer: a run needs a transport that moves data (loopback, "
+                             "mpi), not a model-only one");
+        goto fail;
+    }
+    for (a = 0; a < XFMR_NAXES; a++) {
+        tpu_groups_t g;
+
+        if (c->axis[a] < 0) {
+            snprintf(c->layout[a], sizeof(c->layout[a]), "-");
+            snprintf(c->groups[a], sizeof(c->groups[a]), "-");
+            continue;
+        }
+        tpu_mesh_axis_layout(c->mesh, c->axis[a], c->layout[a], sizeof(c->layout[a]));
+        memset(&g, 0, sizeof(g));
+        status = tpu_mesh_groups(c->mesh, c->name[a], &g, err);
+        if (status != TPU_OK) {
+            goto fail;
+        }
+        tpu_groups_str(&g, c->groups[a], sizeof(c->groups[a]));
+        tpu_groups_fini(&g);
+    }
+    c->nlocal = tpu_spmd_nlocal(c->spmd);
+    c->chips = tpu__calloc((size_t)c->nlocal, sizeof(*c->chips));
+    if (c->chips == NULL) {
+        status =
+            tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer: no memory for %d chips", c->nlocal);
+        goto fail;
+    }
+    for (i = 0; i < c->nlocal; i++) {
+        chip_setup(c, i);
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    return TPU_OK;
+fail:
+    tpu_spmd_destroy(c->spmd);
+    tpu_mesh_destroy(c->mesh);
+    memset(c, 0, sizeof(*c));
+    return status;
+}
+
+void tpu__xfmr_comm_fini(xfmr_comm_t *c)
+{
+    int i;
+
+    if (c->chips != NULL) {
+        for (i = 0; i < c->nlocal; i++) {
+            tpu__free(c->chips[i].pack);
+            tpu__free(c->chips[i].unpack);
+        }
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+    }
+    tpu__free(c->chips);
+    tpu__free(c->log);
+    tpu_spmd_destroy(c->spmd);
+    tpu_mesh_destroy(c->mesh);
+    memset(c, 0, sizeof(*c));
+}
+
+const tpu_xfmr_config_t *tpu__xfmr_comm_config(const xfmr_comm_t *c, int i)
+{
+    return i >= 0 && i < c->nlocal ? &c->chips[i].cfg : NULL;
+}
+
+void tpu__xfmr_comm_slice(const xfmr_comm_t *c, int i, const int32_t *tok, int32_t *out)
+{
+    const tpu_xfmr_config_t *cfg = &c->chips[i].cfg;
+    const int64_t s0 = cfg->seq_range.lo, sl = cfg->seq_range.hi - s0, S = cfg->seq;
+    const int64_t row0 = (int64_t)c->chips[i].coord[XFMR_AXIS_DATA] * cfg->batch;
+    int64_t b;
+
+    for (b = 0; b < cfg->batch; b++) {
+        memcpy(out + b * sl, tok + (row0 + b) * S + s0, (size_t)sl * sizeof(int32_t));
+    }
+}
+
+/* ---- the log ---- */
+
+int64_t tpu__xfmr_comm_log_count(const xfmr_comm_t *c)
+{
+    return c->nlog;
+}
+
+const xfmr_comm_entry_t *tpu__xfmr_comm_log_at(const xfmr_comm_t *c, int64_t k)
+{
+    return k >= 0 && k < c->nlog ? &c->log[k] : NULL;
+}
+
+void tpu__xfmr_comm_log_clear(xfmr_comm_t *c)
+{
+    c->nlog = 0;
+}
+
+static tpu_status_t log_add(xfmr_comm_t *c, const xfmr_comm_entry_t *e, tpu_err_t *err)
+{
+    if (c->nlog == c->cap_log) {
+        int64_t cap = c->cap_log > 0 ? 2 * c->cap_log : 64;
+        xfmr_comm_entry_t *log = tpu__realloc(c->log, (size_t)cap * sizeof(*log));
+
+        if (log == NULL) {
+            return tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer: no memory for the log");
+        }
+        c->log = log;
+        c->cap_log = cap;
+    }
+    c->log[c->nlog++] = *e;
+    return TPU_OK;
+}
+
+/* ---- one collective ---- */
+
+/* The hook's collective: its kind, reduction and mesh axes (bits), before sizes of 1 drop. */
+static void hook_coll(tpu_xfmr_hook_t hook, int index, xfmr_comm_entry_t *e)
+{
+    e->kind = TPU_COLL_PSUM;
+    e->op = TPU_REDOP_SUM;
+    e->axes = 1 << XFMR_AXIS_TENSOR;
+    switch (hook) {
+    case TPU_XFMR_HOOK_KV:
+        e->kind = TPU_COLL_ALL_GATHER;
+        e->axes = 1 << XFMR_AXIS_SEQUENCE;
+        break;
+    case TPU_XFMR_HOOK_D_KV:
+        e->kind = TPU_COLL_REDUCE_SCATTER;
+        e->axes = 1 << XFMR_AXIS_SEQUENCE;
+        break;
+    case TPU_XFMR_HOOK_LOSS:
+        e->axes = (1 << XFMR_AXIS_DATA) | (1 << XFMR_AXIS_SEQUENCE);
+        break;
+    case TPU_XFMR_HOOK_GRAD:
+        /* pos (parameter 1) is split over sequence: its pieces are summed over data only */
+        e->axes =
+            index == 1 ? 1 << XFMR_AXIS_DATA : (1 << XFMR_AXIS_DATA) | (1 << XFMR_AXIS_SEQUENCE);
+        break;
+    case TPU_XFMR_HOOK_VOCAB_MAX:
+        e->op = TPU_REDOP_MAX;
+        break;
+    default:
+        break;
+    }
+}
+
+/* The collective for every local chip (their in/out set): one runtime call, logged. */
+static tpu_status_t collective(xfmr_comm_t *c, xfmr_comm_entry_t *e, int64_t count, tpu_err_t *err)
+{
+    void **in = tpu__calloc((size_t)c->nlocal, sizeof(*in));
+    void **out = tpu__calloc((size_t)c->nlocal, sizeof(*out));
+    const tpu_spmd_call_t *call;
+    tpu_status_t status = TPU_OK;
+    uint64_t n = (uint64_t)count;
+    int i;
+
+    if (in == NULL || out == NULL) {
+        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer: no memory");
+        goto out;
+    }
+    for (i = 0; i < c->nlocal; i++) {
+        if (c->chips[i].hook != c->chips[0].hook || c->chips[i].count != c->chips[0].count) {
+            status =
+                tpu_err_set(err, TPU_ERR_INTERNAL,
+                            "transformer: chips %d and %d meet in different collectives "
+                            "(%s of %lld, %s of %lld)",
+                            c->chips[0].chip, c->chips[i].chip,
+                            tpu_xfmr_hook_name(c->chips[0].hook), (long long)c->chips[0].count,
+                            tpu_xfmr_hook_name(c->chips[i].hook), (long long)c->chips[i].count);
+            goto out;
+        }
+        in[i] = c->chips[i].in;
+        out[i] = c->chips[i].out;
+    }
+    if (e->kind == TPU_COLL_ALL_GATHER) {
+        status = tpu_spmd_all_gather(c->spmd, e->axes_name, TPU_DTYPE_F32,
+                                     n / (uint64_t)e->group_size, in, out, err);
+    } else if (e->kind == TPU_COLL_REDUCE_SCATTER) {
+        status = tpu_spmd_psum_scatter(c->spmd, e->axes_name, TPU_DTYPE_F32, TPU_REDOP_SUM, n, in,
+                                       out, err);
+    } else {
+        status = tpu_spmd_psum(c->spmd, e->axes_name, TPU_DTYPE_F32, e->op, n, in, out, err);
+    }
+    if (status != TPU_OK) {
+        goto out;
+    }
+    call = tpu_spmd_call_at(c->spmd, tpu_spmd_call_count(c->spmd) - 1);
+    if (call != NULL) {
+        e->bytes = call->bytes;
+        e->modeled_us = call->modeled_us;
+        snprintf(e->algorithm, sizeof(e->algorithm), "%s", call->algorithm);
+    }
+    /* The runtime keeps a log of every call; this module keeps its own. */
+    tpu_spmd_log_clear(c->spmd);
+    status = log_add(c, e, err);
+out:
+    tpu__free(in);
+    tpu__free(out);
+    return status;
+}
+
+/* Wait until every local chip has reached this hook; the last one runs the collective. */
+static tpu_status_t meet(xfmr_comm_t *c, xfmr_comm_entry_t *e, int64_t count, tpu_err_t *err)
+{
+    tpu_status_t status;
+    int gen;
+
+    pthread_mutex_lock(&c->mu);
+    gen = c->generation;
+    if (!c->failed && ++c->arrived == c->nlocal) {
+        tpu_err_t cerr = {0};
+
+        c->arrived = 0;
+        status = collective(c, e, count, &cerr);
+        if (status != TPU_OK) {
+            c->failed = 1;
+            c->status = status;
+            c->err = cerr;
+        }
+        c->generation++;
+        pthread_cond_broadcast(&c->cv);
+    }
+    while (!c->failed && c->generation == gen) {
+        pthread_cond_wait(&c->cv, &c->mu);
+    }
+    status = c->failed ? c->status : TPU_OK;
+    if (status != TPU_OK) {
+        tpu_err_set(err, status, "%s", c->err.msg);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return status;
+}
+
+/* Room for n floats in each of the chip's scratch buffers. */
+static tpu_status_t scratch(xfmr_comm_chip_t *me, int64_t n, tpu_err_t *err)
+{
+    if (me->pack_n < n) {
+        tpu__free(me->pack);
+        tpu__free(me->unpack);
+        me->pack = tpu__malloc((size_t)n * sizeof(float));
+        me->unpack = tpu__malloc((size_t)n * sizeof(float));
+        me->pack_n = me->pack != NULL && me->unpack != NULL ? n : 0;
+        if (me->pack_n == 0) {
+            return tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer: no memory for %lld floats",
+                               (long long)n);
+        }
+    }
+    return TPU_OK;
+}
+
+/*
+ * Copy position block 'blk' (rows [blk sl, (blk + 1) sl) of every [S, dh] slab of
+ * 'full' [bh, S, dh]) to or from 'packed' [bh, sl, dh].
+ */
+static void block_copy(float *full, float *packed, int64_t bh, int64_t S, int64_t sl, int64_t dh,
+                       int64_t blk, int to_packed)
+{
+    const size_t len = (size_t)(sl * dh) * sizeof(float);
+    int64_t j;
+
+    for (j = 0; j < bh; j++) {
+        float *f = full + (j * S + blk * sl) * dh, *p = packed + j * sl * dh;
+
+        if (to_packed) {
+            memcpy(p, f, len);
+        } else {
+            memcpy(f, p, len);
+        }
+    }
+}
+
+static tpu_status_t hook_fn(void *arg, tpu_xfmr_hook_t hook, int index, float *buf, int64_t count,
+                            tpu_err_t *err)
+{
+    xfmr_comm_chip_t *me = arg;
+    xfmr_comm_t *c = me->c;
+    const tpu_xfmr_config_t *cfg = &me->cfg;
+    const int G = c->size[XFMR_AXIS_SEQUENCE];
+    const int64_t S = cfg->seq, sl = S / G, dh = cfg->d_model / cfg->heads;
+    const int64_t bh = cfg->batch * (cfg->heads_range.hi - cfg->heads_range.lo);
+    const int own = me->coord[XFMR_AXIS_SEQUENCE];
+    xfmr_comm_entry_t e;
+    tpu_status_t status;
+    int a, k, len = 0;
+
+    memset(&e, 0, sizeof(e));
+    e.hook = hook;
+    e.index = index;
+    hook_coll(hook, index, &e);
+    e.group_size = 1;
+    for (a = 0; a < XFMR_NAXES; a++) {
+        if ((e.axes & (1 << a)) && c->size[a] > 1) {
+            len += snprintf(e.axes_name + len, sizeof(e.axes_name) - (size_t)len, "%s%s",
+                            len > 0 ? "," : "", c->name[a]);
+            e.group_size *= c->size[a];
+        } else {
+            e.axes &= ~(1 << a);
+        }
+    }
+    if (e.axes == 0) {
+        return TPU_OK; /* every group is one chip: the buffer is complete */
+    }
+    me->hook = hook;
+    me->count = count;
+    me->in = me->out = buf;
+    if (e.kind != TPU_COLL_PSUM) {
+        if (count != bh * S * dh) {
+            return tpu_err_set(err, TPU_ERR_INTERNAL,
+                               "transformer: %s of %lld floats, expected [%lld, %lld, %lld]",
+                               tpu_xfmr_hook_name(hook), (long long)count, (long long)bh,
+                               (long long)S, (long long)dh);
+        }
+        status = scratch(me, count, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+        me->in = me->pack;
+        me->out = me->unpack;
+        for (k = 0; k < G; k++) {
+            /* all-gather: the chip's own block in; reduce-scatter: every block, in order */
+            if (e.kind == TPU_COLL_REDUCE_SCATTER || k == own) {
+                block_copy(buf,
+                           me->pack + (e.kind == TPU_COLL_REDUCE_SCATTER ? k : 0) * bh * sl * dh,
+                           bh, S, sl, dh, k, 1);
+            }
+        }
+    }
+    status = meet(c, &e, count, err);
+    if (status != TPU_OK || e.kind == TPU_COLL_PSUM) {
+        return status;
+    }
+    if (e.kind == TPU_COLL_ALL_GATHER) {
+        for (k = 0; k < G; k++) {
+            block_copy(buf, me->unpack + k * bh * sl * dh, bh, S, sl, dh, k, 0);
+        }
+    } else {
+        memset(buf, 0, (size_t)count * sizeof(float));
+        block_copy(buf, me->unpack, bh, S, sl, dh, own, 0);
+    }
+    return TPU_OK;
+}
+
+/* ---- the lock step ---- */
+
+typedef struct runner {
+    xfmr_comm_t *c;
+    xfmr_comm_fn_t fn;
+    void *arg;
+    int local;
+    tpu_status_t status;
+    tpu_err_t err;
+} runner_t;
+
+/* A chip failed outside a collective: the others stop waiting for it. */
+static void fail_all(xfmr_comm_t *c, tpu_status_t status, const tpu_err_t *err)
+{
+    pthread_mutex_lock(&c->mu);
+    if (!c->failed) {
+        c->failed = 1;
+        c->status = status;
+        c->err = *err;
+    }
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *runner_main(void *arg)
+{
+    runner_t *r = arg;
+
+    r->status = r->fn(r->arg, r->local, &r->err);
+    if (r->status != TPU_OK) {
+        fail_all(r->c, r->status, &r->err);
+    }
+    return NULL;
+}
+
+tpu_status_t tpu__xfmr_comm_run(xfmr_comm_t *c, xfmr_comm_fn_t fn, void *arg, tpu_err_t *err)
+{
+    runner_t *r = tpu__calloc((size_t)c->nlocal, sizeof(*r));
+    pthread_t *th = tpu__calloc((size_t)c->nlocal, sizeof(*th));
+    tpu_status_t status = TPU_OK;
+    int i, started = 0;
+
+    if (r == NULL || th == NULL) {
+        status =
+            tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer: no memory for %d chips", c->nlocal);
+        goto out;
+    }
+    c->failed = 0;
+    c->arrived = 0;
+    c->status = TPU_OK;
+    tpu_err_clear(&c->err);
+    for (i = 0; i < c->nlocal; i++) {
+        r[i].c = c;
+        r[i].fn = fn;
+        r[i].arg = arg;
+        r[i].local = i;
+    }
+    if (c->nlocal == 1) {
+        runner_main(&r[0]); /* one chip (under MPI): no thread */
+    } else {
+        for (started = 0; started < c->nlocal; started++) {
+            if (pthread_create(&th[started], NULL, runner_main, &r[started]) != 0) {
+                tpu_err_t e = {0};
+
+                tpu_err_set(&e, TPU_ERR_RESOURCE_EXHAUSTED,
+                            "transformer: cannot start the thread of local chip %d", started);
+                fail_all(c, e.status, &e);
+                break;
+            }
+        }
+        for (i = 0; i < started; i++) {
+            pthread_join(th[i], NULL);
+        }
+    }
+    if (c->failed) {
+        status = tpu_err_set(err, c->status, "%s", c->err.msg);
+    }
+out:
+    tpu__free(r);
+    tpu__free(th);
+    return status;
+}
+
+typedef struct step_arg {
+    xfmr_comm_t *c;
+    tpu_xfmr_t *const *xfs;
+    const int32_t *x, *y;
+    double lr;
+    tpu_xfmr_report_t *reps;
+} step_arg_t;
+
+static tpu_status_t step_one(void *arg, int i, tpu_err_t *err)
+{
+    step_arg_t *s = arg;
+    const tpu_xfmr_config_t *cfg = &s->c->chips[i].cfg;
+    const int64_t n = cfg->batch * (cfg->seq_range.hi - cfg->seq_range.lo);
+    int32_t *x = tpu__malloc((size_t)(2 * n) * sizeof(int32_t));
+    tpu_xfmr_report_t rep;
+    tpu_status_t status;
+
+    if (x == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer: no memory for the tokens");
+    }
+    tpu__xfmr_comm_slice(s->c, i, s->x, x);
+    tpu__xfmr_comm_slice(s->c, i, s->y, x + n);
+    status = tpu_xfmr_step(s->xfs[i], x, x + n, s->lr, &rep, err);
+    if (status == TPU_OK && s->reps != NULL) {
+        s->reps[i] = rep;
+    }
+    tpu__free(x);
+    return status;
+}
+
+tpu_status_t tpu__xfmr_comm_step(xfmr_comm_t *c, tpu_xfmr_t *const *xfs, const int32_t *x,
+                                 const int32_t *y, double lr, tpu_xfmr_report_t *reps,
+                                 tpu_err_t *err)
+{
+    step_arg_t s = {c, xfs, x, y, lr, reps};
+
+    return tpu__xfmr_comm_run(c, step_one, &s, err);
+}

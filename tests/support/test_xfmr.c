@@ -1,0 +1,25 @@
+/*
+ * Shared test helper for the transformer's sharded runs (test_xfmr.h): the
+ * init that a layout's chips and the one-chip reference apply alike.
+ */
+#include "test_xfmr.h"
+
+#include <math.h>
+
+void tpu_test_xfmr_init(tpu_xfmr_t *xf, uint64_t seed)
+{
+    const tpu_xfmr_config_t *cfg = tpu_xfmr_config(xf);
+    int p, n = tpu_xfmr_param_count(cfg);
+
+    tpu_xfmr_init_random(xf, seed);
+    for (p = 0; p < n; p++) {
+        char name[TPU_XFMR_NAME_LEN];
+        int64_t shape[2], i;
+        int nd = tpu_xfmr_param_info(cfg, p, name, shape);
+        float *w = tpu_xfmr_param(xf, p, shape);
+
+        for (i = 0; i < shape[0] * shape[1]; i++) {
+            w[i] = nd == 1 ? 1.0f + 0.3f * sinf((float)(7 * p + i)) : p <= 1 ? 25.0f * w[i] : w[i];
+        }
+    }
+}
