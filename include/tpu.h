@@ -42,5 +42,6 @@
 #include "tpu/replay.h"
 #include "tpu/spmd.h"
 #include "tpu/transformer.h"
+#include "tpu/transformer_pod.h"
 
 #endif /* TPU_H */

@@ -69,8 +69,10 @@ typedef struct app_opts {
     const char *chip_op, *out_dtype, *m, *k, *n, *elements, *cols;
     /* train */
     int steps;
-    int64_t batch, hidden, seed;
-    double lr;
+    int64_t batch, hidden, seed;                      /* batch, hidden: 0 when not given */
+    const char *model;                                /* --model: mlp (NULL) or transformer */
+    int64_t layers, d_model, heads, d_ff, vocab, seq; /* transformer; 0 when not given */
+    double lr;                                        /* -1 when not given */
     const char *precision, *strategy, *data, *labels, *init, *save;
     int model_only;
     /* replay */

@@ -37,6 +37,7 @@
 #include "sink.h"
 #include "train_out.h"
 #include "train_run.h"
+#include "train_xfmr.h"
 #include "watch.h"
 
 #include <errno.h>
@@ -50,6 +51,25 @@
 
 tpu_status_t app_train_check(const app_opts_t *o, tpu_err_t *err)
 {
+    int xfmr = o->model != NULL && strcmp(o->model, "transformer") == 0;
+
+    if (o->model != NULL && !xfmr && strcmp(o->model, "mlp") != 0) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--model must be mlp or transformer, got '%s'",
+                           o->model);
+    }
+    if (xfmr) {
+        return app_train_xfmr_check(o, err);
+    }
+    if (o->layers || o->d_model || o->heads || o->d_ff || o->vocab || o->seq) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--%s is a flag of --model transformer, not of the MLP",
+                           o->layers    ? "layers"
+                           : o->d_model ? "d-model"
+                           : o->heads   ? "heads"
+                           : o->d_ff    ? "d-ff"
+                           : o->vocab   ? "vocab"
+                                        : "seq");
+    }
     if (o->model_only && (o->data || o->labels || o->init || o->save)) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "--model-only runs without data: drop --data, --labels, --init and "
@@ -235,6 +255,13 @@ int app_cmd_train(app_ctx_t *ctx)
     double wall0 = tpu__now_s(), wall_sum = 0;
     int printer = -1; /* the rank that prints a failure all ranks agreed on */
 
+    if (o->model != NULL && strcmp(o->model, "transformer") == 0) {
+        return app_cmd_train_xfmr(ctx);
+    }
+    /* The MLP's defaults (the rows store none: the transformer's differ). */
+    o->batch = o->batch > 0 ? o->batch : 256;
+    o->hidden = o->hidden > 0 ? o->hidden : 1024;
+    o->lr = o->lr >= 0 ? o->lr : 0.005;
     memset(&r, 0, sizeof(r));
     memset(&report, 0, sizeof(report));
     /* The pod: an MPI job (one chip per rank) or this process (the start-up built it). */

@@ -8,3 +8,9 @@ add_test(NAME transformer_torch COMMAND /usr/bin/python3
   ${CMAKE_CURRENT_SOURCE_DIR}/transformer_torch.py $<TARGET_FILE:transformer_run>
   ${PROJECT_BINARY_DIR}/tests/transformer_torch)
 set_tests_properties(transformer_torch PROPERTIES LABELS cli TIMEOUT 120 SKIP_RETURN_CODE 77)
+# tpuemu train --model transformer on 2x2 (data=2,tensor=2, loopback) against --topology 1x1:
+# losses and final weights equal, the JSON's keys, a bad token id named (train_xfmr_check.py).
+add_test(NAME train_transformer_cli COMMAND python3
+  ${CMAKE_CURRENT_SOURCE_DIR}/train_xfmr_check.py $<TARGET_FILE:tpuemu>
+  ${PROJECT_BINARY_DIR}/tests/train_transformer_cli)
+set_tests_properties(train_transformer_cli PROPERTIES LABELS cli TIMEOUT 60)

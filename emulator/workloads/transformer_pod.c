@@ -1,0 +1,131 @@
+/*
+ * The transformer on a pod (tpu/transformer_pod.h): the public wrapper of the
+ * private comm layer (transformer_comm.c) for the command line: the local
+ * chips' models made from their shard views, a step of all of them, and the
+ * log of collectives as rows of names.
+ */
+#include "tpu/transformer_pod.h"
+
+#include "alloc.h"
+#include "transformer_comm.h"
+
+#include <string.h>
+
+struct tpu_xfmr_pod {
+    xfmr_comm_t c;
+    tpu_xfmr_t **xfs;        /* [nlocal] */
+    tpu_xfmr_report_t *reps; /* [nlocal] */
+    int nxfs;
+};
+
+tpu_status_t tpu_xfmr_pod_create(const tpu_pod_t *pod, tpu_xport_t *x, const char *mesh,
+                                 const tpu_xfmr_config_t *model, const tpu_spmd_opts_t *opts,
+                                 tpu_xfmr_pod_t **p_p, tpu_err_t *err)
+{
+    tpu_xfmr_pod_t *p = tpu__calloc(1, sizeof(*p));
+    tpu_status_t status;
+    int i;
+
+    *p_p = NULL;
+    if (p == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer: no memory for the pod");
+    }
+    status = tpu__xfmr_comm_init(&p->c, tpu_pod_topo(pod), tpu_pod_link(pod), tpu_pod_chip(pod), x,
+                                 mesh, model, opts, err);
+    if (status != TPU_OK) {
+        tpu__free(p);
+        return status;
+    }
+    p->xfs = tpu__calloc((size_t)p->c.nlocal, sizeof(*p->xfs));
+    p->reps = tpu__calloc((size_t)p->c.nlocal, sizeof(*p->reps));
+    if (p->xfs == NULL || p->reps == NULL) {
+        status =
+            tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer: no memory for %d chips", p->c.nlocal);
+    }
+    for (i = 0; status == TPU_OK && i < p->c.nlocal; i++) {
+        status =
+            tpu_xfmr_create(tpu__xfmr_comm_config(&p->c, i), tpu_pod_chip(pod), &p->xfs[i], err);
+        p->nxfs += status == TPU_OK;
+    }
+    if (status != TPU_OK) {
+        tpu_xfmr_pod_destroy(p);
+        return status;
+    }
+    *p_p = p;
+    return TPU_OK;
+}
+
+void tpu_xfmr_pod_destroy(tpu_xfmr_pod_t *p)
+{
+    int i;
+
+    if (p == NULL) {
+        return;
+    }
+    for (i = 0; i < p->nxfs; i++) {
+        tpu_xfmr_destroy(p->xfs[i]);
+    }
+    tpu__free(p->xfs);
+    tpu__free(p->reps);
+    tpu__xfmr_comm_fini(&p->c);
+    tpu__free(p);
+}
+
+int tpu_xfmr_pod_nlocal(const tpu_xfmr_pod_t *p)
+{
+    return p->c.nlocal;
+}
+
+tpu_xfmr_t *tpu_xfmr_pod_chip(tpu_xfmr_pod_t *p, int i)
+{
+    return i >= 0 && i < p->nxfs ? p->xfs[i] : NULL;
+}
+
+int tpu_xfmr_pod_chip_id(const tpu_xfmr_pod_t *p, int i)
+{
+    return i >= 0 && i < p->c.nlocal ? p->c.chips[i].chip : -1;
+}
+
+void tpu_xfmr_pod_mesh(const tpu_xfmr_pod_t *p, int *data, int *sequence, int *tensor)
+{
+    *data = p->c.size[XFMR_AXIS_DATA];
+    *sequence = p->c.size[XFMR_AXIS_SEQUENCE];
+    *tensor = p->c.size[XFMR_AXIS_TENSOR];
+}
+
+tpu_status_t tpu_xfmr_pod_step(tpu_xfmr_pod_t *p, const int32_t *x, const int32_t *y, double lr,
+                               tpu_xfmr_report_t *rep_p, tpu_err_t *err)
+{
+    tpu_status_t status;
+
+    tpu__xfmr_comm_log_clear(&p->c);
+    status = tpu__xfmr_comm_step(&p->c, p->xfs, x, y, lr, p->reps, err);
+    if (status == TPU_OK && rep_p != NULL) {
+        *rep_p = p->reps[0];
+    }
+    return status;
+}
+
+int64_t tpu_xfmr_pod_colls(const tpu_xfmr_pod_t *p)
+{
+    return tpu__xfmr_comm_log_count(&p->c);
+}
+
+void tpu_xfmr_pod_coll(const tpu_xfmr_pod_t *p, int64_t k, tpu_xfmr_coll_t *row)
+{
+    const xfmr_comm_entry_t *e = tpu__xfmr_comm_log_at(&p->c, k);
+
+    memset(row, 0, sizeof(*row));
+    if (e == NULL) {
+        return;
+    }
+    row->hook = tpu_xfmr_hook_name(e->hook);
+    row->index = e->index;
+    row->kind = tpu_coll_name(e->kind);
+    row->op = tpu_redop_name(e->op);
+    row->axes = e->axes_name;
+    row->group_size = e->group_size;
+    row->bytes = e->bytes;
+    row->modeled_us = e->modeled_us;
+    row->algorithm = e->algorithm;
+}

@@ -1,0 +1,634 @@
+/*
+ * tpuemu train --model transformer: the decoder-only transformer of
+ * include/tpu/transformer.h trained on the emulated pod, sharded over the mesh
+ * axes data, sequence and tensor (include/tpu/transformer_pod.h), with the
+ * loss of every step, the collectives of a step and its modeled compute and
+ * communication.
+ *
+ *   tpuemu train --model transformer --topology 2x2 --mesh data=2,tensor=2
+ *   mpirun -n 4 tpuemu train --model transformer --topology 2x2 --mesh sequence=2,tensor=2
+ *
+ * Without mpirun every chip runs in this process over the loopback transport
+ * (real bytes; the local chips in lock step on threads); under mpirun each
+ * rank is one chip and the collectives move real bytes over MPI, under the
+ * job's watchdog (--timeout).
+ *
+ * Data: --data X.npy --labels Y.npy, int32 (or int64) token ids [rows, S] in
+ * [0, V), step t taking rows tpu_xfmr_batch_row(rows, B, t); without them a
+ * synthetic task from --seed: 4 B sequences, each an arithmetic progression
+ * modulo V, x[i] = (a + i d) mod V with a random start a in [0, V) and a random
+ * stride d in 1..4, and the targets the next element, y[i] = x[i + 1] (the
+ * model must read the stride from the context: attention).  Weights: --init
+ * DIR (the files of transformer.md), else random from --seed.  --save DIR
+ * writes the final weights (every chip's piece gathered into the whole
+ * parameter) and losses.npy [steps].
+ *
+ * Bad input: one line on stderr (the lowest failing rank) and exit 2.
+ */
+#include "train_xfmr.h"
+
+#include "tpu/npy.h"
+#include "tpu/pod.h"
+#include "tpu/spmd.h"
+#include "tpu/transformer.h"
+#include "tpu/transformer_pod.h"
+
+#include "alloc.h"
+#include "clock.h"
+#include "faults.h"
+#include "jobenv.h"
+#include "json.h"
+#include "sink.h"
+#include "train_out.h"
+#include "train_run.h"
+#include "watch.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The transformer's defaults where the MLP's rows differ or give none. */
+#define XDEF_BATCH 16
+#define XDEF_LR    0.1
+
+tpu_status_t app_train_xfmr_check(const app_opts_t *o, tpu_err_t *err)
+{
+    if (o->hidden > 0 || o->strategy != NULL) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--%s is a flag of the MLP (--model mlp), not of the transformer",
+                           o->hidden > 0 ? "hidden" : "strategy");
+    }
+    if (o->model_only) {
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "--model-only with --model transformer: not yet (the transformer runs "
+                           "for real only)");
+    }
+    if (o->trace != NULL || o->heatmap != NULL || o->trace_measured || o->csv != NULL) {
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED, "--%s with --model transformer: not yet",
+                           o->trace != NULL     ? "trace"
+                           : o->heatmap != NULL ? "heatmap"
+                           : o->csv != NULL     ? "csv"
+                                                : "trace-measured");
+    }
+    if ((o->data == NULL) != (o->labels == NULL)) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--data and --labels go together");
+    }
+    return TPU_OK;
+}
+
+/* One row of the collectives table: the log's calls of one step with the same what, kind,
+ * axes, bytes and algorithm. */
+typedef struct xrow {
+    tpu_xfmr_coll_t c;
+    int count;
+} xrow_t;
+
+typedef struct xrun {
+    tpu_xfmr_config_t m; /* the whole model, batch the global batch */
+    int steps;
+    double lr;
+    char mesh[128];
+    int32_t *x, *y; /* [rows, S] */
+    int64_t rows;
+    double *losses;
+    tpu_xfmr_report_t rep; /* the last step's, local chip 0 */
+    xrow_t *rows_t;
+    int nrows_t;
+    double comm_us;
+    double wall_us;
+} xrun_t;
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The synthetic task (see the top): 4 B progressions modulo V. */
+static tpu_status_t synth(xrun_t *r, uint64_t seed, tpu_err_t *err)
+{
+    const int64_t S = r->m.seq, V = r->m.vocab, n = 4 * r->m.batch;
+    uint64_t s = seed * 0x2545f4914f6cdd1dull + 24;
+    int64_t b, i;
+
+    r->x = tpu__malloc((size_t)(n * S) * sizeof(int32_t));
+    r->y = tpu__malloc((size_t)(n * S) * sizeof(int32_t));
+    if (r->x == NULL || r->y == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the synthetic tokens");
+    }
+    for (b = 0; b < n; b++) {
+        int64_t a = (int64_t)(splitmix(&s) % (uint64_t)V), d = 1 + (int64_t)(splitmix(&s) % 4);
+
+        for (i = 0; i < S; i++) {
+            r->x[b * S + i] = (int32_t)((a + i * d) % V);
+            r->y[b * S + i] = (int32_t)((a + (i + 1) * d) % V);
+        }
+    }
+    r->rows = n;
+    return TPU_OK;
+}
+
+/* A token file: int32 or int64 [rows, S], every id in [0, V) (named by row and column). */
+static tpu_status_t load_tokens(const char *path, const char *what, const tpu_xfmr_config_t *m,
+                                int32_t **tok_p, int64_t *rows_p, tpu_err_t *err)
+{
+    tpu_npy_t f;
+    tpu_status_t status = tpu_npy_read(path, &f, err);
+    int32_t *t;
+    int64_t i;
+
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (f.type == TPU_NPY_F32 || f.ndim != 2 || f.shape[1] != m->seq || f.shape[0] < 1) {
+        status = tpu_err_set(err, TPU_ERR_INVALID,
+                             "%s: %s must be int32 token ids of shape [rows, %lld] (--seq), got "
+                             "%s of %d dimensions",
+                             path, what, (long long)m->seq, tpu_npy_type_name(f.type), f.ndim);
+        goto out;
+    }
+    t = tpu__malloc((size_t)f.count * sizeof(int32_t));
+    if (t == NULL) {
+        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for %s", path);
+        goto out;
+    }
+    for (i = 0; i < f.count; i++) {
+        int64_t v = f.type == TPU_NPY_I64 ? ((int64_t *)f.data)[i] : ((int32_t *)f.data)[i];
+
+        /* Out of int32: the check below names it as an id out of range. */
+        t[i] = v < INT32_MIN || v > INT32_MAX ? -1 : (int32_t)v;
+    }
+    status = tpu_xfmr_check_tokens(t, f.shape[0], f.shape[1], m->vocab, path, err);
+    if (status != TPU_OK) {
+        tpu__free(t);
+        goto out;
+    }
+    *tok_p = t;
+    *rows_p = f.shape[0];
+out:
+    tpu_npy_fini(&f);
+    return status;
+}
+
+static tpu_status_t load_data(const app_opts_t *o, xrun_t *r, tpu_err_t *err)
+{
+    int64_t ny = 0;
+    tpu_status_t status = load_tokens(o->data, "the tokens", &r->m, &r->x, &r->rows, err);
+
+    if (status == TPU_OK) {
+        status = load_tokens(o->labels, "the targets", &r->m, &r->y, &ny, err);
+    }
+    if (status == TPU_OK && ny != r->rows) {
+        status = tpu_err_set(err, TPU_ERR_INVALID, "%s has %lld rows but %s has %lld", o->labels,
+                             (long long)ny, o->data, (long long)r->rows);
+    }
+    if (status == TPU_OK && r->rows < r->m.batch) {
+        status = tpu_err_set(err, TPU_ERR_INVALID,
+                             "%s has %lld rows, fewer than one batch of %lld (--batch)", o->data,
+                             (long long)r->rows, (long long)r->m.batch);
+    }
+    return status;
+}
+
+/*
+ * Parameter p whole on the root: the local chips' pieces (loopback), or every
+ * rank's piece gathered (MPI: each piece's origin, shape and values, the same
+ * size on every rank since the splits are even).
+ */
+static tpu_status_t gather_param(tpu_xfmr_pod_t *p, app_job_t *job, int pi, float *whole,
+                                 const int64_t wshape[2], tpu_err_t *err)
+{
+    int nlocal = tpu_xfmr_pod_nlocal(p), n = job != NULL ? job->nranks : nlocal, i;
+    int64_t shape[2], org[2];
+    float *piece = tpu_xfmr_param(tpu_xfmr_pod_chip(p, 0), pi, shape);
+    size_t rec = 4 * sizeof(int64_t) + (size_t)(shape[0] * shape[1]) * sizeof(float);
+    unsigned char *all = NULL, *mine = NULL;
+
+    if (job != NULL) {
+        mine = tpu__malloc(rec);
+        all = job->chip == 0 ? tpu__malloc(rec * (size_t)n) : NULL;
+        if (mine == NULL || (job->chip == 0 && all == NULL)) {
+            tpu__free(mine);
+            tpu__free(all);
+            return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory to gather the weights");
+        }
+        tpu_xfmr_param_origin(tpu_xfmr_pod_chip(p, 0), pi, org);
+        memcpy(mine, org, 2 * sizeof(int64_t));
+        memcpy(mine + 2 * sizeof(int64_t), shape, 2 * sizeof(int64_t));
+        memcpy(mine + 4 * sizeof(int64_t), piece, rec - 4 * sizeof(int64_t));
+        app_job_gather(job, mine, (int)rec, all, 0, "the weights for --save");
+        tpu__free(mine);
+        if (all == NULL) {
+            return TPU_OK;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        const float *v;
+        int64_t k;
+
+        if (job != NULL) {
+            memcpy(org, all + rec * (size_t)i, 2 * sizeof(int64_t));
+            memcpy(shape, all + rec * (size_t)i + 2 * sizeof(int64_t), 2 * sizeof(int64_t));
+            v = (const float *)(all + rec * (size_t)i + 4 * sizeof(int64_t));
+        } else {
+            v = tpu_xfmr_param(tpu_xfmr_pod_chip(p, i), pi, shape);
+            tpu_xfmr_param_origin(tpu_xfmr_pod_chip(p, i), pi, org);
+        }
+        for (k = 0; k < shape[0]; k++) {
+            memcpy(whole + (org[0] + k) * wshape[1] + org[1], v + k * shape[1],
+                   (size_t)shape[1] * sizeof(float));
+        }
+    }
+    tpu__free(all);
+    return TPU_OK;
+}
+
+/* --save DIR: every parameter whole (written by the root) and losses.npy. */
+static tpu_status_t save_all(const char *dir, tpu_xfmr_pod_t *p, app_job_t *job, const xrun_t *r,
+                             int root, tpu_err_t *err)
+{
+    int np = tpu_xfmr_param_count(&r->m), pi;
+    tpu_status_t status = TPU_OK;
+    char path[1024];
+    int64_t n = r->steps;
+
+    if (root && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        status = tpu_err_set(err, TPU_ERR_INVALID, "--save %s: cannot create it: %s", dir,
+                             strerror(errno));
+    }
+    for (pi = 0; pi < np; pi++) {
+        char name[TPU_XFMR_NAME_LEN];
+        int64_t shape[2] = {1, 1}, w2[2];
+        int nd = tpu_xfmr_param_info(&r->m, pi, name, shape);
+        float *whole;
+
+        w2[0] = shape[0];
+        w2[1] = shape[1];
+        if (nd == 1) { /* the norm gains, whole on every chip, in the piece's layout */
+            tpu_xfmr_param(tpu_xfmr_pod_chip(p, 0), pi, w2);
+        }
+        whole = tpu__calloc((size_t)(w2[0] * w2[1]), sizeof(float));
+        if (whole == NULL) {
+            return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory to gather %s", name);
+        }
+        if (gather_param(p, job, pi, whole, w2, err) != TPU_OK) {
+            tpu__free(whole);
+            return err->status;
+        }
+        if (root && status == TPU_OK) {
+            snprintf(path, sizeof(path), "%s/%s.npy", dir, name);
+            status = tpu_npy_write(path, TPU_NPY_F32, nd, shape, whole, err);
+        }
+        tpu__free(whole);
+    }
+    if (root && status == TPU_OK) {
+        float *l = tpu__malloc((size_t)r->steps * sizeof(float));
+        int s;
+
+        if (l == NULL) {
+            return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the losses");
+        }
+        for (s = 0; s < r->steps; s++) {
+            l[s] = (float)r->losses[s];
+        }
+        snprintf(path, sizeof(path), "%s/losses.npy", dir);
+        status = tpu_npy_write(path, TPU_NPY_F32, 1, &n, l, err);
+        tpu__free(l);
+    }
+    return status;
+}
+
+/* The last step's log as the table's rows (in the order of their first call). */
+static tpu_status_t make_table(xrun_t *r, const tpu_xfmr_pod_t *p, tpu_err_t *err)
+{
+    int64_t n = tpu_xfmr_pod_colls(p), k;
+    int j;
+
+    r->rows_t = tpu__calloc((size_t)(n > 0 ? n : 1), sizeof(*r->rows_t));
+    if (r->rows_t == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the collectives table");
+    }
+    r->comm_us = 0;
+    for (k = 0; k < n; k++) {
+        tpu_xfmr_coll_t c;
+
+        tpu_xfmr_pod_coll(p, k, &c);
+        r->comm_us += c.modeled_us;
+        for (j = 0; j < r->nrows_t; j++) {
+            const tpu_xfmr_coll_t *t = &r->rows_t[j].c;
+
+            if (strcmp(t->hook, c.hook) == 0 && strcmp(t->kind, c.kind) == 0 &&
+                strcmp(t->op, c.op) == 0 && strcmp(t->axes, c.axes) == 0 && t->bytes == c.bytes &&
+                strcmp(t->algorithm, c.algorithm) == 0 && t->modeled_us == c.modeled_us) {
+                break;
+            }
+        }
+        if (j == r->nrows_t) {
+            r->rows_t[r->nrows_t++].c = c;
+        }
+        r->rows_t[j].count++;
+    }
+    return TPU_OK;
+}
+
+static const char *kind_name(const tpu_xfmr_coll_t *c)
+{
+    return strcmp(c->kind, "psum") == 0 && strcmp(c->op, "max") == 0 ? "pmax" : c->kind;
+}
+
+static void print_table(FILE *txt, const xrun_t *r)
+{
+    int j;
+
+    fprintf(txt, "\ncollectives of one step (every step the same):\n");
+    fprintf(txt, "  %-10s %-14s %-16s %5s %12s %6s %11s %11s  %s\n", "what", "kind", "axis",
+            "group", "bytes", "count", "modeled_us", "total_us", "algorithm");
+    for (j = 0; j < r->nrows_t; j++) {
+        const xrow_t *w = &r->rows_t[j];
+
+        fprintf(txt, "  %-10s %-14s %-16s %5d %12llu %6d %11.3f %11.3f  %s\n", w->c.hook,
+                kind_name(&w->c), w->c.axes, w->c.group_size, (unsigned long long)w->c.bytes,
+                w->count, w->c.modeled_us, w->c.modeled_us * w->count, w->c.algorithm);
+    }
+    if (r->nrows_t == 0) {
+        fprintf(txt, "  (none: one chip, or every axis of size 1)\n");
+    }
+    fprintf(txt,
+            "step (modeled, one chip): compute %.3f us (MXU %.3f, VPU %.3f; %lld matmuls, %.4g "
+            "FLOPs), communication %.3f us (the sum of the collectives, none overlapped)\n",
+            r->rep.compute_us, r->rep.mxu_us, r->rep.vpu_us, (long long)r->rep.matmuls,
+            r->rep.flops, r->comm_us);
+}
+
+static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
+                       const tpu_xfmr_pod_t *p, const xrun_t *r, int mpi, double wall0)
+{
+    int d, s, t, k;
+
+    tpu_xfmr_pod_mesh(p, &d, &s, &t);
+    app_json_object(j);
+    app_json_kstr(j, "command", "train");
+    app_pod_json_header(j, pod);
+    app_json_kstr(j, "model", "transformer");
+    app_json_kint(j, "layers", (long long)r->m.layers);
+    app_json_kint(j, "d_model", (long long)r->m.d_model);
+    app_json_kint(j, "heads", (long long)r->m.heads);
+    app_json_kint(j, "d_ff", (long long)r->m.d_ff);
+    app_json_kint(j, "vocab", (long long)r->m.vocab);
+    app_json_kint(j, "seq", (long long)r->m.seq);
+    app_json_kint(j, "batch", (long long)r->m.batch);
+    app_json_kobject(j, "mesh");
+    app_json_kint(j, "data", d);
+    app_json_kint(j, "sequence", s);
+    app_json_kint(j, "tensor", t);
+    app_json_object_end(j);
+    app_json_kstr(j, "dtype", r->m.precision == TPU_XFMR_BF16 ? "bf16" : "f32");
+    app_train_json_num(j, "lr", r->lr);
+    app_json_kint(j, "steps", r->steps);
+    app_json_kstr(j, "data", o->data != NULL ? o->data : "synthetic");
+    app_json_kstr(j, "transport", mpi ? "mpi" : "loopback");
+    app_json_karray(j, "losses");
+    for (k = 0; k < r->steps; k++) {
+        app_train_json_num(j, NULL, r->losses[k]);
+    }
+    app_json_array_end(j);
+    app_train_json_num(j, "compute_us", r->rep.compute_us);
+    app_train_json_num(j, "mxu_us", r->rep.mxu_us);
+    app_train_json_num(j, "vpu_us", r->rep.vpu_us);
+    app_train_json_num(j, "model_flops", r->rep.flops);
+    app_train_json_num(j, "comm_us", r->comm_us);
+    app_json_karray(j, "collectives");
+    for (k = 0; k < r->nrows_t; k++) {
+        const xrow_t *w = &r->rows_t[k];
+
+        app_json_object(j);
+        app_json_kstr(j, "what", w->c.hook);
+        app_json_kstr(j, "kind", kind_name(&w->c));
+        app_json_kstr(j, "axis", w->c.axes);
+        app_json_kint(j, "group_size", w->c.group_size);
+        app_json_kuint(j, "bytes", (unsigned long long)w->c.bytes);
+        app_json_kint(j, "count", w->count);
+        app_train_json_num(j, "modeled_us", w->c.modeled_us);
+        app_train_json_num(j, "total_us", w->c.modeled_us * w->count);
+        app_json_kstr(j, "algorithm", w->c.algorithm);
+        app_json_object_end(j);
+    }
+    app_json_array_end(j);
+    app_json_kfixed(j, "measured_us", r->wall_us, 1);
+    app_json_kfixed(j, "wall_s", tpu__now_s() - wall0, 3);
+    app_json_object_end(j);
+}
+
+/* The flags into the model (the defaults of the rows), the dtype checked. */
+static tpu_status_t read_flags(const app_opts_t *o, int nchips, xrun_t *r, tpu_err_t *err)
+{
+    tpu_xfmr_config_init(&r->m);
+    r->m.layers = o->layers > 0 ? o->layers : 2;
+    r->m.d_model = o->d_model > 0 ? o->d_model : 256;
+    r->m.heads = o->heads > 0 ? o->heads : 8;
+    r->m.d_ff = o->d_ff > 0 ? o->d_ff : 1024;
+    r->m.vocab = o->vocab > 0 ? o->vocab : 512;
+    r->m.seq = o->seq > 0 ? o->seq : 128;
+    r->m.batch = o->batch > 0 ? o->batch : XDEF_BATCH;
+    r->lr = o->lr >= 0 ? o->lr : XDEF_LR;
+    r->steps = o->steps;
+    snprintf(r->mesh, sizeof(r->mesh), "data=%d", nchips);
+    if (o->mesh != NULL) {
+        snprintf(r->mesh, sizeof(r->mesh), "%s", o->mesh);
+    }
+    if (o->precision == NULL || strcmp(o->precision, "bf16") == 0 ||
+        strcmp(o->precision, "bfloat16") == 0) {
+        r->m.precision = TPU_XFMR_BF16;
+    } else if (strcmp(o->precision, "f32") == 0 || strcmp(o->precision, "float32") == 0) {
+        r->m.precision = TPU_XFMR_F32;
+    } else {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--dtype must be bf16 or f32, got '%s'",
+                           o->precision);
+    }
+    if (r->m.d_model % r->m.heads != 0) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--d-model %lld is not a multiple of --heads %lld",
+                           (long long)r->m.d_model, (long long)r->m.heads);
+    }
+    r->losses = tpu__calloc((size_t)r->steps, sizeof(double));
+    return r->losses != NULL ? TPU_OK
+                             : tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the losses");
+}
+
+/* The pod's models: created, then their weights from --init or --seed. */
+static tpu_status_t make_pod(const app_opts_t *o, const tpu_pod_t *pod, tpu_xport_t *x,
+                             app_job_t *job, const xrun_t *r, tpu_xfmr_pod_t **p_p, tpu_err_t *err)
+{
+    tpu_spmd_opts_t so;
+    tpu_status_t status;
+    int i;
+
+    tpu_spmd_opts_init(&so);
+    so.timeout_s = o->timeout;
+    if (job != NULL) {
+        /* Heartbeats while a collective waits: the watchdog names a stopped chip. */
+        so.on_wait = app_job_on_wait;
+        so.on_wait_arg = job;
+    }
+    status = tpu_xfmr_pod_create(pod, x, r->mesh, &r->m, &so, p_p, err);
+    for (i = 0; status == TPU_OK && i < tpu_xfmr_pod_nlocal(*p_p); i++) {
+        tpu_xfmr_t *xf = tpu_xfmr_pod_chip(*p_p, i);
+
+        if (o->init != NULL) {
+            status = tpu_xfmr_load(xf, o->init, err);
+        } else {
+            tpu_xfmr_init_random(xf, (uint64_t)o->seed);
+        }
+    }
+    return status;
+}
+
+static int exit_code(tpu_status_t status)
+{
+    return status == TPU_ERR_INVALID || status == TPU_ERR_RESOURCE_EXHAUSTED ||
+                   status == TPU_ERR_UNSUPPORTED
+               ? APP_EXIT_USAGE
+               : APP_EXIT_FAIL;
+}
+
+int app_cmd_train_xfmr(app_ctx_t *ctx)
+{
+    app_opts_t *o = ctx->o;
+    app_job_t *job = ctx->job;
+    const tpu_pod_t *pod = ctx->pod;
+    const tpu_topo_t *topo = tpu_pod_topo(pod);
+    const tpu_chip_spec_t *chip = tpu_pod_chip(pod);
+    app_train_where_t where = {MPI_COMM_NULL, 1, NULL};
+    app_sink_t sink = {NULL, NULL};
+    tpu_xport_t *x = NULL;
+    tpu_xfmr_pod_t *p = NULL;
+    tpu_err_t err = {0};
+    tpu_status_t status;
+    xrun_t r;
+    FILE *txt = app_sink_text(o->json, NULL);
+    int mpi = job != NULL, code = APP_EXIT_OK, printer = -1, t, rank = mpi ? job->chip : 0;
+    int nranks = mpi ? job->nranks : 1;
+    double wall0 = tpu__now_s();
+
+    memset(&r, 0, sizeof(r));
+    if (mpi) {
+        x = job->x;
+        where.comm = job->comm;
+        where.root = job->chip == 0;
+        where.job = job;
+    }
+    status = read_flags(o, topo->nchips, &r, &err);
+    if (status == TPU_OK) {
+        status = o->data != NULL ? load_data(o, &r, &err) : synth(&r, (uint64_t)o->seed, &err);
+    }
+    if (status == TPU_OK && !mpi) {
+        status = tpu_xport_loopback_create(topo->nchips, &x, &err);
+    }
+    if (status == TPU_OK) {
+        status = app_sink_check(o->json, NULL, &err);
+    }
+    if (status == TPU_OK && o->json != NULL && where.root) {
+        status = app_sink_open(&sink, o->json, &err);
+    }
+    if (status == TPU_OK) {
+        status = make_pod(o, pod, x, job, &r, &p, &err);
+    }
+    printer = app_train_agree(&where, &status, rank, nranks);
+    if (status != TPU_OK) {
+        code = exit_code(status);
+        goto out;
+    }
+    if (where.root) {
+        int d, s, tn;
+
+        tpu_xfmr_pod_mesh(p, &d, &s, &tn);
+        fprintf(txt,
+                "train: transformer L=%lld D=%lld H=%lld F=%lld V=%lld S=%lld on %d chips of %s "
+                "as %s, mesh data=%d,sequence=%d,tensor=%d, global batch %lld sequences, %s, lr "
+                "%g, %s%s\n",
+                (long long)r.m.layers, (long long)r.m.d_model, (long long)r.m.heads,
+                (long long)r.m.d_ff, (long long)r.m.vocab, (long long)r.m.seq, topo->nchips,
+                chip->name, tpu_pod_shape(pod), d, s, tn, (long long)r.m.batch,
+                r.m.precision == TPU_XFMR_BF16 ? "bf16 matmuls (f32 accumulation)" : "f32", r.lr,
+                o->data ? "data " : "synthetic data (progressions mod V, from --seed)",
+                o->data ? o->data : "");
+        fprintf(txt, "transport: %s\n",
+                mpi ? "mpi (one chip per rank, real bytes)"
+                    : "loopback (every chip in this process, real bytes)");
+        app_faults_print(txt, pod, "fault: ");
+        fflush(txt);
+    }
+    for (t = 0; t < r.steps && status == TPU_OK; t++) {
+        int64_t row = tpu_xfmr_batch_row(r.rows, r.m.batch, t);
+        double w0 = tpu__now_s();
+
+        status = tpu_xfmr_pod_step(p, r.x + row * r.m.seq, r.y + row * r.m.seq, r.lr, &r.rep, &err);
+        r.wall_us += (tpu__now_s() - w0) * 1e6;
+        r.losses[t] = r.rep.loss;
+        if (status == TPU_OK && where.root && !o->quiet) {
+            fprintf(txt, "step %d loss %.6f\n", t, r.rep.loss);
+            fflush(txt);
+        }
+    }
+    r.wall_us /= r.steps;
+    if (status == TPU_OK) {
+        status = make_table(&r, p, &err);
+    }
+    printer = app_train_agree(&where, &status, rank, nranks);
+    if (status != TPU_OK) {
+        code = exit_code(status);
+        goto out;
+    }
+    if (where.root) {
+        print_table(txt, &r);
+        fprintf(txt, "loss %.6g -> %.6g over %d steps; measured %.1f us per step on this host\n",
+                r.losses[0], r.losses[r.steps - 1], r.steps, r.wall_us);
+    }
+    if (o->save != NULL) {
+        status = save_all(o->save, p, job, &r, where.root, &err);
+        printer = app_train_agree(&where, &status, rank, nranks);
+        if (status != TPU_OK) {
+            code = exit_code(status);
+            goto out;
+        }
+        if (where.root) {
+            fprintf(txt, "saved the final weights and losses.npy in %s\n", o->save);
+        }
+    }
+    if (sink.f != NULL) {
+        app_json_t j;
+
+        app_json_init(&j, sink.f);
+        write_json(&j, o, pod, p, &r, mpi, wall0);
+        if (app_json_end(&j, &err) != TPU_OK) {
+            code = APP_EXIT_FAIL;
+            app_die_msg(err.msg);
+        }
+    }
+out:
+    if (status != TPU_OK && (printer < 0 ? where.root : printer == rank)) {
+        app_die_msg(err.msg);
+    }
+    if (sink.f != NULL && app_sink_close(&sink, &err) != TPU_OK && code == APP_EXIT_OK) {
+        code = APP_EXIT_FAIL;
+        app_die_msg(err.msg);
+    }
+    fflush(stdout);
+    tpu_xfmr_pod_destroy(p);
+    tpu__free(r.x);
+    tpu__free(r.y);
+    tpu__free(r.losses);
+    tpu__free(r.rows_t);
+    if (mpi) {
+        int worst = code;
+
+        app_job_allreduce(job, &code, &worst, 1, MPI_INT, MPI_MAX, "the exit codes");
+        return app_job_end(job, worst);
+    }
+    tpu_xport_destroy(x);
+    return code;
+}
