@@ -2,8 +2,9 @@
 """tpuemu train --model transformer against one chip: the run of the sharded layout (over
 loopback, or under mpirun with --run MPIRUN... TPUEMU) and the same run on --topology 1x1 must
 give the same losses (1e-5 relative) and the same final weights (--save; 1e-5 relative to each
-parameter's largest entry); the losses finite and falling; the JSON's keys there; and, without
---run, a token id outside the vocabulary in --data named with its row and column (exit 2).
+parameter's largest entry); the losses finite and falling; the JSON's keys there; with --run,
+the collectives table equal to loopback's; without, a token id outside the vocabulary in
+--data named with its row and column (exit 2).
 
   train_xfmr_check.py TPUEMU SCRATCH [--run CMD...]
 """
@@ -101,7 +102,13 @@ def main(argv):
         worst = max(worst, max(abs(x - y) for x, y in zip(a, b)) / den)
     if worst > 1e-5:
         fail("final weights differ from one chip by %g (relative)" % worst)
-    if "--run" not in argv:
+    if "--run" in argv:
+        # The same run over loopback: the same collectives and modeled times.
+        loop = run([tpuemu] + ARGS + LAYOUT + ["--json", "-"])
+        if got["transport"] != "mpi" or loop["collectives"] != got["collectives"]:
+            fail("under mpirun (%s) the collectives differ from loopback's:\n%s\n%s" %
+                 (got["transport"], got["collectives"], loop["collectives"]))
+    else:
         vals = [1] * 32
         vals[16 + 5] = 48
         write_i32(scratch + "/bad.npy", 2, 16, vals)
