@@ -35,6 +35,7 @@
 
 #include "alloc.h"
 #include "clock.h"
+#include "config_yaml.h"
 #include "faults.h"
 #include "jobenv.h"
 #include "json.h"
@@ -440,6 +441,16 @@ static tpu_status_t read_flags(const app_opts_t *o, int nchips, xrun_t *r, tpu_e
     snprintf(r->mesh, sizeof(r->mesh), "data=%d", nchips);
     if (o->mesh != NULL) {
         snprintf(r->mesh, sizeof(r->mesh), "%s", o->mesh);
+    } else if (o->config != NULL) {
+        /* The config file's mesh, when the flags give none (the file loaded fine in the pod
+         * setup). */
+        static app_config_t cfg;
+        tpu_err_t e = {0};
+
+        app_config_init(&cfg);
+        if (app_config_load(o->config, &cfg, &e) == TPU_OK && cfg.mesh[0] != '\0') {
+            snprintf(r->mesh, sizeof(r->mesh), "%s", cfg.mesh);
+        }
     }
     if (o->precision == NULL || strcmp(o->precision, "bf16") == 0 ||
         strcmp(o->precision, "bfloat16") == 0) {
