@@ -26,10 +26,10 @@
 #include <string.h>
 
 #define STEPS 3
-#define ROWS  32
-#define BATCH 16
-#define SEQ   16
-#define VOCAB 48
+#define ROWS  TPU_TEST_XFMR_ROWS
+#define BATCH TPU_TEST_XFMR_BATCH
+#define SEQ   TPU_TEST_XFMR_SEQ
+#define VOCAB TPU_TEST_XFMR_VOCAB
 #define LR    0.2
 #define MAXC  64
 
@@ -44,18 +44,6 @@ typedef struct run {
 } run_t;
 
 static int32_t toks_x[ROWS * SEQ], toks_y[ROWS * SEQ];
-
-static void model_config(tpu_xfmr_config_t *cfg)
-{
-    tpu_xfmr_config_init(cfg);
-    cfg->layers = 2;
-    cfg->d_model = 32;
-    cfg->heads = 4;
-    cfg->d_ff = 64;
-    cfg->vocab = VOCAB;
-    cfg->seq = SEQ;
-    cfg->batch = BATCH;
-}
 
 static void run_free(run_t *r)
 {
@@ -78,7 +66,7 @@ static int run_mesh(run_t *r, const tpu_topo_t *topo, const tpu_chip_spec_t *chi
     tpu_err_t err = {0};
     int i, t;
 
-    model_config(&cfg);
+    tpu_test_xfmr_config(&cfg);
     if (tpu__xfmr_comm_init(&r->c, topo, link, chip, r->x, mesh, &cfg, NULL, &err) != TPU_OK) {
         fprintf(stderr, "%s: %s\n", what, err.msg);
         return 1;
@@ -168,7 +156,7 @@ static int run_one_chip(const tpu_chip_spec_t *chip, tpu_xfmr_t **xf_p, double *
     tpu_err_t err = {0};
     int t;
 
-    model_config(&cfg);
+    tpu_test_xfmr_config(&cfg);
     if (tpu_xfmr_create(&cfg, chip, xf_p, &err) != TPU_OK) {
         fprintf(stderr, "one chip: %s\n", err.msg);
         return 1;
@@ -227,7 +215,6 @@ int main(int argc, char **argv)
     double one_loss[STEPS], worst = 0, all_worst = 0;
     int dims[TPU_MAX_AXES], wrap[TPU_MAX_AXES] = {1, 1, 1}, naxes, rank, size, bad = 0, any = 0;
     int i, t;
-    uint32_t seed = 77;
     run_t m, l;
     uint64_t mine[3], *all = NULL;
 
@@ -241,11 +228,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     tpu_chip_link_model(&chip, &link);
-    for (i = 0; i < ROWS * SEQ; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        toks_x[i] = (int32_t)((seed >> 8) % VOCAB);
-        toks_y[i] = i % SEQ > 0 ? toks_x[i - 1] : toks_x[i];
-    }
+    tpu_test_xfmr_tokens(toks_x, toks_y);
     memset(&m, 0, sizeof(m));
     memset(&l, 0, sizeof(l));
     bad = run_one_chip(&chip, &one, one_loss);

@@ -1,6 +1,7 @@
 /*
- * Shared test helper for the transformer's sharded runs: one init that every
- * chip of a layout and the one-chip reference apply alike.
+ * Shared test helper for the transformer's sharded runs: one small model, one
+ * token set and one init that every chip of a layout and the one-chip
+ * reference apply alike.
  */
 #ifndef TPU_TEST_XFMR_H
 #define TPU_TEST_XFMR_H
@@ -16,5 +17,19 @@
  * view gets the same values as one chip.
  */
 void tpu_test_xfmr_init(tpu_xfmr_t *xf, uint64_t seed);
+
+/* The token set: TPU_TEST_XFMR_ROWS sequences of TPU_TEST_XFMR_SEQ tokens. */
+#define TPU_TEST_XFMR_ROWS  32
+#define TPU_TEST_XFMR_BATCH 16 /* global batch, sequences */
+#define TPU_TEST_XFMR_SEQ   16
+#define TPU_TEST_XFMR_VOCAB 48
+
+/* The model of the sharded runs: L=2 D=32 H=4 F=64, the vocabulary, sequence and
+ * global batch above. */
+void tpu_test_xfmr_config(tpu_xfmr_config_t *cfg);
+
+/* The token set into x and y (ROWS * SEQ each): pseudo-random ids, each target
+ * the token before it (the first of a sequence its own), so attention can learn. */
+void tpu_test_xfmr_tokens(int32_t *x, int32_t *y);
 
 #endif

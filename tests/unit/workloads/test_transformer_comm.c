@@ -31,39 +31,14 @@
 #include <cmocka.h>
 
 #define STEPS 3
-#define ROWS  32
-#define BATCH 16 /* global batch, sequences */
-#define SEQ   16
-#define VOCAB 48
+#define ROWS  TPU_TEST_XFMR_ROWS
+#define BATCH TPU_TEST_XFMR_BATCH
+#define SEQ   TPU_TEST_XFMR_SEQ
+#define VOCAB TPU_TEST_XFMR_VOCAB
 #define LR    0.2
 #define MAXC  16
 
-/* L=2 D=32 H=4 F=64 V=48 S=16, global batch 16. */
-static void model_config(tpu_xfmr_config_t *cfg)
-{
-    tpu_xfmr_config_init(cfg);
-    cfg->layers = 2;
-    cfg->d_model = 32;
-    cfg->heads = 4;
-    cfg->d_ff = 64;
-    cfg->vocab = VOCAB;
-    cfg->seq = SEQ;
-    cfg->batch = BATCH;
-}
-
 static int32_t toks_x[ROWS * SEQ], toks_y[ROWS * SEQ];
-
-static void make_tokens(void)
-{
-    uint32_t seed = 77;
-    int i;
-
-    for (i = 0; i < ROWS * SEQ; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        toks_x[i] = (int32_t)((seed >> 8) % VOCAB);
-        toks_y[i] = i % SEQ > 0 ? toks_x[i - 1] : toks_x[i];
-    }
-}
 
 static void make_pod(const char *shape, tpu_topo_t *topo, tpu_chip_spec_t *chip,
                      tpu_link_model_t *link)
@@ -181,7 +156,7 @@ static void run_one_chip(run_t *r)
     int t;
 
     memset(r, 0, sizeof(*r));
-    model_config(&cfg);
+    tpu_test_xfmr_config(&cfg);
     assert_int_equal(tpu_chip_preset("v5e", &chip, &err), TPU_OK);
     assert_int_equal(tpu_xfmr_create(&cfg, &chip, &r->xf[0], &err), TPU_OK);
     r->n = 1;
@@ -211,7 +186,7 @@ static void run_mesh(const char *spec, run_t *r, int print)
 
     memset(r, 0, sizeof(*r));
     make_pod("4x4", &topo, &chip, &link);
-    model_config(&cfg);
+    tpu_test_xfmr_config(&cfg);
     assert_int_equal(tpu_xport_loopback_create(topo.nchips, &r->x, &err), TPU_OK);
     if (tpu__xfmr_comm_init(&r->c, &topo, &link, &chip, r->x, spec, &cfg, NULL, &err) != TPU_OK) {
         fail_msg("%s: %s", spec, err.msg);
@@ -309,7 +284,7 @@ static void layouts_equal_one_chip(void **state)
     size_t k;
 
     (void)state;
-    make_tokens();
+    tpu_test_xfmr_tokens(toks_x, toks_y);
     run_one_chip(&one);
     for (k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
         double worst;
@@ -357,7 +332,7 @@ static void a_failing_chip_stops_the_others(void **state)
     tpu_err_t err = {0};
 
     (void)state;
-    make_tokens();
+    tpu_test_xfmr_tokens(toks_x, toks_y);
     run_mesh("data=4,tensor=4", &r, 0);
     assert_int_equal(tpu__xfmr_comm_run(&r.c, step_or_fail, &f, &err), TPU_ERR_INVALID);
     assert_string_equal(err.msg, "local chip 5 fails on purpose");
@@ -381,7 +356,7 @@ static void refused(const char *shape, const char *spec, tpu_status_t status, co
     tpu_err_t err = {0};
 
     make_pod(shape, &topo, &chip, &link);
-    model_config(&cfg);
+    tpu_test_xfmr_config(&cfg);
     assert_int_equal(tpu_xport_loopback_create(topo.nchips, &x, &err), TPU_OK);
     assert_int_equal(tpu__xfmr_comm_init(&c, &topo, &link, &chip, x, spec, &cfg, NULL, &err),
                      status);
