@@ -82,16 +82,22 @@ tpu_status_t app_train_check(const app_opts_t *o, tpu_err_t *err)
 }
 
 /*
- * "data=4,model=4", "data=16", "model=8": the sizes of the two axes, in the
- * library's mesh grammar (tpu_mesh_parse); train shards over 'data' and 'model'.
+ * "data=4,tensor=4", "data=16", "fsdp=8", "dcn=2,data=8": the sizes of the
+ * MLP's two axes, in the library's mesh grammar (tpu_mesh_parse).  The names
+ * are the transformer's: 'tensor' (or its alias 'model') is the model axis;
+ * 'fsdp' is the data axis with the parameters sharded over it (strategy fsdp,
+ * '*fsdp_p' set); 'dcn' is the data axis's outer factor, across slices (it
+ * must equal --slices).  The MLP shards parameters over the whole data axis,
+ * so 'data' and 'fsdp' do not mix.
  */
-static tpu_status_t parse_mesh(const char *text, int nchips, int *data_p, int *model_p,
-                               tpu_err_t *err)
+static tpu_status_t parse_mesh(const char *text, int nchips, int nslices, int *data_p, int *model_p,
+                               int *fsdp_p, tpu_err_t *err)
 {
     char names[TPU_MESH_MAX_AXES][TPU_MESH_NAME_LEN];
-    int sizes[TPU_MESH_MAX_AXES], naxes = 0, data = 0, model = 0, i;
+    int sizes[TPU_MESH_MAX_AXES], naxes = 0, data = 0, fsdp = 0, model = 0, dcn = 0, i;
     tpu_err_t e = {0};
 
+    *fsdp_p = 0;
     if (text == NULL) {
         *data_p = nchips;
         *model_p = 1;
@@ -101,18 +107,34 @@ static tpu_status_t parse_mesh(const char *text, int nchips, int *data_p, int *m
         return tpu_err_set(err, TPU_ERR_INVALID, "--mesh '%s': %s", text, e.msg);
     }
     for (i = 0; i < naxes; i++) {
-        if (strcmp(names[i], "data") == 0) {
-            data = sizes[i];
-        } else if (strcmp(names[i], "model") == 0) {
-            model = sizes[i];
-        } else {
+        int *slot = strcmp(names[i], "data") == 0     ? &data
+                    : strcmp(names[i], "fsdp") == 0   ? &fsdp
+                    : strcmp(names[i], "dcn") == 0    ? &dcn
+                    : strcmp(names[i], "tensor") == 0 ? &model
+                    : strcmp(names[i], "model") == 0  ? &model
+                                                      : NULL;
+
+        if (slot == NULL || *slot != 0) {
             return tpu_err_set(err, TPU_ERR_INVALID,
-                               "--mesh '%s': axis '%s' is unknown or repeated (train shards over "
-                               "'data' and 'model')",
+                               "--mesh '%s': axis '%s' is unknown or repeated (the MLP shards "
+                               "over data or fsdp, tensor (alias model) and dcn)",
                                text, names[i]);
         }
+        *slot = sizes[i];
     }
-    *data_p = data ? data : 1;
+    if (data > 1 && fsdp > 1) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--mesh '%s': the MLP shards its parameters over the whole data axis: "
+                           "give data=%d or fsdp=%d, not both",
+                           text, data * fsdp, data * fsdp);
+    }
+    if (dcn != 0 && dcn != nslices) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--mesh '%s': dcn=%d must equal the slices (--slices %d)", text, dcn,
+                           nslices);
+    }
+    *fsdp_p = fsdp > 0;
+    *data_p = (data ? data : 1) * (fsdp ? fsdp : 1) * (dcn ? dcn : 1);
     *model_p = model ? model : 1;
     if ((int64_t)*data_p * *model_p != nchips) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -249,7 +271,7 @@ int app_cmd_train(app_ctx_t *ctx)
     tpu_npy_t x = {0}; /* --data, mapped */
     int32_t *y = NULL;
     int64_t nrows = 0;
-    int mpi = job != NULL, code = APP_EXIT_OK, p, data = 1, model = 1;
+    int mpi = job != NULL, code = APP_EXIT_OK, p, data = 1, model = 1, fsdp = 0;
     FILE *txt;
     tpu_status_t status;
     double wall0 = tpu__now_s(), wall_sum = 0;
@@ -304,7 +326,7 @@ int app_cmd_train(app_ctx_t *ctx)
             o->mesh = cfg.mesh;
         }
     }
-    status = parse_mesh(o->mesh, topo->nchips, &data, &model, &err);
+    status = parse_mesh(o->mesh, topo->nchips, topo->slices, &data, &model, &fsdp, &err);
     if (status == TPU_OK && o->precision != NULL) {
         if (strcmp(o->precision, "bf16") == 0 || strcmp(o->precision, "bfloat16") == 0) {
             r.spec.precision = TPU_MLP_BF16;
@@ -317,6 +339,14 @@ int app_cmd_train(app_ctx_t *ctx)
     }
     if (status == TPU_OK && o->strategy != NULL) {
         status = tpu_mlp_strategy_parse(o->strategy, &r.spec.strategy, &err);
+    }
+    if (status == TPU_OK && fsdp) {
+        if (r.spec.strategy != TPU_MLP_AUTO && r.spec.strategy != TPU_MLP_FSDP) {
+            status =
+                tpu_err_set(&err, TPU_ERR_INVALID, "--mesh '%s' names fsdp, but --strategy is %s",
+                            o->mesh, o->strategy);
+        }
+        r.spec.strategy = TPU_MLP_FSDP;
     }
     r.spec.data = data;
     r.spec.model = model;

@@ -24,6 +24,14 @@ tpu_train_test(json ${CMAKE_CURRENT_SOURCE_DIR}/train_json.sh 3 ${TPUEMU} train 
   --mesh data=2,model=2 --steps 3 --hidden 64 --batch 32 --json -)
 tpu_train_test(json_fsdp ${CMAKE_CURRENT_SOURCE_DIR}/train_json.sh 2 ${TPUEMU} train --topology
   2x2 --strategy fsdp --steps 2 --hidden 64 --batch 32 --json -)
+# The transformer's axis names: fsdp is the data axis with strategy fsdp, tensor the
+# model axis, dcn the data axis's outer factor across slices.
+tpu_train_test(mesh_fsdp_name ${EXPECT} 0 "strategy fsdp.*" ${TPUEMU} train --topology 2x2
+  --mesh fsdp=4 --steps 1 --hidden 64 --batch 32 --model-only)
+tpu_train_test(mesh_tensor_name ${EXPECT} 0 "strategy dp_tp.*" ${TPUEMU} train --topology 2x2
+  --mesh data=2,tensor=2 --steps 1 --hidden 64 --batch 32 --model-only)
+tpu_train_test(mesh_dcn_name ${EXPECT} 0 "mesh data=8,model=1" ${TPUEMU} train --topology 2x2
+  --slices 2 --mesh dcn=2,data=4 --steps 1 --hidden 64 --batch 32 --model-only)
 tpu_train_test(roundtrip ${CMAKE_CURRENT_SOURCE_DIR}/train_roundtrip.sh ${TPUEMU}
   $<TARGET_FILE:train_npy_tool> ${TRAIN_DATA})
 tpu_train_test(labels_int32 ${EXPECT} 0 "loss" ${TPUEMU} train --topology 1x1 --hidden 64
