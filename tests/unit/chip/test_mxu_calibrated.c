@@ -1,0 +1,107 @@
+/*
+ * The calibrated matmul (tpu_mxu_seconds_calibrated(), tpu_mxu_efficiency())
+ * against measured matmul throughput, and the calibration profiles of the
+ * presets (tpu/calibration.h).
+ *
+ * The anchors: AI-Hypercomputer/accelerator-microbenchmarks,
+ * Ironwood/Ironwood_Microbenchmarks_readme.md (commit ee16a1c), section
+ * "GEMM": bf16 gemm_multiple_run, m = n = k, TFLOP/s per device.  A TPU7x
+ * device is one TensorCore, a tpuemu chip two: two devices each running an
+ * N x N x N matmul are one chip running a 2N x N x N matmul whose TensorCores
+ * split the rows, so the throughput per TensorCore is 2 N^3 / t of the chip's
+ * 2N x N x N.  Each anchor within 10%.
+ */
+#include "tpu/calibration.h"
+#include "tpu/chip.h"
+#include "tpu/mxu.h"
+
+#include "test_main.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static const struct {
+    int64_t n;
+    double tflops; /* measured, per TensorCore */
+} ironwood_gemm[] = {
+    {128, 2.589961271}, {256, 18.28645367},  {512, 105.0783466},   {1024, 349.7270639},
+    {2048, 679.284728}, {4096, 892.9445127}, {16384, 950.1286983}, {32768, 956.3824592},
+};
+
+static void test_ironwood_gemm(void **state)
+{
+    tpu_chip_spec_t v7;
+    size_t i;
+
+    (void)state;
+    assert_int_equal(tpu_chip_preset("v7", &v7, NULL), TPU_OK);
+    printf("%8s %10s %10s %8s\n", "m=n=k", "measured", "modeled", "error");
+    for (i = 0; i < sizeof(ironwood_gemm) / sizeof(ironwood_gemm[0]); i++) {
+        int64_t n = ironwood_gemm[i].n;
+        double t = tpu_mxu_seconds_calibrated(&v7, 2 * n, n, n, TPU_DTYPE_BF16);
+        double tflops = 2.0 * (double)n * (double)n * (double)n / t / 1e12;
+        double e = tflops / ironwood_gemm[i].tflops - 1;
+
+        printf("%8lld %10.2f %10.2f %+7.1f%%\n", (long long)n, ironwood_gemm[i].tflops, tflops,
+               100 * e);
+        assert_true(fabs(e) < 0.10);
+    }
+}
+
+/* Small and skinny matmuls fall far below peak; the padding to the MXU edge is
+ * paid; nothing goes above the roofline's rate. */
+static void test_shapes(void **state)
+{
+    tpu_chip_spec_t v5e;
+
+    (void)state;
+    assert_int_equal(tpu_chip_preset("v5e", &v5e, NULL), TPU_OK);
+    assert_true(tpu_mxu_efficiency(&v5e, 128, 128, 128, TPU_DTYPE_BF16) < 0.05);
+    assert_true(tpu_mxu_efficiency(&v5e, 8, 8192, 8192, TPU_DTYPE_BF16) < 0.10);
+    assert_true(tpu_mxu_efficiency(&v5e, 8192, 8192, 8192, TPU_DTYPE_BF16) > 0.7);
+    assert_true(tpu_mxu_efficiency(&v5e, 8192, 8192, 8192, TPU_DTYPE_BF16) <= 1.0);
+    /* 129 pads to 256 on a 128-wide MXU: more time than 128, for one more row. */
+    assert_true(tpu_mxu_seconds_calibrated(&v5e, 4096, 4096, 4224 + 1, TPU_DTYPE_BF16) >
+                tpu_mxu_seconds_calibrated(&v5e, 4096, 4096, 4224, TPU_DTYPE_BF16) * 1.02);
+    assert_true(tpu_mxu_seconds_calibrated(&v5e, 0, 1, 1, TPU_DTYPE_BF16) == 0);
+}
+
+/* Every preset has a profile; one without measurements names a measured chip. */
+static void test_profiles(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < tpu_chip_preset_count(); i++) {
+        const tpu_chip_spec_t *s = tpu_chip_preset_at(i);
+        const tpu_chip_calibration_t *c = tpu_chip_calibration(s->name);
+        const tpu_chip_calibration_t *from = tpu_chip_calibration(c->links_from);
+
+        assert_string_equal(c->chip, s->name);
+        assert_string_equal(from->links_from, c->links_from);
+        assert_string_equal(tpu_chip_calibration(c->mxu_from)->mxu_from, c->mxu_from);
+        assert_true(c->ici_efficiency > 0 && c->ici_efficiency <= 1);
+        assert_true(c->launch > 0 && c->mxu_launch > 0 && c->mxu_block > 0);
+    }
+    assert_string_equal(tpu_chip_calibration("ironwood")->chip, "v7");
+    assert_true(tpu_chip_calibration_measured(tpu_chip_calibration("v7")));
+    assert_false(tpu_chip_calibration_measured(tpu_chip_calibration("v6e")));
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ironwood_gemm),
+        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_profiles),
+    };
+
+    return tpu_test_main(argc, argv, "mxu calibrated", tests, sizeof tests / sizeof tests[0]);
+}
