@@ -15,9 +15,14 @@
  *   11-15 us more than the bytes and hops: the fit that makes the largest
  *   relative error smallest is efficiency 0.986, launch 11.4 us (all ten
  *   within 1.6%).
+ * - v6e: AI-Hypercomputer/tpu-recipes, microbenchmarks/trillium/collectives/
+ *   README.md (commit acf1f8f): the example log of a v6e-256 (16x16) psum of a
+ *   replicated bf16[17408, 17408] over the 256 chips, 235.76 GB/s by the
+ *   script's 2 (N-1)/N bytes / time, i.e. 5121.4 us (tests/fidelity/
+ *   measured_more.csv T01).  One 606 MB row sees the efficiency only: 0.66;
+ *   the start cost, which it cannot see, is v7's.
  * - v4, v5p: no public collective measurement; v5e's (the same ICI generation
  *   of v4's 9e10 links, the same TPU generation as v5p).
- * - v6e: no public collective measurement; v7's (the same 1.8e11 links).
  *
  * MXU (tpu_mxu_seconds_calibrated() in roofline.c):
  * - v7: the Ironwood GEMM table (accelerator-microbenchmarks,
@@ -28,7 +33,13 @@
  *   the eight smallest: 4.0%); the HBM efficiency 0.865 is measured apart, by
  *   the HBM guide of the same repository (Ironwood/guides/hbm/hbm.md: 3.2e12 of
  *   the 3.7e12 B/s of a TensorCore's share at 0.5-8 GiB).
- * - v4, v5e, v5p, v6e: no public matmul table precise enough; v7's.
+ * - v6e: AI-Hypercomputer/tpu-recipes, microbenchmarks/README.md, the example
+ *   outputs of benchmark_matmul.py on a v6e-1 (device time from the trace):
+ *   bf16 4096^3 in 163.585 us (commit af2a7cd), 8192^3 in 1328.756 us
+ *   (2a33362), 16384^3 in 10584.555 us (f0335a7): the sustained MXU fraction
+ *   0.91 (the three within 8%); the start cost, block and HBM efficiency, which
+ *   these large shapes cannot see, are v7's.
+ * - v4, v5e, v5p: no public matmul table precise enough; v7's.
  */
 #include "tpu/calibration.h"
 
@@ -42,12 +53,21 @@
     "accelerator-microbenchmarks Ironwood_Microbenchmarks_readme.md GEMM table, m=n=k 128-32768; " \
     "HBM efficiency from Ironwood/guides/hbm/hbm.md"
 
-#define V7_ICI_EFFICIENCY 0.986
-#define V7_LAUNCH_S       11.4e-6
-#define V7_MXU_LAUNCH_S   1.6e-6
-#define V7_MXU_EFFICIENCY 0.80
-#define V7_HBM_EFFICIENCY 0.865
-#define V7_MXU_BLOCK      1536
+#define V6E_LINKS                                                                                \
+    "tpu-recipes trillium/collectives/README.md @acf1f8f, v6e-256 psum of 606 MB (T01); launch " \
+    "v7's"
+#define V6E_MXU                                                                         \
+    "tpu-recipes microbenchmarks/README.md, v6e-1 bf16 matmul 4096^3, 8192^3, 16384^3 " \
+    "(efficiency); launch, block, HBM efficiency v7's"
+
+#define V7_ICI_EFFICIENCY  0.986
+#define V7_LAUNCH_S        11.4e-6
+#define V7_MXU_LAUNCH_S    1.6e-6
+#define V7_MXU_EFFICIENCY  0.80
+#define V7_HBM_EFFICIENCY  0.865
+#define V7_MXU_BLOCK       1536
+#define V6E_ICI_EFFICIENCY 0.66
+#define V6E_MXU_EFFICIENCY 0.91
 
 #define V5E_PART(chip) chip, "v5e", TPU_LINK_V5E_ICI_EFFICIENCY, TPU_LINK_V5E_LAUNCH_S, V5E_LINKS
 #define V7_PART(chip)  chip, "v7", V7_ICI_EFFICIENCY, V7_LAUNCH_S, V7_LINKS
@@ -55,8 +75,12 @@
     "v7", V7_MXU_LAUNCH_S, V7_MXU_EFFICIENCY, V7_HBM_EFFICIENCY, V7_MXU_BLOCK, V7_MXU
 
 static const tpu_chip_calibration_t profiles[] = {
-    {V5E_PART("v4"), V7_MXU_PART}, {V5E_PART("v5e"), V7_MXU_PART}, {V5E_PART("v5p"), V7_MXU_PART},
-    {V7_PART("v6e"), V7_MXU_PART}, {V7_PART("v7"), V7_MXU_PART},
+    {V5E_PART("v4"), V7_MXU_PART},
+    {V5E_PART("v5e"), V7_MXU_PART},
+    {V5E_PART("v5p"), V7_MXU_PART},
+    {"v6e", "v6e", V6E_ICI_EFFICIENCY, V7_LAUNCH_S, V6E_LINKS, "v6e", V7_MXU_LAUNCH_S,
+     V6E_MXU_EFFICIENCY, V7_HBM_EFFICIENCY, V7_MXU_BLOCK, V6E_MXU},
+    {V7_PART("v7"), V7_MXU_PART},
 };
 
 #define NPROFILES ((int)(sizeof(profiles) / sizeof(profiles[0])))
