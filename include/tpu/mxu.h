@@ -62,7 +62,7 @@ TPU_API double tpu_mxu_seconds(const tpu_chip_spec_t *spec, int64_t m, int64_t k
  * the chip's calibration profile (tpu/calibration.h): a start cost per op, the
  * sustained fraction of the MXU peak and of the HBM rate, and the pipeline's
  * first loads and last store that nothing overlaps; the TensorCores split m.
- * Small and skinny matmuls fall far below peak (v7, m = n = k = 128: 0.2% of
+ * Small and skinny matmuls fall far below peak (v7, m = n = k = 128: 0.1% of
  * it; 32768: 80%).  Returns 0 where tpu_mxu_seconds() does.
  */
 TPU_API double tpu_mxu_seconds_calibrated(const tpu_chip_spec_t *spec, int64_t m, int64_t k,
