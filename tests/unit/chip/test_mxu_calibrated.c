@@ -100,6 +100,26 @@ static void test_shapes(void **state)
     assert_true(tpu_mxu_seconds_calibrated(&v5e, 0, 1, 1, TPU_DTYPE_BF16) == 0);
 }
 
+/*
+ * By hand, v5e (one TensorCore, v7's MXU constants), bf16 1024 x 1024 x 1024:
+ *   hbm     = 8.1e11 x 0.865                   = 7.0065e11 B/s
+ *   bytes   = 3 x 1024^2 x 2                   = 6291456 B -> 8.97946 us
+ *   fill    = blocks 1024: the same 6291456 B  ->            8.97946 us
+ *   compute = 2 x 1024^3 / (1.97e14 x 0.80)    =            13.62616 us
+ *   t       = 1.6 + max(13.62616, 8.97946) + 8.97946 = 24.20562 us
+ */
+static void test_by_hand(void **state)
+{
+    tpu_chip_spec_t v5e;
+    double hbm = 8.1e11 * 0.865, mem = 6291456 / hbm, compute = 2.0 * 1024 * 1024 * 1024 / 1.576e14;
+
+    (void)state;
+    assert_int_equal(tpu_chip_preset("v5e", &v5e, NULL), TPU_OK);
+    assert_float_equal(tpu_mxu_seconds_calibrated(&v5e, 1024, 1024, 1024, TPU_DTYPE_BF16),
+                       1.6e-6 + compute + mem, 1e-12);
+    assert_float_equal(1e6 * (1.6e-6 + compute + mem), 24.20562, 1e-4);
+}
+
 /* Every preset has a profile; one without measurements names a measured chip. */
 static void test_profiles(void **state)
 {
@@ -127,9 +147,8 @@ static void test_profiles(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ironwood_gemm),
-        cmocka_unit_test(test_trillium_matmul),
-        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_ironwood_gemm), cmocka_unit_test(test_trillium_matmul),
+        cmocka_unit_test(test_shapes),        cmocka_unit_test(test_by_hand),
         cmocka_unit_test(test_profiles),
     };
 
