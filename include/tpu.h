@@ -43,5 +43,6 @@
 #include "tpu/spmd.h"
 #include "tpu/transformer.h"
 #include "tpu/transformer_pod.h"
+#include "tpu/transformer_cost.h"
 
 #endif /* TPU_H */
