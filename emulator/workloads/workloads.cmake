@@ -21,4 +21,5 @@ set(TPU_WORKLOAD_SOURCES
   workloads/transformer_step.c
   workloads/transformer_comm.c
   workloads/transformer_pod.c
-  workloads/transformer_cost.c)
+  workloads/transformer_cost.c
+  workloads/transformer_cost_prog.c)
