@@ -357,6 +357,7 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
     eng_t *e = c->engine;
     char names[64], layout[64];
     tpu_xfmr_cost_coll_t *row = NULL;
+    tpu_groups_t gr;
     tpu_status_t status;
     int g, k;
 
@@ -389,6 +390,13 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
         snprintf(row->axes, sizeof(row->axes), "%s", layout);
         row->group_size = g;
         row->groups = c->chips / g;
+        memset(&gr, 0, sizeof(gr));
+        status = tpu_mesh_groups(e->mesh, names, &gr, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+        tpu_groups_str(&gr, row->group_ids, (int)sizeof(row->group_ids));
+        tpu_groups_fini(&gr);
         row->exposed = exposed;
         status = engine_time(e, row, count, err);
         if (status != TPU_OK) {

@@ -103,18 +103,19 @@ typedef struct tpu_xfmr_cost_op {
 
 /* A row of the collectives table: calls of the same kind, axes, bytes and schedule. */
 typedef struct tpu_xfmr_cost_coll {
-    char what[16];        /* the hook: "embed", "kv", ..., "grad", "gather" */
-    tpu_coll_kind_t kind; /* psum (also the pmax), all-gather, reduce-scatter */
-    tpu_redop_t op;       /* sum or max */
-    char mesh_axis[64];   /* the mesh axes, as the mesh spells them: "tensor", "data,sequence" */
-    char axes[64];        /* how they lie on the torus: "x", "y[2 of 4]", "x,y" */
-    int group_size, groups;
-    uint64_t bytes;              /* the engine's convention: psum buffer, all-gather output,
-                                  * reduce-scatter input */
-    int count;                   /* calls per step */
-    double modeled_us;           /* one call */
-    int exposed;                 /* 1: on the critical path; 0: overlapped with compute */
-    char algorithm[64];          /* the engine's choice */
+    char what[16];          /* the hook: "embed", "kv", ..., "grad", "gather" */
+    tpu_coll_kind_t kind;   /* psum (also the pmax), all-gather, reduce-scatter */
+    tpu_redop_t op;         /* sum or max */
+    char mesh_axis[64];     /* the mesh axes, as the mesh spells them: "tensor", "data,sequence" */
+    char axes[64];          /* how they lie on the torus: "x", "y[2 of 4]", "x,y" */
+    int group_size, groups; /* chips per group, groups */
+    char group_ids[64];     /* the groups as chip ids, "{0,1} {2,3}" (cut short with "...") */
+    uint64_t bytes;         /* the engine's convention: psum buffer, all-gather output,
+                             * reduce-scatter input */
+    int count;              /* calls per step */
+    double modeled_us;      /* one call */
+    int exposed;            /* 1: on the critical path; 0: overlapped with compute */
+    char algorithm[64];     /* the engine's choice */
     const tpu_coll_plan_t *plan; /* the model's plan (NULL: left to the caller) */
 } tpu_xfmr_cost_coll_t;
 

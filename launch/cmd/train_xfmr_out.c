@@ -114,7 +114,7 @@ void app_xfmr_print(FILE *txt, const tpu_xfmr_cost_t *c, uint64_t capacity)
     if (c->ncolls == 0) {
         fprintf(txt, "  none (every mesh axis has size 1)\n");
     } else {
-        fprintf(txt, "  %-10s %-14s %-16s %-12s %5s %6s %11s %5s %11s %11s %-10s %s\n", "what",
+        fprintf(txt, "  %-10s %-14s %-16s %-16s %5s %6s %11s %5s %11s %11s %-10s %s\n", "what",
                 "collective", "mesh axis", "torus", "group", "groups", "bytes", "count",
                 "modeled_us", "total_us", "overlap", "algorithm");
     }
@@ -122,10 +122,20 @@ void app_xfmr_print(FILE *txt, const tpu_xfmr_cost_t *c, uint64_t capacity)
         const tpu_xfmr_cost_coll_t *r = &c->colls[k];
 
         fmt_bytes((double)r->bytes, b, sizeof(b));
-        fprintf(txt, "  %-10s %-14s %-16s %-12s %5d %6d %11s %5d %11.3f %11.3f %-10s %s\n", r->what,
+        fprintf(txt, "  %-10s %-14s %-16s %-16s %5d %6d %11s %5d %11.3f %11.3f %-10s %s\n", r->what,
                 coll_name(r), r->mesh_axis, r->axes, r->group_size, r->groups, b, r->count,
                 r->modeled_us, r->modeled_us * r->count, r->exposed ? "exposed" : "overlapped",
                 r->algorithm);
+    }
+    for (k = 0; k < c->ncolls; k++) { /* each mesh axis' groups once */
+        int i;
+
+        for (i = 0; i < k && strcmp(c->colls[i].mesh_axis, c->colls[k].mesh_axis) != 0; i++) {
+        }
+        if (i == k) {
+            fprintf(txt, "  groups over '%s' (chip ids): %s\n", c->colls[k].mesh_axis,
+                    c->colls[k].group_ids);
+        }
     }
     fmt_bytes((double)c->hbm_peak_bytes, peak, sizeof(peak));
     fmt_bytes((double)capacity, cap, sizeof(cap));
@@ -184,7 +194,8 @@ void app_xfmr_json(app_json_t *j, const tpu_xfmr_cost_t *c, uint64_t capacity)
         app_json_kstr(j, "axis", r->mesh_axis);
         app_json_kstr(j, "axes", r->axes);
         app_json_kint(j, "group_size", r->group_size);
-        app_json_kint(j, "groups", r->groups);
+        app_json_kstr(j, "groups", r->group_ids);
+        app_json_kint(j, "group_count", r->groups);
         app_json_kuint(j, "bytes", (unsigned long long)r->bytes);
         app_json_kint(j, "count", r->count);
         app_train_json_num(j, "modeled_us", r->modeled_us);

@@ -24,8 +24,8 @@ ARGS = ["train", "--model", "transformer", "--layers", str(L), "--d-model", str(
         "--dtype", "f32"]
 KEYS = ["step_us", "compute_us", "comm_us", "exposed_comm_us", "hbm_peak_bytes", "hbm_items",
         "mfu", "model_flops", "collectives", "losses", "mesh", "model_only"]
-ROW_KEYS = ["what", "collective", "mesh_axis", "axes", "group_size", "groups", "bytes", "count",
-            "modeled_us", "exposed", "algorithm"]
+ROW_KEYS = ["what", "collective", "mesh_axis", "axes", "group_size", "groups", "group_count",
+            "bytes", "count", "modeled_us", "exposed", "algorithm"]
 FIGS = ["step_us", "compute_us", "comm_us", "exposed_comm_us", "hbm_peak_bytes", "mfu",
         "model_flops"]
 
@@ -58,8 +58,10 @@ def check(doc, what, chips, peak):
         for k in ROW_KEYS:
             if k not in r:
                 fail("%s: collective row %s has no '%s'" % (what, r, k))
-        if not isinstance(r["exposed"], bool) or r["groups"] * r["group_size"] != chips:
-            fail("%s: row %s: exposed a bool, groups x group_size the chips" % (what, r))
+        if not isinstance(r["exposed"], bool) or r["group_count"] * r["group_size"] != chips:
+            fail("%s: row %s: exposed a bool, group_count x group_size the chips" % (what, r))
+        if chips <= 8 and r["groups"].count("{") != r["group_count"]:
+            fail("%s: row %s: groups are not %d groups of chip ids" % (what, r, r["group_count"]))
     if not doc["step_us"] >= doc["compute_us"] > 0:
         fail("%s: step %g < compute %g" % (what, doc["step_us"], doc["compute_us"]))
     if not 0 <= doc["exposed_comm_us"] <= doc["comm_us"] + 1e-9:
