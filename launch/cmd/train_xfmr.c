@@ -449,12 +449,7 @@ static void print_head(FILE *txt, const app_opts_t *o, const tpu_pod_t *pod, con
             : o->data     ? "data "
                           : "synthetic data (progressions mod V, from --seed)",
             o->data ? o->data : "");
-    fprintf(txt, "transport: %s\n",
-            o->model_only ? "none (--model-only: one step modeled, nothing computed)"
-            : mpi         ? "mpi (one chip per rank, real bytes)"
-                          : "loopback (every chip in this process, real bytes)");
-    app_faults_print(txt, pod, "fault: ");
-    fflush(txt);
+    app_train_print_transport(txt, pod, o->model_only, mpi);
 }
 
 /* --trace, --heatmap (root): opened before the work. */

@@ -14,9 +14,11 @@ import csv
 import json
 import os
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_xfmr_check import fail, run  # noqa: E402
 
 L, D, H, F, V, S, B = 1, 32, 4, 64, 48, 16, 8
 ARGS = ["train", "--model", "transformer", "--layers", str(L), "--d-model", str(D), "--heads",
@@ -28,22 +30,6 @@ ROW_KEYS = ["what", "collective", "mesh_axis", "axes", "group_size", "groups", "
             "bytes", "count", "modeled_us", "exposed", "algorithm"]
 FIGS = ["step_us", "compute_us", "comm_us", "exposed_comm_us", "hbm_peak_bytes", "mfu",
         "model_flops"]
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=120)
-    if p.returncode != 0:
-        fail("%s: exit %d\n%s" % (" ".join(cmd), p.returncode, p.stderr))
-    try:
-        return json.loads(p.stdout)
-    except ValueError as e:
-        fail("%s: stdout is not JSON: %s\n%s" % (" ".join(cmd), e, p.stdout[:2000]))
 
 
 def close(a, b, rel=1e-9):
