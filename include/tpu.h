@@ -43,6 +43,7 @@
 #include "tpu/replay.h"
 #include "tpu/spmd.h"
 #include "tpu/transformer.h"
+#include "tpu/transformer_cost.h"
 #include "tpu/transformer_pod.h"
 
 #endif /* TPU_H */

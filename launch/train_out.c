@@ -4,6 +4,7 @@
  */
 #include "train_out.h"
 
+#include "faults.h"
 #include "units.h"
 
 #include <math.h>
@@ -112,4 +113,15 @@ void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r)
         app_json_object_end(j);
     }
     app_json_array_end(j);
+}
+
+/* The transport line and the pod's faults (train's header, the MLP's and the transformer's). */
+void app_train_print_transport(FILE *txt, const tpu_pod_t *pod, int model_only, int mpi)
+{
+    fprintf(txt, "transport: %s\n",
+            model_only ? "none (--model-only: one step modeled, nothing computed)"
+            : mpi      ? "mpi (one chip per rank, real bytes)"
+                       : "loopback (every chip in this process, real bytes)");
+    app_faults_print(txt, pod, "fault: ");
+    fflush(txt);
 }

@@ -6,6 +6,7 @@
 #define APP_TRAIN_OUT_H
 
 #include "tpu/mlp.h"
+#include "tpu/pod.h"
 
 #include "json.h"
 
@@ -20,5 +21,8 @@ void app_train_print_colls(FILE *txt, const tpu_mlp_report_t *r);
 void app_train_print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capacity);
 /* The cost members of a step report, into the object being written. */
 void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r);
+
+/* The transport line and the pod's faults (train's header). */
+void app_train_print_transport(FILE *txt, const tpu_pod_t *pod, int model_only, int mpi);
 
 #endif /* APP_TRAIN_OUT_H */

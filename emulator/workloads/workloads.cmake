@@ -5,7 +5,8 @@
 # transformer_params.c: parameters; transformer_fwd.c, transformer_bwd.c: the
 # passes; transformer_step.c: a step; transformer_comm.c: its collectives over
 # the mesh, the chips in lock step; transformer_pod.c: its public face for the
-# command line).  Included by emulator/CMakeLists.txt; names
+# command line; transformer_cost.c, transformer_cost_prog.c: its step cost on a
+# pod from a mesh alone).  Included by emulator/CMakeLists.txt; names
 # are relative to emulator/.
 set(TPU_WORKLOAD_SOURCES
   workloads/npy.c
@@ -20,4 +21,6 @@ set(TPU_WORKLOAD_SOURCES
   workloads/transformer_bwd.c
   workloads/transformer_step.c
   workloads/transformer_comm.c
-  workloads/transformer_pod.c)
+  workloads/transformer_pod.c
+  workloads/transformer_cost.c
+  workloads/transformer_cost_prog.c)

@@ -416,12 +416,7 @@ int app_cmd_train(app_ctx_t *ctx)
                 tpu_pod_shape(pod), data, model, (long long)o->batch,
                 r.spec.precision == TPU_MLP_BF16 ? "bf16 matmuls (f32 accumulation)" : "f32", o->lr,
                 o->data ? "data " : "synthetic data", o->data ? o->data : "");
-        fprintf(txt, "transport: %s\n",
-                o->model_only ? "none (--model-only: one step modeled, nothing computed)"
-                : mpi         ? "mpi (one chip per rank, real bytes)"
-                              : "loopback (every chip in this process, real bytes)");
-        app_faults_print(txt, pod, "fault: ");
-        fflush(txt);
+        app_train_print_transport(txt, pod, o->model_only, mpi);
     }
     status = app_train_run_steps(&r, o->save != NULL, txt, !o->quiet, &err);
     printer = app_train_agree(&r.where, &status, mpi ? job->chip : 0, mpi ? job->nranks : 1);

@@ -2,16 +2,19 @@
  * tpuemu train --model transformer: the decoder-only transformer of
  * include/tpu/transformer.h trained on the emulated pod, sharded over the mesh
  * axes data, sequence and tensor (include/tpu/transformer_pod.h), with the
- * loss of every step, the collectives of a step and its modeled compute and
- * communication.
+ * loss of every step and the step's report (train_xfmr_out.c: the collectives,
+ * the modeled step, HBM peak and MFU of the step cost model,
+ * include/tpu/transformer_cost.h, with the run's own collective times).
  *
  *   tpuemu train --model transformer --topology 2x2 --mesh data=2,tensor=2
  *   mpirun -n 4 tpuemu train --model transformer --topology 2x2 --mesh sequence=2,tensor=2
+ *   tpuemu train --model transformer --model-only --chip v5p --topology 16x16x16 --mesh ...
  *
  * Without mpirun every chip runs in this process over the loopback transport
  * (real bytes; the local chips in lock step on threads); under mpirun each
  * rank is one chip and the collectives move real bytes over MPI, under the
- * job's watchdog (--timeout).
+ * job's watchdog (--timeout).  --model-only runs nothing: the step cost model
+ * alone, on any pod (no data, no transport, no mpirun).
  *
  * Data: --data X.npy --labels Y.npy, int32 (or int64) token ids [rows, S] in
  * [0, V), step t taking rows tpu_xfmr_batch_row(rows, B, t); without them a
@@ -31,6 +34,7 @@
 #include "tpu/pod.h"
 #include "tpu/spmd.h"
 #include "tpu/transformer.h"
+#include "tpu/transformer_cost.h"
 #include "tpu/transformer_pod.h"
 
 #include "alloc.h"
@@ -39,9 +43,12 @@
 #include "faults.h"
 #include "jobenv.h"
 #include "json.h"
+#include "progress.h"
+#include "report.h"
 #include "sink.h"
 #include "train_out.h"
 #include "train_run.h"
+#include "train_xfmr_out.h"
 #include "watch.h"
 
 #include <errno.h>
@@ -61,30 +68,20 @@ tpu_status_t app_train_xfmr_check(const app_opts_t *o, tpu_err_t *err)
                            "--%s is a flag of the MLP (--model mlp), not of the transformer",
                            o->hidden > 0 ? "hidden" : "strategy");
     }
-    if (o->model_only) {
-        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
-                           "--model-only with --model transformer: not yet (the transformer runs "
-                           "for real only)");
+    if (o->model_only && (o->data || o->labels || o->init || o->save)) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--model-only runs without data: drop --data, --labels, --init and "
+                           "--save");
     }
-    if (o->trace != NULL || o->heatmap != NULL || o->trace_measured || o->csv != NULL) {
-        return tpu_err_set(err, TPU_ERR_UNSUPPORTED, "--%s with --model transformer: not yet",
-                           o->trace != NULL     ? "trace"
-                           : o->heatmap != NULL ? "heatmap"
-                           : o->csv != NULL     ? "csv"
-                                                : "trace-measured");
+    if (o->trace_measured) {
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "--trace-measured with --model transformer: not yet");
     }
     if ((o->data == NULL) != (o->labels == NULL)) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--data and --labels go together");
     }
     return TPU_OK;
 }
-
-/* One row of the collectives table: the log's calls of one step with the same what, kind,
- * axes, bytes and algorithm. */
-typedef struct xrow {
-    tpu_xfmr_coll_t c;
-    int count;
-} xrow_t;
 
 typedef struct xrun {
     tpu_xfmr_config_t m; /* the whole model, batch the global batch */
@@ -93,11 +90,10 @@ typedef struct xrun {
     char mesh[128];
     int32_t *x, *y; /* [rows, S] */
     int64_t rows;
-    double *losses;
-    tpu_xfmr_report_t rep; /* the last step's, local chip 0 */
-    xrow_t *rows_t;
-    int nrows_t;
-    double comm_us;
+    double *losses, *measured_us; /* [steps] */
+    tpu_xfmr_report_t rep;        /* the last step's, local chip 0 */
+    tpu_xfmr_cost_t cost;         /* the step cost model of the layout */
+    char note[512];               /* where the run's collectives differ from the model's */
     double wall_us;
 } xrun_t;
 
@@ -304,74 +300,12 @@ static tpu_status_t save_all(const char *dir, tpu_xfmr_pod_t *p, app_job_t *job,
     return status;
 }
 
-/* The last step's log as the table's rows (in the order of their first call). */
-static tpu_status_t make_table(xrun_t *r, const tpu_xfmr_pod_t *p, tpu_err_t *err)
+static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod, const xrun_t *r,
+                       int mpi, double wall0)
 {
-    int64_t n = tpu_xfmr_pod_colls(p), k;
-    int j;
+    const tpu_xfmr_cost_t *c = &r->cost;
+    int k;
 
-    r->rows_t = tpu__calloc((size_t)(n > 0 ? n : 1), sizeof(*r->rows_t));
-    if (r->rows_t == NULL) {
-        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the collectives table");
-    }
-    r->comm_us = 0;
-    for (k = 0; k < n; k++) {
-        tpu_xfmr_coll_t c;
-
-        tpu_xfmr_pod_coll(p, k, &c);
-        r->comm_us += c.modeled_us;
-        for (j = 0; j < r->nrows_t; j++) {
-            const tpu_xfmr_coll_t *t = &r->rows_t[j].c;
-
-            if (strcmp(t->hook, c.hook) == 0 && strcmp(t->kind, c.kind) == 0 &&
-                strcmp(t->op, c.op) == 0 && strcmp(t->axes, c.axes) == 0 && t->bytes == c.bytes &&
-                strcmp(t->algorithm, c.algorithm) == 0 && t->modeled_us == c.modeled_us) {
-                break;
-            }
-        }
-        if (j == r->nrows_t) {
-            r->rows_t[r->nrows_t++].c = c;
-        }
-        r->rows_t[j].count++;
-    }
-    return TPU_OK;
-}
-
-static const char *kind_name(const tpu_xfmr_coll_t *c)
-{
-    return strcmp(c->kind, "psum") == 0 && strcmp(c->op, "max") == 0 ? "pmax" : c->kind;
-}
-
-static void print_table(FILE *txt, const xrun_t *r)
-{
-    int j;
-
-    fprintf(txt, "\ncollectives of one step (every step the same):\n");
-    fprintf(txt, "  %-10s %-14s %-16s %5s %12s %6s %11s %11s  %s\n", "what", "kind", "axis",
-            "group", "bytes", "count", "modeled_us", "total_us", "algorithm");
-    for (j = 0; j < r->nrows_t; j++) {
-        const xrow_t *w = &r->rows_t[j];
-
-        fprintf(txt, "  %-10s %-14s %-16s %5d %12llu %6d %11.3f %11.3f  %s\n", w->c.hook,
-                kind_name(&w->c), w->c.axes, w->c.group_size, (unsigned long long)w->c.bytes,
-                w->count, w->c.modeled_us, w->c.modeled_us * w->count, w->c.algorithm);
-    }
-    if (r->nrows_t == 0) {
-        fprintf(txt, "  (none: one chip, or every axis of size 1)\n");
-    }
-    fprintf(txt,
-            "step (modeled, one chip): compute %.3f us (MXU %.3f, VPU %.3f; %lld matmuls, %.4g "
-            "FLOPs), communication %.3f us (the sum of the collectives, none overlapped)\n",
-            r->rep.compute_us, r->rep.mxu_us, r->rep.vpu_us, (long long)r->rep.matmuls,
-            r->rep.flops, r->comm_us);
-}
-
-static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
-                       const tpu_xfmr_pod_t *p, const xrun_t *r, int mpi, double wall0)
-{
-    int d, s, t, k;
-
-    tpu_xfmr_pod_mesh(p, &d, &s, &t);
     app_json_object(j);
     app_json_kstr(j, "command", "train");
     app_pod_json_header(j, pod);
@@ -384,43 +318,32 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
     app_json_kint(j, "seq", (long long)r->m.seq);
     app_json_kint(j, "batch", (long long)r->m.batch);
     app_json_kobject(j, "mesh");
-    app_json_kint(j, "data", d);
-    app_json_kint(j, "sequence", s);
-    app_json_kint(j, "tensor", t);
+    app_json_kint(j, "data", c->data);
+    app_json_kint(j, "fsdp", c->fsdp);
+    app_json_kint(j, "sequence", c->sequence);
+    app_json_kint(j, "tensor", c->tensor);
+    app_json_kint(j, "dcn", c->dcn);
     app_json_object_end(j);
     app_json_kstr(j, "dtype", r->m.precision == TPU_XFMR_BF16 ? "bf16" : "f32");
     app_train_json_num(j, "lr", r->lr);
     app_json_kint(j, "steps", r->steps);
-    app_json_kstr(j, "data", o->data != NULL ? o->data : "synthetic");
-    app_json_kstr(j, "transport", mpi ? "mpi" : "loopback");
+    app_json_kbool(j, "model_only", o->model_only);
+    app_json_kstr(j, "data", o->model_only ? "none" : o->data != NULL ? o->data : "synthetic");
+    app_json_kstr(j, "transport", o->model_only ? "none" : mpi ? "mpi" : "loopback");
     app_json_karray(j, "losses");
-    for (k = 0; k < r->steps; k++) {
+    for (k = 0; !o->model_only && k < r->steps; k++) {
         app_train_json_num(j, NULL, r->losses[k]);
     }
     app_json_array_end(j);
-    app_train_json_num(j, "compute_us", r->rep.compute_us);
-    app_train_json_num(j, "mxu_us", r->rep.mxu_us);
-    app_train_json_num(j, "vpu_us", r->rep.vpu_us);
-    app_train_json_num(j, "model_flops", r->rep.flops);
-    app_train_json_num(j, "comm_us", r->comm_us);
-    app_json_karray(j, "collectives");
-    for (k = 0; k < r->nrows_t; k++) {
-        const xrow_t *w = &r->rows_t[k];
-
-        app_json_object(j);
-        app_json_kstr(j, "what", w->c.hook);
-        app_json_kstr(j, "kind", kind_name(&w->c));
-        app_json_kstr(j, "axis", w->c.axes);
-        app_json_kint(j, "group_size", w->c.group_size);
-        app_json_kuint(j, "bytes", (unsigned long long)w->c.bytes);
-        app_json_kint(j, "count", w->count);
-        app_train_json_num(j, "modeled_us", w->c.modeled_us);
-        app_train_json_num(j, "total_us", w->c.modeled_us * w->count);
-        app_json_kstr(j, "algorithm", w->c.algorithm);
-        app_json_object_end(j);
+    app_train_json_num(j, "peak_bf16_flops", tpu_pod_chip(pod)->bf16_flops);
+    app_xfmr_json(j, c, (uint64_t)tpu_pod_chip(pod)->hbm_bytes);
+    if (!o->model_only) {
+        /* The run's own figures beside the model's. */
+        app_train_json_num(j, "run_compute_us", r->rep.compute_us);
+        app_train_json_num(j, "run_chip_flops", r->rep.flops);
+        app_json_kstr(j, "collectives_note", r->note);
+        app_json_kfixed(j, "measured_us", r->wall_us, 1);
     }
-    app_json_array_end(j);
-    app_json_kfixed(j, "measured_us", r->wall_us, 1);
     app_json_kfixed(j, "wall_s", tpu__now_s() - wall0, 3);
     app_json_object_end(j);
 }
@@ -437,7 +360,7 @@ static tpu_status_t read_flags(const app_opts_t *o, int nchips, xrun_t *r, tpu_e
     r->m.seq = o->seq > 0 ? o->seq : 128;
     r->m.batch = o->batch > 0 ? o->batch : XDEF_BATCH;
     r->lr = o->lr >= 0 ? o->lr : XDEF_LR;
-    r->steps = o->steps;
+    r->steps = o->model_only ? 1 : o->steps;
     snprintf(r->mesh, sizeof(r->mesh), "data=%d", nchips);
     if (o->mesh != NULL) {
         snprintf(r->mesh, sizeof(r->mesh), "%s", o->mesh);
@@ -466,8 +389,10 @@ static tpu_status_t read_flags(const app_opts_t *o, int nchips, xrun_t *r, tpu_e
                            (long long)r->m.d_model, (long long)r->m.heads);
     }
     r->losses = tpu__calloc((size_t)r->steps, sizeof(double));
-    return r->losses != NULL ? TPU_OK
-                             : tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the losses");
+    r->measured_us = tpu__calloc((size_t)r->steps, sizeof(double));
+    return r->losses != NULL && r->measured_us != NULL
+               ? TPU_OK
+               : tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the losses");
 }
 
 /* The pod's models: created, then their weights from --init or --seed. */
@@ -506,6 +431,88 @@ static int exit_code(tpu_status_t status)
                : APP_EXIT_FAIL;
 }
 
+/* The header lines (root). */
+static void print_head(FILE *txt, const app_opts_t *o, const tpu_pod_t *pod, const xrun_t *r,
+                       int mpi)
+{
+    const tpu_chip_spec_t *chip = tpu_pod_chip(pod);
+
+    fprintf(txt,
+            "train: transformer L=%lld D=%lld H=%lld F=%lld V=%lld S=%lld on %d chips of %s as "
+            "%s, mesh %s, global batch %lld sequences, %s, lr %g, %s%s\n",
+            (long long)r->m.layers, (long long)r->m.d_model, (long long)r->m.heads,
+            (long long)r->m.d_ff, (long long)r->m.vocab, (long long)r->m.seq,
+            tpu_pod_topo(pod)->nchips, chip->name, tpu_pod_shape(pod), r->mesh,
+            (long long)r->m.batch,
+            r->m.precision == TPU_XFMR_BF16 ? "bf16 matmuls (f32 accumulation)" : "f32", r->lr,
+            o->model_only ? "no data"
+            : o->data     ? "data "
+                          : "synthetic data (progressions mod V, from --seed)",
+            o->data ? o->data : "");
+    app_train_print_transport(txt, pod, o->model_only, mpi);
+}
+
+/* --trace, --heatmap (root): opened before the work. */
+static tpu_status_t open_report(const app_opts_t *o, const tpu_pod_t *pod, const xrun_t *r,
+                                app_report_t *rep, tpu_err_t *err)
+{
+    char title[256];
+
+    snprintf(title, sizeof(title),
+             "tpuemu train: transformer L=%lld D=%lld H=%lld F=%lld V=%lld S=%lld, mesh %s, %d "
+             "steps, on %d chips of %s as %s (wrap %s)",
+             (long long)r->m.layers, (long long)r->m.d_model, (long long)r->m.heads,
+             (long long)r->m.d_ff, (long long)r->m.vocab, (long long)r->m.seq, r->mesh, r->steps,
+             tpu_pod_topo(pod)->nchips, tpu_pod_chip(pod)->name, tpu_pod_shape(pod),
+             tpu_pod_wrap(pod));
+    return app_report_open(rep, o, pod, title, err);
+}
+
+/* The steps of a real run, each with its line, the report's times from the run's log. */
+static tpu_status_t run_steps(const app_opts_t *o, tpu_xfmr_pod_t *p, const app_train_where_t *w,
+                              xrun_t *r, app_report_t *rep, FILE *txt, tpu_err_t *err)
+{
+    app_progress_t progress;
+    tpu_status_t status = TPU_OK;
+    int t;
+
+    app_progress_init(&progress, w->root && !o->quiet, r->steps, txt);
+    for (t = 0; t < r->steps && status == TPU_OK; t++) {
+        int64_t row = tpu_xfmr_batch_row(r->rows, r->m.batch, t);
+        double w0 = tpu__now_s();
+        char item[32];
+
+        snprintf(item, sizeof(item), "step %d", t);
+        app_progress_update(&progress, t, item);
+        status =
+            tpu_xfmr_pod_step(p, r->x + row * r->m.seq, r->y + row * r->m.seq, r->lr, &r->rep, err);
+        r->measured_us[t] = (tpu__now_s() - w0) * 1e6;
+        r->wall_us += r->measured_us[t];
+        r->losses[t] = r->rep.loss;
+        if (status != TPU_OK || !w->root) {
+            continue;
+        }
+        if (t == 0) { /* every step makes the same calls */
+            app_xfmr_from_log(&r->cost, p, r->note, sizeof(r->note));
+        }
+        if (rep != NULL) {
+            status = app_xfmr_trace(rep, &r->cost, t, err);
+        }
+        if (!o->quiet) {
+            app_progress_end(&progress);
+            fprintf(txt,
+                    "step %4d  loss %-12.6g modeled %12.3f us (compute %.3f, exposed comm %.3f)  "
+                    "measured %10.1f us\n",
+                    t, r->rep.loss, r->cost.step_us, r->cost.compute_us, r->cost.exposed_comm_us,
+                    r->measured_us[t]);
+            fflush(txt);
+        }
+    }
+    app_progress_end(&progress);
+    r->wall_us /= r->steps;
+    return status;
+}
+
 int app_cmd_train_xfmr(app_ctx_t *ctx)
 {
     app_opts_t *o = ctx->o;
@@ -514,80 +521,53 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
     const tpu_topo_t *topo = tpu_pod_topo(pod);
     const tpu_chip_spec_t *chip = tpu_pod_chip(pod);
     app_train_where_t where = {MPI_COMM_NULL, 1, NULL};
-    app_sink_t sink = {NULL, NULL};
+    app_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
+    app_report_t report, *rep = NULL;
     tpu_xport_t *x = NULL;
     tpu_xfmr_pod_t *p = NULL;
     tpu_err_t err = {0};
     tpu_status_t status;
     xrun_t r;
-    FILE *txt = app_sink_text(o->json, NULL);
-    int mpi = job != NULL, code = APP_EXIT_OK, printer = -1, t, rank = mpi ? job->chip : 0;
+    FILE *txt = app_sink_text(o->json, o->csv);
+    int mpi = job != NULL, code = APP_EXIT_OK, printer = -1, rank = mpi ? job->chip : 0;
     int nranks = mpi ? job->nranks : 1;
     double wall0 = tpu__now_s();
 
     memset(&r, 0, sizeof(r));
+    memset(&report, 0, sizeof(report));
     if (mpi) {
         x = job->x;
         where.comm = job->comm;
         where.root = job->chip == 0;
         where.job = job;
+    } else if (o->model_only) {
+        where.root = app_jobenv_root(); /* --model-only under mpirun: rank 0 prints */
     }
     status = read_flags(o, topo->nchips, &r, &err);
-    if (status == TPU_OK) {
+    if (status == TPU_OK && !o->model_only) {
         status = o->data != NULL ? load_data(o, &r, &err) : synth(&r, (uint64_t)o->seed, &err);
     }
-    if (status == TPU_OK && !mpi) {
+    if (status == TPU_OK && !mpi && !o->model_only) {
         status = tpu_xport_loopback_create(topo->nchips, &x, &err);
     }
     if (status == TPU_OK) {
-        status = app_sink_check(o->json, NULL, &err);
+        status = app_sink_check(o->json, o->csv, &err);
+    }
+    if (status == TPU_OK && o->csv != NULL && where.root) {
+        status = app_sink_open(&csv_sink, o->csv, &err);
     }
     if (status == TPU_OK && o->json != NULL && where.root) {
         status = app_sink_open(&sink, o->json, &err);
     }
-    if (status == TPU_OK) {
+    if (status == TPU_OK && (o->trace != NULL || o->heatmap != NULL) && where.root) {
+        status = open_report(o, pod, &r, &report, &err);
+        rep = status == TPU_OK ? &report : NULL;
+    }
+    if (status == TPU_OK && !o->model_only) {
         status = make_pod(o, pod, x, job, &r, &p, &err);
     }
-    printer = app_train_agree(&where, &status, rank, nranks);
-    if (status != TPU_OK) {
-        code = exit_code(status);
-        goto out;
-    }
-    if (where.root) {
-        int d, s, tn;
-
-        tpu_xfmr_pod_mesh(p, &d, &s, &tn);
-        fprintf(txt,
-                "train: transformer L=%lld D=%lld H=%lld F=%lld V=%lld S=%lld on %d chips of %s "
-                "as %s, mesh data=%d,sequence=%d,tensor=%d, global batch %lld sequences, %s, lr "
-                "%g, %s%s\n",
-                (long long)r.m.layers, (long long)r.m.d_model, (long long)r.m.heads,
-                (long long)r.m.d_ff, (long long)r.m.vocab, (long long)r.m.seq, topo->nchips,
-                chip->name, tpu_pod_shape(pod), d, s, tn, (long long)r.m.batch,
-                r.m.precision == TPU_XFMR_BF16 ? "bf16 matmuls (f32 accumulation)" : "f32", r.lr,
-                o->data ? "data " : "synthetic data (progressions mod V, from --seed)",
-                o->data ? o->data : "");
-        fprintf(txt, "transport: %s\n",
-                mpi ? "mpi (one chip per rank, real bytes)"
-                    : "loopback (every chip in this process, real bytes)");
-        app_faults_print(txt, pod, "fault: ");
-        fflush(txt);
-    }
-    for (t = 0; t < r.steps && status == TPU_OK; t++) {
-        int64_t row = tpu_xfmr_batch_row(r.rows, r.m.batch, t);
-        double w0 = tpu__now_s();
-
-        status = tpu_xfmr_pod_step(p, r.x + row * r.m.seq, r.y + row * r.m.seq, r.lr, &r.rep, &err);
-        r.wall_us += (tpu__now_s() - w0) * 1e6;
-        r.losses[t] = r.rep.loss;
-        if (status == TPU_OK && where.root && !o->quiet) {
-            fprintf(txt, "step %d loss %.6f\n", t, r.rep.loss);
-            fflush(txt);
-        }
-    }
-    r.wall_us /= r.steps;
     if (status == TPU_OK) {
-        status = make_table(&r, p, &err);
+        status = tpu_xfmr_cost_run(pod, &r.m, r.mesh, &r.cost, &err);
     }
     printer = app_train_agree(&where, &status, rank, nranks);
     if (status != TPU_OK) {
@@ -595,9 +575,34 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
         goto out;
     }
     if (where.root) {
-        print_table(txt, &r);
-        fprintf(txt, "loss %.6g -> %.6g over %d steps; measured %.1f us per step on this host\n",
-                r.losses[0], r.losses[r.steps - 1], r.steps, r.wall_us);
+        print_head(txt, o, pod, &r, mpi);
+    }
+    if (o->model_only) {
+        status = rep != NULL ? app_xfmr_trace(rep, &r.cost, 0, &err) : TPU_OK;
+    } else {
+        status = run_steps(o, p, &where, &r, rep, txt, &err);
+    }
+    printer = app_train_agree(&where, &status, rank, nranks);
+    if (status != TPU_OK) {
+        code = exit_code(status);
+        goto out;
+    }
+    if (where.root) {
+        if (o->model_only && !o->quiet) {
+            fprintf(txt, "step %4d  modeled %12.3f us (compute %.3f, exposed comm %.3f)\n", 0,
+                    r.cost.step_us, r.cost.compute_us, r.cost.exposed_comm_us);
+        }
+        app_xfmr_print(txt, &r.cost, (uint64_t)chip->hbm_bytes);
+        if (r.note[0] != '\0') {
+            fprintf(txt, "  note: the run's collectives differ from the model's: %s\n", r.note);
+        }
+        if (!o->model_only) {
+            fprintf(txt,
+                    "loss %.6g -> %.6g over %d steps; measured %.1f us per step on this host "
+                    "(the run's compute %.3f us, the model's %.3f us)\n",
+                    r.losses[0], r.losses[r.steps - 1], r.steps, r.wall_us, r.rep.compute_us,
+                    r.cost.compute_us);
+        }
     }
     if (o->save != NULL) {
         status = save_all(o->save, p, job, &r, where.root, &err);
@@ -614,15 +619,36 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
         app_json_t j;
 
         app_json_init(&j, sink.f);
-        write_json(&j, o, pod, p, &r, mpi, wall0);
+        write_json(&j, o, pod, &r, mpi, wall0);
         if (app_json_end(&j, &err) != TPU_OK) {
             code = APP_EXIT_FAIL;
             app_die_msg(err.msg);
         }
     }
+    if (csv_sink.f != NULL) {
+        app_xfmr_csv(csv_sink.f, &r.cost, o->model_only ? 1 : r.steps,
+                     o->model_only ? NULL : r.losses, o->model_only ? NULL : r.measured_us);
+        if (app_sink_close(&csv_sink, &err) != TPU_OK) {
+            code = APP_EXIT_FAIL;
+            app_die_msg(err.msg);
+        }
+    }
+    if (rep != NULL) {
+        rep = NULL;
+        if (app_report_close(&report, &err) != TPU_OK) {
+            code = APP_EXIT_FAIL;
+            app_die_msg(err.msg);
+        }
+    }
 out:
+    if (rep != NULL) {
+        app_report_close(&report, NULL);
+    }
     if (status != TPU_OK && (printer < 0 ? where.root : printer == rank)) {
         app_die_msg(err.msg);
+    }
+    if (csv_sink.f != NULL) {
+        app_sink_close(&csv_sink, NULL);
     }
     if (sink.f != NULL && app_sink_close(&sink, &err) != TPU_OK && code == APP_EXIT_OK) {
         code = APP_EXIT_FAIL;
@@ -630,10 +656,11 @@ out:
     }
     fflush(stdout);
     tpu_xfmr_pod_destroy(p);
+    tpu_xfmr_cost_fini(&r.cost);
     tpu__free(r.x);
     tpu__free(r.y);
     tpu__free(r.losses);
-    tpu__free(r.rows_t);
+    tpu__free(r.measured_us);
     if (mpi) {
         int worst = code;
 

@@ -1,0 +1,676 @@
+/*
+ * The transformer's step as tables and the program built from them (see
+ * transformer_cost_prog.h, and include/tpu/transformer_cost.h for the model):
+ * each section of the step (embeddings, a layer, the head, forward and
+ * backward, the update) is a table of rows over named sizes, as
+ * transformer_fwd.c and transformer_bwd.c charge their ops; the parameters are
+ * a table; building walks them into compute ops timed on the chip's rooflines
+ * and collective calls timed by the engine (once per distinct row), with the
+ * fsdp gathers one unit ahead and the gradient reductions after each unit's
+ * backward.
+ *
+ * To extend it (issue 25: grouped-query attention, another MLP, remat, AdamW):
+ * a new size is a Z_* entry and a line of tpu__xfmr_cost_sizes(); a new op a
+ * row of a section table; a new parameter a row of a parameter table; a new
+ * HBM item a line of tpu__xfmr_cost_hbm(); a new collective a row of hooks[]
+ * and a row where it is called.
+ */
+#include "transformer_cost_prog.h"
+
+#include "tpu/mxu.h"
+#include "tpu/vpu.h"
+
+#include "alloc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the collectives (the hooks of transformer.h, and fsdp's gather) ---- */
+
+enum {
+    H_EMBED,
+    H_KV,
+    H_ATTN_OUT,
+    H_MLP_OUT,
+    H_VOCAB_MAX,
+    H_VOCAB_SUM,
+    H_LOSS,
+    H_D_FINAL,
+    H_D_MLP_IN,
+    H_D_KV,
+    H_D_ATTN_IN,
+    H_GRAD,   /* psum of a gradient over the data axes (and its fsdp reduce-scatter) */
+    H_GATHER, /* fsdp's all-gather of a parameter */
+    H_COUNT
+};
+
+static const struct {
+    const char *name;
+    tpu_coll_kind_t kind;
+    tpu_redop_t op;
+    unsigned axes;
+} hooks[H_COUNT] = {
+    [H_EMBED] = {"embed", TPU_COLL_PSUM, TPU_REDOP_SUM, BIT(A_TENSOR)},
+    [H_KV] = {"kv", TPU_COLL_ALL_GATHER, TPU_REDOP_SUM, BIT(A_SEQ)},
+    [H_ATTN_OUT] = {"attn_out", TPU_COLL_PSUM, TPU_REDOP_SUM, BIT(A_TENSOR)},
+    [H_MLP_OUT] = {"mlp_out", TPU_COLL_PSUM, TPU_REDOP_SUM, BIT(A_TENSOR)},
+    [H_VOCAB_MAX] = {"vocab_max", TPU_COLL_PSUM, TPU_REDOP_MAX, BIT(A_TENSOR)},
+    [H_VOCAB_SUM] = {"vocab_sum", TPU_COLL_PSUM, TPU_REDOP_SUM, BIT(A_TENSOR)},
+    [H_LOSS] = {"loss", TPU_COLL_PSUM, TPU_REDOP_SUM,
+                BIT(A_DATA) | BIT(A_FSDP) | BIT(A_SEQ) | BIT(A_DCN)},
+    [H_D_FINAL] = {"d_final", TPU_COLL_PSUM, TPU_REDOP_SUM, BIT(A_TENSOR)},
+    [H_D_MLP_IN] = {"d_mlp_in", TPU_COLL_PSUM, TPU_REDOP_SUM, BIT(A_TENSOR)},
+    [H_D_KV] = {"d_kv", TPU_COLL_REDUCE_SCATTER, TPU_REDOP_SUM, BIT(A_SEQ)},
+    [H_D_ATTN_IN] = {"d_attn_in", TPU_COLL_PSUM, TPU_REDOP_SUM, BIT(A_TENSOR)},
+    [H_GRAD] = {"grad", TPU_COLL_PSUM, TPU_REDOP_SUM, BIT(A_DATA) | BIT(A_SEQ) | BIT(A_DCN)},
+    [H_GATHER] = {"gather", TPU_COLL_ALL_GATHER, TPU_REDOP_SUM, BIT(A_FSDP)},
+};
+
+/* ---- the step as tables ---- */
+
+typedef enum {
+    R_MM,       /* a matmul m x k x n, 'count' times */
+    R_VPU,      /* a VPU pass over m x n */
+    R_NORM,     /* an RMSNorm over m x n: square, row sum, scale, gain (4 passes) */
+    R_NORM_BWD, /* its backward: 5 passes (dgain's product and sum, dn, dn n, dx) */
+    R_COLL      /* collective 'hook' of 'm' f32 elements (the engine's count) */
+} row_kind_t;
+
+typedef struct row {
+    row_kind_t kind;
+    const char *what;
+    int m, k, n, count; /* Z_* */
+    int op;             /* R_VPU: tpu_vpu_op_t; R_COLL: H_* */
+} row_t;
+
+#define MM(w, m, k, n, c)                \
+    {                                    \
+        R_MM, (w), (m), (k), (n), (c), 0 \
+    }
+#define VPU(w, op, r, c)                             \
+    {                                                \
+        R_VPU, (w), (r), Z_1, (c), Z_1, TPU_VPU_##op \
+    }
+#define NORM(w)                            \
+    {                                      \
+        R_NORM, (w), Z_T, Z_1, Z_D, Z_1, 0 \
+    }
+#define NORM_BWD(w)                            \
+    {                                          \
+        R_NORM_BWD, (w), Z_T, Z_1, Z_D, Z_1, 0 \
+    }
+#define COLL(h, z)                            \
+    {                                         \
+        R_COLL, NULL, (z), Z_1, Z_1, Z_1, (h) \
+    }
+
+/* As transformer_fwd.c charges them. */
+static const row_t embed_fwd[] = {
+    COLL(H_EMBED, Z_TD),
+    VPU("h = embed[x] + pos", ADD, Z_T, Z_D),
+};
+static const row_t layer_fwd[] = {
+    NORM("a = rms(h) * norm1"),
+    MM("q = a @ wq", Z_T, Z_D, Z_DL, Z_1),
+    MM("k = a @ wk", Z_T, Z_D, Z_DL, Z_1),
+    MM("v = a @ wv", Z_T, Z_D, Z_DL, Z_1),
+    COLL(H_KV, Z_KV),
+    COLL(H_KV, Z_KV),
+    MM("s = q k^T (per head)", Z_SL, Z_DH, Z_S, Z_BNH),
+    MM("o = p v (per head)", Z_SL, Z_S, Z_DH, Z_BNH),
+    VPU("scale and mask", MUL, Z_BNHSL, Z_S),
+    VPU("softmax", SOFTMAX, Z_BNHSL, Z_S),
+    MM("o @ wo", Z_T, Z_DL, Z_D, Z_1),
+    COLL(H_ATTN_OUT, Z_TD),
+    VPU("residual", ADD, Z_T, Z_D),
+    NORM("m = rms(h) * norm2"),
+    MM("u = m @ w1", Z_T, Z_D, Z_FL, Z_1),
+    VPU("gelu", GELU, Z_T, Z_FL),
+    MM("gelu(u) @ w2", Z_T, Z_FL, Z_D, Z_1),
+    COLL(H_MLP_OUT, Z_TD),
+    VPU("residual", ADD, Z_T, Z_D),
+};
+static const row_t head_fwd[] = {
+    NORM("rms(h) * norm_f"), MM("logits = . @ unembed", Z_T, Z_D, Z_VL, Z_1),
+    COLL(H_VOCAB_MAX, Z_T),  COLL(H_VOCAB_SUM, Z_T2),
+    COLL(H_LOSS, Z_2),       VPU("log-sum-exp", SOFTMAX, Z_T, Z_VL),
+};
+/* As transformer_bwd.c charges them. */
+static const row_t head_bwd[] = {
+    VPU("dlogits", SOFTMAX, Z_T, Z_VL),
+    MM("dunembed", Z_D, Z_T, Z_VL, Z_1),
+    MM("dlogits @ unembed^T", Z_T, Z_VL, Z_D, Z_1),
+    COLL(H_D_FINAL, Z_TD),
+    NORM_BWD("norm_f backward"),
+};
+static const row_t layer_bwd[] = {
+    MM("dgu = dh @ w2^T", Z_T, Z_D, Z_FL, Z_1),
+    MM("dw2", Z_FL, Z_T, Z_D, Z_1),
+    VPU("gelu'", GELU, Z_T, Z_FL),
+    MM("dw1", Z_D, Z_T, Z_FL, Z_1),
+    MM("du @ w1^T", Z_T, Z_FL, Z_D, Z_1),
+    COLL(H_D_MLP_IN, Z_TD),
+    NORM_BWD("norm2 backward"),
+    MM("dwo", Z_DL, Z_T, Z_D, Z_1),
+    MM("do = dh @ wo^T", Z_T, Z_D, Z_DL, Z_1),
+    MM("dv = p^T do (per head)", Z_S, Z_SL, Z_DH, Z_BNH),
+    MM("dp = do v^T (per head)", Z_SL, Z_DH, Z_S, Z_BNH),
+    MM("dq = ds k (per head)", Z_SL, Z_S, Z_DH, Z_BNH),
+    MM("dk = ds^T q (per head)", Z_S, Z_SL, Z_DH, Z_BNH),
+    VPU("softmax backward: dp p", MUL, Z_BNHSL, Z_S),
+    VPU("softmax backward: row sum", SUM, Z_BNHSL, Z_S),
+    VPU("softmax backward: ds", MUL, Z_BNHSL, Z_S),
+    COLL(H_D_KV, Z_KV),
+    COLL(H_D_KV, Z_KV),
+    MM("dwq", Z_D, Z_T, Z_DL, Z_1),
+    MM("dq @ wq^T", Z_T, Z_DL, Z_D, Z_1),
+    MM("dwk", Z_D, Z_T, Z_DL, Z_1),
+    MM("dk @ wk^T", Z_T, Z_DL, Z_D, Z_1),
+    MM("dwv", Z_D, Z_T, Z_DL, Z_1),
+    MM("dv @ wv^T", Z_T, Z_DL, Z_D, Z_1),
+    COLL(H_D_ATTN_IN, Z_TD),
+    NORM_BWD("norm1 backward"),
+};
+static const row_t embed_bwd[] = {
+    VPU("dembed, dpos", ADD, Z_T, Z_D2),
+};
+static const row_t update[] = {
+    VPU("sgd: p -= lr g", ADD, Z_1, Z_NPAR),
+};
+
+#define N(t) ((int)(sizeof(t) / sizeof((t)[0])))
+
+/* The parameters (tpu_xfmr_param_info's order), their local piece, and whether pos-like
+ * (split over sequence: its gradient is not summed over it). */
+typedef struct prow {
+    int r, c; /* Z_* of the chip's piece */
+    int seq_split;
+} prow_t;
+
+static const prow_t embed_params[] = {{Z_VL, Z_D, 0}, {Z_SL, Z_D, 1}}; /* embed, pos */
+static const prow_t layer_params[] = {
+    {Z_1, Z_D, 0},  {Z_D, Z_DL, 0}, {Z_D, Z_DL, 0}, {Z_D, Z_DL, 0}, /* norm1 wq wk wv */
+    {Z_DL, Z_D, 0}, {Z_1, Z_D, 0},  {Z_D, Z_FL, 0}, {Z_FL, Z_D, 0}, /* wo norm2 w1 w2 */
+};
+static const prow_t head_params[] = {{Z_1, Z_D, 0}, {Z_D, Z_VL, 0}}; /* norm_f, unembed */
+
+static tpu_status_t grow(void **p, int64_t *cap, int64_t n, size_t elem, tpu_err_t *err)
+{
+    int64_t c = *cap > 0 ? 2 * *cap : 64;
+    void *q;
+
+    if (n < *cap) {
+        return TPU_OK;
+    }
+    q = tpu__realloc(*p, (size_t)c * elem);
+
+    if (q == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer cost: no memory");
+    }
+    *p = q;
+    *cap = c;
+    return TPU_OK;
+}
+
+static tpu_status_t emit(tpu_xfmr_cost_t *c, pkind_t kind, int64_t idx, int unit, tpu_err_t *err)
+{
+    eng_t *e = c->engine;
+    tpu_status_t status = grow((void **)&e->prog, &e->cap_prog, e->nprog, sizeof(prog_t), err);
+
+    if (status == TPU_OK) {
+        e->prog[e->nprog++] = (prog_t){kind, idx, unit};
+    }
+    return status;
+}
+
+/* ---- compute ---- */
+
+static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *what, int mxu, int vop,
+                           int64_t m, int64_t k, int64_t n, int64_t count, tpu_err_t *err)
+{
+    eng_t *e = c->engine;
+    tpu_xfmr_cost_op_t *op;
+    tpu_status_t status;
+    double us = 0;
+
+    if (m * n * count == 0 || (mxu && k == 0)) {
+        return TPU_OK;
+    }
+    if (mxu) {
+        tpu_mxu_desc_t d;
+        tpu_roofline_t rl;
+
+        tpu_mxu_desc_init(&d, m, k, n,
+                          e->m.precision == TPU_XFMR_BF16 ? TPU_DTYPE_BF16 : TPU_DTYPE_F32);
+        d.out = TPU_DTYPE_F32;
+        status = tpu_mxu_roofline(e->chip, &d, &rl, err);
+        us = rl.modeled_us;
+    } else {
+        tpu_vpu_desc_t d;
+        tpu_roofline_t rl;
+
+        tpu_vpu_desc_init(&d, (tpu_vpu_op_t)vop, TPU_DTYPE_F32, m, n);
+        status = tpu_vpu_roofline(e->chip, &d, &rl, err);
+        us = rl.modeled_us;
+    }
+    status =
+        status == TPU_OK ? grow((void **)&c->ops, &e->cap_ops, c->nops, sizeof(*op), err) : status;
+    if (status != TPU_OK) {
+        return status;
+    }
+    op = &c->ops[c->nops];
+    memset(op, 0, sizeof(*op));
+    snprintf(op->what, sizeof(op->what), "%s: %s", sect, what);
+    op->mxu = mxu;
+    op->vpu_op = mxu ? -1 : vop;
+    op->m = m;
+    op->k = mxu ? k : 0;
+    op->n = n;
+    op->count = count;
+    op->flops = mxu ? 2.0 * (double)m * (double)k * (double)n * (double)count : 0;
+    op->us = us * (double)count;
+    c->mxu_us += mxu ? op->us : 0;
+    c->vpu_us += mxu ? 0 : op->us;
+    c->chip_flops += op->flops;
+    return emit(c, P_OP, c->nops++, 0, err);
+}
+
+/* ---- collectives ---- */
+
+/* The axes of 'mask' that are in the mesh with a size above 1: the spec's names in the
+ * mesh's order, the torus layout, the group size.  0 when none is left. */
+static unsigned axes_of(const eng_t *e, unsigned mask, char *names, char *layout, size_t len,
+                        int *g_p)
+{
+    unsigned left = 0;
+    int order[A_COUNT], n = 0, i, j, g = 1;
+    size_t ln = 0, ll = 0;
+
+    for (i = 0; i < A_COUNT; i++) {
+        if ((mask & BIT(i)) && e->size[i] > 1) {
+            order[n++] = i;
+        }
+    }
+    for (i = 1; i < n; i++) { /* the mesh's order */
+        for (j = i; j > 0 && e->mesh_idx[order[j]] < e->mesh_idx[order[j - 1]]; j--) {
+            int t = order[j];
+
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    }
+    names[0] = layout[0] = '\0';
+    for (i = 0; i < n; i++) {
+        char lay[48];
+        int a = order[i];
+
+        tpu_mesh_axis_layout(e->mesh, e->mesh_idx[a], lay, sizeof(lay));
+        ln += (size_t)snprintf(names + ln, len - (ln < len ? ln : len), "%s%s", i ? "," : "",
+                               e->name[a]);
+        ll += (size_t)snprintf(layout + ll, len - (ll < len ? ll : len), "%s%s", i ? "," : "", lay);
+        left |= BIT(a);
+        g *= e->size[a];
+    }
+    *g_p = g;
+    return left;
+}
+
+/* The engine's time of the row's collective of 'count' elements (its own convention). */
+static tpu_status_t engine_time(eng_t *e, tpu_xfmr_cost_coll_t *row, uint64_t count, tpu_err_t *err)
+{
+    const tpu_spmd_call_t *call;
+    tpu_status_t status;
+
+    if (row->kind == TPU_COLL_ALL_GATHER) {
+        status = tpu_spmd_all_gather(e->spmd, row->mesh_axis, TPU_DTYPE_F32,
+                                     count / (uint64_t)row->group_size, NULL, NULL, err);
+    } else if (row->kind == TPU_COLL_REDUCE_SCATTER) {
+        status = tpu_spmd_psum_scatter(e->spmd, row->mesh_axis, TPU_DTYPE_F32, TPU_REDOP_SUM, count,
+                                       NULL, NULL, err);
+    } else {
+        status =
+            tpu_spmd_psum(e->spmd, row->mesh_axis, TPU_DTYPE_F32, row->op, count, NULL, NULL, err);
+    }
+    if (status != TPU_OK) {
+        return status;
+    }
+    call = tpu_spmd_call_at(e->spmd, tpu_spmd_call_count(e->spmd) - 1);
+    if (call != NULL) {
+        row->bytes = call->bytes;
+        row->modeled_us = call->modeled_us;
+        row->plan = call->plan;
+        snprintf(row->algorithm, sizeof(row->algorithm), "%s", call->algorithm);
+    }
+    tpu_spmd_log_clear(e->spmd);
+    return TPU_OK;
+}
+
+/*
+ * One call of collective 'hook' over the axes 'mask' (dropping those of size 1)
+ * of 'count' f32 elements, at 'index', scheduled as 'pk' (for 'unit').  Calls of
+ * the same hook, axes, size and schedule share a row, timed once.
+ */
+static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind, unsigned mask,
+                             uint64_t count, int index, pkind_t pk, int unit, int exposed,
+                             tpu_err_t *err)
+{
+    eng_t *e = c->engine;
+    char names[64], layout[64];
+    tpu_xfmr_cost_coll_t *row = NULL;
+    tpu_groups_t gr;
+    tpu_status_t status;
+    int g, k;
+
+    if (axes_of(e, mask, names, layout, sizeof(names), &g) == 0 || count == 0) {
+        return TPU_OK; /* every group is one chip */
+    }
+    for (k = 0; k < c->ncolls; k++) {
+        row = &c->colls[k];
+        if (strcmp(row->what, hooks[hook].name) == 0 && row->kind == kind &&
+            row->op == hooks[hook].op && strcmp(row->mesh_axis, names) == 0 &&
+            row->exposed == exposed && row->group_size == g &&
+            row->bytes == count * sizeof(float)) {
+            break;
+        }
+    }
+    if (k == c->ncolls) {
+        int64_t cap = e->cap_colls;
+
+        status = grow((void **)&c->colls, &cap, c->ncolls, sizeof(*row), err);
+        e->cap_colls = (int)cap;
+        if (status != TPU_OK) {
+            return status;
+        }
+        row = &c->colls[c->ncolls];
+        memset(row, 0, sizeof(*row));
+        snprintf(row->what, sizeof(row->what), "%s", hooks[hook].name);
+        row->kind = kind;
+        row->op = hooks[hook].op;
+        snprintf(row->mesh_axis, sizeof(row->mesh_axis), "%s", names);
+        snprintf(row->axes, sizeof(row->axes), "%s", layout);
+        row->group_size = g;
+        row->groups = c->chips / g;
+        memset(&gr, 0, sizeof(gr));
+        status = tpu_mesh_groups(e->mesh, names, &gr, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+        tpu_groups_str(&gr, row->group_ids, (int)sizeof(row->group_ids));
+        tpu_groups_fini(&gr);
+        row->exposed = exposed;
+        status = engine_time(e, row, count, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+        row->bytes = count * sizeof(float); /* the key (the engine agrees: f32 elements) */
+        c->ncolls++;
+    }
+    c->colls[k].count++;
+    status = grow((void **)&c->calls, &e->cap_calls, c->ncalls, sizeof(*c->calls), err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    c->calls[c->ncalls] = (tpu_xfmr_cost_call_t){k, index, 0};
+    return emit(c, pk, c->ncalls++, unit, err);
+}
+
+/* ---- parameters, fsdp units ---- */
+
+/* Parameter p's local piece (elements), its table row, its unit (0 embeddings,
+ * 1 + l layer l, L + 1 the head). */
+static const prow_t *param_row(const eng_t *e, int p, int *unit_p)
+{
+    const int L = (int)e->m.layers;
+
+    if (p < 2) {
+        *unit_p = 0;
+        return &embed_params[p];
+    }
+    if (p < 2 + 8 * L) {
+        *unit_p = 1 + (p - 2) / 8;
+        return &layer_params[(p - 2) % 8];
+    }
+    *unit_p = L + 1;
+    return &head_params[p - 2 - 8 * L];
+}
+
+static int64_t piece(const eng_t *e, int p)
+{
+    int u;
+    const prow_t *r = param_row(e, p, &u);
+
+    return e->z[r->r] * e->z[r->c];
+}
+
+/* The fsdp shard of a piece (padded up to a multiple of fsdp, as XLA pads). */
+static int64_t shard(const eng_t *e, int p)
+{
+    const int64_t f = e->size[A_FSDP];
+
+    return (piece(e, p) + f - 1) / f;
+}
+
+static int first_param(const eng_t *e, int unit)
+{
+    (void)e;
+    return unit == 0 ? 0 : 2 + 8 * (unit - 1);
+}
+
+static int unit_params(const eng_t *e, int unit)
+{
+    return unit == 0 || unit == (int)e->m.layers + 1 ? 2 : 8;
+}
+
+/* fsdp: all-gather the parameters of 'unit' (forward units 0..L+1) for slot 'slot'. */
+static tpu_status_t gather_unit(tpu_xfmr_cost_t *c, int unit, int slot, tpu_err_t *err)
+{
+    eng_t *e = c->engine;
+    tpu_status_t status = TPU_OK;
+    int p;
+
+    if (e->size[A_FSDP] == 1 || unit < 0 || unit > (int)e->m.layers + 1) {
+        return TPU_OK;
+    }
+    for (p = first_param(e, unit); p < first_param(e, unit) + unit_params(e, unit); p++) {
+        status =
+            add_call(c, H_GATHER, TPU_COLL_ALL_GATHER, BIT(A_FSDP),
+                     (uint64_t)(shard(e, p) * e->size[A_FSDP]), p, P_GATHER, slot, slot == 0, err);
+        if (status != TPU_OK) {
+            break;
+        }
+    }
+    return status;
+}
+
+/* The gradient reductions of the parameters of 'unit', overlapped. */
+static tpu_status_t grads_unit(tpu_xfmr_cost_t *c, int unit, tpu_err_t *err)
+{
+    eng_t *e = c->engine;
+    tpu_status_t status = TPU_OK;
+    int p, u;
+
+    for (p = first_param(e, unit);
+         status == TPU_OK && p < first_param(e, unit) + unit_params(e, unit); p++) {
+        const prow_t *r = param_row(e, p, &u);
+        unsigned mask = hooks[H_GRAD].axes & ~(r->seq_split ? BIT(A_SEQ) : 0u);
+
+        if (e->size[A_FSDP] > 1) {
+            status = add_call(c, H_GRAD, TPU_COLL_REDUCE_SCATTER, BIT(A_FSDP),
+                              (uint64_t)(shard(e, p) * e->size[A_FSDP]), p, P_GRAD, 0, 0, err);
+        }
+        if (status == TPU_OK) {
+            status = add_call(c, H_GRAD, TPU_COLL_PSUM, mask, (uint64_t)shard(e, p), p, P_GRAD, 0,
+                              0, err);
+        }
+    }
+    return status;
+}
+
+/* The rows of a section table, at 'index' (the layer, or -1). */
+static tpu_status_t section(tpu_xfmr_cost_t *c, const char *sect, const row_t *rows, int n,
+                            int index, tpu_err_t *err)
+{
+    static const tpu_vpu_op_t norm[] = {TPU_VPU_MUL, TPU_VPU_SUM, TPU_VPU_MUL, TPU_VPU_MUL};
+    static const tpu_vpu_op_t norm_bwd[] = {TPU_VPU_MUL, TPU_VPU_SUM, TPU_VPU_MUL, TPU_VPU_SUM,
+                                            TPU_VPU_ADD};
+    eng_t *e = c->engine;
+    tpu_status_t status = TPU_OK;
+    int i, j;
+
+    for (i = 0; i < n && status == TPU_OK; i++) {
+        const row_t *r = &rows[i];
+        const int64_t *z = e->z;
+
+        switch (r->kind) {
+        case R_MM:
+            status = add_op(c, sect, r->what, 1, 0, z[r->m], z[r->k], z[r->n], z[r->count], err);
+            break;
+        case R_VPU:
+            status = add_op(c, sect, r->what, 0, r->op, z[r->m], 0, z[r->n], 1, err);
+            break;
+        case R_NORM:
+        case R_NORM_BWD:
+            for (j = 0; status == TPU_OK && j < (r->kind == R_NORM ? 4 : 5); j++) {
+                char w[48];
+
+                snprintf(w, sizeof(w), "%s (%s)", r->what,
+                         tpu_vpu_op_name(r->kind == R_NORM ? norm[j] : norm_bwd[j]));
+                status = add_op(c, sect, w, 0, r->kind == R_NORM ? norm[j] : norm_bwd[j], z[r->m],
+                                0, z[r->n], 1, err);
+            }
+            break;
+        case R_COLL:
+            status = add_call(c, r->op, hooks[r->op].kind, hooks[r->op].axes, (uint64_t)z[r->m],
+                              index, P_SYNC, 0, 1, err);
+            break;
+        }
+    }
+    return status;
+}
+
+/* The whole step: forward, backward, update, with fsdp's gathers one unit ahead. */
+tpu_status_t tpu__xfmr_cost_build(tpu_xfmr_cost_t *c, tpu_err_t *err)
+{
+    eng_t *e = c->engine;
+    const int L = (int)e->m.layers;
+    tpu_status_t status;
+    char sect[32];
+    int l;
+
+    /* Forward slots 0..L+1 are the units; backward slot L+2+l is layer l again. */
+    status = gather_unit(c, 0, 0, err);
+    status = status == TPU_OK ? gather_unit(c, 1, 1, err) : status;
+    status = status == TPU_OK ? emit(c, P_WAIT, 0, 0, err) : status;
+    status = status == TPU_OK ? section(c, "embed", embed_fwd, N(embed_fwd), -1, err) : status;
+    for (l = 0; l < L && status == TPU_OK; l++) {
+        snprintf(sect, sizeof(sect), "l%d fwd", l);
+        status = gather_unit(c, l + 2, l + 2, err);
+        status = status == TPU_OK ? emit(c, P_WAIT, 0, l + 1, err) : status;
+        status = status == TPU_OK ? section(c, sect, layer_fwd, N(layer_fwd), l, err) : status;
+    }
+    status = status == TPU_OK ? emit(c, P_WAIT, 0, L + 1, err) : status;
+    status = status == TPU_OK ? section(c, "head fwd", head_fwd, N(head_fwd), -1, err) : status;
+    /* Backward: the head's weights are still there; each layer's are gathered again. */
+    status = status == TPU_OK ? gather_unit(c, L, L + 2 + L - 1, err) : status;
+    status = status == TPU_OK ? section(c, "head bwd", head_bwd, N(head_bwd), -1, err) : status;
+    status = status == TPU_OK ? grads_unit(c, L + 1, err) : status;
+    for (l = L - 1; l >= 0 && status == TPU_OK; l--) {
+        snprintf(sect, sizeof(sect), "l%d bwd", l);
+        status = l > 0 ? gather_unit(c, l, L + 2 + l - 1, err) : TPU_OK;
+        status = status == TPU_OK ? emit(c, P_WAIT, 0, L + 2 + l, err) : status;
+        status = status == TPU_OK ? section(c, sect, layer_bwd, N(layer_bwd), l, err) : status;
+        status = status == TPU_OK ? grads_unit(c, l + 1, err) : status;
+    }
+    status = status == TPU_OK ? section(c, "embed bwd", embed_bwd, N(embed_bwd), -1, err) : status;
+    status = status == TPU_OK ? grads_unit(c, 0, err) : status;
+    status = status == TPU_OK ? emit(c, P_WAIT_GRADS, 0, 0, err) : status;
+    return status == TPU_OK ? section(c, "update", update, N(update), -1, err) : status;
+}
+
+/* ---- HBM ---- */
+
+static void item(tpu_xfmr_cost_t *c, const char *what, int64_t floats)
+{
+    c->items[c->nitems].what = what;
+    c->items[c->nitems].bytes = (uint64_t)floats * sizeof(float);
+    c->hbm_peak_bytes += c->items[c->nitems].bytes;
+    c->nitems++;
+}
+
+/* The unit's gathered weights (elements). */
+static int64_t unit_floats(const eng_t *e, int unit)
+{
+    int64_t n = 0;
+    int p;
+
+    for (p = first_param(e, unit); p < first_param(e, unit) + unit_params(e, unit); p++) {
+        n += piece(e, p);
+    }
+    return n;
+}
+
+void tpu__xfmr_cost_hbm(tpu_xfmr_cost_t *c)
+{
+    const eng_t *e = c->engine;
+    const int64_t *z = e->z, L = e->m.layers, T = z[Z_T], TD = z[Z_TD];
+    const int64_t wide = z[Z_DL] > z[Z_FL] ? (z[Z_DL] > z[Z_VL] ? z[Z_DL] : z[Z_VL])
+                                           : (z[Z_FL] > z[Z_VL] ? z[Z_FL] : z[Z_VL]);
+    const int64_t scores = z[Z_BNHSL] * z[Z_S];
+    int64_t pair = 0, one = 0;
+    int u;
+
+    for (u = 0; e->size[A_FSDP] > 1 && u <= (int)L + 1; u++) {
+        int64_t a = unit_floats(e, u), b = u <= (int)L ? unit_floats(e, u + 1) : 0;
+
+        pair = a + b > pair ? a + b : pair;
+        one = a > one ? a : one;
+    }
+    c->nitems = 0;
+    c->hbm_peak_bytes = 0;
+    item(c, "parameters", z[Z_NPAR]);
+    item(c, "gradients", z[Z_NPAR]);
+    item(c, "optimizer state (sgd: none)", 0);
+    /* per layer h, n1, a, hm, n2, m; r1, r2; q, o; k, v; p; u, gelu(u); the final norm */
+    item(c, "activations kept for the backward",
+         L * (6 * TD + 2 * T + 2 * T * z[Z_DL] + 2 * z[Z_KV] + scores + 2 * T * z[Z_FL]) + 3 * TD +
+             T);
+    item(c, "fsdp: gathered weights (a unit and the next)", pair);
+    item(c, "fsdp: a unit's gradients before the reduce-scatter", one);
+    item(c, "logits [T, V/tensor] and the log-sum-exp", T * z[Z_VL] + 3 * T);
+    item(c, "attention backward: scores' gradient, dq, dk, dv", scores + T * z[Z_DL] + 2 * z[Z_KV]);
+    item(c, "backward scratch [T, D] x3 and [T, max(Dl, Fl, Vl)]", 3 * TD + T * wide);
+    item(c, "tokens and targets", 2 * T);
+}
+
+void tpu__xfmr_cost_sizes(tpu_xfmr_cost_t *c)
+{
+    eng_t *e = c->engine;
+    const tpu_xfmr_config_t *m = &e->m;
+    int64_t *z = e->z, b = m->batch / (e->size[A_DATA] * e->size[A_FSDP] * e->size[A_DCN]);
+    int64_t nh = m->heads / e->size[A_TENSOR], np = 0;
+    int p;
+
+    z[Z_1] = 1;
+    z[Z_2] = 2;
+    z[Z_D] = m->d_model;
+    z[Z_D2] = 2 * m->d_model;
+    z[Z_DH] = m->d_model / m->heads;
+    z[Z_DL] = nh * z[Z_DH];
+    z[Z_FL] = m->d_ff / e->size[A_TENSOR];
+    z[Z_VL] = m->vocab / e->size[A_TENSOR];
+    z[Z_S] = m->seq;
+    z[Z_SL] = m->seq / e->size[A_SEQ];
+    z[Z_T] = b * z[Z_SL];
+    z[Z_T2] = 2 * z[Z_T];
+    z[Z_BNH] = b * nh;
+    z[Z_BNHSL] = b * nh * z[Z_SL];
+    z[Z_KV] = b * nh * z[Z_S] * z[Z_DH];
+    z[Z_TD] = z[Z_T] * z[Z_D];
+    for (p = 0; p < 2 + 8 * (int)m->layers + 2; p++) {
+        np += shard(e, p);
+    }
+    z[Z_NPAR] = np;
+    c->batch_chip = b;
+    c->seq_chip = z[Z_SL];
+    c->tokens_chip = z[Z_T];
+}

@@ -1,0 +1,97 @@
+/*
+ * The transformer's step as a program (private to emulator/workloads, for
+ * transformer_cost.c): the named sizes of one chip's step, the mesh axes, the
+ * model's state while it is built and scheduled, and the three calls of
+ * transformer_cost_prog.c: the sizes of a layout, the program (compute ops,
+ * collective calls, the waits of the schedule) from the tables of the step, and
+ * the HBM items.
+ */
+#ifndef TPU_WORKLOADS_TRANSFORMER_COST_PROG_H
+#define TPU_WORKLOADS_TRANSFORMER_COST_PROG_H
+
+#include "tpu/mesh.h"
+#include "tpu/spmd.h"
+#include "tpu/transformer_cost.h"
+
+#include <stdint.h>
+
+/* ---- sizes ---- */
+
+/* The named sizes of one chip's step (see the header for the letters). */
+enum {
+    Z_1,
+    Z_2,
+    Z_T,     /* tokens of the chip: b Sl */
+    Z_T2,    /* 2 T */
+    Z_D,     /* model width */
+    Z_D2,    /* 2 D */
+    Z_DL,    /* the chip's heads' width: nh Dh */
+    Z_FL,    /* the chip's MLP columns */
+    Z_VL,    /* the chip's vocabulary */
+    Z_S,     /* sequence */
+    Z_SL,    /* the chip's positions */
+    Z_DH,    /* head width */
+    Z_BNH,   /* sequences x local heads: the attention's matmuls per step */
+    Z_BNHSL, /* rows of the attention scores: b nh Sl */
+    Z_KV,    /* k or v of every position: b nh S Dh */
+    Z_TD,    /* T D: a residual-stream buffer */
+    Z_NPAR,  /* the chip's parameter elements (fsdp: its shards) */
+    Z_COUNT
+};
+
+/* ---- mesh axes ---- */
+
+enum {
+    A_DATA,
+    A_FSDP,
+    A_SEQ,
+    A_TENSOR,
+    A_DCN,
+    A_COUNT
+};
+#define BIT(a) (1u << (a))
+
+/* ---- the program ---- */
+
+typedef enum {
+    P_OP,        /* compute op 'idx' */
+    P_SYNC,      /* call 'idx' on the critical path */
+    P_GRAD,      /* call 'idx' overlapped; the update waits for it */
+    P_GATHER,    /* call 'idx' overlapped; unit 'unit' waits for it */
+    P_WAIT,      /* the compute waits for unit 'unit''s gathers */
+    P_WAIT_GRADS /* the compute waits for every gradient */
+} pkind_t;
+
+typedef struct prog {
+    pkind_t kind;
+    int64_t idx;
+    int unit;
+} prog_t;
+
+struct tpu_xfmr_cost_engine {
+    tpu_mesh_t *mesh;
+    tpu_spmd_t *spmd;
+    const tpu_chip_spec_t *chip;
+    tpu_xfmr_config_t m;
+    int size[A_COUNT];
+    int mesh_idx[A_COUNT]; /* the axis' index in the mesh, -1 */
+    char name[A_COUNT][TPU_MESH_NAME_LEN];
+    int64_t z[Z_COUNT];
+    prog_t *prog;
+    int64_t nprog, cap_prog, cap_ops, cap_calls;
+    int cap_colls;
+    int nunits;
+    double *ready; /* [nunits] */
+    double peak_flops;
+};
+
+typedef struct tpu_xfmr_cost_engine eng_t;
+
+/* The sizes of c's layout into c->engine->z (and c's per-chip batch, positions, tokens). */
+void tpu__xfmr_cost_sizes(tpu_xfmr_cost_t *c);
+/* The program of one step: forward, backward, update, fsdp's gathers one unit ahead. */
+tpu_status_t tpu__xfmr_cost_build(tpu_xfmr_cost_t *c, tpu_err_t *err);
+/* The HBM items of a chip and their sum. */
+void tpu__xfmr_cost_hbm(tpu_xfmr_cost_t *c);
+
+#endif /* TPU_WORKLOADS_TRANSFORMER_COST_PROG_H */

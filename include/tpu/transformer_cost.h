@@ -1,0 +1,186 @@
+/*
+ * The step cost of the transformer (tpu/transformer.h) on a pod, from its sizes
+ * and a mesh alone: no data, no transport.  What one chip computes (every
+ * matmul through the chip's MXU roofline, tpu_mxu_roofline; every elementwise
+ * pass through the VPU roofline, tpu_vpu_roofline), the collectives the layout
+ * needs (timed by the collective engine over the mesh's groups, through the
+ * SPMD runtime without a transport, as the MLP's model-only step), a schedule
+ * that overlaps some of them with compute, the HBM each chip holds, the model
+ * FLOPs and the MFU.
+ *
+ *   tpu_xfmr_cost_t c;
+ *   tpu_xfmr_cost_run(pod, &model, "fsdp=4,tensor=4", &c, &err);   (model.batch global)
+ *   c.step_us, c.compute_us, c.comm_us, c.exposed_comm_us, c.hbm_peak_bytes, c.mfu
+ *   tpu_xfmr_cost_fini(&c);
+ *
+ * Mesh axes: data (the batch split), fsdp (the batch split and every parameter
+ * sharded: all-gathered before use, gradients reduce-scattered), sequence
+ * (context parallelism), tensor (alias model; Megatron), dcn (an outer data
+ * axis across slices).  Per chip, with b = B / (data fsdp dcn) sequences,
+ * Sl = S / sequence positions, T = b Sl tokens, Dh = D / H, nh = H / tensor
+ * heads, Dl = nh Dh, Fl = F / tensor, Vl = V / tensor:
+ *
+ * Compute: exactly the ops the real step of one chip charges
+ * (transformer_fwd.c, transformer_bwd.c, tpu_xfmr_sgd), so that a real run's
+ * compute_us equals the model's: per layer forward 3 projections [T,D]x[D,Dl],
+ * per sequence and local head q k^T [Sl,Dh]x[Dh,S] and p v [Sl,S]x[S,Dh] (the
+ * whole S x S: the causal half is masked, not skipped), wo [T,Dl]x[Dl,D], w1
+ * [T,D]x[D,Fl], w2 [T,Fl]x[Fl,D]; the backward twice those matmuls; the norms,
+ * softmax, GELU, residuals, loss and the SGD update as VPU passes.
+ *
+ * Collectives (name, kind, mesh axes, bytes per call; a size-1 axis drops out):
+ *   embed, attn_out, mlp_out, d_final, d_mlp_in, d_attn_in: psum over tensor, T D f32
+ *   vocab_max (pmax), vocab_sum: over tensor, T and 2T f32
+ *   kv: all-gather of k and of v over sequence, output b nh S Dh f32 (2 per layer)
+ *   d_kv: reduce-scatter of dk and dv over sequence, input b nh S Dh f32
+ *   loss: psum over data, fsdp, sequence, dcn of 2 f32
+ *   gather: fsdp all-gather of each parameter's shard (output its tensor piece,
+ *     padded to a multiple of fsdp): every parameter in the forward, each
+ *     layer's again in the backward (ZeRO-3 frees a layer after use)
+ *   grad: per parameter, over fsdp a reduce-scatter of its piece, then a psum of
+ *     the shard over data, sequence and dcn (pos, split over sequence: not over
+ *     sequence); without fsdp one psum
+ *
+ * Schedule: one compute stream and one link stream (collectives one at a time,
+ * in issue order).  On the critical path (exposed): the tensor psums, pmax,
+ * the sequence all-gathers and reduce-scatters, the loss, and the first fsdp
+ * gather (nothing to hide it).  Overlapped: the gradient reductions, issued
+ * as each layer's backward ends and running behind the backward of the layers
+ * below (the update waits for all of them), and fsdp's gathers, issued one
+ * unit (embeddings, a layer, the head) ahead of their use.  An overlapped
+ * collective still delays the step when the compute it hides behind is
+ * shorter: step = compute + the time the compute stream waits.
+ *
+ * HBM per chip (f32): the items of tpu_xfmr_cost_t.items (parameters and
+ * gradients, their fsdp shards; optimizer state; the activations the real step
+ * keeps for the backward; the gathered fsdp units, two at a time; the logits;
+ * the attention backward's scratch; the other scratch; the tokens), all held
+ * at once, as the real step allocates them: the peak is their sum.
+ *
+ * Model FLOPs: 6 N B S + 12 L B S^2 D, with N = L (4 D^2 + 2 D F) + D V the
+ * parameters that multiply (the embedding lookup does not), B S the tokens,
+ * and the attention's q k^T and p v counted over the whole S x S (as computed;
+ * forward 4 S^2 D per sequence and layer, backward twice that).  MFU =
+ * model FLOPs / (step x chips x the chip's bf16 peak).
+ *
+ * Extending (GQA, other MLPs, remat, optimizers): the ops are rows of tables
+ * over named sizes, the parameters a table, the HBM items a list; see
+ * transformer_cost.c.
+ *
+ * Ownership: tpu_xfmr_cost_run() fills caller storage and allocates the
+ * arrays and the engine state it points to; tpu_xfmr_cost_fini() frees them
+ * (a zeroed struct is a no-op).  The pod is borrowed for the call only.  The
+ * plans of 'colls' stay valid until the fini.  Not thread-safe.
+ */
+#ifndef TPU_TRANSFORMER_COST_H
+#define TPU_TRANSFORMER_COST_H
+
+#include "tpu/coll.h"
+#include "tpu/pod.h"
+#include "tpu/redop.h"
+#include "tpu/status.h"
+#include "tpu/transformer.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPU_XFMR_COST_ITEMS 10
+
+/* A compute op of the step (every chip runs the same). */
+typedef struct tpu_xfmr_cost_op {
+    char what[56];   /* "l0 fwd: q = a @ wq", "bwd: update" */
+    int mxu;         /* 1: a matmul m x k x n; 0: a VPU pass over m rows x n columns */
+    int vpu_op;      /* tpu_vpu_op_t of a VPU pass */
+    int64_t m, k, n; /* k 0 for a VPU pass */
+    int64_t count;   /* calls per step (per sequence and head for the attention) */
+    double flops;    /* matmul FLOPs of all calls (2 m k n count); 0 for the VPU */
+    double us;       /* modeled time of all calls */
+    double start_us; /* on the step's compute stream */
+} tpu_xfmr_cost_op_t;
+
+/* A row of the collectives table: calls of the same kind, axes, bytes and schedule. */
+typedef struct tpu_xfmr_cost_coll {
+    char what[16];          /* the hook: "embed", "kv", ..., "grad", "gather" */
+    tpu_coll_kind_t kind;   /* psum (also the pmax), all-gather, reduce-scatter */
+    tpu_redop_t op;         /* sum or max */
+    char mesh_axis[64];     /* the mesh axes, as the mesh spells them: "tensor", "data,sequence" */
+    char axes[64];          /* how they lie on the torus: "x", "y[2 of 4]", "x,y" */
+    int group_size, groups; /* chips per group, groups */
+    char group_ids[64];     /* the groups as chip ids, "{0,1} {2,3}" (cut short with "...") */
+    uint64_t bytes;         /* the engine's convention: psum buffer, all-gather output,
+                             * reduce-scatter input */
+    int count;              /* calls per step */
+    double modeled_us;      /* one call */
+    int exposed;            /* 1: on the critical path; 0: overlapped with compute */
+    char algorithm[64];     /* the engine's choice */
+    const tpu_coll_plan_t *plan; /* the model's plan (NULL: left to the caller) */
+} tpu_xfmr_cost_coll_t;
+
+/* One call of a collective on the step's timeline. */
+typedef struct tpu_xfmr_cost_call {
+    int coll;        /* its row */
+    int index;       /* layer or parameter number, -1 */
+    double start_us; /* on the link stream */
+} tpu_xfmr_cost_call_t;
+
+/* One HBM item of a chip. */
+typedef struct tpu_xfmr_cost_item {
+    const char *what;
+    uint64_t bytes;
+} tpu_xfmr_cost_item_t;
+
+struct tpu_xfmr_cost_engine;
+
+typedef struct tpu_xfmr_cost {
+    /* The layout: mesh axis sizes (1 when left out) and the chips. */
+    int data, fsdp, sequence, tensor, dcn, chips;
+    int64_t batch_chip, seq_chip, tokens_chip; /* b, Sl, T */
+    /* The step. */
+    double step_us, compute_us, mxu_us, vpu_us;
+    double comm_us;         /* every call, one after the other */
+    double exposed_comm_us; /* step - compute: the waits of the compute stream */
+    double model_flops;     /* of the whole step over the pod (see the top) */
+    double chip_flops;      /* matmul FLOPs of one chip */
+    double mfu;
+    uint64_t hbm_peak_bytes; /* the sum of the items */
+    int nitems;
+    tpu_xfmr_cost_item_t items[TPU_XFMR_COST_ITEMS];
+    int64_t nops;
+    tpu_xfmr_cost_op_t *ops; /* program order */
+    int ncolls;
+    tpu_xfmr_cost_coll_t *colls;
+    int64_t ncalls;
+    tpu_xfmr_cost_call_t *calls;         /* issue order */
+    struct tpu_xfmr_cost_engine *engine; /* private: the mesh, runtime and program */
+} tpu_xfmr_cost_t;
+
+/*
+ * Model one step of 'model' (its batch the global batch, precision, sizes;
+ * ranges and hook ignored) laid out by 'mesh' ("data=4,tensor=4"; axes data,
+ * fsdp, sequence, tensor or model, dcn; NULL: data over every chip) on 'pod'.
+ * @return TPU_OK, TPU_ERR_INVALID (the mesh; a dimension that does not divide
+ *         over its axis, named with the axis), TPU_ERR_NO_MEMORY.
+ */
+TPU_API tpu_status_t tpu_xfmr_cost_run(const tpu_pod_t *pod, const tpu_xfmr_config_t *model,
+                                       const char *mesh, tpu_xfmr_cost_t *cost_p, tpu_err_t *err);
+/* Free what a run allocated; a zeroed struct is a no-op. */
+TPU_API void tpu_xfmr_cost_fini(tpu_xfmr_cost_t *cost);
+
+/*
+ * The row of a collective named 'what' of 'kind' and 'op' over the mesh axes
+ * 'mesh_axis' (a comma list, any order) of 'bytes', or -1.  For a real run:
+ * set the row's modeled_us and algorithm from its log, then reschedule.
+ */
+TPU_API int tpu_xfmr_cost_find(const tpu_xfmr_cost_t *cost, const char *what, tpu_coll_kind_t kind,
+                               tpu_redop_t op, const char *mesh_axis, uint64_t bytes);
+/* Recompute the schedule (starts, comm, step, exposed, MFU) from the rows' times. */
+TPU_API void tpu_xfmr_cost_schedule(tpu_xfmr_cost_t *cost);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TPU_TRANSFORMER_COST_H */

@@ -1,0 +1,40 @@
+/*
+ * The report of a transformer step (train --model transformer): the table of
+ * its collectives, the step line, the HBM items, the JSON members, the CSV,
+ * the trace and heatmap, from the step cost model (tpu/transformer_cost.h),
+ * with a real run's collective times taken from its engine log.  Private to
+ * launch/.
+ */
+#ifndef APP_TRAIN_XFMR_OUT_H
+#define APP_TRAIN_XFMR_OUT_H
+
+#include "tpu/transformer_cost.h"
+#include "tpu/transformer_pod.h"
+
+#include "json.h"
+#include "report.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/*
+ * A real run's last step: each model row takes the modeled time and algorithm
+ * of its calls in the run's log, and the schedule is walked again.  The log's
+ * calls are checked against the model's rows (kind, mesh axes, bytes, count);
+ * a difference is written into 'note' (len bytes; "" when they agree).
+ */
+void app_xfmr_from_log(tpu_xfmr_cost_t *c, const tpu_xfmr_pod_t *p, char *note, size_t len);
+/* The collectives table, the step line and the HBM items. */
+void app_xfmr_print(FILE *txt, const tpu_xfmr_cost_t *c, uint64_t capacity);
+/* The step's members (step_us ... collectives) into the object being written. */
+void app_xfmr_json(app_json_t *j, const tpu_xfmr_cost_t *c, uint64_t capacity);
+/* Step 's' on the trace (its compute ops and collective calls) and the heatmap. */
+tpu_status_t app_xfmr_trace(app_report_t *r, const tpu_xfmr_cost_t *c, int s, tpu_err_t *err);
+/*
+ * The CSV of the steps (step, loss, modeled_us, compute_us, comm_us, exposed_comm_us,
+ * measured_us): 'losses' and 'measured_us' NULL for a model-only step.
+ */
+void app_xfmr_csv(FILE *f, const tpu_xfmr_cost_t *c, int steps, const double *losses,
+                  const double *measured_us);
+
+#endif /* APP_TRAIN_XFMR_OUT_H */
