@@ -1,0 +1,29 @@
+/* tpuemu replay --compare A.hlo B.hlo: two modules side by side.  Private to launch/. */
+#ifndef APP_CMD_REPLAY_COMPARE_H
+#define APP_CMD_REPLAY_COMPARE_H
+
+#include "tpu/hlo.h"
+#include "tpu/pod.h"
+#include "tpu/replay.h"
+
+#include "json.h"
+
+#include <stdio.h>
+
+/*
+ * The two replays' step (as written and scheduled), compute, communication,
+ * exposed communication and HBM peak in two columns and their difference, then
+ * the collectives that differ: by kind, axes and bytes, the executions and
+ * total time each module spends on them.
+ */
+void app_replay_print_compare(FILE *out, const char *pa, const tpu_pod_t *poda,
+                              const tpu_hlo_module_t *ma, const tpu_replay_report_t *a,
+                              const char *pb, const tpu_pod_t *podb, const tpu_hlo_module_t *mb,
+                              const tpu_replay_report_t *b);
+/* The same as one JSON object {"a": {...}, "b": {...}, "collectives": [...]}. */
+void app_replay_compare_json(app_json_t *j, const char *pa, const tpu_pod_t *poda,
+                             const tpu_hlo_module_t *ma, const tpu_replay_report_t *a,
+                             const char *pb, const tpu_pod_t *podb, const tpu_hlo_module_t *mb,
+                             const tpu_replay_report_t *b);
+
+#endif /* APP_CMD_REPLAY_COMPARE_H */
