@@ -297,17 +297,18 @@ static tpu_status_t load_replay(const app_opts_t *o, const char *path, const tpu
     if (job_pod == NULL && o->topology == NULL && o->config == NULL &&
         tpu_replay_device_count(L->mod) != tpu_pod_topo(L->pod)->nchips) {
         app_opts_t o2 = *o;
+        tpu_pod_t *dflt = NULL;
+        tpu_err_t e2 = {0};
 
         default_slice(tpu_pod_chip(L->pod), tpu_replay_device_count(L->mod), L->slice,
                       sizeof(L->slice));
         o2.topology = L->slice;
-        tpu_pod_destroy(L->pod_local);
-        L->pod_local = NULL;
-        status = app_pod_setup(&o2, &L->pod_local, err);
-        if (status != TPU_OK) {
-            return status;
+        if (app_pod_setup(&o2, &dflt, &e2) == TPU_OK) {
+            tpu_pod_destroy(L->pod_local);
+            L->pod = L->pod_local = dflt;
+        } else {
+            L->slice[0] = '\0'; /* no such slice: the replay names the device count */
         }
-        L->pod = L->pod_local;
     }
     memset(&ropts, 0, sizeof(ropts));
     ropts.device_order = order;
@@ -511,8 +512,9 @@ int app_cmd_replay(app_ctx_t *ctx)
         }
     }
     if (L.slice[0] != '\0') {
-        fprintf(txt, "(no --topology: %s, the %s's default slice for %d devices)\n", L.slice,
-                tpu_pod_chip(pod)->name, rep->devices);
+        fprintf(txt, "(no --topology: the module runs on %d devices, so %s, the %s's default "
+                     "slice for them)\n",
+                rep->devices, L.slice, tpu_pod_chip(pod)->name);
     }
     app_replay_print_text(txt, pod, o->module_path, m, L.hf->nmodules, mod, rep, ci, oi, o->top);
     if (o->by_source > 0) {
