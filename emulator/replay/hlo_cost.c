@@ -345,8 +345,8 @@ static double fusion_bytes(walker_t *w, const tpu_hlo_comp_t *c, const tpu_hlo_i
     if ((root->op == TPU_HLO_OP_DYNAMIC_UPDATE_SLICE || root->op == TPU_HLO_OP_SCATTER) &&
         base != NULL && base->op == TPU_HLO_OP_PARAMETER && base->parameter_number >= 0 &&
         base->parameter_number < in->noperands) {
-        const tpu_hlo_instr_t *upd = tpu__replay_operand(
-            fc, root, root->op == TPU_HLO_OP_SCATTER ? root->noperands - 1 : 1);
+        const tpu_hlo_instr_t *upd =
+            tpu__replay_operand(fc, root, root->op == TPU_HLO_OP_SCATTER ? root->noperands - 1 : 1);
 
         inplace = (int)base->parameter_number;
         b = upd != NULL ? (double)tpu_hlo_shape_bytes(&upd->shape) : b;
@@ -454,7 +454,8 @@ tpu_status_t tpu__replay_op_at(walker_t *w, const tpu_hlo_comp_t *c, int i, int6
                 row->modeled_us = custom_us(w, in, &given);
                 row->bytes = io_bytes(c, in);
                 status = tpu__replay_warn(
-                    w, "%s:%d: custom-call '%s' (%s%s) costs %s%s", w->mod->file, in->line, in->name,
+                    w, "%s:%d: custom-call '%s' (%s%s) costs %s%s", w->mod->file, in->line,
+                    in->name,
                     kind == TPU_REPLAY_CUSTOM_KERNEL ? "a Pallas/Mosaic/Triton kernel " : "", tgt,
                     given ? "the time given by --custom-call-us"
                           : "0 (unknown; set it with --custom-call-us NAME=US)",

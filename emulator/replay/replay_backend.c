@@ -32,11 +32,11 @@ static int has(const char *s, const char *part)
 static int sounds_like_comm(const char *name)
 {
     static const char *const words[] = {
-        "allreduce", "all_reduce", "all-reduce", "allgather", "all_gather", "all-gather",
-        "alltoall",  "all_to_all", "all-to-all", "reducescatter", "reduce_scatter",
-        "collective", "nccl",      "nvshmem",    "mpi",        "permute",     "sendrecv",
-        "send",       "recv",      "transfer",   "ring",       "distributed", "halo",
-        "exchange",   "psum"};
+        "allreduce",      "all_reduce",  "all-reduce", "allgather",  "all_gather",
+        "all-gather",     "alltoall",    "all_to_all", "all-to-all", "reducescatter",
+        "reduce_scatter", "collective",  "nccl",       "nvshmem",    "mpi",
+        "permute",        "sendrecv",    "send",       "recv",       "transfer",
+        "ring",           "distributed", "halo",       "exchange",   "psum"};
     char low[128];
     size_t i, k;
 
@@ -132,8 +132,9 @@ tpu_status_t tpu__replay_backend(walker_t *w)
                  strcmp(cpu, "backend_config") == 0 ? "CPU keys of" : "custom-call", cpu);
     } else {
         r->backend = "unknown";
-        snprintf(r->backend_why, sizeof(r->backend_why), "no backend's custom-calls, "
-                                                         "backend_config or tiled layouts");
+        snprintf(r->backend_why, sizeof(r->backend_why),
+                 "no backend's custom-calls, "
+                 "backend_config or tiled layouts");
     }
     if (strcmp(r->backend, "CPU") == 0 || strcmp(r->backend, "GPU") == 0) {
         status = tpu__replay_warn(w,

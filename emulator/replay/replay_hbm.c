@@ -5,11 +5,10 @@
  * Model.  Each instruction of a computation, in text order, either allocates
  * its result or aliases buffers it was given:
  *   - free aliases: tuple, get-tuple-element (of a tuple: the one element),
- *     bitcast (and a reshape XLA makes one), opt-barrier, add-dependency, domain, the -done and -update of an
- *     async pair (the start's buffer), a while (its loop state), sharding
- *     markers; dynamic-update-slice and scatter, and a fusion whose fused root
- *     is a dynamic-update-slice of a fused parameter, update their operand in
- *     place;
+ *     bitcast (and a reshape XLA makes one), opt-barrier, add-dependency, domain, the -done and
+ * -update of an async pair (the start's buffer), a while (its loop state), sharding markers;
+ * dynamic-update-slice and scatter, and a fusion whose fused root is a dynamic-update-slice of a
+ * fused parameter, update their operand in place;
  *   - an async -start allocates its result minus its operands (the tuple it
  *     returns holds them), and its operands stay live until its -done;
  *   - a fusion allocates its result only (its internals are not materialised);
@@ -29,8 +28,8 @@
 #include "replay_hbm.h"
 
 #include "alloc.h"
-#include "replay_backend.h"
 #include "hlo_cost.h"
+#include "replay_backend.h"
 #include "replay_trip.h"
 
 #include <stdio.h>
@@ -335,7 +334,7 @@ static tpu_status_t comp_peak(hbm_t *h, int ci, tpu_replay_buffer_t *list, int *
         for (k = 0; k < m->nio_alias; k++) {
             int64_t out = m->io_alias[2 * k];
             const tpu_hlo_instr_t *r = &c->instrs[c->root];
-            int o = out < 0 ? c->root
+            int o = out < 0                                           ? c->root
                     : r->op == TPU_HLO_OP_TUPLE && out < r->noperands ? r->operands[out]
                                                                       : -1;
 

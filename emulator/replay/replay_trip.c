@@ -7,10 +7,9 @@
  */
 #include "replay_trip.h"
 
+#include "alloc.h"
 #include "hlo_cost.h"
 #include "replay_state.h"
-
-#include "alloc.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -249,8 +248,8 @@ static int64_t infer_trip(const walker_t *w, const tpu_hlo_comp_t *caller,
         }
     }
     if (s == 2) {
-        snprintf(why, whysize,
-                 "the compare '%s' is not of a loop-state element with a constant", cmp->name);
+        snprintf(why, whysize, "the compare '%s' is not of a loop-state element with a constant",
+                 cmp->name);
         return -1;
     }
     path_text(path, np, ps, sizeof(ps));
@@ -260,13 +259,14 @@ static int64_t infer_trip(const walker_t *w, const tpu_hlo_comp_t *caller,
     }
     upd = tuple_at(body, broot, path, np);
     if (upd == NULL || !affine(body, upd, path, np, &step)) {
-        snprintf(why, whysize,
-                 "the body does not update loop-state element %s by adding constants", ps);
+        snprintf(why, whysize, "the body does not update loop-state element %s by adding constants",
+                 ps);
         return -1;
     }
     dir = cmp->direction;
     if (s == 1) {
-        static const char *const flip[][2] = {{"LT", "GT"}, {"LE", "GE"}, {"GT", "LT"}, {"GE", "LE"}};
+        static const char *const flip[][2] = {
+            {"LT", "GT"}, {"LE", "GE"}, {"GT", "LT"}, {"GE", "LE"}};
 
         for (k = 0; k < 4; k++) {
             if (strcmp(dir, flip[k][0]) == 0) {

@@ -590,7 +590,9 @@ tpu_status_t tpu_replay_run(const tpu_hlo_module_t *mod, const tpu_topo_t *topo,
     w.rep->exposed_comm_us = t.exposed;
     w.rep->scheduled_step_us = t.sched;
     w.rep->scheduled_exposed_comm_us = t.sched > t.compute ? t.sched - t.compute : 0;
-    w.rep->mfu = t.clock > 0 && chip->bf16_flops > 0 ? w.rep->flops / (t.clock * 1e-6 * chip->bf16_flops) : 0;
+    w.rep->mfu = t.clock > 0 && chip->bf16_flops > 0
+                     ? w.rep->flops / (t.clock * 1e-6 * chip->bf16_flops)
+                     : 0;
     w.rep->unknown_opcodes = mod->unknown_opcodes;
     status = tpu__replay_hbm(&w, entry);
     if (status == TPU_OK) {

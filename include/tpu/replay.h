@@ -164,9 +164,9 @@ typedef struct tpu_replay_report {
      * operands are ready and waited for by its first user; compute in text order. */
     double scheduled_step_us;
     double scheduled_exposed_comm_us;
-    const char *backend;     /* "TPU", "GPU", "CPU" or "unknown" */
-    char backend_why[96];    /* the evidence */
-    double mfu;              /* flops / (step x chip peak) */
+    const char *backend;  /* "TPU", "GPU", "CPU" or "unknown" */
+    char backend_why[96]; /* the evidence */
+    double mfu;           /* flops / (step x chip peak) */
 } tpu_replay_report_t;
 
 /*

@@ -3,14 +3,19 @@
  *
  *   tpuemu replay MODULE.hlo [pod options] [--module N] [--list] [--device-order LIST]
  *                 [--trip-count NAME=K,...] [--custom-call-us NAME=US,...] [--top N]
+ *                 [--by-source N] [--compare A.hlo]
  *                 [--json FILE|-] [--trace FILE [--trace-measured]] [--heatmap FILE.svg]
  *                 [--timeout S] [--inject crash|stop:chip=C,call=N]
  *
  * Reads the HLO text (the library's parser, include/tpu/hlo.h), picks one module
  * (--module N counts from 1; by default the first whose device count equals the
- * pod's chips), replays it (include/tpu/replay.h) and prints the step time,
- * the compute / communication split, the exposed communication, every
- * collective and the top ops.  Bad input: one line "tpuemu: ..." and exit 2.
+ * pod's chips; without --topology a module of another count runs on the chip's
+ * default slice for it), replays it (include/tpu/replay.h) and prints the step
+ * time, the compute / communication split, the exposed communication, the
+ * schedule estimate, the HBM peak, the backend, the loops, every collective,
+ * the top ops and the largest buffers at the peak (--by-source: the time by
+ * JAX op path; --compare: two modules side by side).  Bad input: one line
+ * "tpuemu: ..." and exit 2.
  */
 #include "replay.h"
 
@@ -23,8 +28,8 @@
 #include "file.h"
 #include "jobenv.h"
 #include "podsetup.h"
-#include "replay_mpi.h"
 #include "replay_compare.h"
+#include "replay_mpi.h"
 #include "replay_out.h"
 #include "replay_source.h"
 #include "report.h"
@@ -41,7 +46,7 @@
 tpu_status_t app_replay_check(const app_opts_t *o, tpu_err_t *err)
 {
     if (o->list && (o->module || o->device_order || o->trips.n || o->customs.n || o->top != 20 ||
-                    o->json || o->entry)) {
+                    o->json || o->entry || o->by_source || o->compare)) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "--list only lists the modules of the file: drop --%s",
                            o->module         ? "module"
@@ -50,6 +55,8 @@ tpu_status_t app_replay_check(const app_opts_t *o, tpu_err_t *err)
                            : o->customs.n    ? "custom-call-us"
                            : o->json         ? "json"
                            : o->entry        ? "entry"
+                           : o->by_source    ? "by-source"
+                           : o->compare      ? "compare"
                                              : "top");
     }
     if (o->module_path == NULL) {
@@ -63,6 +70,20 @@ tpu_status_t app_replay_check(const app_opts_t *o, tpu_err_t *err)
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "--trace-measured needs a run under mpirun (without it replay "
                            "measures nothing)");
+    }
+    if (o->compare != NULL && app_jobenv_launched()) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--compare replays two modules without running them: run it without "
+                           "mpirun");
+    }
+    if (o->compare != NULL && (o->csv || o->trace || o->heatmap || o->by_source)) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--compare prints the two modules side by side (text, or --json): "
+                           "drop --%s",
+                           o->csv       ? "csv"
+                           : o->trace   ? "trace"
+                           : o->heatmap ? "heatmap"
+                                        : "by-source");
     }
     if (o->inject != NULL && !app_jobenv_launched()) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -403,8 +424,8 @@ int app_cmd_replay(app_ctx_t *ctx)
             goto fail;
         }
         txt = app_sink_text(o->json, o->csv);
-        app_replay_print_compare(txt, o->compare, A.pod, A.mod, A.rep, o->module_path, L.pod,
-                                 L.mod, L.rep);
+        app_replay_print_compare(txt, o->compare, A.pod, A.mod, A.rep, o->module_path, L.pod, L.mod,
+                                 L.rep);
         if (o->json != NULL) {
             app_json_t j;
 
@@ -512,8 +533,9 @@ int app_cmd_replay(app_ctx_t *ctx)
         }
     }
     if (L.slice[0] != '\0') {
-        fprintf(txt, "(no --topology: the module runs on %d devices, so %s, the %s's default "
-                     "slice for them)\n",
+        fprintf(txt,
+                "(no --topology: the module runs on %d devices, so %s, the %s's default "
+                "slice for them)\n",
                 rep->devices, L.slice, tpu_pod_chip(pod)->name);
     }
     app_replay_print_text(txt, pod, o->module_path, m, L.hf->nmodules, mod, rep, ci, oi, o->top);

@@ -311,8 +311,8 @@ void app_replay_print_text(FILE *out, const tpu_pod_t *pod, const char *path, in
     for (i = 0; i < r->nloops; i++) {
         fprintf(out, "%-10s while '%s' (line %d): %lld trip%s, %s%s\n", i == 0 ? "loops" : "",
                 r->loops[i].name, r->loops[i].line, (long long)r->loops[i].trips,
-                r->loops[i].trips == 1 ? "" : "s", r->loops[i].known ? "" : "UNKNOWN, counted once: ",
-                r->loops[i].how);
+                r->loops[i].trips == 1 ? "" : "s",
+                r->loops[i].known ? "" : "UNKNOWN, counted once: ", r->loops[i].how);
     }
     if (r->ncolls > 0) {
         double kt[TPU_COLL_COUNT] = {0};

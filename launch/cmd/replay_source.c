@@ -110,8 +110,9 @@ void app_replay_print_by_source(FILE *out, const tpu_replay_report_t *r, int dep
     group_t *g = groups_of(r, depth, &n);
     double all = r->compute_us + r->comm_us;
 
-    fprintf(out, "\nby source (op_name, depth %d; compute and communication summed, not the "
-                 "critical path)\n",
+    fprintf(out,
+            "\nby source (op_name, depth %d; compute and communication summed, not the "
+            "critical path)\n",
             depth);
     fprintf(out, "  %-60s %12s %12s %10s %6s\n", "op_name", "compute_us", "comm_us", "GFLOP",
             "share");

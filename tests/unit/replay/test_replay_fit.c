@@ -202,8 +202,8 @@ static void test_hbm_alias_and_inplace(void **state)
 static void test_hbm_over_capacity(void **state)
 {
     static const char *const big = "HloModule big, num_partitions=4\n"
-                                    "ENTRY e {\n p = bf16[5,1024,1024,1024] parameter(0)\n"
-                                    " ROOT n = bf16[5,1024,1024,1024] negate(p)\n}\n";
+                                   "ENTRY e {\n p = bf16[5,1024,1024,1024] parameter(0)\n"
+                                   " ROOT n = bf16[5,1024,1024,1024] negate(p)\n}\n";
     tpu_hlo_file_t *f;
     tpu_replay_report_t *r = run_text(big, &f);
 
@@ -223,9 +223,9 @@ static void test_trip_classes(void **state)
         const char *name;
         int64_t trips;
         int known;
-    } want[] = {{"chain", 5, 1},   {"down", 7, 1},    {"flipped", 5, 1},
-                {"ne", 4, 1},      {"nested", 6, 1},  {"bound", 7, 1},
-                {"negstep", 3, 1}, {"known", 3, 1},   {"fromparam", 1, 0}};
+    } want[] = {{"chain", 5, 1},   {"down", 7, 1},   {"flipped", 5, 1},
+                {"ne", 4, 1},      {"nested", 6, 1}, {"bound", 7, 1},
+                {"negstep", 3, 1}, {"known", 3, 1},  {"fromparam", 1, 0}};
     tpu_hlo_file_t *f = parse_fixture(FIXTURE("trips_2x2.hlo"));
     tpu_replay_report_t *r = run4(f);
     int64_t total = 0;
@@ -238,8 +238,8 @@ static void test_trip_classes(void **state)
         const tpu_replay_loop_t *l = find_loop(r, want[k].name);
 
         if (l->trips != want[k].trips || l->known != want[k].known) {
-            fail_msg("loop %s: %lld trips (known %d), want %lld", want[k].name,
-                     (long long)l->trips, l->known, (long long)want[k].trips);
+            fail_msg("loop %s: %lld trips (known %d), want %lld", want[k].name, (long long)l->trips,
+                     l->known, (long long)want[k].trips);
         }
         total += want[k].trips;
     }
@@ -367,9 +367,9 @@ static void test_op_name(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hbm_fixture),      cmocka_unit_test(test_hbm_alias_and_inplace),
+        cmocka_unit_test(test_hbm_fixture),       cmocka_unit_test(test_hbm_alias_and_inplace),
         cmocka_unit_test(test_hbm_over_capacity), cmocka_unit_test(test_trip_classes),
-        cmocka_unit_test(test_cpu_module),       cmocka_unit_test(test_backends),
+        cmocka_unit_test(test_cpu_module),        cmocka_unit_test(test_backends),
         cmocka_unit_test(test_op_name),
     };
 
