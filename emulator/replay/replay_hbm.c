@@ -132,6 +132,26 @@ static double alloc_bytes(const tpu_hlo_module_t *m, const tpu_hlo_comp_t *c,
     return b;
 }
 
+/*
+ * The instruction whose buffer get-tuple-element 'in' passes on, when it is one
+ * element: of a tuple, or of a while whose loop state is a tuple (the state's
+ * buffers are the while's); -1 otherwise.
+ */
+static int element_of(const tpu_hlo_comp_t *c, const tpu_hlo_instr_t *in)
+{
+    const tpu_hlo_instr_t *t;
+
+    if (in->op != TPU_HLO_OP_GET_TUPLE_ELEMENT || in->noperands != 1 || in->operands[0] < 0 ||
+        in->index < 0) {
+        return -1;
+    }
+    t = &c->instrs[in->operands[0]];
+    if (t->op == TPU_HLO_OP_WHILE && t->noperands == 1 && t->operands[0] >= 0) {
+        t = &c->instrs[t->operands[0]];
+    }
+    return t->op == TPU_HLO_OP_TUPLE && in->index < t->noperands ? t->operands[in->index] : -1;
+}
+
 /* Extend the buffers instruction j stands for to use 'at'. */
 static void mark(const tpu_hlo_module_t *m, const tpu_hlo_comp_t *c, int j, int at, int *last,
                  int depth)
@@ -147,14 +167,10 @@ static void mark(const tpu_hlo_module_t *m, const tpu_hlo_comp_t *c, int j, int 
     if (!is_alias(m, c, in)) {
         return;
     }
-    if (in->op == TPU_HLO_OP_GET_TUPLE_ELEMENT && in->noperands == 1 && in->operands[0] >= 0 &&
-        c->instrs[in->operands[0]].op == TPU_HLO_OP_TUPLE) {
-        const tpu_hlo_instr_t *t = &c->instrs[in->operands[0]];
-
-        if (in->index >= 0 && in->index < t->noperands) {
-            mark(m, c, t->operands[in->index], at, last, depth + 1);
-            return;
-        }
+    k = element_of(c, in);
+    if (k >= 0) {
+        mark(m, c, k, at, last, depth + 1);
+        return;
     }
     alias_span(m, in, &lo, &hi);
     for (k = lo; k < hi; k++) {
@@ -172,6 +188,10 @@ static int owner_of(const tpu_hlo_module_t *m, const tpu_hlo_comp_t *c, int j)
 
         if (!is_alias(m, c, in) || in->op == TPU_HLO_OP_TUPLE) {
             return is_alias(m, c, in) ? -1 : j;
+        }
+        if (element_of(c, in) >= 0) {
+            j = element_of(c, in);
+            continue;
         }
         alias_span(m, in, &lo, &hi);
         if (hi <= lo) {
@@ -229,19 +249,27 @@ static tpu_status_t inner_peak(hbm_t *h, const tpu_hlo_instr_t *in, double *peak
     return status;
 }
 
-static void shape_text(const tpu_hlo_instr_t *in, char *buf, size_t size)
+/* "bf16[8,128]" into buf; a tuple as "(f32[8], s32[])" (truncated to the buffer). */
+static void array_text(const tpu_hlo_shape_t *sh, char *buf, size_t size)
 {
-    const tpu_hlo_shape_t *sh = &in->shape;
     size_t n;
     int d;
 
-    /* An async start's tuple: its output, the last element. */
-    if (in->async == TPU_HLO_START && sh->type == TPU_HLO_TYPE_TUPLE && sh->ntuple > 1 &&
-        sh->tuple[1].type != TPU_HLO_TYPE_TUPLE) {
-        sh = &sh->tuple[1];
+    if (size < 2) {
+        return;
     }
     if (sh->type == TPU_HLO_TYPE_TUPLE) {
-        snprintf(buf, size, "(tuple of %d)", sh->ntuple);
+        snprintf(buf, size, "(");
+        for (d = 0; d < sh->ntuple; d++) {
+            n = strlen(buf);
+            if (d > 0) {
+                snprintf(buf + n, size - n, ", ");
+                n = strlen(buf);
+            }
+            array_text(&sh->tuple[d], buf + n, size - n);
+        }
+        n = strlen(buf);
+        snprintf(buf + n, size - n, ")");
         return;
     }
     snprintf(buf, size, "%s[", tpu_hlo_type_name(sh->type));
@@ -251,6 +279,18 @@ static void shape_text(const tpu_hlo_instr_t *in, char *buf, size_t size)
     }
     n = strlen(buf);
     snprintf(buf + n, size - n, "]");
+}
+
+/* The shape of the buffer 'in' allocates: an async start's output (its tuple's last
+ * element), else its result. */
+static void shape_text(const tpu_hlo_instr_t *in, char *buf, size_t size)
+{
+    const tpu_hlo_shape_t *sh = &in->shape;
+
+    if (in->async == TPU_HLO_START && sh->type == TPU_HLO_TYPE_TUPLE && sh->ntuple > 1) {
+        sh = &sh->tuple[1];
+    }
+    array_text(sh, buf, size);
 }
 
 /* Keep the 'cap' largest buffers in list (largest first). */
