@@ -360,6 +360,7 @@ int app_cmd_replay(app_ctx_t *ctx)
     FILE *txt;
     app_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
     loaded_t L, A;
+    app_replay_side_t sa, sb;
     tpu_replay_report_t *rep;
     app_report_t report;
     double *spans = NULL;
@@ -424,14 +425,20 @@ int app_cmd_replay(app_ctx_t *ctx)
             goto fail;
         }
         txt = app_sink_text(o->json, o->csv);
-        app_replay_print_compare(txt, o->compare, A.pod, A.mod, A.rep, o->module_path, L.pod, L.mod,
-                                 L.rep);
+        sa.path = o->compare;
+        sa.pod = A.pod;
+        sa.mod = A.mod;
+        sa.rep = A.rep;
+        sb.path = o->module_path;
+        sb.pod = L.pod;
+        sb.mod = L.mod;
+        sb.rep = L.rep;
+        app_replay_print_compare(txt, &sa, &sb);
         if (o->json != NULL) {
             app_json_t j;
 
             app_json_init(&j, sink.f);
-            app_replay_compare_json(&j, o->compare, A.pod, A.mod, A.rep, o->module_path, L.pod,
-                                    L.mod, L.rep);
+            app_replay_compare_json(&j, &sa, &sb);
             if (app_json_end(&j, &err) != TPU_OK || app_sink_close(&sink, &err) != TPU_OK) {
                 app_die_msg(err.msg);
                 rc = APP_EXIT_FAIL;

@@ -80,19 +80,17 @@ static void row(FILE *out, const char *what, double x, double y, const char *uni
     fprintf(out, "  %-22s %16.3f %16.3f %16.3f  %s\n", what, x, y, y - x, unit);
 }
 
-void app_replay_print_compare(FILE *out, const char *pa, const tpu_pod_t *poda,
-                              const tpu_hlo_module_t *ma, const tpu_replay_report_t *a,
-                              const char *pb, const tpu_pod_t *podb, const tpu_hlo_module_t *mb,
-                              const tpu_replay_report_t *b)
+void app_replay_print_compare(FILE *out, const app_replay_side_t *sa, const app_replay_side_t *sb)
 {
+    const tpu_replay_report_t *a = sa->rep, *b = sb->rep;
     int n = 0, i;
     ckey_t *k = collect(a, b, &n);
     const double gib = 1024.0 * 1024 * 1024;
 
-    fprintf(out, "A  %s (%s): %d devices on %s %s\n", ma->name, pa, a->devices,
-            tpu_pod_chip(poda)->name, tpu_pod_shape(poda));
-    fprintf(out, "B  %s (%s): %d devices on %s %s\n\n", mb->name, pb, b->devices,
-            tpu_pod_chip(podb)->name, tpu_pod_shape(podb));
+    fprintf(out, "A  %s (%s): %d devices on %s %s\n", sa->mod->name, sa->path, a->devices,
+            tpu_pod_chip(sa->pod)->name, tpu_pod_shape(sa->pod));
+    fprintf(out, "B  %s (%s): %d devices on %s %s\n\n", sb->mod->name, sb->path, b->devices,
+            tpu_pod_chip(sb->pod)->name, tpu_pod_shape(sb->pod));
     fprintf(out, "  %-22s %16s %16s %16s\n", "", "A", "B", "B - A");
     row(out, "step", a->step_us, b->step_us, "us");
     row(out, "scheduled step", a->scheduled_step_us, b->scheduled_step_us, "us");
@@ -117,15 +115,16 @@ void app_replay_print_compare(FILE *out, const char *pa, const tpu_pod_t *poda,
     tpu__free(k);
 }
 
-static void side_json(app_json_t *j, const char *key, const char *path, const tpu_pod_t *pod,
-                      const tpu_hlo_module_t *m, const tpu_replay_report_t *r)
+static void side_json(app_json_t *j, const char *key, const app_replay_side_t *s)
 {
+    const tpu_replay_report_t *r = s->rep;
+
     app_json_kobject(j, key);
-    app_json_kstr(j, "file", path);
-    app_json_kstr(j, "module", m->name);
+    app_json_kstr(j, "file", s->path);
+    app_json_kstr(j, "module", s->mod->name);
     app_json_kint(j, "devices", r->devices);
-    app_json_kstr(j, "chip", tpu_pod_chip(pod)->name);
-    app_json_kstr(j, "topology", tpu_pod_shape(pod));
+    app_json_kstr(j, "chip", tpu_pod_chip(s->pod)->name);
+    app_json_kstr(j, "topology", tpu_pod_shape(s->pod));
     app_json_kfixed(j, "step_us", r->step_us, 6);
     app_json_kfixed(j, "scheduled_step_us", r->scheduled_step_us, 6);
     app_json_kfixed(j, "compute_us", r->compute_us, 6);
@@ -138,17 +137,14 @@ static void side_json(app_json_t *j, const char *key, const char *path, const tp
     app_json_object_end(j);
 }
 
-void app_replay_compare_json(app_json_t *j, const char *pa, const tpu_pod_t *poda,
-                             const tpu_hlo_module_t *ma, const tpu_replay_report_t *a,
-                             const char *pb, const tpu_pod_t *podb, const tpu_hlo_module_t *mb,
-                             const tpu_replay_report_t *b)
+void app_replay_compare_json(app_json_t *j, const app_replay_side_t *a, const app_replay_side_t *b)
 {
     int n = 0, i;
-    ckey_t *k = collect(a, b, &n);
+    ckey_t *k = collect(a->rep, b->rep, &n);
 
     app_json_object(j);
-    side_json(j, "a", pa, poda, ma, a);
-    side_json(j, "b", pb, podb, mb, b);
+    side_json(j, "a", a);
+    side_json(j, "b", b);
     app_json_karray(j, "collectives");
     for (i = 0; i < n; i++) {
         app_json_object(j);
