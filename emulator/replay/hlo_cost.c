@@ -453,15 +453,21 @@ tpu_status_t tpu__replay_op_at(walker_t *w, const tpu_hlo_comp_t *c, int i, int6
                 row->custom = 1;
                 row->modeled_us = custom_us(w, in, &given);
                 row->bytes = io_bytes(c, in);
-                status = tpu__replay_warn(
-                    w, "%s:%d: custom-call '%s' (%s%s) costs %s%s", w->mod->file, in->line,
-                    in->name,
-                    kind == TPU_REPLAY_CUSTOM_KERNEL ? "a Pallas/Mosaic/Triton kernel " : "", tgt,
-                    given ? "the time given by --custom-call-us"
-                          : "0 (unknown; set it with --custom-call-us NAME=US)",
+                status =
                     kind == TPU_REPLAY_CUSTOM_COMM && !given
-                        ? "; its name suggests it communicates, so the step may miss that time"
-                        : "");
+                        ? tpu__replay_warn(w,
+                                           "%s:%d: custom-call '%s' (%s) costs 0, and its name "
+                                           "suggests it communicates: the step misses its time "
+                                           "(give it with --custom-call-us NAME=US)",
+                                           w->mod->file, in->line, in->name, tgt)
+                        : tpu__replay_warn(
+                              w, "%s:%d: custom-call '%s' (%s%s) costs %s", w->mod->file, in->line,
+                              in->name,
+                              kind == TPU_REPLAY_CUSTOM_KERNEL ? "a Pallas/Mosaic/Triton kernel "
+                                                               : "",
+                              tgt,
+                              given ? "the time given by --custom-call-us"
+                                    : "0 (unknown; set it with --custom-call-us NAME=US)");
                 if (status != TPU_OK) {
                     return status;
                 }

@@ -122,7 +122,7 @@ typedef struct tpu_replay_event {
     double dur_us;
 } tpu_replay_event_t;
 
-#define TPU_REPLAY_WARNING_LEN 200
+#define TPU_REPLAY_WARNING_LEN 320
 /* Most events the timeline holds (timeline_truncated past them). */
 #define TPU_REPLAY_MAX_TIMELINE (1 << 18)
 /* Most collective executions the report lists in order (seq). */

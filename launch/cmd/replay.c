@@ -175,25 +175,38 @@ static tpu_status_t parse_order(const char *text, int32_t **order_p, int *n_p, t
 }
 
 /*
- * The chip's default slice for 'n' chips: powers of two doubled on the
- * smallest axis (the last of equals), over the chip's 2 or 3 ICI axes
- * (v5e: 8 -> 2x4, 16 -> 4x4; v5p: 16 -> 2x2x4, 64 -> 4x4x4); other counts: one
- * axis of n.
+ * The chip's default slice for 'n' chips over its 2 or 3 ICI axes: powers of two
+ * doubled on the smallest axis (the last of equals: v5e 8 -> 2x4, 16 -> 4x4; v5p
+ * 16 -> 2x2x4, 64 -> 4x4x4); other counts the most even factors, smallest first
+ * (v5e 20 -> 4x5, 30 -> 5x6).
  */
 static void default_slice(const tpu_chip_spec_t *chip, int n, char *buf, size_t size)
 {
-    int dims[3] = {1, 1, 1}, naxes = chip->ici_axes == 3 ? 3 : 2, prod = 1, a, best;
+    int dims[3] = {1, 1, 1}, naxes = chip->ici_axes == 3 ? 3 : 2, prod = 1, a, best, rest = n;
 
-    if (n < 1 || (n & (n - 1)) != 0) {
-        snprintf(buf, size, "%d", n);
-        return;
-    }
-    while (prod < n) {
-        for (best = naxes - 1, a = naxes - 1; a >= 0; a--) {
-            best = dims[a] < dims[best] ? a : best;
+    if (n >= 1 && (n & (n - 1)) == 0) {
+        while (prod < n) {
+            for (best = naxes - 1, a = naxes - 1; a >= 0; a--) {
+                best = dims[a] < dims[best] ? a : best;
+            }
+            dims[best] *= 2;
+            prod *= 2;
         }
-        dims[best] *= 2;
-        prod *= 2;
+    } else {
+        /* Each axis in turn: the largest divisor of what is left that is at most
+         * its even share (the cube root, then the square root). */
+        for (a = 0; a < naxes - 1; a++) {
+            int d, share = 1;
+
+            while ((naxes - a == 3 ? share * share * share : share * share) <= rest) {
+                share++;
+            }
+            for (d = share - 1; d > 1 && rest % d != 0; d--) {
+            }
+            dims[a] = d > 1 ? d : 1;
+            rest /= dims[a];
+        }
+        dims[naxes - 1] = rest;
     }
     if (naxes == 3) {
         snprintf(buf, size, "%dx%dx%d", dims[0], dims[1], dims[2]);

@@ -109,7 +109,7 @@ tpu_cli_test(replay_trips_unresolved 0
   ${TPUEMU} replay ${HLO}/trips_2x2.hlo --topology 2x2)
 tpu_cli_test(replay_backend_cpu 0 "backend +CPU .custom-call __onednn.matmul" ${TPUEMU} replay
   ${HLO}/cpu_2x2.hlo --topology 2x2)
-tpu_cli_test(replay_comm_custom_call 0 "'halo' .my_halo_exchange. costs 0 .*suggests it communicates"
+tpu_cli_test(replay_comm_custom_call 0 "'halo' .my_halo_exchange. costs 0, and its name suggests it communicates"
   ${TPUEMU} replay ${HLO}/cpu_2x2.hlo --topology 2x2)
 tpu_cli_test(replay_scheduled 0 "scheduled +10\\.473 us" ${TPUEMU} replay ${HLO}/cpu_2x2.hlo
   --topology 2x2)
@@ -130,4 +130,8 @@ if(COMMAND tpu_json_test)
   tpu_json_test(replay_by_source "--equal" "by_source.0.op_name=jit(step)/psum"
     --has by_source.0.comm_us -- ${TPUEMU} replay ${HLO}/cpu_2x2.hlo --topology 2x2 --by-source 2
     --json -)
+endif()
+if(EXISTS ${REF}/04_xla-parser-tests-collectives.hlo)
+  tpu_cli_test(replay_default_slice_20 0 "no --topology: the module runs on 20 devices, so 4x5"
+    ${TPUEMU} replay ${REF}/04_xla-parser-tests-collectives.hlo --module 3)
 endif()
