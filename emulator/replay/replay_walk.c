@@ -19,9 +19,9 @@
  *   clock until it ends; a -start lets the clock run on, and its -done waits
  *   for the end.  Exposed communication is the waiting.
  * - while: body and condition times the trip count (--trip-count NAME=K, else
- *   backend_config known_trip_count, else the counted-loop pattern, else 1 with
- *   a warning); call: the callee inline; conditional: the most expensive
- *   branch, with a warning naming it.
+ *   backend_config known_trip_count, else XLA's while-loop analysis, else 1 with
+ *   a warning naming the reason); call: the callee inline; conditional: the most
+ *   expensive branch, with a warning naming it.
  *
  * The files of the replay:
  *
@@ -31,6 +31,14 @@
  *   replay_coll.c    one collective -> an engine request, timed
  *   replay_groups.c  replica groups -> chips
  *   replay_state.c   the walker's state: warnings, rows, memo, sequence
+ *   replay_hbm.c     the HBM fit: the peak of live bytes per chip
+ *   replay_backend.c the compiler behind the module, what each custom-call is
+ *
+ * Beside the as-written walk, the same pass times the latency-hiding estimate
+ * (scheduled_step_us): every collective asynchronous, issued when its operands
+ * are ready and waited for by its first user, the links one collective at a
+ * time, compute in text order with ready ops filling the gaps left by ops that
+ * wait for a collective.
  */
 #include "tpu/replay.h"
 

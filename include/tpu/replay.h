@@ -15,6 +15,10 @@
  * the most expensive branch.  Instructions run in text order on one compute
  * stream; collectives run one at a time on one communication stream, and an
  * async collective overlaps the instructions between its start and its done.
+ * Beside that step: the latency-hiding estimate of the same dataflow
+ * (scheduled_step_us), the HBM peak of live buffers per chip and the largest
+ * of them, every loop's trip count and how it was found, the compiler that
+ * produced the module, the MFU.
  *
  * Ownership: the report is the caller's, freed with tpu_replay_report_destroy();
  * it points into the module (names), which must outlive it.
