@@ -80,6 +80,8 @@ typedef struct app_opts {
     int module, list, top;
     const char *device_order, *entry;
     app_kv_t trips, customs; /* --trip-count, --custom-call-us */
+    int by_source;           /* --by-source N: 0 when not given */
+    const char *compare;     /* --compare A.hlo: replayed beside the operand */
 } app_opts_t;
 
 /*

@@ -10,6 +10,8 @@
 #include "tpu/roofline.h"
 #include "tpu/vpu.h"
 
+#include "alloc.h"
+#include "replay_backend.h"
 #include "replay_coll.h"
 #include "replay_state.h"
 
@@ -81,16 +83,71 @@ static int in_list(const tpu_hlo_ints_t *l, int d)
     return 0;
 }
 
+/* B batched matmuls of M x K x N of element type 'lt' into 'ot' through the roofline. */
+static void matmul_cost(walker_t *w, int64_t B, int64_t M, int64_t K, int64_t N, tpu_hlo_type_t lt,
+                        tpu_hlo_type_t ot, cost_t *k)
+{
+    tpu_mxu_desc_t desc;
+    tpu_roofline_t rl;
+    int cplx, cplx2;
+    tpu_dtype_t inel, outel;
+    double mult;
+
+    if (B < 1 || M < 1 || K < 1 || N < 1) {
+        return;
+    }
+    inel = elem_of(lt, &cplx);
+    outel = elem_of(ot, &cplx2);
+    tpu_mxu_desc_init(&desc, M, K, N, inel);
+    if (inel == TPU_DTYPE_BF16 && outel == TPU_DTYPE_F32) {
+        desc.out = TPU_DTYPE_F32;
+    }
+    if (tpu_mxu_roofline(w->chip, &desc, &rl, NULL) != TPU_OK) {
+        return;
+    }
+    mult = (double)B * (cplx ? 4 : 1);
+    k->flops += mult * rl.flops;
+    k->bytes += (double)B * rl.hbm_bytes * (cplx ? 2 : 1);
+    k->mxu_us += mult * rl.compute_us;
+}
+
+/*
+ * A library matmul custom-call (oneDNN, Eigen, cuBLAS): result [batch..., M, N]
+ * (the first element of a tuple result), lhs holding batch x M x K elements.
+ */
+static void library_matmul_cost(walker_t *w, const tpu_hlo_comp_t *c, const tpu_hlo_instr_t *in,
+                                cost_t *k)
+{
+    const tpu_hlo_instr_t *lo = tpu__replay_operand(c, in, 0);
+    const tpu_hlo_shape_t *out = &in->shape;
+    int64_t B = 1, M = 1, N = 1, lhs;
+    int d;
+
+    if (out->type == TPU_HLO_TYPE_TUPLE && out->ntuple > 0) {
+        out = &out->tuple[0];
+    }
+    if (lo == NULL || lo->shape.type == TPU_HLO_TYPE_TUPLE || out->type == TPU_HLO_TYPE_TUPLE ||
+        out->rank < 1) {
+        return;
+    }
+    for (d = 0; d + 2 < out->rank; d++) {
+        B *= out->dims[d];
+    }
+    N = out->dims[out->rank - 1];
+    M = out->rank >= 2 ? out->dims[out->rank - 2] : 1;
+    lhs = tpu_hlo_shape_elements(&lo->shape);
+    if (B * M < 1 || lhs % (B * M) != 0) {
+        return;
+    }
+    matmul_cost(w, B, M, lhs / (B * M), N, lo->shape.type, out->type, k);
+}
+
 /* A dot: B batched matmuls of M x K x N through the roofline. */
 static void dot_cost(walker_t *w, const tpu_hlo_comp_t *c, const tpu_hlo_instr_t *in, cost_t *k)
 {
     const tpu_hlo_instr_t *lo = tpu__replay_operand(c, in, 0), *ro = tpu__replay_operand(c, in, 1);
     int64_t B = 1, M = 1, K = 1, N = 1;
-    tpu_mxu_desc_t desc;
-    tpu_roofline_t rl;
-    int d, cplx, cplx2;
-    tpu_dtype_t inel, outel;
-    double mult;
+    int d;
 
     if (lo == NULL || ro == NULL || lo->shape.type == TPU_HLO_TYPE_TUPLE ||
         ro->shape.type == TPU_HLO_TYPE_TUPLE) {
@@ -110,22 +167,7 @@ static void dot_cost(walker_t *w, const tpu_hlo_comp_t *c, const tpu_hlo_instr_t
             N *= ro->shape.dims[d];
         }
     }
-    if (B < 1 || M < 1 || K < 1 || N < 1) {
-        return;
-    }
-    inel = elem_of(lo->shape.type, &cplx);
-    outel = elem_of(tpu__replay_leaf_type(&in->shape), &cplx2);
-    tpu_mxu_desc_init(&desc, M, K, N, inel);
-    if (inel == TPU_DTYPE_BF16 && outel == TPU_DTYPE_F32) {
-        desc.out = TPU_DTYPE_F32;
-    }
-    if (tpu_mxu_roofline(w->chip, &desc, &rl, NULL) != TPU_OK) {
-        return;
-    }
-    mult = (double)B * (cplx ? 4 : 1);
-    k->flops += mult * rl.flops;
-    k->bytes += (double)B * rl.hbm_bytes * (cplx ? 2 : 1);
-    k->mxu_us += mult * rl.compute_us;
+    matmul_cost(w, B, M, K, N, lo->shape.type, tpu__replay_leaf_type(&in->shape), k);
 }
 
 /* A convolution: output positions x (kernel window x input features) x output features. */
@@ -271,6 +313,85 @@ static double io_bytes(const tpu_hlo_comp_t *c, const tpu_hlo_instr_t *in)
     }
 }
 
+/*
+ * A fusion's HBM bytes, as XLA moves them: its result written and its operands
+ * read, except that an operand the fused computation only slices (operand 0 of
+ * dynamic-slice, slice, gather) is read for the slices alone, and a fused
+ * dynamic-update-slice (or scatter) root of a parameter updates that operand in
+ * place: its update is written, not the whole buffer.
+ */
+static double fusion_bytes(walker_t *w, const tpu_hlo_comp_t *c, const tpu_hlo_instr_t *in)
+{
+    const tpu_hlo_comp_t *fc;
+    const tpu_hlo_instr_t *root, *base;
+    double b, *sliced = NULL;
+    char *full = NULL;
+    int j, k, inplace = -1;
+
+    if (in->calls_c < 0 || in->noperands == 0) {
+        return io_bytes(c, in);
+    }
+    fc = &w->mod->comps[in->calls_c];
+    sliced = tpu__calloc((size_t)in->noperands, sizeof(double));
+    full = tpu__calloc((size_t)in->noperands, 1);
+    if (sliced == NULL || full == NULL) {
+        tpu__free(sliced);
+        tpu__free(full);
+        return io_bytes(c, in);
+    }
+    b = (double)tpu_hlo_shape_bytes(&in->shape);
+    root = &fc->instrs[fc->root];
+    base = tpu__replay_operand(fc, root, 0);
+    if ((root->op == TPU_HLO_OP_DYNAMIC_UPDATE_SLICE || root->op == TPU_HLO_OP_SCATTER) &&
+        base != NULL && base->op == TPU_HLO_OP_PARAMETER && base->parameter_number >= 0 &&
+        base->parameter_number < in->noperands) {
+        const tpu_hlo_instr_t *upd =
+            tpu__replay_operand(fc, root, root->op == TPU_HLO_OP_SCATTER ? root->noperands - 1 : 1);
+
+        inplace = (int)base->parameter_number;
+        b = upd != NULL ? (double)tpu_hlo_shape_bytes(&upd->shape) : b;
+    }
+    for (j = 0; j < fc->ninstrs; j++) {
+        const tpu_hlo_instr_t *u = &fc->instrs[j];
+
+        for (k = 0; k < u->noperands; k++) {
+            const tpu_hlo_instr_t *o = tpu__replay_operand(fc, u, k);
+            int pn;
+
+            if (o == NULL || o->op != TPU_HLO_OP_PARAMETER || o->parameter_number < 0 ||
+                o->parameter_number >= in->noperands) {
+                continue;
+            }
+            pn = (int)o->parameter_number;
+            if (k == 0 && (u->op == TPU_HLO_OP_DYNAMIC_SLICE || u->op == TPU_HLO_OP_SLICE ||
+                           u->op == TPU_HLO_OP_GATHER)) {
+                sliced[pn] += (double)tpu_hlo_shape_bytes(&u->shape);
+            } else if (!(pn == inplace && u == root && k == 0)) {
+                full[pn] = 1;
+            }
+        }
+    }
+    for (k = 0; k < in->noperands; k++) {
+        const tpu_hlo_instr_t *o = tpu__replay_operand(c, in, k);
+        double ob = o != NULL ? (double)tpu_hlo_shape_bytes(&o->shape) : 0;
+
+        b += full[k] || (sliced[k] == 0 && k != inplace) ? ob : sliced[k] < ob ? sliced[k] : ob;
+    }
+    tpu__free(sliced);
+    tpu__free(full);
+    return b;
+}
+
+/* Is 'in' a reshape XLA makes a bitcast (default layouts on both sides, no tiling)? */
+int tpu__replay_reshape_free(const tpu_hlo_comp_t *c, const tpu_hlo_instr_t *in)
+{
+    const tpu_hlo_instr_t *o = tpu__replay_operand(c, in, 0);
+
+    return in->op == TPU_HLO_OP_RESHAPE && o != NULL && o->shape.type == in->shape.type &&
+           !o->shape.layout_other && !in->shape.layout_other &&
+           tpu_hlo_shape_elements(&o->shape) == tpu_hlo_shape_elements(&in->shape);
+}
+
 static double custom_us(const walker_t *w, const tpu_hlo_instr_t *in, int *given_p)
 {
     int k;
@@ -312,20 +433,44 @@ tpu_status_t tpu__replay_op_at(walker_t *w, const tpu_hlo_comp_t *c, int i, int6
         row->opcode = in->opcode;
         row->line = in->line;
         *slot = w->rep->nops - 1;
+        row->source = in->op_name;
         if (in->op == TPU_HLO_OP_CUSTOM_CALL) {
-            row->custom = 1;
+            tpu_replay_custom_t kind = tpu__replay_custom_kind(in);
+            const char *tgt = in->custom_call_target ? in->custom_call_target : "?";
+
             row->detail = in->custom_call_target;
-            row->modeled_us = custom_us(w, in, &given);
-            row->bytes = io_bytes(c, in);
             w->rep->custom_calls++;
-            status =
-                tpu__replay_warn(w, "%s:%d: custom-call '%s' (%s) costs %s", w->mod->file, in->line,
-                                 in->name, in->custom_call_target ? in->custom_call_target : "?",
-                                 given ? "the time given by --custom-call-us"
-                                       : "0 (unknown; set it with "
-                                         "--custom-call-us NAME=US)");
-            if (status != TPU_OK) {
-                return status;
+            if (kind == TPU_REPLAY_CUSTOM_MATMUL && !custom_us(w, in, &given) && !given) {
+                /* A library matmul: the dot it is. */
+                library_matmul_cost(w, c, in, &k);
+                mem_us = k.bytes / w->chip->hbm_bw * 1e6;
+                row->compute_bound = k.mxu_us > mem_us;
+                row->modeled_us = (k.mxu_us > mem_us ? k.mxu_us : mem_us) /
+                                  tpu_faults_slowest_chip(w->link->faults);
+                row->flops = k.flops;
+                row->bytes = k.bytes;
+            } else {
+                row->custom = 1;
+                row->modeled_us = custom_us(w, in, &given);
+                row->bytes = io_bytes(c, in);
+                status =
+                    kind == TPU_REPLAY_CUSTOM_COMM && !given
+                        ? tpu__replay_warn(w,
+                                           "%s:%d: custom-call '%s' (%s) costs 0, and its name "
+                                           "suggests it communicates: the step misses its time "
+                                           "(give it with --custom-call-us NAME=US)",
+                                           w->mod->file, in->line, in->name, tgt)
+                        : tpu__replay_warn(
+                              w, "%s:%d: custom-call '%s' (%s%s) costs %s", w->mod->file, in->line,
+                              in->name,
+                              kind == TPU_REPLAY_CUSTOM_KERNEL ? "a Pallas/Mosaic/Triton kernel "
+                                                               : "",
+                              tgt,
+                              given ? "the time given by --custom-call-us"
+                                    : "0 (unknown; set it with --custom-call-us NAME=US)");
+                if (status != TPU_OK) {
+                    return status;
+                }
             }
         } else {
             if (in->op == TPU_HLO_OP_FUSION) {
@@ -336,7 +481,7 @@ tpu_status_t tpu__replay_op_at(walker_t *w, const tpu_hlo_comp_t *c, int i, int6
                         return status;
                     }
                 }
-                k.bytes = io_bytes(c, in);
+                k.bytes = fusion_bytes(w, c, in);
             } else {
                 status = inner_cost(w, c, in, &k);
                 if (status != TPU_OK) {

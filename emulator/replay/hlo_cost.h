@@ -11,6 +11,9 @@
 const tpu_hlo_instr_t *tpu__replay_operand(const tpu_hlo_comp_t *c, const tpu_hlo_instr_t *in,
                                            int k);
 
+/* Is 'in' a reshape XLA makes a bitcast (default layouts on both sides, no tiling)? */
+int tpu__replay_reshape_free(const tpu_hlo_comp_t *c, const tpu_hlo_instr_t *in);
+
 /* The row and time of compute instruction 'i' of 'c'. */
 tpu_status_t tpu__replay_op_at(walker_t *w, const tpu_hlo_comp_t *c, int i, int64_t mult,
                                double *us_p);

@@ -234,8 +234,7 @@ static tpu_status_t parse_operands(parser_t *p, tpu_hlo_instr_t *in)
 /* Attributes whose values are skipped without counting them as unknown. */
 static int known_skipped(const char *key)
 {
-    static const char *const names[] = {"metadata",
-                                        "sharding",
+    static const char *const names[] = {"sharding",
                                         "frontend_attributes",
                                         "statistics",
                                         "control-predecessors",
@@ -438,6 +437,15 @@ static tpu_status_t parse_attribute(parser_t *p, tpu_hlo_instr_t *in)
         }
         in->dim_labels = tpu__hlo_dup_range(p, p->s + start, p->pos - start);
         return in->dim_labels != NULL ? TPU_OK : tpu__hlo_oom(p);
+    }
+    if (strcmp(key, "metadata") == 0) {
+        size_t start = p->pos;
+
+        status = tpu__hlo_skip_value(p);
+        if (status != TPU_OK) {
+            return status;
+        }
+        return tpu__hlo_find_quoted(p, p->s + start, p->pos - start, "op_name", &in->op_name);
     }
     if (strcmp(key, "backend_config") == 0) {
         size_t start = p->pos;

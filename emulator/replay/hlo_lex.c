@@ -474,3 +474,39 @@ tpu_status_t tpu__hlo_read_int_list(parser_t *p, const char *role, tpu_hlo_ints_
         return tpu__hlo_expect(p, '}', role);
     }
 }
+
+tpu_status_t tpu__hlo_find_quoted(parser_t *p, const char *s, size_t n, const char *key,
+                                  const char **out_p)
+{
+    size_t klen = strlen(key), i, j, k;
+    char *d;
+
+    *out_p = NULL;
+    for (i = 0; i + klen + 2 <= n; i++) {
+        if (memcmp(s + i, key, klen) != 0 || s[i + klen] != '=' || s[i + klen + 1] != '"' ||
+            (i > 0 && tpu__hlo_is_id_char((unsigned char)s[i - 1]))) {
+            continue;
+        }
+        i += klen + 2;
+        for (j = i; j < n && s[j] != '"'; j++) {
+            j += s[j] == '\\';
+        }
+        if (j > n) {
+            j = n;
+        }
+        d = tpu__hlo_arena_alloc(p->arena, j - i + 1);
+        if (d == NULL) {
+            return tpu__hlo_oom(p);
+        }
+        for (k = 0; i < j; i++) {
+            if (s[i] == '\\' && i + 1 < j) {
+                i++;
+            }
+            d[k++] = s[i];
+        }
+        d[k] = '\0';
+        *out_p = d;
+        return TPU_OK;
+    }
+    return TPU_OK;
+}

@@ -147,6 +147,12 @@ tpu_status_t tpu__hlo_skip_group(parser_t *p);
 /* Make room for one more element of 'size' bytes in '*arr' ('*cap' elements). */
 tpu_status_t tpu__hlo_grow(parser_t *p, void **arr, int n, int *cap, size_t size);
 /* {a, b, c} -> ints (may be empty). */
+/*
+ * The string value of 'key="..."' inside [s, s + n) (the text of an attribute
+ * already skipped), unescaped into the arena; *out_p NULL when absent.
+ */
+tpu_status_t tpu__hlo_find_quoted(parser_t *p, const char *s, size_t n, const char *key,
+                                  const char **out_p);
 tpu_status_t tpu__hlo_read_int_list(parser_t *p, const char *role, tpu_hlo_ints_t *out);
 
 #endif /* TPU_HLO_LEX_H */

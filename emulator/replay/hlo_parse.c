@@ -226,6 +226,46 @@ static tpu_status_t parse_computation(parser_t *p, tpu_hlo_comp_t *c)
 
 /* ---------------------------------------------------------------- module */
 
+/*
+ * input_output_alias={ {0}: (0, {}, may-alias), {1}: (2, {1}, must-alias) }:
+ * the pairs (first output index, -1 for {}; parameter number) of [s, s + n).
+ */
+static tpu_status_t read_io_alias(parser_t *p, tpu_hlo_module_t *m, const char *s, size_t n)
+{
+    int cap = 0;
+    size_t i, j;
+
+    for (i = 0; i < n; i++) {
+        int64_t out = -1, param = 0;
+        tpu_status_t status;
+
+        if (s[i] != ':') {
+            continue;
+        }
+        /* Each ':' follows an output index "{0}" or "{}", and precedes "(PARAM, ...". */
+        for (j = i; j > 0 && s[j - 1] != '{'; j--) {
+        }
+        if (j < i && tpu__hlo_is_digit((unsigned char)s[j])) {
+            for (out = 0; j < i && tpu__hlo_is_digit((unsigned char)s[j]) && out < 1 << 30; j++) {
+                out = out * 10 + (s[j] - '0');
+            }
+        }
+        for (j = i; j < n && !tpu__hlo_is_digit((unsigned char)s[j]); j++) {
+        }
+        for (; j < n && tpu__hlo_is_digit((unsigned char)s[j]) && param < 1 << 30; j++) {
+            param = param * 10 + (s[j] - '0');
+        }
+        status = tpu__hlo_grow(p, (void **)&m->io_alias, m->nio_alias, &cap, 2 * sizeof(int64_t));
+        if (status != TPU_OK) {
+            return status;
+        }
+        m->io_alias[2 * m->nio_alias] = out;
+        m->io_alias[2 * m->nio_alias + 1] = param;
+        m->nio_alias++;
+    }
+    return TPU_OK;
+}
+
 static tpu_status_t parse_header(parser_t *p, tpu_hlo_module_t *m)
 {
     tpu_status_t status;
@@ -255,6 +295,13 @@ static tpu_status_t parse_header(parser_t *p, tpu_hlo_module_t *m)
             *(key[0] == 'r' ? &m->replica_count : &m->num_partitions) = v;
         } else if (strcmp(key, "is_scheduled") == 0) {
             status = tpu__hlo_read_bool(p, key, &m->is_scheduled);
+        } else if (strcmp(key, "input_output_alias") == 0) {
+            size_t start = p->pos;
+
+            status = tpu__hlo_skip_value(p);
+            if (status == TPU_OK) {
+                status = read_io_alias(p, m, p->s + start, p->pos - start);
+            }
         } else {
             status = tpu__hlo_skip_value(p);
         }

@@ -168,7 +168,31 @@ tpu_status_t tpu__hlo_parse_shape(parser_t *p, tpu_hlo_shape_t *sh, int in_signa
         int c1 = tpu__hlo_at(p, 1);
 
         if (tpu__hlo_is_digit(c1) || c1 == ':' || (c1 == '}' && !in_signature)) {
-            return tpu__hlo_skip_group(p);
+            size_t start = p->pos, q;
+            int64_t want = sh->rank - 1, v = -1;
+
+            status = tpu__hlo_skip_group(p);
+            /* Minor-to-major {rank-1,...,0} is the default; anything else, or a tiling. */
+            for (q = start + 1; q < p->pos && status == TPU_OK; q++) {
+                int ch = (unsigned char)p->s[q];
+
+                if (tpu__hlo_is_digit(ch)) {
+                    v = (v < 0 ? 0 : v * 10) + (ch - '0');
+                    continue;
+                }
+                if (v >= 0 && v != want--) {
+                    sh->layout_other = 1;
+                }
+                v = -1;
+                if (ch == ':') {
+                    sh->layout_other |= p->s[q + 1] == 'T' || p->s[q + 1] == 'S';
+                    if (p->mod != NULL && p->s[q + 1] == 'T') {
+                        p->mod->tiled_layouts++;
+                    }
+                    break;
+                }
+            }
+            return status;
         }
     }
     return TPU_OK;

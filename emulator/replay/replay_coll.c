@@ -341,6 +341,7 @@ tpu_status_t tpu__replay_coll_at(walker_t *w, const tpu_hlo_comp_t *c, int i,
             return tpu__replay_oom(w);
         }
         row->name = c->instrs[i].name;
+        row->source = c->instrs[i].op_name;
         row->opcode = c->instrs[i].opcode;
         row->line = c->instrs[i].line;
         row->async = is_start;

@@ -21,7 +21,7 @@ typedef struct walker {
     int32_t *dev2chip; /* device -> chip */
     int ndev, R, P;
     int **rowmap; /* [comp][instr] -> row (colls: >= 0; ops: -(row + 2)); -1 none */
-    int collcap, opcap, warncap;
+    int collcap, opcap, warncap, loopcap;
     int64_t seqcap;
     int64_t tlcap;
     double base;   /* the timeline: when the computation being walked started */

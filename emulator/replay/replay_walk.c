@@ -19,9 +19,9 @@
  *   clock until it ends; a -start lets the clock run on, and its -done waits
  *   for the end.  Exposed communication is the waiting.
  * - while: body and condition times the trip count (--trip-count NAME=K, else
- *   backend_config known_trip_count, else the counted-loop pattern, else 1 with
- *   a warning); call: the callee inline; conditional: the most expensive
- *   branch, with a warning naming it.
+ *   backend_config known_trip_count, else XLA's while-loop analysis, else 1 with
+ *   a warning naming the reason); call: the callee inline; conditional: the most
+ *   expensive branch, with a warning naming it.
  *
  * The files of the replay:
  *
@@ -31,12 +31,22 @@
  *   replay_coll.c    one collective -> an engine request, timed
  *   replay_groups.c  replica groups -> chips
  *   replay_state.c   the walker's state: warnings, rows, memo, sequence
+ *   replay_hbm.c     the HBM fit: the peak of live bytes per chip
+ *   replay_backend.c the compiler behind the module, what each custom-call is
+ *
+ * Beside the as-written walk, the same pass times the latency-hiding estimate
+ * (scheduled_step_us): every collective asynchronous, issued when its operands
+ * are ready and waited for by its first user, the links one collective at a
+ * time, compute in text order with ready ops filling the gaps left by ops that
+ * wait for a collective.
  */
 #include "tpu/replay.h"
 
 #include "alloc.h"
 #include "hlo_cost.h"
+#include "replay_backend.h"
 #include "replay_coll.h"
+#include "replay_hbm.h"
 #include "replay_state.h"
 #include "replay_trip.h"
 
@@ -46,7 +56,66 @@
 
 typedef struct times {
     double clock, compute, comm, exposed;
+    double sched; /* the latency-hiding estimate of the computation's time */
 } times_t;
+
+/*
+ * The scheduled model's compute stream: ops in text order, each at the earliest
+ * time its operands are ready, filling the idle gaps left by ops that waited
+ * for a collective (a list scheduler that lets ready work run ahead, as XLA's
+ * latency-hiding scheduler does).  At most MAX_GAPS gaps are remembered.
+ */
+#define MAX_GAPS 64
+
+typedef struct gaps {
+    double s[MAX_GAPS], e[MAX_GAPS];
+    int n;
+} gaps_t;
+
+/* Place an op of 'us' ready at 'rd' on the stream whose end is *sclock; its end. */
+static double place(gaps_t *g, double *sclock, double rd, double us)
+{
+    double st;
+    int k;
+
+    for (k = 0; k < g->n && rd < *sclock; k++) {
+        st = g->s[k] > rd ? g->s[k] : rd;
+        if (st + us <= g->e[k]) {
+            double s0 = g->s[k];
+
+            g->s[k] = st + us;
+            if (st > s0 && g->n < MAX_GAPS) {
+                g->s[g->n] = s0;
+                g->e[g->n++] = st;
+            }
+            return st + us;
+        }
+    }
+    st = *sclock > rd ? *sclock : rd;
+    if (st > *sclock && g->n < MAX_GAPS) {
+        g->s[g->n] = *sclock;
+        g->e[g->n++] = st;
+    }
+    *sclock = st + us;
+    return *sclock;
+}
+
+/* The scheduled model: when the operands of instruction i are all ready. */
+static double operands_ready(const tpu_hlo_comp_t *c, int i, const double *ready)
+{
+    const tpu_hlo_instr_t *in = &c->instrs[i];
+    double t = 0;
+    int k;
+
+    for (k = 0; k < in->noperands; k++) {
+        int o = in->operands[k];
+
+        if (o >= 0 && o < c->ninstrs && ready[o] > t) {
+            t = ready[o];
+        }
+    }
+    return t;
+}
 
 static tpu_status_t tl_append(walker_t *w, int64_t from, int64_t n, double shift, int coll,
                               int32_t row, double start, double dur)
@@ -101,14 +170,16 @@ static void add_times(times_t *t, const times_t *s, double n)
     t->compute += n * s->compute;
     t->comm += n * s->comm;
     t->exposed += n * s->exposed;
+    t->sched += n * s->sched;
 }
 
 static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
 {
     const tpu_hlo_comp_t *c = &w->mod->comps[ci];
-    double comm_free = 0, *end_at = NULL, base = w->base;
+    double comm_free = 0, *end_at = NULL, base = w->base, *ready = NULL, sclock = 0, scomm = 0;
+    gaps_t *gaps = NULL;
     tpu_status_t status = TPU_OK;
-    times_t t = {0, 0, 0, 0};
+    times_t t = {0, 0, 0, 0, 0};
     int i;
 
     if (++w->depth > MAX_CALL_DEPTH) {
@@ -118,7 +189,9 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                            w->mod->file, c->line, MAX_CALL_DEPTH, c->name);
     }
     end_at = tpu__malloc((size_t)c->ninstrs * sizeof(double));
-    if (end_at == NULL) {
+    ready = tpu__calloc((size_t)c->ninstrs + 1, sizeof(double));
+    gaps = tpu__calloc(1, sizeof(*gaps));
+    if (end_at == NULL || ready == NULL || gaps == NULL) {
         status = tpu__replay_oom(w);
         goto out;
     }
@@ -131,8 +204,9 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
         const tpu_hlo_instr_t *attrs = in;
         tpu_replay_coll_t *row = NULL;
         times_t sub;
-        double us = 0;
+        double us = 0, rd = operands_ready(c, i, ready), sstart = sclock > rd ? sclock : rd;
 
+        ready[i] = rd;
         if (cls == TPU_HLO_CLASS_ASYNC && in->async == TPU_HLO_START && in->calls_c >= 0) {
             const tpu_hlo_comp_t *cc = &w->mod->comps[in->calls_c];
 
@@ -145,10 +219,15 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                 status = walk(w, in->calls_c, mult, &sub);
                 w->base = base;
                 add_times(&t, &sub, 1);
+                sclock = ready[i] = sstart + sub.sched;
                 continue;
             }
         } else if (cls == TPU_HLO_CLASS_ASYNC) {
             cls = TPU_HLO_CLASS_COLL; /* async-update / async-done */
+        } else if ((cls == TPU_HLO_CLASS_CUSTOM &&
+                    tpu__replay_custom_kind(in) == TPU_REPLAY_CUSTOM_MARKER) ||
+                   tpu__replay_reshape_free(c, in)) {
+            cls = TPU_HLO_CLASS_FREE; /* sharding markers; reshapes that are bitcasts */
         }
         switch (cls) {
         case TPU_HLO_CLASS_COLL:
@@ -159,6 +238,9 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                 int s = tpu__replay_start_of(c, i);
                 int *slot;
 
+                if (s >= 0) {
+                    ready[i] = ready[s];
+                }
                 if (s < 0 || end_at[s] < 0) {
                     break;
                 }
@@ -191,6 +273,9 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                 }
                 comm_free = start + us;
                 t.comm += us;
+                /* Scheduled: issued when its operands are ready, one at a time on the links. */
+                scomm = (rd > scomm ? rd : scomm) + us;
+                ready[i] = scomm;
                 if (in->async == TPU_HLO_START) {
                     end_at[i] = comm_free;
                 } else {
@@ -237,6 +322,8 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                 if (status == TPU_OK) {
                     add_times(&t, &sub, (double)n);
                     add_times(&t, &cond, (double)n);
+                    sclock = ready[i] = sstart + (double)n * (sub.sched + cond.sched);
+                    scomm = scomm > sclock ? scomm : sclock;
                 }
                 /* The sequence: the iteration just walked, n - 1 more times. */
                 b = w->rep->nseq;
@@ -252,6 +339,8 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                 status = walk(w, in->to_apply_c, mult, &sub);
                 w->base = base;
                 add_times(&t, &sub, 1);
+                sclock = ready[i] = sstart + sub.sched;
+                scomm = scomm > sclock ? scomm : sclock;
             }
             break;
         case TPU_HLO_CLASS_COND: {
@@ -277,6 +366,8 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
                 status = walk(w, best, mult, &sub);
                 w->base = base;
                 add_times(&t, &sub, 1);
+                sclock = ready[i] = sstart + sub.sched;
+                scomm = scomm > sclock ? scomm : sclock;
                 if (status == TPU_OK && nb > 1) {
                     status = tpu__replay_warn(
                         w,
@@ -305,6 +396,7 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
             if (status == TPU_OK) {
                 t.clock += us;
                 t.compute += us;
+                ready[i] = place(gaps, &sclock, rd, us);
                 if (w->record) {
                     const tpu_replay_op_t *op = &w->rep->ops[*tpu__replay_rowslot(w, c, i)];
 
@@ -321,10 +413,14 @@ static tpu_status_t walk(walker_t *w, int ci, int64_t mult, times_t *out)
             t.exposed += end_at[i] - t.clock;
             t.clock = end_at[i];
         }
+        sclock = ready[i] > sclock ? ready[i] : sclock;
     }
+    t.sched = sclock > scomm ? sclock : scomm;
     *out = t;
 out:
     tpu__free(end_at);
+    tpu__free(ready);
+    tpu__free(gaps);
     w->depth--;
     return status;
 }
@@ -361,6 +457,7 @@ void tpu_replay_report_destroy(tpu_replay_report_t *r)
     tpu__free(r->warnings);
     tpu__free(r->seq);
     tpu__free(r->timeline);
+    tpu__free(r->loops);
     tpu__free(r);
 }
 
@@ -499,7 +596,19 @@ tpu_status_t tpu_replay_run(const tpu_hlo_module_t *mod, const tpu_topo_t *topo,
     w.rep->compute_us = t.compute;
     w.rep->comm_us = t.comm;
     w.rep->exposed_comm_us = t.exposed;
+    w.rep->scheduled_step_us = t.sched;
+    w.rep->scheduled_exposed_comm_us = t.sched > t.compute ? t.sched - t.compute : 0;
+    w.rep->mfu = t.clock > 0 && chip->bf16_flops > 0
+                     ? w.rep->flops / (t.clock * 1e-6 * chip->bf16_flops)
+                     : 0;
     w.rep->unknown_opcodes = mod->unknown_opcodes;
+    status = tpu__replay_hbm(&w, entry);
+    if (status == TPU_OK) {
+        status = tpu__replay_backend(&w);
+    }
+    if (status != TPU_OK) {
+        goto out;
+    }
     *report_p = w.rep;
     w.rep = NULL;
 out:

@@ -14,7 +14,8 @@
  * to_apply, calls, condition, body, true/false_computation,
  * branch_computations, the dot and convolution dimension numbers,
  * custom_call_target, backend_config (its known_trip_count), index, direction,
- * scalar integer constants.  Everything else (metadata, sharding,
+ * scalar integer constants, metadata's op_name, the module's
+ * input_output_alias.  Everything else (the rest of metadata, sharding,
  * frontend_attributes, unknown attributes, unknown opcodes) is skipped by
  * bracket matching and counted, never an error.  Line and block comments are
  * skipped; a line that starts with "// -----" separates modules, and a second
@@ -238,6 +239,7 @@ typedef struct tpu_hlo_shape {
     int64_t dims[TPU_HLO_MAX_RANK]; /* "<=N" bounded dims are N, unbounded "?" 1 */
     int ntuple;
     struct tpu_hlo_shape *tuple; /* ntuple elements */
+    int layout_other;            /* 1: a layout other than {rank-1,...,0}, or tiled */
 } tpu_hlo_shape_t;
 
 /* A list of integers. */
@@ -299,6 +301,7 @@ typedef struct tpu_hlo_instr {
     int64_t int_value;
     int64_t parameter_number; /* -1 */
     int64_t fft_length;       /* product of fft_length; 0 */
+    const char *op_name;      /* metadata={op_name="..."} (the JAX op path); NULL */
 } tpu_hlo_instr_t;
 
 typedef struct tpu_hlo_comp {
@@ -326,6 +329,11 @@ typedef struct tpu_hlo_module {
     int skipped_attributes;  /* attributes not read (metadata, sharding, unknown ...) */
     int stack_frame_entries; /* entries of the FileNames ... StackFrames blocks */
     int nested_operands;     /* operands written as nested instructions */
+    int tiled_layouts;       /* layouts with a TPU tiling ":T(...)" */
+    /* input_output_alias: nio_alias pairs (output tuple index, -1 for the whole output;
+     * the entry parameter number it shares its buffer with). */
+    int nio_alias;
+    int64_t *io_alias;
 } tpu_hlo_module_t;
 
 typedef struct tpu_hlo_file {

@@ -15,6 +15,10 @@
  * the most expensive branch.  Instructions run in text order on one compute
  * stream; collectives run one at a time on one communication stream, and an
  * async collective overlaps the instructions between its start and its done.
+ * Beside that step: the latency-hiding estimate of the same dataflow
+ * (scheduled_step_us), the HBM peak of live buffers per chip and the largest
+ * of them, every loop's trip count and how it was found, the compiler that
+ * produced the module, the MFU.
  *
  * Ownership: the report is the caller's, freed with tpu_replay_report_destroy();
  * it points into the module (names), which must outlive it.
@@ -71,6 +75,7 @@ typedef struct tpu_replay_coll {
     char algorithm[64];
     char axes[16];
     char note[128];
+    const char *source; /* metadata op_name (the JAX op path); NULL */
 } tpu_replay_coll_t;
 
 /* One compute instruction of the module. */
@@ -84,8 +89,29 @@ typedef struct tpu_replay_op {
     double modeled_us; /* one execution */
     int64_t executions;
     int compute_bound;
-    int custom; /* a custom-call (time given by --custom-call-us or zero) */
+    int custom;         /* a custom-call (time given by --custom-call-us or zero) */
+    const char *source; /* metadata op_name (the JAX op path); NULL */
 } tpu_replay_op_t;
+
+/* A buffer live at the HBM peak. */
+typedef struct tpu_replay_buffer {
+    const char *name;
+    const char *source; /* metadata op_name; NULL */
+    uint64_t bytes;
+    char shape[64]; /* "bf16[8192,4096]" */
+} tpu_replay_buffer_t;
+
+/* A while loop and how its trip count was found. */
+typedef struct tpu_replay_loop {
+    const char *name;
+    int line;
+    int64_t trips; /* as counted (1 when unknown) */
+    int known;     /* 0: not found, counted once; 'how' says why */
+    char how[160]; /* "--trip-count", "known_trip_count", "induction ..." or the reason */
+} tpu_replay_loop_t;
+
+/* Largest buffers listed at the HBM peak. */
+#define TPU_REPLAY_HBM_TOP 8
 
 /*
  * One execution on the step's timeline: a compute op on the compute stream or a
@@ -100,7 +126,7 @@ typedef struct tpu_replay_event {
     double dur_us;
 } tpu_replay_event_t;
 
-#define TPU_REPLAY_WARNING_LEN 200
+#define TPU_REPLAY_WARNING_LEN 320
 /* Most events the timeline holds (timeline_truncated past them). */
 #define TPU_REPLAY_MAX_TIMELINE (1 << 18)
 /* Most collective executions the report lists in order (seq). */
@@ -129,6 +155,22 @@ typedef struct tpu_replay_report {
     int custom_calls;       /* custom-call instructions met */
     int unknown_opcodes;    /* instructions skipped */
     int unsupported;        /* collectives not timed */
+    /* HBM fit: the peak of live bytes per chip over the module's order. */
+    double hbm_peak_bytes;
+    double hbm_capacity_bytes; /* the chip's HBM */
+    int hbm_over;              /* 1: peak > capacity (XLA would fail RESOURCE_EXHAUSTED) */
+    const char *hbm_peak_at;   /* the instruction at the peak */
+    int nbuffers;              /* the largest buffers live at the peak, largest first */
+    tpu_replay_buffer_t buffers[TPU_REPLAY_HBM_TOP];
+    int nloops; /* every while loop walked, with its trip count */
+    tpu_replay_loop_t *loops;
+    /* The latency-hiding estimate: every collective asynchronous, started when its
+     * operands are ready and waited for by its first user; compute in text order. */
+    double scheduled_step_us;
+    double scheduled_exposed_comm_us;
+    const char *backend;  /* "TPU", "GPU", "CPU" or "unknown" */
+    char backend_why[96]; /* the evidence */
+    double mfu;           /* flops / (step x chip peak) */
 } tpu_replay_report_t;
 
 /*

@@ -3,14 +3,19 @@
  *
  *   tpuemu replay MODULE.hlo [pod options] [--module N] [--list] [--device-order LIST]
  *                 [--trip-count NAME=K,...] [--custom-call-us NAME=US,...] [--top N]
+ *                 [--by-source N] [--compare A.hlo]
  *                 [--json FILE|-] [--trace FILE [--trace-measured]] [--heatmap FILE.svg]
  *                 [--timeout S] [--inject crash|stop:chip=C,call=N]
  *
  * Reads the HLO text (the library's parser, include/tpu/hlo.h), picks one module
  * (--module N counts from 1; by default the first whose device count equals the
- * pod's chips), replays it (include/tpu/replay.h) and prints the step time,
- * the compute / communication split, the exposed communication, every
- * collective and the top ops.  Bad input: one line "tpuemu: ..." and exit 2.
+ * pod's chips; without --topology a module of another count runs on the chip's
+ * default slice for it), replays it (include/tpu/replay.h) and prints the step
+ * time, the compute / communication split, the exposed communication, the
+ * schedule estimate, the HBM peak, the backend, the loops, every collective,
+ * the top ops and the largest buffers at the peak (--by-source: the time by
+ * JAX op path; --compare: two modules side by side).  Bad input: one line
+ * "tpuemu: ..." and exit 2.
  */
 #include "replay.h"
 
@@ -23,13 +28,16 @@
 #include "file.h"
 #include "jobenv.h"
 #include "podsetup.h"
+#include "replay_compare.h"
 #include "replay_mpi.h"
 #include "replay_out.h"
+#include "replay_source.h"
 #include "report.h"
 #include "sink.h"
 #include "watch.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +46,7 @@
 tpu_status_t app_replay_check(const app_opts_t *o, tpu_err_t *err)
 {
     if (o->list && (o->module || o->device_order || o->trips.n || o->customs.n || o->top != 20 ||
-                    o->json || o->entry)) {
+                    o->json || o->entry || o->by_source || o->compare)) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "--list only lists the modules of the file: drop --%s",
                            o->module         ? "module"
@@ -47,6 +55,8 @@ tpu_status_t app_replay_check(const app_opts_t *o, tpu_err_t *err)
                            : o->customs.n    ? "custom-call-us"
                            : o->json         ? "json"
                            : o->entry        ? "entry"
+                           : o->by_source    ? "by-source"
+                           : o->compare      ? "compare"
                                              : "top");
     }
     if (o->module_path == NULL) {
@@ -60,6 +70,20 @@ tpu_status_t app_replay_check(const app_opts_t *o, tpu_err_t *err)
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "--trace-measured needs a run under mpirun (without it replay "
                            "measures nothing)");
+    }
+    if (o->compare != NULL && app_jobenv_launched()) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--compare replays two modules without running them: run it without "
+                           "mpirun");
+    }
+    if (o->compare != NULL && (o->csv || o->trace || o->heatmap || o->by_source)) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--compare prints the two modules side by side (text, or --json): "
+                           "drop --%s",
+                           o->csv       ? "csv"
+                           : o->trace   ? "trace"
+                           : o->heatmap ? "heatmap"
+                                        : "by-source");
     }
     if (o->inject != NULL && !app_jobenv_launched()) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -150,114 +174,73 @@ static tpu_status_t parse_order(const char *text, int32_t **order_p, int *n_p, t
     return TPU_OK;
 }
 
-int app_cmd_replay(app_ctx_t *ctx)
+/*
+ * The chip's default slice for 'n' chips over its 2 or 3 ICI axes: powers of two
+ * doubled on the smallest axis (the last of equals: v5e 8 -> 2x4, 16 -> 4x4; v5p
+ * 16 -> 2x2x4, 64 -> 4x4x4); other counts the most even factors, smallest first
+ * (v5e 20 -> 4x5, 30 -> 5x6).
+ */
+static void default_slice(const tpu_chip_spec_t *chip, int n, char *buf, size_t size)
 {
-    const app_opts_t *o = ctx->o;
-    app_job_t *job = ctx->job;
-    app_replay_measured_t ms;
-    int mpi = job != NULL, rank0 = 1;
-    tpu_err_t err = {0};
-    tpu_pod_t *pod_local = NULL;
-    const tpu_pod_t *pod = ctx->pod;
-    FILE *txt;
-    app_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
-    char *text = NULL;
-    size_t len = 0;
-    tpu_hlo_file_t *hf = NULL;
-    tpu_replay_report_t *rep = NULL;
-    tpu_replay_opts_t ropts;
-    app_report_t report;
-    double *spans = NULL;
-    int32_t *order = NULL;
-    int norder = 0, m, i, rc = APP_EXIT_USAGE, *ci = NULL, *oi = NULL;
+    int dims[3] = {1, 1, 1}, naxes = chip->ici_axes == 3 ? 3 : 2, prod = 1, a, best, rest = n;
+
+    if (n >= 1 && (n & (n - 1)) == 0) {
+        while (prod < n) {
+            for (best = naxes - 1, a = naxes - 1; a >= 0; a--) {
+                best = dims[a] < dims[best] ? a : best;
+            }
+            dims[best] *= 2;
+            prod *= 2;
+        }
+    } else {
+        /* Each axis in turn: the largest divisor of what is left that is at most
+         * its even share (the cube root, then the square root). */
+        for (a = 0; a < naxes - 1; a++) {
+            int d, share = 1;
+
+            while ((naxes - a == 3 ? share * share * share : share * share) <= rest) {
+                share++;
+            }
+            for (d = share - 1; d > 1 && rest % d != 0; d--) {
+            }
+            dims[a] = d > 1 ? d : 1;
+            rest /= dims[a];
+        }
+        dims[naxes - 1] = rest;
+    }
+    if (naxes == 3) {
+        snprintf(buf, size, "%dx%dx%d", dims[0], dims[1], dims[2]);
+    } else {
+        snprintf(buf, size, "%dx%d", dims[0], dims[1]);
+    }
+}
+
+/* One module file, parsed and replayed on its pod. */
+typedef struct loaded {
+    char *text;
+    tpu_hlo_file_t *hf;
+    int m; /* the module replayed, from 0 */
     const tpu_hlo_module_t *mod;
-    tpu_status_t status;
+    tpu_replay_report_t *rep;
+    tpu_pod_t *pod_local;
+    const tpu_pod_t *pod;
+    char slice[32]; /* the default slice taken without --topology; "" otherwise */
+} loaded_t;
 
-    memset(&ms, 0, sizeof(ms));
-    memset(&report, 0, sizeof(report));
-    if (mpi) {
-        rank0 = job->world_rank == 0;
-        if (!o->list) {
-            /* Every rank learns whether rank 0 could open the files. */
-            rc = app_job_report_open(job, o, "replay", &report);
-            if (rc >= 0) {
-                return rc;
-            }
-            rc = APP_EXIT_USAGE;
-        }
-    }
-    if (o->device_order != NULL && parse_order(o->device_order, &order, &norder, &err) != TPU_OK) {
-        goto fail;
-    }
-    if (read_file(o->module_path, &text, &len, &err) != TPU_OK) {
-        goto fail;
-    }
-    status = tpu_hlo_parse(text, len, o->module_path, &hf, &err);
-    if (status != TPU_OK) {
-        goto fail;
-    }
-    if (o->list) {
-        for (m = 0; m < hf->nmodules && rank0; m++) {
-            const tpu_hlo_module_t *x = &hf->modules[m];
+static void loaded_fini(loaded_t *L)
+{
+    tpu_replay_report_destroy(L->rep);
+    tpu_hlo_file_destroy(L->hf);
+    tpu__free(L->text);
+    tpu_pod_destroy(L->pod_local);
+    memset(L, 0, sizeof(*L));
+}
 
-            int nd = tpu_replay_device_count(x);
+/* Every --trip-count names a while loop and every --custom-call-us a custom-call of 'mod'. */
+static tpu_status_t check_names(const app_opts_t *o, const tpu_hlo_module_t *mod, tpu_err_t *err)
+{
+    int i;
 
-            printf("%d  %-40s line %-6d %5d device%s %d computation%s\n", m + 1,
-                   x->name[0] ? x->name : "(no header)", x->line, nd, nd == 1 ? " " : "s",
-                   x->ncomps, x->ncomps == 1 ? "" : "s");
-        }
-        rc = APP_EXIT_OK;
-        goto out;
-    }
-    if (!mpi) {
-        if (app_pod_setup(o, &pod_local, &err) != TPU_OK) {
-            goto fail;
-        }
-        pod = pod_local;
-    }
-    if (!mpi && (o->trace != NULL || o->heatmap != NULL || o->trace_measured)) {
-        char title[256];
-
-        snprintf(title, sizeof(title), "tpuemu replay %s: %d chips of %s as %s (wrap %s)",
-                 o->module_path, tpu_pod_topo(pod)->nchips, tpu_pod_chip(pod)->name,
-                 tpu_pod_shape(pod), tpu_pod_wrap(pod));
-        if (app_report_open(&report, o, pod, title, &err) != TPU_OK) {
-            goto fail;
-        }
-    }
-    if (o->module > hf->nmodules) {
-        tpu_err_set(&err, TPU_ERR_INVALID, "--module %d: '%s' holds %d module%s", o->module,
-                    o->module_path, hf->nmodules, hf->nmodules > 1 ? "s" : "");
-        goto fail;
-    }
-    m = o->module - 1;
-    if (m < 0) {
-        for (m = 0; m < hf->nmodules; m++) {
-            if (tpu_replay_device_count(&hf->modules[m]) == tpu_pod_topo(pod)->nchips) {
-                break;
-            }
-        }
-        if (m == hf->nmodules) {
-            m = 0;
-        }
-    }
-    mod = &hf->modules[m];
-    memset(&ropts, 0, sizeof(ropts));
-    ropts.device_order = order;
-    ropts.ndevice_order = norder;
-    ropts.ntrips = o->trips.n;
-    ropts.trip_names = (const char *const *)o->trips.names;
-    ropts.trip_counts = o->trips.ivalues;
-    ropts.ncustom = o->customs.n;
-    ropts.custom_names = (const char *const *)o->customs.names;
-    ropts.custom_us = o->customs.values;
-    ropts.timeline = report.trace != NULL;
-    ropts.entry = o->entry;
-    status = tpu_replay_run(mod, tpu_pod_topo(pod), tpu_pod_link(pod), tpu_pod_chip(pod), &ropts,
-                            &rep, &err);
-    if (status != TPU_OK) {
-        goto fail;
-    }
     for (i = 0; i < o->trips.n; i++) {
         int found = 0, c, k;
 
@@ -270,10 +253,9 @@ int app_cmd_replay(app_ctx_t *ctx)
             }
         }
         if (!found) {
-            tpu_err_set(&err, TPU_ERR_INVALID,
-                        "--trip-count %s: the module has no while loop named '%s'",
-                        o->trips.names[i], o->trips.names[i]);
-            goto fail;
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "--trip-count %s: the module has no while loop named '%s'",
+                               o->trips.names[i], o->trips.names[i]);
         }
     }
     /* A --custom-call-us that names no custom-call (by name or target) would be
@@ -292,10 +274,208 @@ int app_cmd_replay(app_ctx_t *ctx)
             }
         }
         if (!found) {
-            tpu_err_set(&err, TPU_ERR_INVALID,
-                        "--custom-call-us %s: the module has no custom-call named or targeting "
-                        "'%s'",
-                        o->customs.names[i], o->customs.names[i]);
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "--custom-call-us %s: the module has no custom-call named or "
+                               "targeting '%s'",
+                               o->customs.names[i], o->customs.names[i]);
+        }
+    }
+    return TPU_OK;
+}
+
+/*
+ * Read, parse and replay 'path': on 'job_pod' under mpirun, else on the pod of
+ * the flags; without --topology (nor a config file) a module whose device count
+ * is not the default pod's runs on the chip's default slice for its count.
+ */
+static tpu_status_t load_replay(const app_opts_t *o, const char *path, const tpu_pod_t *job_pod,
+                                const int32_t *order, int norder, int timeline, loaded_t *L,
+                                tpu_err_t *err)
+{
+    tpu_replay_opts_t ropts;
+    size_t len = 0;
+    tpu_status_t status;
+
+    memset(L, 0, sizeof(*L));
+    status = read_file(path, &L->text, &len, err);
+    if (status == TPU_OK) {
+        status = tpu_hlo_parse(L->text, len, path, &L->hf, err);
+    }
+    if (status != TPU_OK) {
+        return status;
+    }
+    L->pod = job_pod;
+    if (job_pod == NULL) {
+        status = app_pod_setup(o, &L->pod_local, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+        L->pod = L->pod_local;
+    }
+    if (o->module > L->hf->nmodules) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--module %d: '%s' holds %d module%s", o->module,
+                           path, L->hf->nmodules, L->hf->nmodules > 1 ? "s" : "");
+    }
+    L->m = o->module - 1;
+    if (L->m < 0) {
+        for (L->m = 0; L->m < L->hf->nmodules; L->m++) {
+            if (tpu_replay_device_count(&L->hf->modules[L->m]) == tpu_pod_topo(L->pod)->nchips) {
+                break;
+            }
+        }
+        if (L->m == L->hf->nmodules) {
+            L->m = 0;
+        }
+    }
+    L->mod = &L->hf->modules[L->m];
+    if (job_pod == NULL && o->topology == NULL && o->config == NULL &&
+        tpu_replay_device_count(L->mod) != tpu_pod_topo(L->pod)->nchips) {
+        app_opts_t o2 = *o;
+        tpu_pod_t *dflt = NULL;
+        tpu_err_t e2 = {0};
+
+        default_slice(tpu_pod_chip(L->pod), tpu_replay_device_count(L->mod), L->slice,
+                      sizeof(L->slice));
+        o2.topology = L->slice;
+        if (app_pod_setup(&o2, &dflt, &e2) == TPU_OK) {
+            tpu_pod_destroy(L->pod_local);
+            L->pod = L->pod_local = dflt;
+        } else {
+            L->slice[0] = '\0'; /* no such slice: the replay names the device count */
+        }
+    }
+    memset(&ropts, 0, sizeof(ropts));
+    ropts.device_order = order;
+    ropts.ndevice_order = norder;
+    ropts.ntrips = o->trips.n;
+    ropts.trip_names = (const char *const *)o->trips.names;
+    ropts.trip_counts = o->trips.ivalues;
+    ropts.ncustom = o->customs.n;
+    ropts.custom_names = (const char *const *)o->customs.names;
+    ropts.custom_us = o->customs.values;
+    ropts.timeline = timeline;
+    ropts.entry = o->entry;
+    status = tpu_replay_run(L->mod, tpu_pod_topo(L->pod), tpu_pod_link(L->pod),
+                            tpu_pod_chip(L->pod), &ropts, &L->rep, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    return check_names(o, L->mod, err);
+}
+
+int app_cmd_replay(app_ctx_t *ctx)
+{
+    const app_opts_t *o = ctx->o;
+    app_job_t *job = ctx->job;
+    app_replay_measured_t ms;
+    int mpi = job != NULL, rank0 = 1;
+    tpu_err_t err = {0};
+    FILE *txt;
+    app_sink_t sink = {NULL, NULL}, csv_sink = {NULL, NULL};
+    loaded_t L, A;
+    app_replay_side_t sa, sb;
+    tpu_replay_report_t *rep;
+    app_report_t report;
+    double *spans = NULL;
+    int32_t *order = NULL;
+    int norder = 0, m, i, rc = APP_EXIT_USAGE, *ci = NULL, *oi = NULL;
+    const tpu_hlo_module_t *mod;
+    const tpu_pod_t *pod;
+    tpu_status_t status;
+
+    memset(&ms, 0, sizeof(ms));
+    memset(&report, 0, sizeof(report));
+    memset(&L, 0, sizeof(L));
+    memset(&A, 0, sizeof(A));
+    if (mpi) {
+        rank0 = job->world_rank == 0;
+        if (!o->list) {
+            /* Every rank learns whether rank 0 could open the files. */
+            rc = app_job_report_open(job, o, "replay", &report);
+            if (rc >= 0) {
+                return rc;
+            }
+            rc = APP_EXIT_USAGE;
+        }
+    }
+    if (o->device_order != NULL && parse_order(o->device_order, &order, &norder, &err) != TPU_OK) {
+        goto fail;
+    }
+    if (o->list) {
+        size_t len = 0;
+
+        if (read_file(o->module_path, &L.text, &len, &err) != TPU_OK ||
+            tpu_hlo_parse(L.text, len, o->module_path, &L.hf, &err) != TPU_OK) {
+            goto fail;
+        }
+        for (m = 0; m < L.hf->nmodules && rank0; m++) {
+            const tpu_hlo_module_t *x = &L.hf->modules[m];
+
+            int nd = tpu_replay_device_count(x);
+
+            printf("%d  %-40s line %-6d %5d device%s %d computation%s\n", m + 1,
+                   x->name[0] ? x->name : "(no header)", x->line, nd, nd == 1 ? " " : "s",
+                   x->ncomps, x->ncomps == 1 ? "" : "s");
+        }
+        rc = APP_EXIT_OK;
+        goto out;
+    }
+    if (o->compare != NULL) {
+        /* Two modules side by side: A (--compare) and the operand. */
+        if (load_replay(o, o->compare, NULL, order, norder, 0, &A, &err) != TPU_OK ||
+            load_replay(o, o->module_path, NULL, order, norder, 0, &L, &err) != TPU_OK) {
+            goto fail;
+        }
+        if (!o->quiet) {
+            for (i = 0; i < A.rep->nwarnings; i++) {
+                fprintf(stderr, "tpuemu: warning: A: %s\n", A.rep->warnings[i]);
+            }
+            for (i = 0; i < L.rep->nwarnings; i++) {
+                fprintf(stderr, "tpuemu: warning: B: %s\n", L.rep->warnings[i]);
+            }
+        }
+        if (o->json != NULL && app_sink_open(&sink, o->json, &err) != TPU_OK) {
+            goto fail;
+        }
+        txt = app_sink_text(o->json, o->csv);
+        sa.path = o->compare;
+        sa.pod = A.pod;
+        sa.mod = A.mod;
+        sa.rep = A.rep;
+        sb.path = o->module_path;
+        sb.pod = L.pod;
+        sb.mod = L.mod;
+        sb.rep = L.rep;
+        app_replay_print_compare(txt, &sa, &sb);
+        if (o->json != NULL) {
+            app_json_t j;
+
+            app_json_init(&j, sink.f);
+            app_replay_compare_json(&j, &sa, &sb);
+            if (app_json_end(&j, &err) != TPU_OK || app_sink_close(&sink, &err) != TPU_OK) {
+                app_die_msg(err.msg);
+                rc = APP_EXIT_FAIL;
+                goto out;
+            }
+        }
+        rc = APP_EXIT_OK;
+        goto out;
+    }
+    if (load_replay(o, o->module_path, mpi ? ctx->pod : NULL, order, norder,
+                    mpi ? report.trace != NULL : o->trace != NULL, &L, &err) != TPU_OK) {
+        goto fail;
+    }
+    pod = L.pod;
+    mod = L.mod;
+    rep = L.rep;
+    m = L.m;
+    if (!mpi && (o->trace != NULL || o->heatmap != NULL || o->trace_measured)) {
+        char title[256];
+
+        snprintf(title, sizeof(title), "tpuemu replay %s: %d chips of %s as %s (wrap %s)",
+                 o->module_path, tpu_pod_topo(pod)->nchips, tpu_pod_chip(pod)->name,
+                 tpu_pod_shape(pod), tpu_pod_wrap(pod));
+        if (app_report_open(&report, o, pod, title, &err) != TPU_OK) {
             goto fail;
         }
     }
@@ -372,7 +552,16 @@ int app_cmd_replay(app_ctx_t *ctx)
             goto out;
         }
     }
-    app_replay_print_text(txt, pod, o->module_path, m, hf->nmodules, mod, rep, ci, oi, o->top);
+    if (L.slice[0] != '\0') {
+        fprintf(txt,
+                "(no --topology: the module runs on %d devices, so %s, the %s's default "
+                "slice for them)\n",
+                rep->devices, L.slice, tpu_pod_chip(pod)->name);
+    }
+    app_replay_print_text(txt, pod, o->module_path, m, L.hf->nmodules, mod, rep, ci, oi, o->top);
+    if (o->by_source > 0) {
+        app_replay_print_by_source(txt, rep, o->by_source);
+    }
     if (mpi) {
         app_replay_print_measured(txt, rep, &ms, ci, job->nranks);
     }
@@ -380,7 +569,8 @@ int app_cmd_replay(app_ctx_t *ctx)
         app_json_t j;
 
         app_json_init(&j, sink.f);
-        app_replay_write_json(&j, pod, o->module_path, m, mod, rep, ci, oi, mpi ? &ms : NULL);
+        app_replay_write_json(&j, pod, o->module_path, m, mod, rep, ci, oi, mpi ? &ms : NULL,
+                              o->by_source);
         status = app_json_end(&j, &err);
         if (app_sink_close(&sink, &err) != TPU_OK || status != TPU_OK) {
             if (rank0) {
@@ -413,13 +603,11 @@ out:
     app_replay_measured_fini(&ms);
     tpu__free(ci);
     tpu__free(oi);
-    tpu_replay_report_destroy(rep);
-    tpu_hlo_file_destroy(hf);
-    tpu__free(text);
     tpu__free(order);
+    loaded_fini(&L);
+    loaded_fini(&A);
     if (mpi) {
         return app_job_end(job, rc);
     }
-    tpu_pod_destroy(pod_local);
     return rc;
 }

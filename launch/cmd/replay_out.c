@@ -9,6 +9,7 @@
 #include "csv.h"
 #include "faults.h"
 #include "progress.h"
+#include "replay_source.h"
 #include "units.h"
 
 #include <stdlib.h>
@@ -54,7 +55,7 @@ int *app_replay_rank_rows(int n, const double *total)
 /* The JSON document of the replay ('ms': the real run under mpirun, or NULL). */
 void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path, int index,
                            const tpu_hlo_module_t *mod, const tpu_replay_report_t *r, const int *ci,
-                           const int *oi, const app_replay_measured_t *ms)
+                           const int *oi, const app_replay_measured_t *ms, int by_source)
 {
     int i;
 
@@ -74,6 +75,39 @@ void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path
     app_json_kint(j, "unknown_opcodes", r->unknown_opcodes);
     app_json_kint(j, "unsupported_collectives", r->unsupported);
     app_json_kint(j, "executions", (long long)r->nseq);
+    app_json_kfixed(j, "scheduled_step_us", r->scheduled_step_us, 6);
+    app_json_kfixed(j, "scheduled_exposed_comm_us", r->scheduled_exposed_comm_us, 6);
+    app_json_kfixed(j, "hbm_peak_bytes", r->hbm_peak_bytes, 0);
+    app_json_kfixed(j, "hbm_capacity_bytes", r->hbm_capacity_bytes, 0);
+    app_json_kbool(j, "hbm_fits", !r->hbm_over);
+    app_json_kstr(j, "hbm_peak_at", r->hbm_peak_at ? r->hbm_peak_at : "");
+    app_json_karray(j, "hbm_peak_buffers");
+    for (i = 0; i < r->nbuffers; i++) {
+        app_json_object(j);
+        app_json_kstr(j, "name", r->buffers[i].name);
+        app_json_kstr(j, "shape", r->buffers[i].shape);
+        app_json_kuint(j, "bytes", (unsigned long long)r->buffers[i].bytes);
+        app_json_kstr(j, "op_name", r->buffers[i].source ? r->buffers[i].source : "");
+        app_json_object_end(j);
+    }
+    app_json_array_end(j);
+    app_json_kstr(j, "backend", r->backend ? r->backend : "unknown");
+    app_json_kstr(j, "backend_evidence", r->backend_why);
+    app_json_kfixed(j, "mfu", r->mfu, 6);
+    app_json_karray(j, "loops");
+    for (i = 0; i < r->nloops; i++) {
+        app_json_object(j);
+        app_json_kstr(j, "name", r->loops[i].name);
+        app_json_kint(j, "line", r->loops[i].line);
+        app_json_kint(j, "trip_count", (long long)r->loops[i].trips);
+        app_json_kbool(j, "trip_count_known", r->loops[i].known);
+        app_json_kstr(j, "how", r->loops[i].how);
+        app_json_object_end(j);
+    }
+    app_json_array_end(j);
+    if (by_source > 0) {
+        app_replay_by_source_json(j, r, by_source);
+    }
     app_json_karray(j, "collectives");
     for (i = 0; i < r->ncolls; i++) {
         const tpu_replay_coll_t *c = &r->colls[ci[i]];
@@ -99,6 +133,9 @@ void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path
         app_json_kstr(j, "axes", c->axes);
         app_json_kstr(j, "algorithm", c->algorithm);
         app_json_kstr(j, "note", c->note);
+        if (c->source != NULL) {
+            app_json_kstr(j, "op_name", c->source);
+        }
         if (ms != NULL) {
             app_json_kint(j, "runs", (long long)ms->runs[ci[i]]);
             app_json_kfixed(j, "measured_us", ms->measured_us[ci[i]], 3);
@@ -125,6 +162,9 @@ void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path
         app_json_kfixed(j, "total_us", op->modeled_us * (double)op->executions, 6);
         app_json_kstr(j, "bound", op->custom ? "given" : op->compute_bound ? "compute" : "memory");
         app_json_kbool(j, "custom_call", op->custom);
+        if (op->source != NULL) {
+            app_json_kstr(j, "op_name", op->source);
+        }
         app_json_kint(j, "line", op->line);
         app_json_object_end(j);
     }
@@ -236,7 +276,7 @@ void app_replay_print_text(FILE *out, const tpu_pod_t *pod, const char *path, in
                            int nmodules, const tpu_hlo_module_t *mod, const tpu_replay_report_t *r,
                            const int *ci, const int *oi, int top)
 {
-    char b1[32];
+    char b1[32], b2[32];
     int i, shown = 0;
     double hidden = r->comm_us > 0 ? 100 * (1 - r->exposed_comm_us / r->comm_us) : 0;
 
@@ -256,6 +296,24 @@ void app_replay_print_text(FILE *out, const tpu_pod_t *pod, const char *path, in
     fprintf(out, "comm       %12.3f us   %d collectives\n", r->comm_us, r->ncolls);
     fprintf(out, "exposed    %12.3f us   %.0f%% of the communication hidden behind compute\n",
             r->exposed_comm_us, hidden);
+    fprintf(out,
+            "scheduled  %12.3f us   latency-hiding estimate (collectives async, each from its "
+            "operands to its first user): exposed %.3f us\n",
+            r->scheduled_step_us, r->scheduled_exposed_comm_us);
+    fprintf(out, "hbm peak   %12s      %s: of %s per chip (%.0f%%), at '%s'\n",
+            human_bytes(r->hbm_peak_bytes, b1, sizeof(b1)),
+            r->hbm_over ? "DOES NOT FIT (RESOURCE_EXHAUSTED)" : "fits",
+            human_bytes(r->hbm_capacity_bytes, b2, sizeof(b2)),
+            r->hbm_capacity_bytes > 0 ? 100 * r->hbm_peak_bytes / r->hbm_capacity_bytes : 0,
+            r->hbm_peak_at ? r->hbm_peak_at : "-");
+    fprintf(out, "mfu        %11.2f %%    model FLOPs / (step x chip peak)\n", 100 * r->mfu);
+    fprintf(out, "backend    %s (%s)\n", r->backend ? r->backend : "unknown", r->backend_why);
+    for (i = 0; i < r->nloops; i++) {
+        fprintf(out, "%-10s while '%s' (line %d): %lld trip%s, %s%s\n", i == 0 ? "loops" : "",
+                r->loops[i].name, r->loops[i].line, (long long)r->loops[i].trips,
+                r->loops[i].trips == 1 ? "" : "s",
+                r->loops[i].known ? "" : "UNKNOWN, counted once: ", r->loops[i].how);
+    }
     if (r->ncolls > 0) {
         double kt[TPU_COLL_COUNT] = {0};
         int64_t kn[TPU_COLL_COUNT] = {0};
@@ -318,6 +376,15 @@ void app_replay_print_text(FILE *out, const tpu_pod_t *pod, const char *path, in
                     : op->compute_bound ? "compute"
                                         : "memory");
             shown++;
+        }
+    }
+    if (r->nbuffers > 0) {
+        fprintf(out, "\nlargest buffers live at the HBM peak\n");
+        fprintf(out, "  %-28s %-24s %10s  %s\n", "name", "shape", "bytes", "op_name");
+        for (i = 0; i < r->nbuffers; i++) {
+            fprintf(out, "  %-28.28s %-24.24s %10s  %.70s\n", r->buffers[i].name,
+                    r->buffers[i].shape, human_bytes((double)r->buffers[i].bytes, b1, sizeof(b1)),
+                    r->buffers[i].source ? r->buffers[i].source : "-");
         }
     }
 }

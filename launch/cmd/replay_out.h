@@ -18,7 +18,7 @@ int *app_replay_rank_rows(int n, const double *total);
 /* The JSON document of the replay ('ms': the real run under mpirun, or NULL). */
 void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path, int index,
                            const tpu_hlo_module_t *mod, const tpu_replay_report_t *r, const int *ci,
-                           const int *oi, const app_replay_measured_t *ms);
+                           const int *oi, const app_replay_measured_t *ms, int by_source);
 
 /*
  * --csv: one row per collective (slowest first), then one per op; the columns

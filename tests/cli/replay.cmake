@@ -88,3 +88,50 @@ tpu_cli_test(replay_json_dev_full nonzero "cannot write '/dev/full'" ${TPUEMU} r
 add_test(NAME cli_failed_replay_no_leftovers COMMAND bash
   ${CMAKE_CURRENT_SOURCE_DIR}/no_leftovers.sh ${TPUEMU} ${HLO})
 set_tests_properties(cli_failed_replay_no_leftovers PROPERTIES LABELS cli TIMEOUT 60)
+
+# Issue 26: the HBM fit, trip counts, the schedule estimate, backends, --by-source,
+# --compare and the default slice, on the hand-counted fixtures (test_replay_fit
+# checks the same figures through the library).
+tpu_cli_test(replay_hbm_peak 0 "hbm peak +9\\.0 MiB +fits: of 14\\.9 GiB per chip .0%., at 'loop'"
+  ${TPUEMU} replay ${HLO}/hbm_2x2.hlo --topology 2x2)
+tpu_cli_test(replay_hbm_buffers 0 "ags +f32\\[1024,1024\\] +4\\.0 MiB +jit\\(fit\\)/all_gather"
+  ${TPUEMU} replay ${HLO}/hbm_2x2.hlo --topology 2x2)
+tpu_cli_test(replay_default_slice 0
+  "no --topology: the module runs on 4 devices, so 2x2, the v5e's default slice" ${TPUEMU} replay
+  ${HLO}/hbm_2x2.hlo)
+tpu_cli_test(replay_default_slice_v5p 0 "pod +v5p 2x2x2 .wrap" ${TPUEMU} replay
+  ${HLO}/features.hlo --chip v5p)
+tpu_cli_test(replay_trips_chain 0
+  "while 'chain' .line 177.: 5 trips, induction variable .0. from 0 by 2 while LT 10" ${TPUEMU}
+  replay ${HLO}/trips_2x2.hlo --topology 2x2)
+tpu_cli_test(replay_trips_unresolved 0
+  "while 'fromparam': trip count unknown .the initial value of loop-state element .0. is not a constant"
+  ${TPUEMU} replay ${HLO}/trips_2x2.hlo --topology 2x2)
+tpu_cli_test(replay_backend_cpu 0 "backend +CPU .custom-call __onednn.matmul" ${TPUEMU} replay
+  ${HLO}/cpu_2x2.hlo --topology 2x2)
+tpu_cli_test(replay_comm_custom_call 0 "'halo' .my_halo_exchange. costs 0, and its name suggests it communicates"
+  ${TPUEMU} replay ${HLO}/cpu_2x2.hlo --topology 2x2)
+tpu_cli_test(replay_scheduled 0 "scheduled +10\\.473 us" ${TPUEMU} replay ${HLO}/cpu_2x2.hlo
+  --topology 2x2)
+tpu_cli_test(replay_by_source 0 "jit\\(step\\)/dot_general +2\\.265 +0\\.000 +0\\.06711" ${TPUEMU}
+  replay ${HLO}/cpu_2x2.hlo --topology 2x2 --by-source 2)
+tpu_cli_test(replay_compare 0 "collectives that differ .kind, axes, bytes. 4." ${TPUEMU} replay
+  --compare ${HLO}/mlp_fsdp_tp_16dev.hlo ${HLO}/mlp_fsdp_tp_64dev.hlo)
+if(COMMAND tpu_json_test)
+  tpu_json_test(replay_fit --equal hbm_peak_bytes=9437188 --equal hbm_capacity_bytes=16000000000
+    --equal hbm_fits=true --equal hbm_peak_at=loop --equal hbm_peak_buffers.0.name=ags
+    --equal hbm_peak_buffers.0.bytes=4194304 --equal hbm_peak_buffers.0.shape=f32[1024,1024]
+    "--equal" "hbm_peak_buffers.0.op_name=jit(fit)/all_gather" --equal loops.0.trip_count=4
+    --equal loops.0.trip_count_known=true --has scheduled_step_us --equal backend=unknown
+    --has mfu -- ${TPUEMU} replay ${HLO}/hbm_2x2.hlo --topology 2x2 --json -)
+  tpu_json_test(replay_compare --equal a.devices=16 --equal b.devices=64 --equal b.topology=8x8
+    --len collectives=4 --has a.hbm_peak_bytes --has b.scheduled_step_us -- ${TPUEMU} replay
+    --compare ${HLO}/mlp_fsdp_tp_16dev.hlo ${HLO}/mlp_fsdp_tp_64dev.hlo --json -)
+  tpu_json_test(replay_by_source "--equal" "by_source.0.op_name=jit(step)/psum"
+    --has by_source.0.comm_us -- ${TPUEMU} replay ${HLO}/cpu_2x2.hlo --topology 2x2 --by-source 2
+    --json -)
+endif()
+if(EXISTS ${REF}/04_xla-parser-tests-collectives.hlo)
+  tpu_cli_test(replay_default_slice_20 0 "no --topology: the module runs on 20 devices, so 4x5"
+    ${TPUEMU} replay ${REF}/04_xla-parser-tests-collectives.hlo --module 3)
+endif()
