@@ -99,6 +99,9 @@ typedef struct xrun {
     int nrows_t;
     double comm_us;
     double wall_us;
+    uint64_t *hashes; /* [chips] by chip id: tpu_xfmr_pod_piece's, on the root */
+    int *pieces;      /* [chips] */
+    int nchips;
 } xrun_t;
 
 static uint64_t splitmix(uint64_t *s)
@@ -270,9 +273,6 @@ static tpu_status_t save_all(const char *dir, tpu_xfmr_pod_t *p, app_job_t *job,
 
         w2[0] = shape[0];
         w2[1] = shape[1];
-        if (nd == 1) { /* the norm gains, whole on every chip, in the piece's layout */
-            tpu_xfmr_param(tpu_xfmr_pod_chip(p, 0), pi, w2);
-        }
         whole = tpu__calloc((size_t)(w2[0] * w2[1]), sizeof(float));
         if (whole == NULL) {
             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory to gather %s", name);
@@ -302,6 +302,44 @@ static tpu_status_t save_all(const char *dir, tpu_xfmr_pod_t *p, app_job_t *job,
         tpu__free(l);
     }
     return status;
+}
+
+/*
+ * Every chip's piece and parameter hash (tpu_xfmr_pod_piece) by chip id on the
+ * root (gathered under MPI): the JSON's "replicas", where the replicas over dcn
+ * and data (the chips of one piece) must show one hash.
+ */
+static tpu_status_t piece_hashes(tpu_xfmr_pod_t *p, app_job_t *job, xrun_t *r, tpu_err_t *err)
+{
+    int nlocal = tpu_xfmr_pod_nlocal(p), n = job != NULL ? job->nranks : nlocal, i, piece;
+    uint64_t mine[3], *all = tpu__calloc((size_t)(3 * n), sizeof(uint64_t));
+
+    r->nchips = n;
+    r->hashes = tpu__calloc((size_t)n, sizeof(uint64_t));
+    r->pieces = tpu__calloc((size_t)n, sizeof(int));
+    if (all == NULL || r->hashes == NULL || r->pieces == NULL) {
+        tpu__free(all);
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the replicas' hashes");
+    }
+    for (i = 0; i < nlocal; i++) {
+        tpu_xfmr_pod_piece(p, i, &piece, &mine[2]);
+        mine[0] = (uint64_t)tpu_xfmr_pod_chip_id(p, i);
+        mine[1] = (uint64_t)piece;
+        memcpy(all + 3 * i, mine, sizeof(mine));
+    }
+    if (job != NULL) {
+        app_job_gather(job, mine, (int)sizeof(mine), all, 0, "the replicas' hashes");
+    }
+    for (i = 0; i < n; i++) {
+        uint64_t c = all[3 * i];
+
+        if (c < (uint64_t)n) {
+            r->pieces[c] = (int)all[3 * i + 1];
+            r->hashes[c] = all[3 * i + 2];
+        }
+    }
+    tpu__free(all);
+    return TPU_OK;
 }
 
 /* The last step's log as the table's rows (in the order of their first call). */
@@ -387,6 +425,8 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
     app_json_kint(j, "data", d);
     app_json_kint(j, "sequence", s);
     app_json_kint(j, "tensor", t);
+    app_json_kint(j, "fsdp", tpu_xfmr_pod_axis(p, "fsdp"));
+    app_json_kint(j, "dcn", tpu_xfmr_pod_axis(p, "dcn"));
     app_json_object_end(j);
     app_json_kstr(j, "dtype", r->m.precision == TPU_XFMR_BF16 ? "bf16" : "f32");
     app_train_json_num(j, "lr", r->lr);
@@ -417,6 +457,18 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
         app_train_json_num(j, "modeled_us", w->c.modeled_us);
         app_train_json_num(j, "total_us", w->c.modeled_us * w->count);
         app_json_kstr(j, "algorithm", w->c.algorithm);
+        app_json_object_end(j);
+    }
+    app_json_array_end(j);
+    app_json_karray(j, "replicas");
+    for (k = 0; k < r->nchips; k++) {
+        char h[24];
+
+        snprintf(h, sizeof(h), "%016llx", (unsigned long long)r->hashes[k]);
+        app_json_object(j);
+        app_json_kint(j, "chip", k);
+        app_json_kint(j, "piece", r->pieces[k]);
+        app_json_kstr(j, "param_hash", h);
         app_json_object_end(j);
     }
     app_json_array_end(j);
@@ -559,11 +611,12 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
         tpu_xfmr_pod_mesh(p, &d, &s, &tn);
         fprintf(txt,
                 "train: transformer L=%lld D=%lld H=%lld F=%lld V=%lld S=%lld on %d chips of %s "
-                "as %s, mesh data=%d,sequence=%d,tensor=%d, global batch %lld sequences, %s, lr "
-                "%g, %s%s\n",
+                "as %s, mesh dcn=%d,data=%d,fsdp=%d,sequence=%d,tensor=%d, global batch %lld "
+                "sequences, %s, lr %g, %s%s\n",
                 (long long)r.m.layers, (long long)r.m.d_model, (long long)r.m.heads,
                 (long long)r.m.d_ff, (long long)r.m.vocab, (long long)r.m.seq, topo->nchips,
-                chip->name, tpu_pod_shape(pod), d, s, tn, (long long)r.m.batch,
+                chip->name, tpu_pod_shape(pod), tpu_xfmr_pod_axis(p, "dcn"), d,
+                tpu_xfmr_pod_axis(p, "fsdp"), s, tn, (long long)r.m.batch,
                 r.m.precision == TPU_XFMR_BF16 ? "bf16 matmuls (f32 accumulation)" : "f32", r.lr,
                 o->data ? "data " : "synthetic data (progressions mod V, from --seed)",
                 o->data ? o->data : "");
@@ -588,6 +641,9 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
     r.wall_us /= r.steps;
     if (status == TPU_OK) {
         status = make_table(&r, p, &err);
+    }
+    if (status == TPU_OK) {
+        status = piece_hashes(p, job, &r, &err);
     }
     printer = app_train_agree(&where, &status, rank, nranks);
     if (status != TPU_OK) {
@@ -634,6 +690,8 @@ out:
     tpu__free(r.y);
     tpu__free(r.losses);
     tpu__free(r.rows_t);
+    tpu__free(r.hashes);
+    tpu__free(r.pieces);
     if (mpi) {
         int worst = code;
 
