@@ -73,7 +73,7 @@ def main(argv):
     for k in KEYS:
         if k not in got:
             fail("the JSON has no '%s'" % k)
-    if got["mesh"] != {"data": 2, "sequence": 1, "tensor": 2}:
+    if got["mesh"] != {"data": 2, "sequence": 1, "tensor": 2, "fsdp": 1, "dcn": 1}:
         fail("mesh %s" % got["mesh"])
     la, lb = one["losses"], got["losses"]
     if len(la) != 3 or len(lb) != 3:
