@@ -128,15 +128,18 @@ static tpu_status_t check_fsdp(const xfmr_comm_t *c, tpu_err_t *err)
         char name[TPU_XFMR_NAME_LEN], dim[96];
         int64_t shape[2], rows;
         int j = (p - 2) % XFMR_PER_LAYER, head = p < 2 || p >= np - 2;
-        const char *base = p == XFMR_P_EMBED ? "vocab" : !head && j == XFMR_W2 ? "d_ff" : "d_model";
+        const char *base = p == XFMR_P_EMBED       ? "vocab"
+                           : p == XFMR_P_POS       ? "seq"
+                           : !head && j == XFMR_W2 ? "d_ff"
+                                                   : "d_model";
 
         tpu_xfmr_param_info(m, p, name, shape);
         rows = shape[0];
         snprintf(dim, sizeof(dim), "%s", base);
-        if (p == XFMR_P_EMBED || (!head && (j == XFMR_WO || j == XFMR_W2))) {
+        if ((p == XFMR_P_EMBED || (!head && (j == XFMR_WO || j == XFMR_W2))) && t > 1) {
             snprintf(dim, sizeof(dim), "%s / %s", base, c->name[XFMR_AXIS_TENSOR]);
             rows /= t;
-        } else if (p == XFMR_P_POS) {
+        } else if (p == XFMR_P_POS && s > 1) {
             snprintf(dim, sizeof(dim), "seq / %s", c->name[XFMR_AXIS_SEQUENCE]);
             rows /= s;
         }
