@@ -460,6 +460,14 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
         app_json_object_end(j);
     }
     app_json_array_end(j);
+    for (k = 0; k < r->nchips; k++) {
+        for (d = 0; d < k && (r->pieces[d] != r->pieces[k] || r->hashes[d] == r->hashes[k]); d++) {
+        }
+        if (d < k) {
+            break;
+        }
+    }
+    app_json_kbool(j, "replicas_identical", k == r->nchips);
     app_json_karray(j, "replicas");
     for (k = 0; k < r->nchips; k++) {
         char h[24];

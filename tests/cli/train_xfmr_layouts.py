@@ -12,7 +12,8 @@ against the same run on --topology 1x1:
 
   train_xfmr_layouts.py TPUEMU SCRATCH GROUP --run MPIRUN...   (MPIRUN starts 16 ranks)
 
-GROUP: single_a, single_b, combo_a, combo_b, dcn (the layouts of LAYOUTS).
+GROUP: one layout of LAYOUTS, its mesh without '=' and with '_' for ',' (data16, fsdp4_tensor4,
+dcn2_fsdp2_tensor4, ...); the dcn layouts run on two slices of 2x4.
 
 BF16 bounds.  In bf16 every matmul rounds both inputs to bf16 (8 significant bits: a relative
 error up to 2^-9 per input) and accumulates in f32; norms, softmax, GELU, the update stay f32.
@@ -44,14 +45,12 @@ import sys
 MODEL = ["train", "--model", "transformer", "--layers", "2", "--d-model", "64", "--heads", "16",
          "--d-ff", "256", "--vocab", "256", "--seq", "32", "--batch", "16", "--steps", "3",
          "--lr", "0.1", "--seed", "5"]
-LAYOUTS = {
-    "single_a": [("4x4", 1, "data=16"), ("4x4", 1, "fsdp=16")],
-    "single_b": [("4x4", 1, "sequence=16"), ("4x4", 1, "tensor=16")],
-    "combo_a": [("4x4", 1, "data=4,tensor=4"), ("4x4", 1, "fsdp=4,tensor=4"),
-                ("4x4", 1, "data=2,fsdp=2,tensor=4")],
-    "combo_b": [("4x4", 1, "sequence=4,tensor=4"), ("4x4", 1, "data=4,sequence=4")],
-    "dcn": [("2x4", 2, "dcn=2,fsdp=2,tensor=4"), ("2x4", 2, "dcn=2,data=2,sequence=4")],
-}
+LAYOUTS = {m.replace("=", "").replace(",", "_"): [(shape, slices, m)] for shape, slices, m in (
+    ("4x4", 1, "data=16"), ("4x4", 1, "fsdp=16"), ("4x4", 1, "sequence=16"),
+    ("4x4", 1, "tensor=16"), ("4x4", 1, "data=4,tensor=4"), ("4x4", 1, "fsdp=4,tensor=4"),
+    ("4x4", 1, "data=2,fsdp=2,tensor=4"), ("4x4", 1, "sequence=4,tensor=4"),
+    ("4x4", 1, "data=4,sequence=4"), ("2x4", 2, "dcn=2,fsdp=2,tensor=4"),
+    ("2x4", 2, "dcn=2,data=2,sequence=4"))}
 F32_TOL = 1e-5
 BF16_LOSS, BF16_EMBED, BF16_REST = 1e-3, 1e-2, 1e-3
 
@@ -123,6 +122,8 @@ def check_replicas(js, mesh):
     got = {k: js["mesh"][k] for k in size}
     if got != size:
         fail("%s: the JSON's mesh is %s" % (mesh, js["mesh"]))
+    if js["replicas_identical"] is not True:
+        fail("%s: replicas_identical is %s" % (mesh, js["replicas_identical"]))
     reps = js["replicas"]
     if len(reps) != 16 or sorted(r["chip"] for r in reps) != list(range(16)):
         fail("%s: replicas %s: one row per chip" % (mesh, reps))
