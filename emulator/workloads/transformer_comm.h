@@ -25,19 +25,10 @@
 #include "tpu/transformer.h"
 #include "tpu/xport.h"
 
+#include "transformer_layout.h"
+
 #include <pthread.h>
 #include <stdint.h>
-
-/* The mesh axes of the transformer (an axis the spec leaves out has size 1), slowest
- * first: a collective over several names them in this order. */
-enum {
-    XFMR_AXIS_DCN, /* across slices: an outer data axis */
-    XFMR_AXIS_DATA,
-    XFMR_AXIS_FSDP,
-    XFMR_AXIS_SEQUENCE,
-    XFMR_AXIS_TENSOR,
-    XFMR_NAXES
-};
 
 /* One collective of the log (one call for every local chip). */
 typedef struct xfmr_comm_entry {

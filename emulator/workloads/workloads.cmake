@@ -4,7 +4,8 @@
 # over the mesh) and the transformer (transformer_ops.c: shared ops;
 # transformer_params.c: parameters; transformer_fwd.c, transformer_bwd.c: the
 # passes; transformer_step.c: a step; transformer_fsdp.c: the fsdp
-# weight gathers and gradient reduces; transformer_comm.c: its collectives over
+# weight gathers and gradient reduces; transformer_layout.c: the mesh axes and
+# what must divide; transformer_comm.c: its collectives over
 # the mesh, the chips in lock step; transformer_pod.c: its public face for the
 # command line).  Included by emulator/CMakeLists.txt; names
 # are relative to emulator/.
@@ -21,5 +22,6 @@ set(TPU_WORKLOAD_SOURCES
   workloads/transformer_bwd.c
   workloads/transformer_step.c
   workloads/transformer_fsdp.c
+  workloads/transformer_layout.c
   workloads/transformer_comm.c
   workloads/transformer_pod.c)
