@@ -32,15 +32,12 @@ losses within 1e-3 relative (10x the ~1e-4 seen), the embeddings' weights within
 largest entry (2x the ~5e-3 seen), every other weight within 1e-3 (5x the ~2e-4 seen); the
 figures are printed by each run.
 """
-import array
-import ast
-import json
 import math
 import os
 import shutil
-import struct
-import subprocess
 import sys
+
+from train_xfmr_check import fail, load_npy, run
 
 MODEL = ["train", "--model", "transformer", "--layers", "2", "--d-model", "64", "--heads", "16",
          "--d-ff", "256", "--vocab", "256", "--seq", "32", "--batch", "16", "--steps", "3",
@@ -55,34 +52,11 @@ F32_TOL = 1e-5
 BF16_LOSS, BF16_EMBED, BF16_REST = 1e-3, 1e-2, 1e-3
 
 
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=120)
-    if p.returncode != 0:
-        fail("%s: exit %d\n%s" % (" ".join(cmd), p.returncode, p.stderr))
-    return p
-
-
-def load_npy(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<H", b[8:10])[0]
-    head = ast.literal_eval(b[10:10 + n].decode())
-    a = array.array("f")
-    a.frombytes(b[10 + n:])
-    return head["shape"], a
-
-
 def train(cmd, dtype, where, extra):
     """One run: its JSON and its saved folder."""
     os.makedirs(where, exist_ok=True)
-    js = where + "/run.json"
-    run(cmd + MODEL + ["--dtype", dtype, "--json", js, "--save", where + "/w"] + extra)
-    return json.load(open(js)), where + "/w"
+    return run(cmd + MODEL + ["--dtype", dtype, "--json", "-", "--save", where + "/w"] +
+               extra), where + "/w"
 
 
 def differ(a, b):
