@@ -1,9 +1,9 @@
 /*
  * tpuemu train --model transformer: the decoder-only transformer of
  * include/tpu/transformer.h trained on the emulated pod, sharded over the mesh
- * axes data, sequence and tensor (include/tpu/transformer_pod.h), with the
- * loss of every step, the collectives of a step and its modeled compute and
- * communication.
+ * axes dcn, data, fsdp, sequence and tensor (include/tpu/transformer_pod.h),
+ * with the loss of every step, the collectives of a step and its modeled
+ * compute and communication.
  *
  *   tpuemu train --model transformer --topology 2x2 --mesh data=2,tensor=2
  *   mpirun -n 4 tpuemu train --model transformer --topology 2x2 --mesh sequence=2,tensor=2
