@@ -342,6 +342,21 @@ static tpu_status_t piece_hashes(tpu_xfmr_pod_t *p, app_job_t *job, xrun_t *r, t
     return TPU_OK;
 }
 
+/* Every two chips of one piece hold the same hash. */
+static int replicas_identical(const xrun_t *r)
+{
+    int a, b;
+
+    for (a = 0; a < r->nchips; a++) {
+        for (b = 0; b < a; b++) {
+            if (r->pieces[a] == r->pieces[b] && r->hashes[a] != r->hashes[b]) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 /* The last step's log as the table's rows (in the order of their first call). */
 static tpu_status_t make_table(xrun_t *r, const tpu_xfmr_pod_t *p, tpu_err_t *err)
 {
@@ -460,14 +475,7 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
         app_json_object_end(j);
     }
     app_json_array_end(j);
-    for (k = 0; k < r->nchips; k++) {
-        for (d = 0; d < k && (r->pieces[d] != r->pieces[k] || r->hashes[d] == r->hashes[k]); d++) {
-        }
-        if (d < k) {
-            break;
-        }
-    }
-    app_json_kbool(j, "replicas_identical", k == r->nchips);
+    app_json_kbool(j, "replicas_identical", replicas_identical(r));
     app_json_karray(j, "replicas");
     for (k = 0; k < r->nchips; k++) {
         char h[24];
