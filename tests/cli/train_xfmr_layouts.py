@@ -136,6 +136,7 @@ def main(argv):
         extra = ["--topology", shape, "--mesh", mesh] + (["--slices", str(slices)]
                                                          if slices > 1 else [])
         cmd = mpirun + [tpuemu]
+        extra += ["--timeout", "45"]  # a stalled chip is named, not a silent hang
         res = {}
         for d in ("f32", "bf16"):
             res[d] = train(cmd, d, "%s/%s_%s" % (scratch, mesh.replace(",", "_"), d), extra)
