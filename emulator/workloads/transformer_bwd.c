@@ -23,8 +23,15 @@
  *   dembed[x] += dh (rows of this vocabulary shard), dpos[i] += sum over the batch of dh
  *   [hook grad: every parameter's gradient]
  *
+ * With fsdp (transformer_fsdp.c), the last layer is gathered again [hook
+ * gather] before the head's backward (whose weights stay from the forward
+ * pass), layer l - 1 before layer l's backward, and each unit's gradients
+ * are reduced [hook grad] right after its backward: the head's, each layer's,
+ * then the embeddings'.
+ *
  * Masked scores have p = 0 and so ds = 0: the mask needs no backward of its own.
  */
+#include "transformer_fsdp.h"
 #include "transformer_ops.h"
 
 #include <math.h>
@@ -203,7 +210,7 @@ tpu_status_t tpu_xfmr_backward(tpu_xfmr_t *xf, tpu_err_t *err)
     xfmr_param_t *U = &xf->par[xf->nparams - 1], *G = &xf->par[xf->nparams - 2];
     tpu_status_t status;
     int64_t total = 0;
-    int l, p;
+    int l, p, u, units = tpu__xfmr_units(xf);
 
     if (!xf->have_fwd) {
         return tpu_err_set(err, TPU_ERR_INVALID, "transformer: backward without a forward pass");
@@ -212,7 +219,10 @@ tpu_status_t tpu_xfmr_backward(tpu_xfmr_t *xf, tpu_err_t *err)
         total += (xf->par[p].r1 - xf->par[p].r0) * (xf->par[p].c1 - xf->par[p].c0);
     }
     memset(xf->gbuf, 0, (size_t)total * sizeof(float));
-    status = dlogits(xf, err);
+    /* fsdp: the head's weights are kept from the forward pass; the last layer's are
+     * gathered again, before the head's backward */
+    status = tpu__xfmr_gather_unit(xf, units - 2, err);
+    status = status == TPU_OK ? dlogits(xf, err) : status;
     status = status == TPU_OK ? tpu__xfmr_mm(xf, D, T, Vl, xf->af, 1, xf->dwide, 0, U->g, 0, err)
                               : status;
     status = status == TPU_OK ? tpu__xfmr_mm(xf, T, Vl, D, xf->dwide, 0, U->w, 1, xf->dt, 0, err)
@@ -224,19 +234,23 @@ tpu_status_t tpu_xfmr_backward(tpu_xfmr_t *xf, tpu_err_t *err)
     }
     tpu__xfmr_rms_bwd(xf->dt, G->w, xf->rf, xf->nf, T, D, G->g, xf->gh, 0);
     status = rms_bwd_cost(xf, T, D, err);
+    /* fsdp: each unit's gradients reduced right after its backward, the head's first */
+    status = status == TPU_OK && xf->fsdp ? tpu__xfmr_reduce_unit(xf, units - 1, err) : status;
+    tpu__xfmr_release_unit(xf, units - 1);
     for (l = (int)xf->cfg.layers - 1; l >= 0 && status == TPU_OK; l--) {
-        status = block_bwd(xf, l, err);
+        status = l > 0 ? tpu__xfmr_gather_unit(xf, l, err) : TPU_OK; /* layer l - 1 */
+        status = status == TPU_OK ? block_bwd(xf, l, err) : status;
+        status = status == TPU_OK && xf->fsdp ? tpu__xfmr_reduce_unit(xf, l + 1, err) : status;
+        tpu__xfmr_release_unit(xf, l + 1);
     }
     if (status != TPU_OK) {
         return status;
     }
     embed_bwd(xf);
     status = tpu__xfmr_vpu(xf, TPU_VPU_ADD, T, 2 * D, err);
-    for (p = 0; p < xf->nparams && status == TPU_OK; p++) {
-        xfmr_param_t *q = &xf->par[p];
-
-        status =
-            tpu__xfmr_hook(xf, TPU_XFMR_HOOK_GRAD, p, q->g, (q->r1 - q->r0) * (q->c1 - q->c0), err);
+    /* Without fsdp every gradient is reduced here, in parameter order. */
+    for (u = 0; u < (xf->fsdp ? 1 : units) && status == TPU_OK; u++) {
+        status = tpu__xfmr_reduce_unit(xf, u, err);
     }
     return status;
 }

@@ -1,7 +1,8 @@
 /*
- * The transformer's collectives over the mesh axes data, sequence and tensor
- * (see transformer_comm.h): the mesh, each chip's shard view, the hooks as the
- * SPMD runtime's collectives, their log, and the lock step of the local chips.
+ * The transformer's collectives over the mesh axes dcn, data, fsdp, sequence
+ * and tensor (see transformer_comm.h): the mesh, each chip's shard view, the
+ * hooks as the SPMD runtime's collectives, their log, and the lock step of the
+ * local chips.
  *
  * Design.  A collective of the runtime takes every local chip's buffer in one
  * call (in[i], out[i]), as the MLP's step does (mlp_step.c runs each phase
@@ -16,7 +17,11 @@
  * chip takes its result.  Under MPI there is one local chip and no wait.
  * Only one thread is ever inside the runtime, which is not thread-safe.
  *
- * The hooks (tpu_xfmr_hook_t), their collective and mesh axes:
+ * The batch is split over dcn x data x fsdp (dcn slowest: a chip's sequences
+ * are rows ((dcn index * data + data index) * fsdp + fsdp index) * batch of
+ * the global batch); dcn is an outer data axis whose groups cross the slices
+ * (the mesh gives it exactly the slices, tpu/mesh.h).  The hooks
+ * (tpu_xfmr_hook_t), their collective and mesh axes:
  *   embed, attn_out, mlp_out, d_final, d_mlp_in, d_attn_in, vocab_sum
  *                             psum over tensor (in place)
  *   vocab_max                 pmax over tensor
@@ -27,73 +32,32 @@
  *   d_kv                      reduce-scatter over sequence: [batch, heads, S, Dh]
  *                             packed by position block, reduced, the chip's block
  *                             unpacked (other positions zeroed)
- *   loss                      psum over data and sequence
- *   grad                      psum over data and sequence; pos (split over
- *                             sequence) over data only
+ *   loss                      psum over dcn, data, fsdp and sequence
+ *   gather                    all-gather over fsdp of the block's rows (member k
+ *                             owns part k, contiguous: gathered in place)
+ *   grad                      without fsdp: psum over dcn, data and sequence
+ *                             (pos, split over sequence, over dcn and data); with
+ *                             fsdp: a reduce-scatter over fsdp of the block (the
+ *                             chip keeps the sum of its part), then a psum of that
+ *                             part over dcn, data and sequence (pos: dcn, data).
+ *                             Two calls rather than one reduce-scatter over the
+ *                             combined group: the replicas over data hold the same
+ *                             part, so the part is scattered over fsdp only, and
+ *                             the psum moves 1/fsdp of the block's bytes.
  * An axis of size 1 drops out of a collective; a collective left with none
  * is no call (the buffer is already complete) and is not logged.
  *
- * Not yet: fsdp (the issue's parameter sharding needs a weight all-gather
- * hook the shard view does not have), dcn, model-only runs without data.
+ * Not yet: model-only runs without data.
  */
 #include "transformer_comm.h"
 
 #include "alloc.h"
+#include "transformer_layout.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const char *const axis_names[XFMR_NAXES] = {"data", "sequence", "tensor"};
-
 /* ---- the mesh ---- */
-
-/* Which transformer axis a spec's name is, or an error naming it. */
-static tpu_status_t axis_of(const char *name, int *a_p, tpu_err_t *err)
-{
-    if (strcmp(name, "data") == 0) {
-        *a_p = XFMR_AXIS_DATA;
-    } else if (strcmp(name, "sequence") == 0) {
-        *a_p = XFMR_AXIS_SEQUENCE;
-    } else if (strcmp(name, "tensor") == 0 || strcmp(name, "model") == 0) {
-        *a_p = XFMR_AXIS_TENSOR;
-    } else if (strcmp(name, "fsdp") == 0) {
-        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
-                           "transformer: mesh axis fsdp is not supported yet (use data, "
-                           "sequence, tensor)");
-    } else {
-        return tpu_err_set(err, TPU_ERR_INVALID,
-                           "transformer: unknown mesh axis '%s' (use data, sequence, tensor)",
-                           name);
-    }
-    return TPU_OK;
-}
-
-/* Every dimension the mesh splits divides by its axis. */
-static tpu_status_t check_divides(const xfmr_comm_t *c, tpu_err_t *err)
-{
-    const tpu_xfmr_config_t *m = &c->model;
-    const struct {
-        const char *dim;
-        int64_t n;
-        int axis;
-    } dims[] = {{"batch", m->batch, XFMR_AXIS_DATA},
-                {"heads", m->heads, XFMR_AXIS_TENSOR},
-                {"d_ff", m->d_ff, XFMR_AXIS_TENSOR},
-                {"vocab", m->vocab, XFMR_AXIS_TENSOR},
-                {"seq", m->seq, XFMR_AXIS_SEQUENCE}};
-    size_t i;
-
-    for (i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
-        int a = dims[i].axis;
-
-        if (dims[i].n < 1 || dims[i].n % c->size[a] != 0) {
-            return tpu_err_set(err, TPU_ERR_INVALID,
-                               "transformer: %s %lld does not divide over mesh axis %s=%d",
-                               dims[i].dim, (long long)dims[i].n, c->name[a], c->size[a]);
-        }
-    }
-    return TPU_OK;
-}
 
 /* Part k of n in 'parts': [k n / parts, (k + 1) n / parts). */
 static tpu_xfmr_range_t part(int64_t n, int parts, int k)
@@ -120,42 +84,17 @@ static void chip_setup(xfmr_comm_t *c, int i)
         me->coord[a] = c->axis[a] < 0 ? 0 : tpu_mesh_axis_index(c->mesh, me->chip, c->axis[a]);
     }
     *cfg = c->model;
-    cfg->batch = c->model.batch / c->size[XFMR_AXIS_DATA];
+    cfg->batch = c->model.batch /
+                 (c->size[XFMR_AXIS_DCN] * c->size[XFMR_AXIS_DATA] * c->size[XFMR_AXIS_FSDP]);
     cfg->batch_global = c->model.batch;
     cfg->heads_range = part(cfg->heads, c->size[XFMR_AXIS_TENSOR], me->coord[XFMR_AXIS_TENSOR]);
     cfg->ff_range = part(cfg->d_ff, c->size[XFMR_AXIS_TENSOR], me->coord[XFMR_AXIS_TENSOR]);
     cfg->vocab_range = part(cfg->vocab, c->size[XFMR_AXIS_TENSOR], me->coord[XFMR_AXIS_TENSOR]);
     cfg->seq_range = part(cfg->seq, c->size[XFMR_AXIS_SEQUENCE], me->coord[XFMR_AXIS_SEQUENCE]);
+    cfg->fsdp_parts = c->size[XFMR_AXIS_FSDP];
+    cfg->fsdp_index = me->coord[XFMR_AXIS_FSDP];
     cfg->hook = hook_fn;
     cfg->hook_arg = me;
-}
-
-/* The spec's axes into c->size, c->name; then the sizes checked against the model. */
-static tpu_status_t read_spec(xfmr_comm_t *c, const char *spec, tpu_err_t *err)
-{
-    char names[TPU_MESH_MAX_AXES][TPU_MESH_NAME_LEN];
-    int sizes[TPU_MESH_MAX_AXES], n, k, a;
-    tpu_status_t status = tpu_mesh_parse(spec, names, sizes, &n, err);
-
-    for (a = 0; a < XFMR_NAXES; a++) {
-        c->size[a] = 1;
-        c->axis[a] = -1;
-        snprintf(c->name[a], sizeof(c->name[a]), "%s", axis_names[a]);
-    }
-    for (k = 0; k < n && status == TPU_OK; k++) {
-        status = axis_of(names[k], &a, err);
-        if (status == TPU_OK && c->axis[a] >= 0) {
-            status = tpu_err_set(err, TPU_ERR_INVALID,
-                                 "transformer: mesh axes %s and %s are the same axis", c->name[a],
-                                 names[k]);
-        }
-        if (status == TPU_OK) {
-            c->axis[a] = k; /* the mesh's index, as the spec orders its axes */
-            c->size[a] = sizes[k];
-            snprintf(c->name[a], sizeof(c->name[a]), "%s", names[k]);
-        }
-    }
-    return status == TPU_OK ? check_divides(c, err) : status;
 }
 
 tpu_status_t tpu__xfmr_comm_init(xfmr_comm_t *c, const tpu_topo_t *topo,
@@ -174,8 +113,10 @@ tpu_status_t tpu__xfmr_comm_init(xfmr_comm_t *c, const tpu_topo_t *topo,
     c->model.vocab_range = c->model.seq_range = (tpu_xfmr_range_t){0, 0};
     c->model.hook = NULL;
     c->model.hook_arg = NULL;
+    c->model.fsdp_parts = 1;
+    c->model.fsdp_index = 0;
     c->model.batch_global = 0;
-    status = read_spec(c, mesh_spec, err);
+    status = tpu__xfmr_layout_read(mesh_spec, &c->model, c->size, c->axis, c->name, err);
     if (status != TPU_OK) {
         return status;
     }
@@ -268,7 +209,12 @@ void tpu__xfmr_comm_slice(const xfmr_comm_t *c, int i, const int32_t *tok, int32
 {
     const tpu_xfmr_config_t *cfg = &c->chips[i].cfg;
     const int64_t s0 = cfg->seq_range.lo, sl = cfg->seq_range.hi - s0, S = cfg->seq;
-    const int64_t row0 = (int64_t)c->chips[i].coord[XFMR_AXIS_DATA] * cfg->batch;
+    const int *k = c->chips[i].coord;
+    const int64_t row0 =
+        (((int64_t)k[XFMR_AXIS_DCN] * c->size[XFMR_AXIS_DATA] + k[XFMR_AXIS_DATA]) *
+             c->size[XFMR_AXIS_FSDP] +
+         k[XFMR_AXIS_FSDP]) *
+        cfg->batch;
     int64_t b;
 
     for (b = 0; b < cfg->batch; b++) {
@@ -311,9 +257,13 @@ static tpu_status_t log_add(xfmr_comm_t *c, const xfmr_comm_entry_t *e, tpu_err_
 
 /* ---- one collective ---- */
 
-/* The hook's collective: its kind, reduction and mesh axes (bits), before sizes of 1 drop. */
+/* The hook's collective: its kind, reduction and mesh axes (bits), before sizes of 1 drop
+ * (grad's psum; its reduce-scatter over fsdp is set by grad_hook). */
 static void hook_coll(tpu_xfmr_hook_t hook, int index, xfmr_comm_entry_t *e)
 {
+    memset(e, 0, sizeof(*e));
+    e->hook = hook;
+    e->index = index;
     e->kind = TPU_COLL_PSUM;
     e->op = TPU_REDOP_SUM;
     e->axes = 1 << XFMR_AXIS_TENSOR;
@@ -327,12 +277,16 @@ static void hook_coll(tpu_xfmr_hook_t hook, int index, xfmr_comm_entry_t *e)
         e->axes = 1 << XFMR_AXIS_SEQUENCE;
         break;
     case TPU_XFMR_HOOK_LOSS:
-        e->axes = (1 << XFMR_AXIS_DATA) | (1 << XFMR_AXIS_SEQUENCE);
+        e->axes = XFMR_BATCH_AXES | (1 << XFMR_AXIS_SEQUENCE);
         break;
     case TPU_XFMR_HOOK_GRAD:
-        /* pos (parameter 1) is split over sequence: its pieces are summed over data only */
+        /* pos (parameter 1) is split over sequence: its pieces are summed over the batch only */
         e->axes =
-            index == 1 ? 1 << XFMR_AXIS_DATA : (1 << XFMR_AXIS_DATA) | (1 << XFMR_AXIS_SEQUENCE);
+            (XFMR_BATCH_AXES & ~(1 << XFMR_AXIS_FSDP)) | (index == 1 ? 0 : 1 << XFMR_AXIS_SEQUENCE);
+        break;
+    case TPU_XFMR_HOOK_GATHER:
+        e->kind = TPU_COLL_ALL_GATHER;
+        e->axes = 1 << XFMR_AXIS_FSDP;
         break;
     case TPU_XFMR_HOOK_VOCAB_MAX:
         e->op = TPU_REDOP_MAX;
@@ -340,6 +294,26 @@ static void hook_coll(tpu_xfmr_hook_t hook, int index, xfmr_comm_entry_t *e)
     default:
         break;
     }
+}
+
+/* e's axes without those of size 1, their names ("data,sequence") and group size; 0 when
+ * none is left (every group is one chip). */
+static int entry_axes(const xfmr_comm_t *c, xfmr_comm_entry_t *e)
+{
+    int a, len = 0;
+
+    e->group_size = 1;
+    e->axes_name[0] = '\0';
+    for (a = 0; a < XFMR_NAXES; a++) {
+        if ((e->axes & (1 << a)) && c->size[a] > 1) {
+            len += snprintf(e->axes_name + len, sizeof(e->axes_name) - (size_t)len, "%s%s",
+                            len > 0 ? "," : "", c->name[a]);
+            e->group_size *= c->size[a];
+        } else {
+            e->axes &= ~(1 << a);
+        }
+    }
+    return e->axes;
 }
 
 /* The collective for every local chip (their in/out set): one runtime call, logged. */
@@ -467,67 +441,50 @@ static void block_copy(float *full, float *packed, int64_t bh, int64_t S, int64_
     }
 }
 
-static tpu_status_t hook_fn(void *arg, tpu_xfmr_hook_t hook, int index, float *buf, int64_t count,
-                            tpu_err_t *err)
+/* Chip 'me' in collective 'e' on 'in' and 'out' ('count' as collective() takes it). */
+static tpu_status_t run_coll(xfmr_comm_chip_t *me, xfmr_comm_entry_t *e, void *in, void *out,
+                             int64_t count, tpu_err_t *err)
 {
-    xfmr_comm_chip_t *me = arg;
-    xfmr_comm_t *c = me->c;
+    me->hook = e->hook;
+    me->count = count;
+    me->in = in;
+    me->out = out;
+    return meet(me->c, e, count, err);
+}
+
+/* kv and d_kv: the sequence all-gather and reduce-scatter of [batch, heads, S, Dh]. */
+static tpu_status_t seq_hook(xfmr_comm_chip_t *me, xfmr_comm_entry_t *e, float *buf, int64_t count,
+                             tpu_err_t *err)
+{
     const tpu_xfmr_config_t *cfg = &me->cfg;
-    const int G = c->size[XFMR_AXIS_SEQUENCE];
+    const int G = me->c->size[XFMR_AXIS_SEQUENCE], own = me->coord[XFMR_AXIS_SEQUENCE];
     const int64_t S = cfg->seq, sl = S / G, dh = cfg->d_model / cfg->heads;
     const int64_t bh = cfg->batch * (cfg->heads_range.hi - cfg->heads_range.lo);
-    const int own = me->coord[XFMR_AXIS_SEQUENCE];
-    xfmr_comm_entry_t e;
     tpu_status_t status;
-    int a, k, len = 0;
+    int k;
 
-    memset(&e, 0, sizeof(e));
-    e.hook = hook;
-    e.index = index;
-    hook_coll(hook, index, &e);
-    e.group_size = 1;
-    for (a = 0; a < XFMR_NAXES; a++) {
-        if ((e.axes & (1 << a)) && c->size[a] > 1) {
-            len += snprintf(e.axes_name + len, sizeof(e.axes_name) - (size_t)len, "%s%s",
-                            len > 0 ? "," : "", c->name[a]);
-            e.group_size *= c->size[a];
-        } else {
-            e.axes &= ~(1 << a);
-        }
+    if (count != bh * S * dh) {
+        return tpu_err_set(err, TPU_ERR_INTERNAL,
+                           "transformer: %s of %lld floats, expected [%lld, %lld, %lld]",
+                           tpu_xfmr_hook_name(e->hook), (long long)count, (long long)bh,
+                           (long long)S, (long long)dh);
     }
-    if (e.axes == 0) {
-        return TPU_OK; /* every group is one chip: the buffer is complete */
-    }
-    me->hook = hook;
-    me->count = count;
-    me->in = me->out = buf;
-    if (e.kind != TPU_COLL_PSUM) {
-        if (count != bh * S * dh) {
-            return tpu_err_set(err, TPU_ERR_INTERNAL,
-                               "transformer: %s of %lld floats, expected [%lld, %lld, %lld]",
-                               tpu_xfmr_hook_name(hook), (long long)count, (long long)bh,
-                               (long long)S, (long long)dh);
-        }
-        status = scratch(me, count, err);
-        if (status != TPU_OK) {
-            return status;
-        }
-        me->in = me->pack;
-        me->out = me->unpack;
-        for (k = 0; k < G; k++) {
-            /* all-gather: the chip's own block in; reduce-scatter: every block, in order */
-            if (e.kind == TPU_COLL_REDUCE_SCATTER || k == own) {
-                block_copy(buf,
-                           me->pack + (e.kind == TPU_COLL_REDUCE_SCATTER ? k : 0) * bh * sl * dh,
-                           bh, S, sl, dh, k, 1);
-            }
-        }
-    }
-    status = meet(c, &e, count, err);
-    if (status != TPU_OK || e.kind == TPU_COLL_PSUM) {
+    status = scratch(me, count, err);
+    if (status != TPU_OK) {
         return status;
     }
-    if (e.kind == TPU_COLL_ALL_GATHER) {
+    for (k = 0; k < G; k++) {
+        /* all-gather: the chip's own block in; reduce-scatter: every block, in order */
+        if (e->kind == TPU_COLL_REDUCE_SCATTER || k == own) {
+            block_copy(buf, me->pack + (e->kind == TPU_COLL_REDUCE_SCATTER ? k : 0) * bh * sl * dh,
+                       bh, S, sl, dh, k, 1);
+        }
+    }
+    status = run_coll(me, e, me->pack, me->unpack, count, err);
+    if (status != TPU_OK) {
+        return status;
+    }
+    if (e->kind == TPU_COLL_ALL_GATHER) {
         for (k = 0; k < G; k++) {
             block_copy(buf, me->unpack + k * bh * sl * dh, bh, S, sl, dh, k, 0);
         }
@@ -536,6 +493,62 @@ static tpu_status_t hook_fn(void *arg, tpu_xfmr_hook_t hook, int index, float *b
         block_copy(buf, me->unpack, bh, S, sl, dh, own, 0);
     }
     return TPU_OK;
+}
+
+/* grad with fsdp: the block reduce-scattered over fsdp into the chip's part, the part
+ * summed over the replicas, and put back at its rows of the block. */
+static tpu_status_t grad_fsdp(xfmr_comm_chip_t *me, xfmr_comm_entry_t *psum, float *buf,
+                              int64_t count, tpu_err_t *err)
+{
+    const int F = me->c->size[XFMR_AXIS_FSDP];
+    const int64_t part = count / F;
+    xfmr_comm_entry_t rs = *psum;
+    tpu_status_t status = scratch(me, part, err);
+
+    rs.kind = TPU_COLL_REDUCE_SCATTER;
+    rs.axes = 1 << XFMR_AXIS_FSDP;
+    entry_axes(me->c, &rs);
+    status = status == TPU_OK ? run_coll(me, &rs, buf, me->pack, count, err) : status;
+    if (status == TPU_OK && entry_axes(me->c, psum) != 0) {
+        status = run_coll(me, psum, me->pack, me->pack, part, err);
+    }
+    if (status == TPU_OK) {
+        memcpy(buf + me->coord[XFMR_AXIS_FSDP] * part, me->pack, (size_t)part * sizeof(float));
+    }
+    return status;
+}
+
+static tpu_status_t hook_fn(void *arg, tpu_xfmr_hook_t hook, int index, float *buf, int64_t count,
+                            tpu_err_t *err)
+{
+    xfmr_comm_chip_t *me = arg;
+    xfmr_comm_t *c = me->c;
+    const int F = c->size[XFMR_AXIS_FSDP];
+    xfmr_comm_entry_t e;
+    tpu_status_t status;
+
+    hook_coll(hook, index, &e);
+    if (hook == TPU_XFMR_HOOK_GRAD && F > 1) {
+        return grad_fsdp(me, &e, buf, count, err);
+    }
+    if (entry_axes(c, &e) == 0) {
+        return TPU_OK; /* every group is one chip: the buffer is complete */
+    }
+    if (hook == TPU_XFMR_HOOK_KV || hook == TPU_XFMR_HOOK_D_KV) {
+        return seq_hook(me, &e, buf, count, err);
+    }
+    if (hook == TPU_XFMR_HOOK_GATHER) {
+        /* the chip's part in, every part out in member (fsdp) order: the block */
+        const int64_t part = count / F;
+
+        status = scratch(me, part, err);
+        if (status != TPU_OK) {
+            return status;
+        }
+        memcpy(me->pack, buf + me->coord[XFMR_AXIS_FSDP] * part, (size_t)part * sizeof(float));
+        return run_coll(me, &e, me->pack, buf, count, err);
+    }
+    return run_coll(me, &e, buf, buf, count, err);
 }
 
 /* ---- the lock step ---- */

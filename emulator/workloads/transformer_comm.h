@@ -1,12 +1,12 @@
 /*
- * The transformer's collectives over the mesh axes data, sequence and tensor
- * (private to emulator/workloads, as mlp_comm.h is for the MLP): lay the mesh
+ * The transformer's collectives over the mesh axes dcn, data, fsdp, sequence
+ * and tensor (private to emulator/workloads, as mlp_comm.h is for the MLP): lay the mesh
  * out on the torus, give each chip its shard view (tpu_xfmr_config_t) from its
  * mesh coordinates, and answer the shard view's hooks (tpu_xfmr_hook_t) with
  * the engine's collectives over the groups of the right mesh axis, through the
  * SPMD runtime (tpu/spmd.h), so that each one is timed by the link model.
  * Every collective is recorded (hook, mesh axes, kind, bytes, modeled time,
- * algorithm) in a log the caller reads.  fsdp is not supported yet (refused).
+ * algorithm) in a log the caller reads.
  *
  * Buffers are per local chip: the local chips of the transport run their
  * models in lock step, one thread each (tpu__xfmr_comm_run), and a hook is one
@@ -25,16 +25,10 @@
 #include "tpu/transformer.h"
 #include "tpu/xport.h"
 
+#include "transformer_layout.h"
+
 #include <pthread.h>
 #include <stdint.h>
-
-/* The mesh axes of the transformer (an axis the spec leaves out has size 1). */
-enum {
-    XFMR_AXIS_DATA,
-    XFMR_AXIS_SEQUENCE,
-    XFMR_AXIS_TENSOR,
-    XFMR_NAXES
-};
 
 /* One collective of the log (one call for every local chip). */
 typedef struct xfmr_comm_entry {
@@ -69,7 +63,7 @@ typedef struct xfmr_comm {
     tpu_mesh_t *mesh;
     tpu_spmd_t *spmd;
     tpu_xfmr_config_t model;     /* the whole model; batch is the global batch */
-    int size[XFMR_NAXES];        /* data, sequence, tensor */
+    int size[XFMR_NAXES];        /* dcn, data, fsdp, sequence, tensor */
     int axis[XFMR_NAXES];        /* their indices in the mesh (-1: left out) */
     char name[XFMR_NAXES][32];   /* the name written in the spec ("tensor" or "model") */
     char layout[XFMR_NAXES][32]; /* how each lies on the torus: "x", "y*z" */
@@ -88,15 +82,18 @@ typedef struct xfmr_comm {
 } xfmr_comm_t;
 
 /*
- * Lay the mesh 'mesh_spec' (tpu/mesh.h; axis names data, sequence, tensor or
- * its alias model, each at most once; the product the number of chips) over
- * 'topo' for the model 'model' (its batch the global batch, its ranges and
- * hook ignored), and make the runtime over transport 'x', which must move data
- * (loopback or mpi).  'opts' may be NULL.  Checks first that every dimension
- * divides: batch over data, heads, d_ff and vocab over tensor, seq over
- * sequence, each refused in one line naming the dimension and the axis.
- * @return TPU_OK, TPU_ERR_INVALID, TPU_ERR_UNSUPPORTED (fsdp, a transport
- *         without data), TPU_ERR_NO_MEMORY.
+ * Lay the mesh 'mesh_spec' (tpu/mesh.h; axis names dcn, data, fsdp, sequence,
+ * tensor or its alias model, each at most once; the product the number of
+ * chips; dcn the number of slices) over 'topo' for the model 'model' (its
+ * batch the global batch, its ranges, fsdp part and hook ignored), and make
+ * the runtime over transport 'x', which must move data (loopback or mpi).
+ * 'opts' may be NULL.  Checks first that every dimension divides: batch over
+ * dcn x data x fsdp, heads, d_ff and vocab over tensor, seq over sequence,
+ * then every parameter's first dimension (after tensor and sequence) over
+ * fsdp, each refused in one line naming the dimension (the parameter) and the
+ * axis.
+ * @return TPU_OK, TPU_ERR_INVALID, TPU_ERR_UNSUPPORTED (a transport without
+ *         data), TPU_ERR_NO_MEMORY.
  */
 tpu_status_t tpu__xfmr_comm_init(xfmr_comm_t *c, const tpu_topo_t *topo,
                                  const tpu_link_model_t *link, const tpu_chip_spec_t *chip,

@@ -21,8 +21,12 @@
  * then logits = (rms(h) * norm_f) @ unembed and, per token, the log-sum-exp
  * over the vocabulary ([hook vocab_max], [hook vocab_sum]) and the loss
  * lse - logit[y], summed in double ([hook loss]) and divided by the global
- * token count.
+ * token count.  With fsdp, [hook gather] brings each unit's weights
+ * (transformer_fsdp.c) one unit ahead of its compute: the embeddings and
+ * layer 0 first, then layer l + 1 (the head after the last layer) before
+ * layer l.
  */
+#include "transformer_fsdp.h"
 #include "transformer_ops.h"
 
 #include <math.h>
@@ -266,9 +270,17 @@ tpu_status_t tpu_xfmr_forward(tpu_xfmr_t *xf, const int32_t *x, const int32_t *y
     }
     memcpy(xf->x, x, (size_t)xf->t * sizeof(int32_t));
     memcpy(xf->y, y, (size_t)xf->t * sizeof(int32_t));
-    status = embed(xf, xf->act[0].h, err);
+    /* fsdp: unit u + 1's weights gathered before unit u's compute (none without fsdp). */
+    status = tpu__xfmr_gather_unit(xf, 0, err);
+    status = status == TPU_OK ? tpu__xfmr_gather_unit(xf, 1, err) : status;
+    status = status == TPU_OK ? embed(xf, xf->act[0].h, err) : status;
+    tpu__xfmr_release_unit(xf, 0);
     for (l = 0; status == TPU_OK && l < (int)xf->cfg.layers; l++) {
-        status = block(xf, l, l + 1 < (int)xf->cfg.layers ? xf->act[l + 1].h : xf->hf, err);
+        status = tpu__xfmr_gather_unit(xf, l + 2, err);
+        status = status == TPU_OK
+                     ? block(xf, l, l + 1 < (int)xf->cfg.layers ? xf->act[l + 1].h : xf->hf, err)
+                     : status;
+        tpu__xfmr_release_unit(xf, l + 1);
     }
     status = status == TPU_OK ? head_loss(xf, err) : status;
     if (status != TPU_OK) {

@@ -16,13 +16,20 @@
 #define XFMR_EPS  1e-6f /* inside the rms's sqrt */
 #define XFMR_MASK -1e9f /* the causal mask's score */
 
-/* One parameter: its whole shape, the chip's block of it, its values and gradient. */
+/*
+ * One parameter: its whole shape, the chip's block of it (what the passes
+ * compute with), its values and gradient, and the chip's fsdp part of the
+ * block (the rows it owns and updates; the whole block without fsdp, where
+ * ws and gs are w and g).
+ */
 typedef struct xfmr_param {
     char name[TPU_XFMR_NAME_LEN];
     int ndim;
     int64_t rows, cols;     /* whole shape (cols 1 for a vector) */
     int64_t r0, r1, c0, c1; /* the chip's block: rows [r0,r1), columns [c0,c1) */
     float *w, *g;           /* (r1-r0) x (c1-c0), C order */
+    int64_t s0, s1;         /* the owned rows [s0,s1) of the block (fsdp) */
+    float *ws, *gs;         /* (s1-s0) x (c1-c0): the owned values and gradient */
 } xfmr_param_t;
 
 /* The activations of one layer, kept for the backward pass (T tokens, Dl, Fl local). */
@@ -60,7 +67,9 @@ struct tpu_xfmr {
     tpu_vmem_t *vmem;
     int nparams;
     xfmr_param_t *par;
-    float *wbuf, *gbuf; /* every parameter's values and gradients, one block each */
+    float *wbuf, *gbuf;  /* every parameter's values and gradients, one block each */
+    float *sbuf, *sgbuf; /* the owned parts (fsdp; else wbuf and gbuf) */
+    int fsdp;            /* fsdp_parts > 1: the weights move by units (transformer_fsdp.c) */
     /* Sizes: Dh, local heads, Dl = nh*Dh, Fl, Vl, Sl, T = B*Sl tokens, global tokens. */
     int64_t dh, nh, dl, fl, vl, sl, t, ntok;
     /* The last forward pass. */

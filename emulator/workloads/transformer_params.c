@@ -18,8 +18,8 @@
 #define S_PARAM 1000 /* random stream of parameter p: S_PARAM + p */
 
 static const char *const hook_names[TPU_XFMR_HOOK_COUNT] = {
-    "embed", "kv",      "attn_out", "mlp_out", "vocab_max", "vocab_sum",
-    "loss",  "d_final", "d_mlp_in", "d_kv",    "d_attn_in", "grad"};
+    "embed",   "kv",       "attn_out", "mlp_out",   "vocab_max", "vocab_sum", "loss",
+    "d_final", "d_mlp_in", "d_kv",     "d_attn_in", "grad",      "gather"};
 
 const char *tpu_xfmr_hook_name(tpu_xfmr_hook_t hook)
 {
@@ -122,6 +122,14 @@ static tpu_status_t check_config(tpu_xfmr_config_t *c, tpu_err_t *err)
                            "transformer: d_model %lld is not divisible by heads %lld",
                            (long long)c->d_model, (long long)c->heads);
     }
+    if (c->fsdp_parts == 0) {
+        c->fsdp_parts = 1;
+    }
+    if (c->fsdp_parts < 1 || c->fsdp_index < 0 || c->fsdp_index >= c->fsdp_parts) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "transformer: fsdp part %d of %d is not a part (0 <= index < parts)",
+                           c->fsdp_index, c->fsdp_parts);
+    }
     if (c->precision != TPU_XFMR_F32 && c->precision != TPU_XFMR_BF16) {
         return tpu_err_set(err, TPU_ERR_INVALID, "transformer: unknown precision %d",
                            (int)c->precision);
@@ -141,27 +149,27 @@ static tpu_status_t check_config(tpu_xfmr_config_t *c, tpu_err_t *err)
     if (status != TPU_OK) {
         return status;
     }
-    if (c->hook == NULL &&
-        (c->heads_range.hi - c->heads_range.lo != c->heads ||
-         c->ff_range.hi - c->ff_range.lo != c->d_ff ||
-         c->vocab_range.hi - c->vocab_range.lo != c->vocab ||
-         c->seq_range.hi - c->seq_range.lo != c->seq || c->batch_global != c->batch)) {
+    if (c->hook == NULL && (c->heads_range.hi - c->heads_range.lo != c->heads ||
+                            c->ff_range.hi - c->ff_range.lo != c->d_ff ||
+                            c->vocab_range.hi - c->vocab_range.lo != c->vocab ||
+                            c->seq_range.hi - c->seq_range.lo != c->seq ||
+                            c->batch_global != c->batch || c->fsdp_parts > 1)) {
         return tpu_err_set(
             err, TPU_ERR_INVALID,
             "transformer: a sharded view (heads [%lld,%lld) of %lld, d_ff "
             "[%lld,%lld) of %lld, vocab [%lld,%lld) of %lld, seq [%lld,%lld) of "
-            "%lld, batch %lld of %lld) needs a hook for its collectives",
+            "%lld, batch %lld of %lld, fsdp part %d of %d) needs a hook for its collectives",
             (long long)c->heads_range.lo, (long long)c->heads_range.hi, (long long)c->heads,
             (long long)c->ff_range.lo, (long long)c->ff_range.hi, (long long)c->d_ff,
             (long long)c->vocab_range.lo, (long long)c->vocab_range.hi, (long long)c->vocab,
             (long long)c->seq_range.lo, (long long)c->seq_range.hi, (long long)c->seq,
-            (long long)c->batch, (long long)c->batch_global);
+            (long long)c->batch, (long long)c->batch_global, c->fsdp_index, c->fsdp_parts);
     }
     return TPU_OK;
 }
 
-/* The chip's block of parameter p (see the shard view in transformer.h). */
-static void param_block(const tpu_xfmr_t *xf, int p, xfmr_param_t *q)
+/* The chip's block of parameter p before fsdp (the ranges). */
+static void tensor_block(const tpu_xfmr_t *xf, int p, xfmr_param_t *q)
 {
     const tpu_xfmr_config_t *c = &xf->cfg;
     int j = (p - 2) % XFMR_PER_LAYER;
@@ -197,9 +205,37 @@ static void param_block(const tpu_xfmr_t *xf, int p, xfmr_param_t *q)
     }
 }
 
+/*
+ * The chip's block of parameter p and its owned rows (see the shard view and
+ * the fsdp shard in transformer.h); rows that do not divide over the fsdp
+ * parts are refused, naming the parameter.
+ */
+static tpu_status_t param_block(const tpu_xfmr_t *xf, int p, xfmr_param_t *q, tpu_err_t *err)
+{
+    const int f = xf->cfg.fsdp_parts, k = xf->cfg.fsdp_index;
+    int64_t n;
+
+    tensor_block(xf, p, q);
+    n = q->r1 - q->r0;
+    if (n % f != 0) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "transformer: parameter %s: the %lld rows of its block (its first "
+                           "dimension) do not divide into %d fsdp parts",
+                           q->name, (long long)n, f);
+    }
+    q->s0 = q->r0 + k * (n / f);
+    q->s1 = q->s0 + n / f;
+    return TPU_OK;
+}
+
 static int64_t block_count(const xfmr_param_t *q)
 {
     return (q->r1 - q->r0) * (q->c1 - q->c0);
+}
+
+static int64_t owned_count(const xfmr_param_t *q)
+{
+    return (q->s1 - q->s0) * (q->c1 - q->c0);
 }
 
 /* Allocate every activation and scratch array of a step. */
@@ -266,7 +302,7 @@ tpu_status_t tpu_xfmr_create(const tpu_xfmr_config_t *cfg, const tpu_chip_spec_t
 {
     tpu_xfmr_t *xf;
     tpu_status_t status;
-    int64_t total = 0, off = 0;
+    int64_t total = 0, owned = 0, off = 0, soff = 0;
     int p;
 
     if (cfg == NULL || chip == NULL || xf_p == NULL) {
@@ -291,6 +327,7 @@ tpu_status_t tpu_xfmr_create(const tpu_xfmr_config_t *cfg, const tpu_chip_spec_t
     xf->t = xf->cfg.batch * xf->sl;
     xf->ntok = xf->cfg.batch_global * xf->cfg.seq;
     xf->nparams = tpu_xfmr_param_count(&xf->cfg);
+    xf->fsdp = xf->cfg.fsdp_parts > 1;
     xf->par = tpu__calloc((size_t)xf->nparams, sizeof(*xf->par));
     if (xf->par == NULL) {
         status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer: no memory");
@@ -303,12 +340,18 @@ tpu_status_t tpu_xfmr_create(const tpu_xfmr_config_t *cfg, const tpu_chip_spec_t
         q->ndim = tpu_xfmr_param_info(&xf->cfg, p, q->name, shape);
         q->rows = shape[0];
         q->cols = shape[1];
-        param_block(xf, p, q);
+        status = param_block(xf, p, q, err);
+        if (status != TPU_OK) {
+            goto err_free;
+        }
         total += block_count(q);
+        owned += owned_count(q);
     }
     xf->wbuf = tpu__calloc((size_t)total, sizeof(float));
     xf->gbuf = tpu__calloc((size_t)total, sizeof(float));
-    if (xf->wbuf == NULL || xf->gbuf == NULL) {
+    xf->sbuf = xf->fsdp ? tpu__calloc((size_t)owned, sizeof(float)) : xf->wbuf;
+    xf->sgbuf = xf->fsdp ? tpu__calloc((size_t)owned, sizeof(float)) : xf->gbuf;
+    if (xf->wbuf == NULL || xf->gbuf == NULL || xf->sbuf == NULL || xf->sgbuf == NULL) {
         status = tpu_err_set(err, TPU_ERR_NO_MEMORY,
                              "transformer: no host memory for %lld parameters", (long long)total);
         goto err_free;
@@ -316,7 +359,10 @@ tpu_status_t tpu_xfmr_create(const tpu_xfmr_config_t *cfg, const tpu_chip_spec_t
     for (p = 0; p < xf->nparams; p++) {
         xf->par[p].w = xf->wbuf + off;
         xf->par[p].g = xf->gbuf + off;
+        xf->par[p].ws = xf->sbuf + soff;
+        xf->par[p].gs = xf->sgbuf + soff;
         off += block_count(&xf->par[p]);
+        soff += owned_count(&xf->par[p]);
     }
     status = alloc_act(xf, err);
     status = status == TPU_OK ? tpu_vmem_create(chip, &xf->vmem, err) : status;
@@ -366,6 +412,10 @@ void tpu_xfmr_destroy(tpu_xfmr_t *xf)
     tpu__free(xf->dv);
     tpu__free(xf->dp);
     tpu_vmem_destroy(xf->vmem);
+    if (xf->fsdp) {
+        tpu__free(xf->sbuf);
+        tpu__free(xf->sgbuf);
+    }
     tpu__free(xf->wbuf);
     tpu__free(xf->gbuf);
     tpu__free(xf->par);
@@ -383,10 +433,10 @@ static float *param_array(tpu_xfmr_t *xf, int p, int64_t shape[2], int grad)
         return NULL;
     }
     if (shape != NULL) {
-        shape[0] = xf->par[p].r1 - xf->par[p].r0;
+        shape[0] = xf->par[p].s1 - xf->par[p].s0;
         shape[1] = xf->par[p].c1 - xf->par[p].c0;
     }
-    return grad ? xf->par[p].g : xf->par[p].w;
+    return grad ? xf->par[p].gs : xf->par[p].ws;
 }
 
 float *tpu_xfmr_param(tpu_xfmr_t *xf, int p, int64_t shape[2])
@@ -404,7 +454,7 @@ int tpu_xfmr_param_origin(const tpu_xfmr_t *xf, int p, int64_t origin[2])
     if (p < 0 || p >= xf->nparams) {
         return -1;
     }
-    origin[0] = xf->par[p].r0;
+    origin[0] = xf->par[p].s0;
     origin[1] = xf->par[p].c0;
     return 0;
 }
@@ -420,19 +470,19 @@ void tpu_xfmr_init_random(tpu_xfmr_t *xf, uint64_t seed)
         double sd;
 
         if (q->ndim == 1) { /* the norm gains */
-            for (r = 0; r < block_count(q); r++) {
-                q->w[r] = 1.0f;
+            for (r = 0; r < owned_count(q); r++) {
+                q->ws[r] = 1.0f;
             }
             continue;
         }
         sd = p <= XFMR_P_POS                       ? 0.02
              : p < xf->nparams - 1 && j == XFMR_W2 ? 1.0 / sqrt((double)xf->cfg.d_ff)
                                                    : 1.0 / sqrt((double)xf->cfg.d_model);
-        for (r = q->r0; r < q->r1; r++) {
+        for (r = q->s0; r < q->s1; r++) {
             for (c = q->c0; c < q->c1; c++) {
                 uint64_t g = (uint64_t)(r * q->cols + c);
 
-                q->w[(r - q->r0) * lc + (c - q->c0)] =
+                q->ws[(r - q->s0) * lc + (c - q->c0)] =
                     (float)(tpu__workload_normal(seed, S_PARAM + (uint64_t)p, g) * sd);
             }
         }
@@ -458,8 +508,9 @@ tpu_status_t tpu_xfmr_load(tpu_xfmr_t *xf, const char *dir, tpu_err_t *err)
         if (status != TPU_OK) {
             return status;
         }
-        for (r = q->r0; r < q->r1; r++) {
-            memcpy(q->w + (r - q->r0) * lc, data + r * q->cols + q->c0, (size_t)lc * sizeof(float));
+        for (r = q->s0; r < q->s1; r++) {
+            memcpy(q->ws + (r - q->s0) * lc, data + r * q->cols + q->c0,
+                   (size_t)lc * sizeof(float));
         }
         tpu__free(data);
     }
@@ -476,7 +527,7 @@ tpu_status_t tpu_xfmr_save(const tpu_xfmr_t *xf, const char *dir, tpu_err_t *err
         int64_t shape[2] = {q->rows, q->cols};
         tpu_status_t status;
 
-        if (block_count(q) != q->rows * q->cols) {
+        if (owned_count(q) != q->rows * q->cols) {
             return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
                                "transformer: saving %s needs the whole parameter; this chip holds "
                                "a piece",
@@ -486,7 +537,7 @@ tpu_status_t tpu_xfmr_save(const tpu_xfmr_t *xf, const char *dir, tpu_err_t *err
             return tpu_err_set(err, TPU_ERR_INVALID, "transformer: the path %s/%s.npy is too long",
                                dir, q->name);
         }
-        status = tpu_npy_write(path, TPU_NPY_F32, q->ndim, shape, q->w, err);
+        status = tpu_npy_write(path, TPU_NPY_F32, q->ndim, shape, q->ws, err);
         if (status != TPU_OK) {
             return status;
         }
@@ -501,10 +552,10 @@ void tpu_xfmr_sgd(tpu_xfmr_t *xf, double lr)
     int p;
 
     for (p = 0; p < xf->nparams; p++) {
-        n += block_count(&xf->par[p]);
+        n += owned_count(&xf->par[p]);
     }
     for (i = 0; i < n; i++) {
-        xf->wbuf[i] -= lrf * xf->gbuf[i];
+        xf->sbuf[i] -= lrf * xf->sgbuf[i];
     }
     /* One fused pass: reads p and g, writes p. */
     (void)tpu__xfmr_vpu(xf, TPU_VPU_ADD, 1, n, NULL);

@@ -93,6 +93,53 @@ void tpu_xfmr_pod_mesh(const tpu_xfmr_pod_t *p, int *data, int *sequence, int *t
     *tensor = p->c.size[XFMR_AXIS_TENSOR];
 }
 
+int tpu_xfmr_pod_axis(const tpu_xfmr_pod_t *p, const char *name)
+{
+    static const struct {
+        const char *name;
+        int axis;
+    } axes[] = {{"dcn", XFMR_AXIS_DCN},
+                {"data", XFMR_AXIS_DATA},
+                {"fsdp", XFMR_AXIS_FSDP},
+                {"sequence", XFMR_AXIS_SEQUENCE},
+                {"tensor", XFMR_AXIS_TENSOR}};
+    size_t k;
+
+    for (k = 0; k < sizeof(axes) / sizeof(axes[0]); k++) {
+        if (strcmp(name, axes[k].name) == 0) {
+            return p->c.size[axes[k].axis];
+        }
+    }
+    return 0;
+}
+
+int tpu_xfmr_pod_piece(tpu_xfmr_pod_t *p, int i, int *piece_p, uint64_t *hash_p)
+{
+    const int *k;
+    uint64_t h = 1469598103934665603ull;
+    int q, np;
+
+    if (i < 0 || i >= p->nxfs) {
+        return -1;
+    }
+    k = p->c.chips[i].coord;
+    *piece_p = (k[XFMR_AXIS_FSDP] * p->c.size[XFMR_AXIS_SEQUENCE] + k[XFMR_AXIS_SEQUENCE]) *
+                   p->c.size[XFMR_AXIS_TENSOR] +
+               k[XFMR_AXIS_TENSOR];
+    np = tpu_xfmr_param_count(tpu_xfmr_config(p->xfs[i]));
+    for (q = 0; q < np; q++) {
+        int64_t shape[2];
+        const unsigned char *b = (const unsigned char *)tpu_xfmr_param(p->xfs[i], q, shape);
+        size_t n, len = (size_t)(shape[0] * shape[1]) * sizeof(float);
+
+        for (n = 0; n < len; n++) {
+            h = (h ^ b[n]) * 1099511628211ull;
+        }
+    }
+    *hash_p = h;
+    return 0;
+}
+
 tpu_status_t tpu_xfmr_pod_step(tpu_xfmr_pod_t *p, const int32_t *x, const int32_t *y, double lr,
                                tpu_xfmr_report_t *rep_p, tpu_err_t *err)
 {

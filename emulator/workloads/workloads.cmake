@@ -3,7 +3,9 @@
 # the costs of a chip; mlp_step.c: the training step; mlp_comm.c: its collectives
 # over the mesh) and the transformer (transformer_ops.c: shared ops;
 # transformer_params.c: parameters; transformer_fwd.c, transformer_bwd.c: the
-# passes; transformer_step.c: a step; transformer_comm.c: its collectives over
+# passes; transformer_step.c: a step; transformer_fsdp.c: the fsdp
+# weight gathers and gradient reduces; transformer_layout.c: the mesh axes and
+# what must divide; transformer_comm.c: its collectives over
 # the mesh, the chips in lock step; transformer_pod.c: its public face for the
 # command line; transformer_cost.c, transformer_cost_prog.c: its step cost on a
 # pod from a mesh alone).  Included by emulator/CMakeLists.txt; names
@@ -20,6 +22,8 @@ set(TPU_WORKLOAD_SOURCES
   workloads/transformer_fwd.c
   workloads/transformer_bwd.c
   workloads/transformer_step.c
+  workloads/transformer_fsdp.c
+  workloads/transformer_layout.c
   workloads/transformer_comm.c
   workloads/transformer_pod.c
   workloads/transformer_cost.c

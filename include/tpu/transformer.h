@@ -57,10 +57,33 @@
  * is the collective (tests/unit/workloads/test_transformer_shard.c runs data,
  * sequence and tensor layouts on threads with a hook of its own and checks
  * them against one chip); emulator/workloads/transformer_comm.c wires the
- * hooks to the pod's collective engine over the mesh axes data, sequence and
- * tensor (fsdp and the command line are the rest of issue 24).  On one chip
- * with a hook, every hook is called with a buffer that is already complete
- * (an identity collective).
+ * hooks to the pod's collective engine over the mesh axes dcn, data, fsdp,
+ * sequence and tensor.  On one chip with a hook, every hook is called with a
+ * buffer that is already complete (an identity collective).
+ *
+ * The fsdp shard (ZeRO-3 / fully sharded data parallel, fsdp_parts > 1): on
+ * top of the ranges above, every parameter's block (the tensor and sequence
+ * shard) is split into fsdp_parts equal parts along its FIRST dimension, rows
+ * (the norm gains, vectors, along their only one), and the chip owns part
+ * fsdp_index: rows [r0 + k n / f, r0 + (k + 1) n / f) of a block of n rows
+ * starting at row r0 (contiguous in C order, so a gather needs no packing).
+ * Rows that do not divide are refused (tpu_xfmr_create, and the mesh layer
+ * names the parameter, its first dimension and the axis); nothing is padded.
+ * The owned part is what tpu_xfmr_param/grad/param_origin return, what the
+ * init, --init files and SGD touch; the gradient of that part is the one
+ * reduced over the pod.  The step moves the weights in units: unit 0 the
+ * embeddings (embed, pos), unit 1 + l layer l's eight, unit L + 1 the head
+ * (norm_f, unembed).  Forward: unit 0 and unit 1 are all-gathered first, and
+ * the gather of unit u + 1 is issued before unit u's compute (prefetched one
+ * unit ahead, so it overlaps that compute; only unit 0's is exposed); a
+ * layer's gathered copy is dropped after its compute (filled with NaN, so a
+ * use without its gather would show).  Backward (ZeRO-3's default,
+ * reshard after forward): the head, the last unit of the forward and the
+ * first of the backward, is kept; each layer is gathered again, layer l - 1
+ * issued before layer l's backward, and dropped after it; the embeddings need
+ * no weights in backward.  A unit's gradients are reduced right after its
+ * backward (TPU_XFMR_HOOK_GRAD: a reduce-scatter over fsdp of the chip's
+ * whole-block gradient, then a psum of the owned part over the replicas).
  *
  * Ownership: tpu_xfmr_create() copies the config and owns its parameters,
  * gradients and activations until tpu_xfmr_destroy(); the token arrays and
@@ -113,7 +136,7 @@ typedef enum {
     TPU_XFMR_HOOK_VOCAB_SUM, /* fwd: per token the sum of exp(logit - max), then the target's
                               * logit (0 off this shard) [2T]: psum over tensor */
     TPU_XFMR_HOOK_LOSS,      /* fwd: the sum of the chip's token losses as a pair of floats
-                              * hi + lo [2]: psum over data and sequence */
+                              * hi + lo [2]: psum over dcn, data, fsdp and sequence */
     TPU_XFMR_HOOK_D_FINAL,   /* bwd: dlogits @ unembed^T [T,D] partial sums: psum over
                               * tensor */
     TPU_XFMR_HOOK_D_MLP_IN,  /* bwd, per layer: du @ w1^T [T,D] partials: psum over tensor */
@@ -121,11 +144,16 @@ typedef enum {
                               * position: reduce-scatter over sequence (keep own rows) */
     TPU_XFMR_HOOK_D_ATTN_IN, /* bwd, per layer: dq wq^T + dk wk^T + dv wv^T [T,D] partials:
                               * psum over tensor */
-    TPU_XFMR_HOOK_GRAD,      /* bwd, per parameter ('index' its number): its local gradient:
-                              * psum over the chips holding the same piece: data and
-                              * sequence, but pos (split over sequence) over data only.
-                              * (fsdp, later: a reduce-scatter, and an all-gather of each
-                              * layer's weights before use, which has no hook yet) */
+    TPU_XFMR_HOOK_GRAD,      /* bwd, per parameter ('index' its number): its local gradient,
+                              * the block: summed over the chips holding the same block, the
+                              * batch axes dcn, data, fsdp and sequence (pos, split over
+                              * sequence, over dcn, data, fsdp only); with fsdp_parts > 1
+                              * the chip's rows of the buffer get the sum (a reduce-scatter
+                              * over fsdp, then a psum over the rest), the other rows are
+                              * left undefined */
+    TPU_XFMR_HOOK_GATHER,    /* fwd and bwd, per parameter ('index' its number), only with
+                              * fsdp_parts > 1: its block with the chip's rows filled:
+                              * all-gather over fsdp (see "The fsdp shard" above) */
     TPU_XFMR_HOOK_COUNT
 } tpu_xfmr_hook_t;
 
@@ -147,6 +175,8 @@ typedef struct tpu_xfmr_config {
     tpu_xfmr_precision_t precision;
     /* The shard view; {0, 0} is the whole range. */
     tpu_xfmr_range_t heads_range, ff_range, vocab_range, seq_range;
+    int fsdp_parts;          /* the fsdp shard: parts of every block (0 or 1: none) */
+    int fsdp_index;          /* the part this chip owns, 0 <= fsdp_index < fsdp_parts */
     tpu_xfmr_hook_fn_t hook; /* NULL: none (one chip) */
     void *hook_arg;
 } tpu_xfmr_config_t;
@@ -192,8 +222,9 @@ TPU_API int tpu_xfmr_param_count(const tpu_xfmr_config_t *cfg);
  */
 TPU_API int tpu_xfmr_param_info(const tpu_xfmr_config_t *cfg, int p, char name[TPU_XFMR_NAME_LEN],
                                 int64_t shape[2]);
-/* The chip's piece of parameter 'p' and of its gradient (the last backward's): its
- * local shape in 'shape' (may be NULL), C order; NULL for a 'p' out of range. */
+/* The chip's piece of parameter 'p' and of its gradient (the last backward's; with
+ * fsdp, the owned rows of the block): its local shape in 'shape' (may be NULL), C
+ * order; NULL for a 'p' out of range. */
 TPU_API float *tpu_xfmr_param(tpu_xfmr_t *xf, int p, int64_t shape[2]);
 TPU_API float *tpu_xfmr_grad(tpu_xfmr_t *xf, int p, int64_t shape[2]);
 

@@ -1,7 +1,7 @@
 /*
  * The transformer (tpu/transformer.h) trained on a pod: the public face of
- * its collectives over the mesh axes data, sequence and tensor, for the
- * command line.  One object holds the local chips of a transport (every chip
+ * its collectives over the mesh axes dcn, data, fsdp, sequence and tensor,
+ * for the command line.  One object holds the local chips of a transport (every chip
  * over loopback; one chip per rank over MPI), each chip's shard view of the
  * model with its hooks wired to the pod's collective engine, and the log of
  * every collective of the last steps.
@@ -46,12 +46,14 @@ typedef struct tpu_xfmr_coll {
 } tpu_xfmr_coll_t;
 
 /*
- * Lay 'mesh' (axes data, sequence, tensor or its alias model; the product the
- * pod's chips) over 'pod' for 'model' (its batch the global batch) and make
- * the shard view of every local chip of transport 'x' (which must move data),
- * every parameter zero.  'opts' may be NULL (no watchdog).
- * @return TPU_OK, TPU_ERR_INVALID (the mesh; a dimension that does not divide
- *         over its axis, named), TPU_ERR_UNSUPPORTED (fsdp), TPU_ERR_NO_MEMORY.
+ * Lay 'mesh' (axes dcn, data, fsdp, sequence, tensor or its alias model; the
+ * product the pod's chips, dcn its slices) over 'pod' for 'model' (its batch
+ * the global batch) and make the shard view of every local chip of transport
+ * 'x' (which must move data), every parameter zero.  'opts' may be NULL (no
+ * watchdog).
+ * @return TPU_OK, TPU_ERR_INVALID (the mesh; a dimension or a parameter that
+ *         does not divide over its axis, named), TPU_ERR_UNSUPPORTED (a
+ *         transport without data), TPU_ERR_NO_MEMORY.
  */
 TPU_API tpu_status_t tpu_xfmr_pod_create(const tpu_pod_t *pod, tpu_xport_t *x, const char *mesh,
                                          const tpu_xfmr_config_t *model,
@@ -66,6 +68,18 @@ TPU_API tpu_xfmr_t *tpu_xfmr_pod_chip(tpu_xfmr_pod_t *p, int i);
 TPU_API int tpu_xfmr_pod_chip_id(const tpu_xfmr_pod_t *p, int i);
 /* The sizes of the mesh axes data, sequence and tensor (1 when left out). */
 TPU_API void tpu_xfmr_pod_mesh(const tpu_xfmr_pod_t *p, int *data, int *sequence, int *tensor);
+/* The size of mesh axis 'name' ("dcn", "data", "fsdp", "sequence", "tensor"; 1 when left
+ * out), or 0 for another name. */
+TPU_API int tpu_xfmr_pod_axis(const tpu_xfmr_pod_t *p, const char *name);
+
+/*
+ * Local chip i's piece of the model: '*piece_p' numbers the pieces (the chip's
+ * fsdp, sequence and tensor coordinates, row-major), so that the chips of one
+ * piece are the replicas over dcn and data, which must hold the same bits;
+ * '*hash_p' is the FNV-1a hash of the bytes of every parameter piece the chip
+ * holds (tpu_xfmr_param).  -1 for an i out of range, else 0.
+ */
+TPU_API int tpu_xfmr_pod_piece(tpu_xfmr_pod_t *p, int i, int *piece_p, uint64_t *hash_p);
 
 /*
  * One training step of every local chip on the global batch 'x', 'y' ([B, S]

@@ -1,7 +1,7 @@
 /*
  * tpuemu train --model transformer: the decoder-only transformer of
  * include/tpu/transformer.h trained on the emulated pod, sharded over the mesh
- * axes data, sequence and tensor (include/tpu/transformer_pod.h), with the
+ * axes dcn, data, fsdp, sequence and tensor (include/tpu/transformer_pod.h), with the
  * loss of every step and the step's report (train_xfmr_out.c: the collectives,
  * the modeled step, HBM peak and MFU of the step cost model,
  * include/tpu/transformer_cost.h, with the run's own collective times).
@@ -95,6 +95,9 @@ typedef struct xrun {
     tpu_xfmr_cost_t cost;         /* the step cost model of the layout */
     char note[512];               /* where the run's collectives differ from the model's */
     double wall_us;
+    uint64_t *hashes; /* [chips] by chip id: tpu_xfmr_pod_piece's, on the root */
+    int *pieces;      /* [chips] */
+    int nchips;
 } xrun_t;
 
 static uint64_t splitmix(uint64_t *s)
@@ -266,9 +269,6 @@ static tpu_status_t save_all(const char *dir, tpu_xfmr_pod_t *p, app_job_t *job,
 
         w2[0] = shape[0];
         w2[1] = shape[1];
-        if (nd == 1) { /* the norm gains, whole on every chip, in the piece's layout */
-            tpu_xfmr_param(tpu_xfmr_pod_chip(p, 0), pi, w2);
-        }
         whole = tpu__calloc((size_t)(w2[0] * w2[1]), sizeof(float));
         if (whole == NULL) {
             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory to gather %s", name);
@@ -298,6 +298,59 @@ static tpu_status_t save_all(const char *dir, tpu_xfmr_pod_t *p, app_job_t *job,
         tpu__free(l);
     }
     return status;
+}
+
+/*
+ * Every chip's piece and parameter hash (tpu_xfmr_pod_piece) by chip id on the
+ * root (gathered under MPI): the JSON's "replicas", where the replicas over dcn
+ * and data (the chips of one piece) must show one hash.
+ */
+static tpu_status_t piece_hashes(tpu_xfmr_pod_t *p, app_job_t *job, xrun_t *r, tpu_err_t *err)
+{
+    int nlocal = tpu_xfmr_pod_nlocal(p), n = job != NULL ? job->nranks : nlocal, i, piece;
+    uint64_t mine[3], *all = tpu__calloc((size_t)(3 * n), sizeof(uint64_t));
+
+    r->nchips = n;
+    r->hashes = tpu__calloc((size_t)n, sizeof(uint64_t));
+    r->pieces = tpu__calloc((size_t)n, sizeof(int));
+    if (all == NULL || r->hashes == NULL || r->pieces == NULL) {
+        tpu__free(all);
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the replicas' hashes");
+    }
+    for (i = 0; i < nlocal; i++) {
+        tpu_xfmr_pod_piece(p, i, &piece, &mine[2]);
+        mine[0] = (uint64_t)tpu_xfmr_pod_chip_id(p, i);
+        mine[1] = (uint64_t)piece;
+        memcpy(all + 3 * i, mine, sizeof(mine));
+    }
+    if (job != NULL) {
+        app_job_gather(job, mine, (int)sizeof(mine), all, 0, "the replicas' hashes");
+    }
+    for (i = 0; i < n; i++) {
+        uint64_t c = all[3 * i];
+
+        if (c < (uint64_t)n) {
+            r->pieces[c] = (int)all[3 * i + 1];
+            r->hashes[c] = all[3 * i + 2];
+        }
+    }
+    tpu__free(all);
+    return TPU_OK;
+}
+
+/* Every two chips of one piece hold the same hash. */
+static int replicas_identical(const xrun_t *r)
+{
+    int a, b;
+
+    for (a = 0; a < r->nchips; a++) {
+        for (b = 0; b < a; b++) {
+            if (r->pieces[a] == r->pieces[b] && r->hashes[a] != r->hashes[b]) {
+                return 0;
+            }
+        }
+    }
+    return 1;
 }
 
 static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod, const xrun_t *r,
@@ -342,6 +395,19 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
         app_train_json_num(j, "run_compute_us", r->rep.compute_us);
         app_train_json_num(j, "run_chip_flops", r->rep.flops);
         app_json_kstr(j, "collectives_note", r->note);
+        app_json_kbool(j, "replicas_identical", replicas_identical(r));
+        app_json_karray(j, "replicas");
+        for (k = 0; k < r->nchips; k++) {
+            char h[24];
+
+            snprintf(h, sizeof(h), "%016llx", (unsigned long long)r->hashes[k]);
+            app_json_object(j);
+            app_json_kint(j, "chip", k);
+            app_json_kint(j, "piece", r->pieces[k]);
+            app_json_kstr(j, "param_hash", h);
+            app_json_object_end(j);
+        }
+        app_json_array_end(j);
         app_json_kfixed(j, "measured_us", r->wall_us, 1);
     }
     app_json_kfixed(j, "wall_s", tpu__now_s() - wall0, 3);
@@ -581,6 +647,9 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
         status = rep != NULL ? app_xfmr_trace(rep, &r.cost, 0, &err) : TPU_OK;
     } else {
         status = run_steps(o, p, &where, &r, rep, txt, &err);
+        if (status == TPU_OK) {
+            status = piece_hashes(p, job, &r, &err);
+        }
     }
     printer = app_train_agree(&where, &status, rank, nranks);
     if (status != TPU_OK) {
@@ -661,6 +730,8 @@ out:
     tpu__free(r.y);
     tpu__free(r.losses);
     tpu__free(r.measured_us);
+    tpu__free(r.hashes);
+    tpu__free(r.pieces);
     if (mpi) {
         int worst = code;
 

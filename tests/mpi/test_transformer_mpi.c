@@ -250,10 +250,13 @@ int main(int argc, char **argv)
             bad = 1;
         }
     }
-    /* Data replicas: equal (sequence, tensor) coordinates, equal hashes. */
+    /* Data replicas: equal (fsdp, sequence, tensor) coordinates, equal hashes. */
     all = calloc((size_t)size * 3, sizeof(*all));
     mine[0] = bad ? 0 : (uint64_t)m.c.chips[0].coord[XFMR_AXIS_SEQUENCE];
-    mine[1] = bad ? 0 : (uint64_t)m.c.chips[0].coord[XFMR_AXIS_TENSOR];
+    mine[1] =
+        bad ? 0
+            : (uint64_t)m.c.chips[0].coord[XFMR_AXIS_FSDP] * (uint64_t)m.c.size[XFMR_AXIS_TENSOR] +
+                  (uint64_t)m.c.chips[0].coord[XFMR_AXIS_TENSOR];
     mine[2] = bad ? 0 : param_hash(m.xf[0]);
     MPI_Allgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, MPI_COMM_WORLD);
     for (i = 0; i < size && !bad; i++) {

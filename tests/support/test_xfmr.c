@@ -15,12 +15,15 @@ void tpu_test_xfmr_init(tpu_xfmr_t *xf, uint64_t seed)
     tpu_xfmr_init_random(xf, seed);
     for (p = 0; p < n; p++) {
         char name[TPU_XFMR_NAME_LEN];
-        int64_t shape[2], i;
+        int64_t shape[2], org[2], i;
         int nd = tpu_xfmr_param_info(cfg, p, name, shape);
         float *w = tpu_xfmr_param(xf, p, shape);
 
+        tpu_xfmr_param_origin(xf, p, org); /* a gain's first element, under fsdp */
         for (i = 0; i < shape[0] * shape[1]; i++) {
-            w[i] = nd == 1 ? 1.0f + 0.3f * sinf((float)(7 * p + i)) : p <= 1 ? 25.0f * w[i] : w[i];
+            w[i] = nd == 1  ? 1.0f + 0.3f * sinf((float)(7 * p + org[0] + i))
+                   : p <= 1 ? 25.0f * w[i]
+                            : w[i];
         }
     }
 }

@@ -13,8 +13,8 @@
 /*
  * tpu_xfmr_init_random(xf, seed), then the norm gains away from 1 (1 + 0.3
  * sin(7p + i)) and the embeddings 25 times larger, so that a wrong gain or
- * position shows in the loss.  Gains are whole on every chip, so any shard
- * view gets the same values as one chip.
+ * position shows in the loss.  A gain's element is set by its index in the
+ * whole gain, so any shard view (fsdp splits the gains) gets one chip's values.
  */
 void tpu_test_xfmr_init(tpu_xfmr_t *xf, uint64_t seed);
 

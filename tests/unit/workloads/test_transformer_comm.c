@@ -1,15 +1,19 @@
 /*
  * The transformer's collectives over the mesh (emulator/workloads/transformer_comm.c)
  * on a 4x4 pod over the loopback transport: for the meshes data=16,
- * data=4,tensor=4, sequence=4,tensor=4, data=4,sequence=4 and
- * data=2,tensor=2,sequence=4, three SGD steps give the losses and final
- * weights of the same run on one chip within 1e-5 relative (weights relative
- * to each parameter's largest entry), data-parallel replicas hold
- * bit-identical weights, and every collective of the log has a positive
- * modeled time and the mesh axes its hook asks for.  A layout that does not
- * divide, or an axis the transformer does not take, is refused in one line
- * naming the dimension and the axis; a chip that fails does not leave the
- * others waiting in a collective.
+ * data=4,tensor=4, sequence=4,tensor=4, data=4,sequence=4,
+ * data=2,tensor=2,sequence=4, fsdp=16, fsdp=4,tensor=4,
+ * data=2,fsdp=2,tensor=4 and fsdp=2,sequence=2,tensor=4, and
+ * dcn=2,fsdp=2,tensor=4 on two 2x4 slices, three SGD steps give the losses
+ * and final weights of the same run on one chip within 1e-5 relative
+ * (weights relative to each parameter's largest entry), data-parallel
+ * replicas hold bit-identical weights, and every collective of the log has a
+ * positive modeled time and the mesh axes its hook asks for; under fsdp, each
+ * parameter is gathered twice a step but the head's once, and each gradient
+ * is reduce-scattered once.  A layout that does not divide, or an axis the
+ * transformer does not take, is refused in one line naming the dimension
+ * (the parameter) and the axis; a chip that fails does not leave the others
+ * waiting in a collective.
  */
 #include "tpu/chip.h"
 #include "tpu/topo.h"
@@ -26,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -40,14 +45,21 @@
 
 static int32_t toks_x[ROWS * SEQ], toks_y[ROWS * SEQ];
 
+/* 'shape' is "4x4", or "2x4/2" for two slices of 2x4. */
 static void make_pod(const char *shape, tpu_topo_t *topo, tpu_chip_spec_t *chip,
                      tpu_link_model_t *link)
 {
     tpu_err_t err = {0};
-    int dims[3], wrap[3] = {1, 1, 1}, naxes;
+    int dims[3], wrap[3] = {1, 1, 1}, naxes, slices = 1;
+    char buf[32];
 
-    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
-    assert_int_equal(tpu_topo_init(topo, naxes, dims, wrap, 1, &err), TPU_OK);
+    snprintf(buf, sizeof(buf), "%s", shape);
+    if (strchr(buf, '/') != NULL) {
+        slices = atoi(strchr(buf, '/') + 1);
+        *strchr(buf, '/') = '\0';
+    }
+    assert_int_equal(tpu_topo_parse_shape(buf, dims, &naxes, &err), TPU_OK);
+    assert_int_equal(tpu_topo_init(topo, naxes, dims, wrap, slices, &err), TPU_OK);
     assert_int_equal(tpu_chip_preset("v5e", chip, &err), TPU_OK);
     tpu_chip_link_model(chip, link);
 }
@@ -55,6 +67,7 @@ static void make_pod(const char *shape, tpu_topo_t *topo, tpu_chip_spec_t *chip,
 /* The mesh axes (bits of XFMR_AXIS_*) hook 'e' must span in a mesh of 'size'. */
 static int expected_axes(const xfmr_comm_entry_t *e, const int *size)
 {
+    const int batch = (1 << XFMR_AXIS_DCN) | (1 << XFMR_AXIS_DATA);
     int want = 1 << XFMR_AXIS_TENSOR, a;
 
     switch (e->hook) {
@@ -63,11 +76,16 @@ static int expected_axes(const xfmr_comm_entry_t *e, const int *size)
         want = 1 << XFMR_AXIS_SEQUENCE;
         break;
     case TPU_XFMR_HOOK_LOSS:
-        want = (1 << XFMR_AXIS_DATA) | (1 << XFMR_AXIS_SEQUENCE);
+        want = batch | (1 << XFMR_AXIS_FSDP) | (1 << XFMR_AXIS_SEQUENCE);
+        break;
+    case TPU_XFMR_HOOK_GATHER:
+        want = 1 << XFMR_AXIS_FSDP;
         break;
     case TPU_XFMR_HOOK_GRAD:
-        want =
-            e->index == 1 ? 1 << XFMR_AXIS_DATA : (1 << XFMR_AXIS_DATA) | (1 << XFMR_AXIS_SEQUENCE);
+        /* fsdp: a reduce-scatter over fsdp, then the psum over the replicas */
+        want = e->kind == TPU_COLL_REDUCE_SCATTER ? 1 << XFMR_AXIS_FSDP
+               : e->index == 1                    ? batch
+                                                  : batch | (1 << XFMR_AXIS_SEQUENCE);
         break;
     default:
         break;
@@ -80,6 +98,57 @@ static int expected_axes(const xfmr_comm_entry_t *e, const int *size)
     return want;
 }
 
+/*
+ * fsdp: every parameter gathered twice a step (forward, backward) but the
+ * embeddings and the head once, each gradient reduce-scattered once; with
+ * tensor > 1, layer l + 1's first gather lies between layer l - 1's and layer
+ * l's first attn_out psum (prefetched one layer ahead).  Without fsdp, none.
+ */
+static void check_fsdp(const xfmr_comm_t *c, const char *spec)
+{
+    const int np = tpu_xfmr_param_count(&c->model), L = (int)c->model.layers,
+              fsdp = c->size[XFMR_AXIS_FSDP] > 1;
+    int64_t k, n = tpu__xfmr_comm_log_count(c), first_gather[64], first_attn[16];
+    int gathers[64] = {0}, scatters[64] = {0}, p, l;
+
+    assert_true(np <= 64 && L < 16);
+    for (p = 0; p < np; p++) {
+        first_gather[p] = -1;
+    }
+    for (l = 0; l < L; l++) {
+        first_attn[l] = -1;
+    }
+    for (k = 0; k < n; k++) {
+        const xfmr_comm_entry_t *e = tpu__xfmr_comm_log_at(c, k);
+
+        if (e->hook == TPU_XFMR_HOOK_GATHER) {
+            first_gather[e->index] = first_gather[e->index] < 0 ? k : first_gather[e->index];
+            gathers[e->index]++;
+        } else if (e->hook == TPU_XFMR_HOOK_GRAD && e->kind == TPU_COLL_REDUCE_SCATTER) {
+            scatters[e->index]++;
+        } else if (e->hook == TPU_XFMR_HOOK_ATTN_OUT && first_attn[e->index] < 0) {
+            first_attn[e->index] = k;
+        }
+    }
+    for (p = 0; p < np; p++) {
+        int want = !fsdp ? 0 : p < 2 || p >= np - 2 ? 1 : 2;
+
+        if (gathers[p] != want || scatters[p] != fsdp) {
+            fail_msg("%s: parameter %d gathered %d times (expected %d), reduce-scattered %d times",
+                     spec, p, gathers[p], want, scatters[p]);
+        }
+    }
+    for (l = 0; fsdp && c->size[XFMR_AXIS_TENSOR] > 1 && l + 1 < L; l++) {
+        int64_t g = first_gather[2 + 8 * (l + 1)];
+
+        if (!(g < first_attn[l] && (l == 0 || g > first_attn[l - 1]))) {
+            fail_msg("%s: layer %d's gather at %lld is not between layer %d's attn_out and "
+                     "layer %d's",
+                     spec, l + 1, (long long)g, l - 1, l);
+        }
+    }
+}
+
 /* Check the log of one step; print it summed by hook and axes when asked. */
 static void check_log(const xfmr_comm_t *c, const char *spec, int print)
 {
@@ -87,6 +156,7 @@ static void check_log(const xfmr_comm_t *c, const char *spec, int print)
     double total = 0;
 
     assert_true(n > 0);
+    check_fsdp(c, spec);
     for (k = 0; k < n; k++) {
         const xfmr_comm_entry_t *e = tpu__xfmr_comm_log_at(c, k);
         int want = expected_axes(e, c->size), count = 0;
@@ -102,7 +172,7 @@ static void check_log(const xfmr_comm_t *c, const char *spec, int print)
         for (j = 0; print && j < k; j++) {
             const xfmr_comm_entry_t *f = tpu__xfmr_comm_log_at(c, j);
 
-            if (f->hook == e->hook && f->axes == e->axes) {
+            if (f->hook == e->hook && f->axes == e->axes && f->kind == e->kind) {
                 break;
             }
         }
@@ -112,7 +182,7 @@ static void check_log(const xfmr_comm_t *c, const char *spec, int print)
         for (j = k; j < n; j++) {
             const xfmr_comm_entry_t *f = tpu__xfmr_comm_log_at(c, j);
 
-            if (f->hook == e->hook && f->axes == e->axes) {
+            if (f->hook == e->hook && f->axes == e->axes && f->kind == e->kind) {
                 count++;
                 us += f->modeled_us;
                 bytes += (double)f->bytes;
@@ -173,8 +243,8 @@ static void run_one_chip(run_t *r)
     }
 }
 
-/* STEPS steps on the 4x4 pod with mesh 'spec'. */
-static void run_mesh(const char *spec, run_t *r, int print)
+/* STEPS steps on the pod 'shape' (make_pod) with mesh 'spec'. */
+static void run_mesh(const char *shape, const char *spec, run_t *r, int print)
 {
     tpu_xfmr_report_t reps[MAXC];
     tpu_xfmr_config_t cfg;
@@ -185,7 +255,7 @@ static void run_mesh(const char *spec, run_t *r, int print)
     int i, t;
 
     memset(r, 0, sizeof(*r));
-    make_pod("4x4", &topo, &chip, &link);
+    make_pod(shape, &topo, &chip, &link);
     tpu_test_xfmr_config(&cfg);
     assert_int_equal(tpu_xport_loopback_create(topo.nchips, &r->x, &err), TPU_OK);
     if (tpu__xfmr_comm_init(&r->c, &topo, &link, &chip, r->x, spec, &cfg, NULL, &err) != TPU_OK) {
@@ -259,12 +329,14 @@ static double compare(const char *spec, run_t *r, run_t *one)
                     worst = d > worst ? d : worst;
                 }
             }
-            /* A data replica (same sequence and tensor coordinates) holds the same bits. */
+            /* A data replica (same fsdp, sequence and tensor coordinates) holds the same
+             * bits. */
             for (j = 0; j < i; j++) {
                 const xfmr_comm_chip_t *cj = &r->c.chips[j];
 
                 if (cj->coord[XFMR_AXIS_SEQUENCE] == ci->coord[XFMR_AXIS_SEQUENCE] &&
                     cj->coord[XFMR_AXIS_TENSOR] == ci->coord[XFMR_AXIS_TENSOR] &&
+                    cj->coord[XFMR_AXIS_FSDP] == ci->coord[XFMR_AXIS_FSDP] &&
                     memcmp(w, tpu_xfmr_param(r->xf[j], p, NULL),
                            (size_t)(shape[0] * shape[1]) * sizeof(float)) != 0) {
                     fail_msg("%s: parameter %d differs between data replicas %d and %d", spec, p, j,
@@ -278,24 +350,33 @@ static double compare(const char *spec, run_t *r, run_t *one)
 
 static void layouts_equal_one_chip(void **state)
 {
-    static const char *const specs[] = {"data=16", "data=4,tensor=4", "sequence=4,tensor=4",
-                                        "data=4,sequence=4", "data=2,tensor=2,sequence=4"};
+    static const char *const specs[][2] = {{"4x4", "data=16"},
+                                           {"4x4", "data=4,tensor=4"},
+                                           {"4x4", "sequence=4,tensor=4"},
+                                           {"4x4", "data=4,sequence=4"},
+                                           {"4x4", "data=2,tensor=2,sequence=4"},
+                                           {"4x4", "fsdp=16"},
+                                           {"4x4", "fsdp=4,tensor=4"},
+                                           {"4x4", "data=2,fsdp=2,tensor=4"},
+                                           {"4x4", "fsdp=2,sequence=2,tensor=4"},
+                                           {"2x4/2", "dcn=2,fsdp=2,tensor=4"}};
+    const size_t nspecs = sizeof(specs) / sizeof(specs[0]);
     static run_t one, r;
     size_t k;
 
     (void)state;
     tpu_test_xfmr_tokens(toks_x, toks_y);
     run_one_chip(&one);
-    for (k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
+    for (k = 0; k < nspecs; k++) {
         double worst;
 
-        run_mesh(specs[k], &r, k + 1 == sizeof(specs) / sizeof(specs[0]));
-        worst = compare(specs[k], &r, &one);
+        run_mesh(specs[k][0], specs[k][1], &r, k == 4 || k == 7 || k + 1 == nspecs);
+        worst = compare(specs[k][1], &r, &one);
         print_message("%-28s losses %.6f %.6f %.6f, largest relative difference from one "
                       "chip %.3g\n",
-                      specs[k], r.loss[0], r.loss[1], r.loss[2], worst);
+                      specs[k][1], r.loss[0], r.loss[1], r.loss[2], worst);
         if (!(worst <= 1e-5)) {
-            fail_msg("%s: %.3g from one chip (tolerance 1e-5)", specs[k], worst);
+            fail_msg("%s: %.3g from one chip (tolerance 1e-5)", specs[k][1], worst);
         }
         run_fini(&r);
     }
@@ -333,7 +414,7 @@ static void a_failing_chip_stops_the_others(void **state)
 
     (void)state;
     tpu_test_xfmr_tokens(toks_x, toks_y);
-    run_mesh("data=4,tensor=4", &r, 0);
+    run_mesh("4x4", "data=4,tensor=4", &r, 0);
     assert_int_equal(tpu__xfmr_comm_run(&r.c, step_or_fail, &f, &err), TPU_ERR_INVALID);
     assert_string_equal(err.msg, "local chip 5 fails on purpose");
     tpu_err_clear(&err);
@@ -375,7 +456,11 @@ static void bad_layouts_refused(void **state)
     refused("4x3", "data=3,tensor=4", TPU_ERR_INVALID, "batch 16", "data=3");
     refused("4x3", "sequence=3,data=4", TPU_ERR_INVALID, "seq 16", "sequence=3");
     refused("4x3", "data=4,model=3", TPU_ERR_INVALID, "heads 4", "model=3");
-    refused("4x4", "fsdp=4,tensor=4", TPU_ERR_UNSUPPORTED, "fsdp", "not supported");
+    refused("4x8", "sequence=16,fsdp=2", TPU_ERR_INVALID, "parameter pos", "fsdp=2");
+    refused("4x8", "tensor=4,fsdp=8", TPU_ERR_INVALID, "parameter embed", "vocab / tensor = 12");
+    refused("4x3", "data=4,fsdp=3", TPU_ERR_INVALID, "batch 16", "data=4 x fsdp=3 (12)");
+    refused("4x3/2", "dcn=2,data=12", TPU_ERR_INVALID, "batch 16", "dcn=2 x data=12 (24)");
+    refused("2x4", "dcn=2,tensor=4", TPU_ERR_INVALID, "dcn", "number of slices, 1, not 2");
     refused("4x4", "data=4,pipeline=4", TPU_ERR_INVALID, "pipeline", "unknown mesh axis");
     refused("4x4", "tensor=4,model=4", TPU_ERR_INVALID, "tensor", "model");
     refused("4x4", "data=4,tensor=2", TPU_ERR_INVALID, "8", "16");
