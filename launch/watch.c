@@ -84,7 +84,8 @@ void app_watch_chip_name(const app_job_t *job, int rank, char *buf, size_t len)
  */
 int app_watch_mark_abort(const app_job_t *job)
 {
-    int fd;
+    char line[16];
+    int fd, n;
 
     if (job->marker[0] == '\0') {
         return 1;
@@ -92,6 +93,11 @@ int app_watch_mark_abort(const app_job_t *job)
     fd = open(job->marker, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
         return errno != EEXIST;
+    }
+    /* Who wrote it: the monitor of that rank's node removes it (watch_monitor.c). */
+    n = snprintf(line, sizeof(line), "%d\n", job->world_rank);
+    if (write(fd, line, (size_t)n) != n) {
+        /* an empty marker still marks the abort */
     }
     close(fd);
     return 1;
@@ -278,10 +284,39 @@ int app_job_behind(const app_job_peer_t *peers, int n, uint64_t point, double no
     return best;
 }
 
+/*
+ * Rank 0: the chips behind at the current point that have been silent over SILENT_S,
+ * as "2 (1,0), MPI rank 2 and 3 (1,1), MPI rank 3" into 'buf' (the first 8, then
+ * how many more); returns how many.
+ */
+static int silent_behind(const app_job_t *job, double now, char *buf, size_t len)
+{
+    char name[96];
+    int r, n = 0;
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (r = 0; r < job->nranks; r++) {
+        if (job->peers[r].seen >= job->point || now - job->peers[r].heard <= SILENT_S) {
+            continue;
+        }
+        if (n < 8 && used < len) {
+            app_watch_chip_name(job, r, name, sizeof(name));
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", n ? " and " : "",
+                                     name + 5); /* without "chip " */
+        }
+        n++;
+    }
+    if (n > 8 && used < len) {
+        snprintf(buf + used, len - used, " and %d more", n - 8);
+    }
+    return n;
+}
+
 /* The wait of 'what' lasted too long: say who is behind and end the job. */
 static void blame(app_job_t *job, const char *what, double waited)
 {
-    char name[96], msg[512];
+    char name[96], msg[1024], list[512];
     int r, worst, waiters = 0;
     double now;
 
@@ -320,6 +355,13 @@ static void blame(app_job_t *job, const char *what, double waited)
                  "every chip reached %s, but it did not complete within %.1f s (--timeout %g); "
                  "ending the job",
                  what, waited, job->timeout);
+    } else if (silent_behind(job, now, list, sizeof(list)) > 1) {
+        /* Several chips silent at once: a node lost, or its network down. */
+        snprintf(msg, sizeof(msg),
+                 "chips %s are behind and silent: they have not reached %s after %.1f s "
+                 "(--timeout %g) and have said nothing for over %.0f s; they are lost, stopped or "
+                 "unreachable (a node or its network down?); ending the job",
+                 list, what, waited, job->timeout, SILENT_S);
     } else {
         char others[64] = "";
 
