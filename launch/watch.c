@@ -285,19 +285,20 @@ int app_job_behind(const app_job_peer_t *peers, int n, uint64_t point, double no
 }
 
 /*
- * Rank 0: the chips behind at the current point that have been silent over SILENT_S,
- * as "2 (1,0), MPI rank 2 and 3 (1,1), MPI rank 3" into 'buf' (the first 8, then
- * how many more); returns how many.
+ * Rank 0: the other chips silent over SILENT_S that are behind the current point
+ * (any of them when 'any' is set: every chip reached it), as "2 (1,0), MPI rank 2
+ * and 3 (1,1), MPI rank 3" into 'buf' (the first 8, then how many more); returns
+ * how many.
  */
-static int silent_behind(const app_job_t *job, double now, char *buf, size_t len)
+static int silent_chips(const app_job_t *job, double now, int any, char *buf, size_t len)
 {
     char name[96];
     int r, n = 0;
     size_t used = 0;
 
     buf[0] = '\0';
-    for (r = 0; r < job->nranks; r++) {
-        if (job->peers[r].seen >= job->point || now - job->peers[r].heard <= SILENT_S) {
+    for (r = 1; r < job->nranks; r++) {
+        if ((!any && job->peers[r].seen >= job->point) || now - job->peers[r].heard <= SILENT_S) {
             continue;
         }
         if (n < 8 && used < len) {
@@ -332,6 +333,15 @@ static void blame(app_job_t *job, const char *what, double waited)
     drain(job);
     now = tpu__now_s();
     worst = app_job_behind(job->peers, job->nranks, job->point, now, SILENT_S, &waiters);
+    if (silent_chips(job, now, worst < 0, list, sizeof(list)) > 1) {
+        /* Several chips silent at once: a node lost, or its network down. */
+        snprintf(msg, sizeof(msg),
+                 "chips %s are silent: chip %d waited %.1f s (--timeout %g) at %s and they have "
+                 "said nothing for over %.0f s; they are lost, stopped or unreachable (a node or "
+                 "its network down?); ending the job",
+                 list, job->chip, waited, job->timeout, what, SILENT_S);
+        app_job_abort(job, msg);
+    }
     /* Everyone reached the point, but one stopped inside the wait: the silent one. */
     for (r = 1; r < job->nranks && worst < 0; r++) {
         int q;
@@ -355,13 +365,6 @@ static void blame(app_job_t *job, const char *what, double waited)
                  "every chip reached %s, but it did not complete within %.1f s (--timeout %g); "
                  "ending the job",
                  what, waited, job->timeout);
-    } else if (silent_behind(job, now, list, sizeof(list)) > 1) {
-        /* Several chips silent at once: a node lost, or its network down. */
-        snprintf(msg, sizeof(msg),
-                 "chips %s are behind and silent: they have not reached %s after %.1f s "
-                 "(--timeout %g) and have said nothing for over %.0f s; they are lost, stopped or "
-                 "unreachable (a node or its network down?); ending the job",
-                 list, what, waited, job->timeout, SILENT_S);
     } else {
         char others[64] = "";
 
