@@ -171,11 +171,25 @@ run)
     n=$1 ppn=$2
     shift 2
     lock
-    trap down EXIT
+    child=
+    # CMD runs in a session of its own, waited for in the background, so that a
+    # signal to this script ends all of CMD (and its processes outside the cluster,
+    # such as a one-node mpirun) at once, before the cluster goes.
+    stop() {
+        [ -z "$child" ] || kill -TERM -- "-$child" 2>/dev/null
+        down
+    }
+    trap stop EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
     up "$n" "$ppn"
-    TPU_CLUSTER_DIR=$dir TPU_CLUSTER_NODES=$n TPU_CLUSTER_PPN=$ppn TPU_CLUSTER=$self "$@"
+    TPU_CLUSTER_DIR=$dir TPU_CLUSTER_NODES=$n TPU_CLUSTER_PPN=$ppn TPU_CLUSTER=$self \
+        setsid "$@" &
+    child=$!
+    wait "$child"
+    rc=$?
+    child=
+    exit "$rc"
     ;;
 mpirun)
     [ -x "$dir/mpirun" ] || die "no cluster is up (cluster.sh up N)"
