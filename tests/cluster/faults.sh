@@ -32,7 +32,7 @@ fail() {
 rank_pid() {
     local p
     for p in $("$cluster" pids "$2"); do
-        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+        if tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
             echo "$p"
         fi
     done
