@@ -13,7 +13,8 @@
 #        cluster.sh pids NODE          the live processes of node NODE (0..N-1), one a line
 #        cluster.sh node NODE CMD...   CMD inside node NODE's network namespace
 # CMD of `run` gets TPU_CLUSTER_DIR (the hostfile, the agent, `mpirun`: the wrapper
-# with every flag), TPU_CLUSTER_NODES, TPU_CLUSTER_PPN and TPU_CLUSTER (this script).
+# with every flag), TPU_CLUSTER_NODES, TPU_CLUSTER_PPN and TPU_CLUSTER (this script);
+# TPU_CLUSTER_BTL (default tcp,self) is the wrapper's --mca btl when it runs.
 # Names: namespaces tpuemu-hd and tpuemu-n0.., the bridge tpuemu-br0, the veths
 # tpuemu-vhd and tpuemu-v0.., the subnet 10.231.0.0/24 (head .2, node i .(10+i)).
 # One cluster at a time: `up` and `run` hold a lock on /tmp while they live.
@@ -119,7 +120,7 @@ EOF
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 exec ip netns exec tpuemu-hd unshare --uts sh -c 'hostname tpuemu-hd && exec "\$@"' sh \\
     mpirun --hostfile $dir/hostfile --mca plm_rsh_agent $dir/agent \\
-    --mca plm_rsh_no_tree_spawn 1 --mca btl tcp,self \\
+    --mca plm_rsh_no_tree_spawn 1 --mca btl \${TPU_CLUSTER_BTL:-tcp,self} \\
     --mca btl_tcp_if_include $subnet --mca oob_tcp_if_include $subnet \\
     --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 \\
     --mca oob_tcp_keepalive_probes 3 \\
