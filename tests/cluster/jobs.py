@@ -136,7 +136,7 @@ elif CASE == "bench":
     for coll in ("psum", "all-gather"):
         out, _ = run(CLUSTER + ["-n", "8", TPUEMU, "bench", "--chip", "v5p", "--topology",
                                 "2x2x2", "--collective", coll, "--min-bytes", "4K",
-                                "--max-bytes", "1M", "--factor", "256", "--iters", "4",
+                                "--max-bytes", "256K", "--factor", "64", "--iters", "4",
                                 "--compare-mpi", "--json", "-"])
         doc = json.loads(out)
         if not doc["passed"]:
