@@ -145,7 +145,7 @@ static void drain(app_job_t *job)
             break;
         }
         MPI_Recv(m, 2, MPI_UINT64_T, st.MPI_SOURCE, TAG_PROGRESS, job->watch, MPI_STATUS_IGNORE);
-        note(job, st.MPI_SOURCE, m[0], waits_rank(job, (int)m[1] - 2));
+        note(job, st.MPI_SOURCE, m[0], waits_rank(job, (int)m[1] - 3));
     }
 }
 
@@ -171,7 +171,7 @@ static void tell(app_job_t *job)
         }
     }
     job->ringbuf[slot][0] = job->point;
-    job->ringbuf[slot][1] = (uint64_t)(job->waits + 2);
+    job->ringbuf[slot][1] = (uint64_t)(job->waits + 3);
     MPI_Isend(job->ringbuf[slot], 2, MPI_UINT64_T, 0, TAG_PROGRESS, job->watch, &job->ring[slot]);
 }
 
@@ -285,12 +285,14 @@ int app_job_behind(const app_job_peer_t *peers, int n, uint64_t point, double no
 }
 
 /*
- * Rank 0: the other chips silent over SILENT_S that are behind the current point
- * (any of them when 'any' is set: every chip reached it), as "2 (1,0), MPI rank 2
- * and 3 (1,1), MPI rank 3" into 'buf' (the first 8, then how many more); returns
- * how many.
+ * Rank 0: the other chips silent over SILENT_S, as "2 (1,0), MPI rank 2 and 3 (1,1),
+ * MPI rank 3" into 'buf' (the first 8, then how many more); returns how many.  A
+ * chip that waits says so every HEARTBEAT_S, so a silent one is stopped, busy or
+ * cut off, whether or not it reached the current point (a node whose network went
+ * down leaves some of each); but for one whose last word was a wait it cannot
+ * heartbeat from (the host MPI's own collectives, app_job_guard_arm).
  */
-static int silent_chips(const app_job_t *job, double now, int any, char *buf, size_t len)
+static int silent_chips(const app_job_t *job, double now, char *buf, size_t len)
 {
     char name[96];
     int r, n = 0;
@@ -298,7 +300,7 @@ static int silent_chips(const app_job_t *job, double now, int any, char *buf, si
 
     buf[0] = '\0';
     for (r = 1; r < job->nranks; r++) {
-        if ((!any && job->peers[r].seen >= job->point) || now - job->peers[r].heard <= SILENT_S) {
+        if (now - job->peers[r].heard <= SILENT_S || job->peers[r].waits == APP_JOB_WAIT_BLIND) {
             continue;
         }
         if (n < 8 && used < len) {
@@ -333,7 +335,7 @@ static void blame(app_job_t *job, const char *what, double waited)
     drain(job);
     now = tpu__now_s();
     worst = app_job_behind(job->peers, job->nranks, job->point, now, SILENT_S, &waiters);
-    if (silent_chips(job, now, worst < 0, list, sizeof(list)) > 1) {
+    if (silent_chips(job, now, list, sizeof(list)) > 1) {
         /* Several chips silent at once: a node lost, or its network down. */
         snprintf(msg, sizeof(msg),
                  "chips %s are silent: chip %d waited %.1f s (--timeout %g) at %s and they have "
