@@ -19,7 +19,9 @@
  * p, the ranks behind are those with seen < p.  It follows who waits on whom
  * among them (app_job_behind): a chain ends at a rank that waits for nobody (it
  * is busy or stuck) or has been silent over a second (it is stopped); the rank
- * most chains end at is the chip behind, and rank 0 names it and aborts the job.
+ * most chains end at is the chip behind, and rank 0 names it and aborts the job;
+ * when several chips have been silent over a second (a node lost or cut off: its
+ * chips stop talking whatever point they reached), rank 0 names them all instead.
  * Counting sync points alone named, in a race, a chip that waited on a stopped
  * chip at the same point.  Any other rank that waits --timeout + 3 s (plus 0.1 s
  * per rank, so the lowest speaks first) concludes that rank 0 itself is behind
