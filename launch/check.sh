@@ -33,3 +33,9 @@ fi
 echo "== every test (build/)"
 cd "$TPU_BUILD"
 ctest --output-on-failure -j 2 "$@"
+# The cluster tier (ctest label cluster, tests/cluster/) ran above where the machine
+# can make its namespaces; it must leave none behind.
+if command -v ip >/dev/null && ip netns list 2>/dev/null | grep -q '^tpuemu-'; then
+    echo "the cluster tier left namespaces behind: $(ip netns list | grep '^tpuemu-' | tr '\n' ' ')"
+    exit 1
+fi

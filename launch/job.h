@@ -38,7 +38,7 @@ typedef struct app_job {
     int *rank_of_chip;     /* rank 0: the world rank of each chip */
     MPI_Request ring[APP_JOB_RING];
     uint64_t ringbuf[APP_JOB_RING][2];
-    int monitor_fd;  /* rank 0: the pipe to the monitor process; -1 none */
+    int monitor_fd;  /* a node's first rank: the pipe to its monitor process; -1 none */
     int *local_pids; /* rank 0: the pid of each world rank on its node (0: elsewhere) */
     /* The guard of a wait MPI cannot watch (app_job_guard_arm). */
     timer_t guard;

@@ -12,6 +12,9 @@ int app_jobenv_launched(void);
 /* The world rank the launcher gave this process, from its environment; -1 unknown
  * (alone). */
 int app_job_env_rank(void);
+/* This process's rank among the job's ranks on its node (0: the node's first), from
+ * the launcher's environment; -1 unknown. */
+int app_jobenv_local_rank(void);
 /* 1 on the process that prints before MPI_Init: rank 0, or a process alone. */
 int app_jobenv_root(void);
 /* Print "tpuemu: msg" on stderr. */

@@ -19,7 +19,9 @@
  * p, the ranks behind are those with seen < p.  It follows who waits on whom
  * among them (app_job_behind): a chain ends at a rank that waits for nobody (it
  * is busy or stuck) or has been silent over a second (it is stopped); the rank
- * most chains end at is the chip behind, and rank 0 names it and aborts the job.
+ * most chains end at is the chip behind, and rank 0 names it and aborts the job;
+ * when several chips have been silent over a second (a node lost or cut off: its
+ * chips stop talking whatever point they reached), rank 0 names them all instead.
  * Counting sync points alone named, in a race, a chip that waited on a stopped
  * chip at the same point.  Any other rank that waits --timeout + 3 s (plus 0.1 s
  * per rank, so the lowest speaks first) concludes that rank 0 itself is behind
@@ -84,7 +86,8 @@ void app_watch_chip_name(const app_job_t *job, int rank, char *buf, size_t len)
  */
 int app_watch_mark_abort(const app_job_t *job)
 {
-    int fd;
+    char line[16];
+    int fd, n;
 
     if (job->marker[0] == '\0') {
         return 1;
@@ -92,6 +95,11 @@ int app_watch_mark_abort(const app_job_t *job)
     fd = open(job->marker, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
         return errno != EEXIST;
+    }
+    /* Who wrote it: the monitor of that rank's node removes it (watch_monitor.c). */
+    n = snprintf(line, sizeof(line), "%d\n", job->world_rank);
+    if (write(fd, line, (size_t)n) != n) {
+        /* an empty marker still marks the abort */
     }
     close(fd);
     return 1;
@@ -139,7 +147,7 @@ static void drain(app_job_t *job)
             break;
         }
         MPI_Recv(m, 2, MPI_UINT64_T, st.MPI_SOURCE, TAG_PROGRESS, job->watch, MPI_STATUS_IGNORE);
-        note(job, st.MPI_SOURCE, m[0], waits_rank(job, (int)m[1] - 2));
+        note(job, st.MPI_SOURCE, m[0], waits_rank(job, (int)m[1] - 3));
     }
 }
 
@@ -165,7 +173,7 @@ static void tell(app_job_t *job)
         }
     }
     job->ringbuf[slot][0] = job->point;
-    job->ringbuf[slot][1] = (uint64_t)(job->waits + 2);
+    job->ringbuf[slot][1] = (uint64_t)(job->waits + 3);
     MPI_Isend(job->ringbuf[slot], 2, MPI_UINT64_T, 0, TAG_PROGRESS, job->watch, &job->ring[slot]);
 }
 
@@ -278,10 +286,42 @@ int app_job_behind(const app_job_peer_t *peers, int n, uint64_t point, double no
     return best;
 }
 
+/*
+ * Rank 0: the other chips silent over SILENT_S, as "2 (1,0), MPI rank 2 and 3 (1,1),
+ * MPI rank 3" into 'buf' (the first 8, then how many more); returns how many.  A
+ * chip that waits says so every HEARTBEAT_S, so a silent one is stopped, busy or
+ * cut off, whether or not it reached the current point (a node whose network went
+ * down leaves some of each); but for one whose last word was a wait it cannot
+ * heartbeat from (the host MPI's own collectives, app_job_guard_arm).
+ */
+static int silent_chips(const app_job_t *job, double now, char *buf, size_t len)
+{
+    char name[96];
+    int r, n = 0;
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (r = 1; r < job->nranks; r++) {
+        if (now - job->peers[r].heard <= SILENT_S || job->peers[r].waits == APP_JOB_WAIT_BLIND) {
+            continue;
+        }
+        if (n < 8 && used < len) {
+            app_watch_chip_name(job, r, name, sizeof(name));
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", n ? " and " : "",
+                                     name + 5); /* without "chip " */
+        }
+        n++;
+    }
+    if (n > 8 && used < len) {
+        snprintf(buf + used, len - used, " and %d more", n - 8);
+    }
+    return n;
+}
+
 /* The wait of 'what' lasted too long: say who is behind and end the job. */
 static void blame(app_job_t *job, const char *what, double waited)
 {
-    char name[96], msg[512];
+    char name[96], msg[1024], list[512];
     int r, worst, waiters = 0;
     double now;
 
@@ -297,6 +337,15 @@ static void blame(app_job_t *job, const char *what, double waited)
     drain(job);
     now = tpu__now_s();
     worst = app_job_behind(job->peers, job->nranks, job->point, now, SILENT_S, &waiters);
+    if (silent_chips(job, now, list, sizeof(list)) > 1) {
+        /* Several chips silent at once: a node lost, or its network down. */
+        snprintf(msg, sizeof(msg),
+                 "chips %s are silent: chip %d waited %.1f s (--timeout %g) at %s and they have "
+                 "said nothing for over %.0f s; they are lost, stopped or unreachable (a node or "
+                 "its network down?); ending the job",
+                 list, job->chip, waited, job->timeout, what, SILENT_S);
+        app_job_abort(job, msg);
+    }
     /* Everyone reached the point, but one stopped inside the wait: the silent one. */
     for (r = 1; r < job->nranks && worst < 0; r++) {
         int q;

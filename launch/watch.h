@@ -19,8 +19,9 @@ typedef struct app_job app_job_t;
 #define APP_JOB_RING 64
 
 /* Whom a rank waits for, besides a chip number. */
-#define APP_JOB_WAIT_NONE (-1) /* not waiting: busy, or it has not said yet */
-#define APP_JOB_WAIT_ALL  (-2) /* in a wait of the whole job (barrier, reduction) */
+#define APP_JOB_WAIT_NONE  (-1) /* not waiting: busy, or it has not said yet */
+#define APP_JOB_WAIT_ALL   (-2) /* in a wait of the whole job (barrier, reduction) */
+#define APP_JOB_WAIT_BLIND (-3) /* in a wait of the whole job it cannot heartbeat from (guard) */
 
 /* Extra seconds a rank other than 0 waits before it blames rank 0.  Rank 0 may
  * spend a collective's --timeout and then FAIL_WAIT_S (watch.c) before it names the chip

@@ -94,7 +94,7 @@ void app_job_guard_arm(app_job_t *job, double seconds, const char *what)
      * Else one that left a barrier for the host's collective looked older than the
      * chip stopped inside that barrier, and rank 0 named it as the silent one. */
     if (job->watch != MPI_COMM_NULL) {
-        app_watch_enter(job, APP_JOB_WAIT_ALL);
+        app_watch_enter(job, APP_JOB_WAIT_BLIND);
     }
     if (!job->guard_made) {
         struct sigevent sev;

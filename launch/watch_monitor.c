@@ -3,16 +3,20 @@
  * watch.c's).
  *
  * Monitor.  When one rank is killed (kill -9), Open MPI's runtime kills the
- * others within a second, before they can see anything.  So rank 0 forks, before
- * MPI_Init, a small process in a session of its own that learns the pid and chip
- * of every rank on its node through a pipe and polls them every 50 ms: when one
+ * others within a second, before they can see anything.  So the first rank of
+ * each node (rank 0 and every node's local rank 0) forks, before MPI_Init, a
+ * small process in a session of its own that learns the pid, world rank and chip
+ * of every rank of its node through a pipe and polls them every 50 ms: when one
  * disappears and no rank announced an abort (a marker file), it prints which chip
- * was lost.  It exits when rank 0 closes the pipe after a clean end, or when rank
- * 0 itself is gone.  The ranks of its node leave a file when they get SIGTERM,
- * with which Open MPI's daemon ends them after a rank elsewhere died (or mpirun
- * was interrupted): a rank gone with its file is not the lost one, and the
- * monitor names only a rank gone without.  Restriction: it sees the ranks of
- * rank 0's node only; a rank lost on another node is named by mpirun's message.
+ * was lost, and on which node; the runtime forwards the line to mpirun as it does
+ * the rank's own.  It exits when its rank closes the pipe after a clean end, or
+ * when that rank itself is gone.  Every rank leaves a file when it gets SIGTERM,
+ * with which Open MPI's daemon ends the ranks of a node after a rank elsewhere
+ * died (or mpirun was interrupted): a rank gone with its file is not the lost one,
+ * and a monitor names only a rank gone without.  The marker and the files are in
+ * the node's /tmp (nodes that share one, as the namespaces of tests/cluster do,
+ * share them: the names hold world ranks, and a monitor removes the marker only
+ * when a rank of its node wrote it).
  */
 #include "watch_monitor.h"
 
@@ -36,8 +40,9 @@ int app_job_test_nomem(const char *where)
     return v != NULL && strcmp(v, where) == 0;
 }
 
+/* One rank of the monitor's node; the first is the rank that forked it. */
 typedef struct mon_rank {
-    int pid, chip, local;
+    int pid, rank;
     char name[96];
 } mon_rank_t;
 
@@ -82,7 +87,7 @@ static int read_all(int fd, void *buf, size_t len)
 }
 
 /*
- * The file a rank of rank 0's node leaves when it gets SIGTERM: Open MPI's daemon
+ * The file a rank leaves when it gets SIGTERM: Open MPI's daemon
  * ends the ranks of a node with SIGTERM (SIGKILL a little later) when a rank
  * elsewhere died, mpirun was interrupted or the job aborts.  A rank gone with its
  * file was ended by the runtime and the monitor does not report it as lost; one
@@ -117,17 +122,15 @@ static int termed(const char *marker, int rank)
     return access(path, F_OK) == 0;
 }
 
-/* The rank of this node that is gone without the runtime's SIGTERM (rank 0's pid is
- * 'parent'); -1 none.  Every rank is looked at: the runtime ends the others within
+/* The rank of this node that is gone without the runtime's SIGTERM (index in
+ * 'ranks'); -1 none.  Every rank is looked at: the runtime ends the others within
  * milliseconds of a death, so several may be gone at one poll. */
-static int lost_rank(const char *marker, const mon_rank_t *ranks, int n, int parent)
+static int lost_rank(const char *marker, const mon_rank_t *ranks, int n)
 {
     int i;
 
     for (i = 0; i < n; i++) {
-        int pid = i == 0 ? parent : ranks[i].pid;
-
-        if ((i == 0 || ranks[i].local) && pid > 0 && pid_gone(pid) && !termed(marker, i)) {
+        if (ranks[i].pid > 0 && pid_gone(ranks[i].pid) && !termed(marker, ranks[i].rank)) {
             return i;
         }
     }
@@ -135,14 +138,14 @@ static int lost_rank(const char *marker, const mon_rank_t *ranks, int n, int par
 }
 
 /* Wait (10 s at most) until every rank of this node is gone. */
-static void node_gone(const mon_rank_t *ranks, int n, int parent)
+static void node_gone(const mon_rank_t *ranks, int n)
 {
     int k, alive = 1, waits;
 
     for (waits = 0; alive && waits < 200; waits++) {
-        alive = !pid_gone(parent);
-        for (k = 1; k < n && !alive; k++) {
-            alive = ranks[k].local && ranks[k].pid > 0 && !pid_gone(ranks[k].pid);
+        alive = 0;
+        for (k = 0; k < n && !alive; k++) {
+            alive = ranks[k].pid > 0 && !pid_gone(ranks[k].pid);
         }
         if (alive) {
             app_watch_nap(50000000);
@@ -150,22 +153,42 @@ static void node_gone(const mon_rank_t *ranks, int n, int parent)
     }
 }
 
-/* The monitor's files: the marker and the SIGTERM files of the ranks of its node. */
+/* The monitor's files: the SIGTERM files of the ranks of its node, and the marker
+ * when one of them wrote it (app_watch_mark_abort writes the world rank; an empty
+ * one is removed by rank 0's monitor). */
 static void mon_cleanup(const char *marker, const mon_rank_t *ranks, int n)
 {
     char path[300];
-    int i;
+    int i, writer = -1, ours = 0;
+    FILE *f = fopen(marker, "r");
 
-    for (i = 0; i < n; i++) {
-        if (ranks[i].local) {
-            term_file(marker, i, path, sizeof(path));
-            unlink(path);
+    if (f != NULL) {
+        if (fscanf(f, "%d", &writer) != 1) {
+            writer = -1;
         }
+        fclose(f);
     }
-    unlink(marker);
+    for (i = 0; i < n; i++) {
+        term_file(marker, ranks[i].rank, path, sizeof(path));
+        unlink(path);
+        ours |= ranks[i].rank == writer || (writer < 0 && ranks[i].rank == 0);
+    }
+    if (ours) {
+        unlink(marker);
+    }
 }
 
-/* The monitor process: never returns. */
+/* The line that names the lost rank 'i' of this node. */
+static void say_lost(const mon_rank_t *ranks, int i, const char *how)
+{
+    char host[256] = "";
+
+    gethostname(host, sizeof(host) - 1);
+    fprintf(stderr, "tpuemu: lost %s (pid %d on node %s): the process died%s; the job ends\n",
+            ranks[i].name, ranks[i].pid, host, how);
+}
+
+/* The monitor process: never returns.  'parent' is the rank that forked it (ranks[0]). */
 static void monitor(int fd, int parent)
 {
     mon_rank_t *ranks = NULL;
@@ -184,6 +207,7 @@ static void monitor(int fd, int parent)
         _exit(0);
     }
     marker[sizeof(marker) - 1] = '\0';
+    ranks[0].pid = parent;
     flags = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     for (;;) {
@@ -193,40 +217,36 @@ static void monitor(int fd, int parent)
             /* Rank 0 ended: cleanly ('q'), or it died (EOF alone). */
             if (got == 0 && access(marker, F_OK) != 0 && pid_gone(parent)) {
                 app_watch_nap(20000000);
-                i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n, parent) : -1;
+                i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n) : -1;
                 if (i >= 0) {
-                    fprintf(stderr, "tpuemu: lost %s (pid %d): the process died; the job ends\n",
-                            ranks[i].name, i == 0 ? parent : ranks[i].pid);
+                    say_lost(ranks, i, "");
                 }
             }
             /* Even after a clean 'q' the runtime may still end ranks of this node (mpirun
              * ends the job when a rank exits non-zero): their SIGTERM files come before
              * they are gone. */
-            node_gone(ranks, n, parent);
+            node_gone(ranks, n);
             mon_cleanup(marker, ranks, n);
             _exit(0);
         }
         for (i = 1; i < n; i++) {
-            if (ranks[i].local && ranks[i].pid > 0 && pid_gone(ranks[i].pid)) {
+            if (ranks[i].pid > 0 && pid_gone(ranks[i].pid)) {
                 /* Let an abort in progress leave its marker, or a clean end its 'q'. */
                 app_watch_nap(30000000);
                 if (read(fd, &byte, 1) == 1 && byte == 'q') {
-                    node_gone(ranks, n, parent);
+                    node_gone(ranks, n);
                     mon_cleanup(marker, ranks, n);
                     _exit(0);
                 }
-                i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n, parent) : -1;
+                i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n) : -1;
                 if (i >= 0) {
-                    fprintf(stderr,
-                            "tpuemu: lost %s (pid %d): the process died (killed or crashed); the "
-                            "job ends\n",
-                            ranks[i].name, i == 0 ? parent : ranks[i].pid);
+                    say_lost(ranks, i, " (killed or crashed)");
                 }
                 /* An abort in progress (or the runtime ending this node's ranks after a
                  * loss, which mpirun names too): keep the marker until the ranks of this
                  * node are gone, or one still aborting would print again; then remove
                  * it and the SIGTERM files they left. */
-                node_gone(ranks, n, parent);
+                node_gone(ranks, n);
                 mon_cleanup(marker, ranks, n);
                 _exit(0);
             }
@@ -240,7 +260,7 @@ void app_job_monitor_fork(app_job_t *job)
     int fds[2], pid, parent = (int)getpid();
 
     job->monitor_fd = -1;
-    if (app_job_env_rank() != 0 || pipe(fds) != 0) {
+    if ((app_job_env_rank() != 0 && app_jobenv_local_rank() != 0) || pipe(fds) != 0) {
         return;
     }
     fflush(stdout);
@@ -261,61 +281,62 @@ void app_job_monitor_fork(app_job_t *job)
 
 int app_job_monitor_start(app_job_t *job)
 {
-    char host[MPI_MAX_PROCESSOR_NAME], host0[MPI_MAX_PROCESSOR_NAME], *hosts = NULL, marker[256];
-    int len, pid = (int)getpid(), *pids = NULL, r, n = job->nranks, ok = 1;
+    char marker[256];
+    int pid = (int)getpid(), *pids = NULL, *wranks = NULL, i, nn, nr, ok;
     mon_rank_t *ranks = NULL;
+    MPI_Comm node;
 
-    memset(host, 0, sizeof(host));
-    MPI_Get_processor_name(host, &len);
-    if (job->world_rank == 0 && !app_job_test_nomem("monitor")) {
-        pids = tpu__malloc((size_t)n * sizeof(int));
-        hosts = tpu__malloc((size_t)n * MPI_MAX_PROCESSOR_NAME);
-        ranks = tpu__calloc((size_t)n, sizeof(*ranks));
+    /* The ranks of this node: its first (the lowest world rank) forked the monitor. */
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, job->world_rank, MPI_INFO_NULL,
+                        &node);
+    MPI_Comm_rank(node, &nr);
+    MPI_Comm_size(node, &nn);
+    if (nr == 0 && !app_job_test_nomem("monitor")) {
+        pids = tpu__malloc((size_t)nn * sizeof(int));
+        wranks = tpu__malloc((size_t)nn * sizeof(int));
+        ranks = tpu__calloc((size_t)nn, sizeof(*ranks));
     }
-    /* Rank 0's buffers receive the gathers: every rank learns first whether it has them
-     * (a gather into NULL crashed rank 0 and left the others in the gather). */
-    ok = job->world_rank != 0 || (pids != NULL && hosts != NULL && ranks != NULL);
+    /* The first rank's buffers receive the gathers: every rank learns first whether
+     * they exist (a gather into NULL crashed rank 0 and left the others in the gather). */
+    ok = nr != 0 || (pids != NULL && wranks != NULL && ranks != NULL);
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!ok) {
         goto out;
     }
-    MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
-               MPI_COMM_WORLD);
+    MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, node);
+    MPI_Gather(&job->world_rank, 1, MPI_INT, wranks, 1, MPI_INT, 0, node);
     if (job->world_rank == 0) {
         snprintf(marker, sizeof(marker), "/tmp/tpuemu-%d.abort", pid);
     }
     MPI_Bcast(marker, (int)sizeof(marker), MPI_CHAR, 0, MPI_COMM_WORLD);
     snprintf(job->marker, sizeof(job->marker), "%s", marker);
-    /* The ranks of rank 0's node (the monitor's) say when the runtime ends them. */
-    memcpy(host0, host, sizeof(host0));
-    MPI_Bcast(host0, (int)sizeof(host0), MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (strncmp(host0, host, sizeof(host0)) == 0) {
-        term_file(marker, job->world_rank, term_path, sizeof(term_path));
-        signal(SIGTERM, on_term);
-    }
-    if (job->world_rank == 0 && job->monitor_fd >= 0 && pids && hosts && ranks) {
-        job->local_pids = tpu__calloc((size_t)n, sizeof(int));
-        for (r = 0; r < n; r++) {
-            ranks[r].pid = pids[r];
-            ranks[r].local = strncmp(hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME, host,
-                                     MPI_MAX_PROCESSOR_NAME) == 0;
-            app_watch_chip_name(job, r, ranks[r].name, sizeof(ranks[r].name));
-            if (job->local_pids != NULL && ranks[r].local) {
-                job->local_pids[r] = pids[r];
+    /* Every rank says when the runtime ends it. */
+    term_file(marker, job->world_rank, term_path, sizeof(term_path));
+    signal(SIGTERM, on_term);
+    if (nr == 0 && job->monitor_fd >= 0) {
+        if (job->world_rank == 0) {
+            job->local_pids = tpu__calloc((size_t)job->nranks, sizeof(int));
+        }
+        for (i = 0; i < nn; i++) {
+            ranks[i].pid = pids[i];
+            ranks[i].rank = wranks[i];
+            app_watch_chip_name(job, wranks[i], ranks[i].name, sizeof(ranks[i].name));
+            if (job->local_pids != NULL) {
+                job->local_pids[wranks[i]] = pids[i];
             }
         }
-        if (write(job->monitor_fd, &n, sizeof(n)) != (ssize_t)sizeof(n) ||
+        if (write(job->monitor_fd, &nn, sizeof(nn)) != (ssize_t)sizeof(nn) ||
             write(job->monitor_fd, marker, sizeof(marker)) != (ssize_t)sizeof(marker) ||
-            write(job->monitor_fd, ranks, (size_t)n * sizeof(*ranks)) !=
-                (ssize_t)((size_t)n * sizeof(*ranks))) {
+            write(job->monitor_fd, ranks, (size_t)nn * sizeof(*ranks)) !=
+                (ssize_t)((size_t)nn * sizeof(*ranks))) {
             close(job->monitor_fd);
             job->monitor_fd = -1;
         }
     }
 out:
+    MPI_Comm_free(&node);
     tpu__free(pids);
-    tpu__free(hosts);
+    tpu__free(wranks);
     tpu__free(ranks);
     return ok ? 0 : -1;
 }
