@@ -246,57 +246,81 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
 }
 
 /*
- * The chip that stands for chip 'ch' in orbit timing: its image under the
- * symmetry that maps it into the domain (translations by multiples of 'period',
- * reflections i -> n-1-i of the axes of 'reflect'); '*flip_p' gets the axes
- * reflected.
+ * The directed link from the chip at coordinates 'c' of 'slice' along 'axis' in
+ * direction 'dir', or -1 when there is none: tpu_topo_link() from coordinates
+ * already known (set_orbits() visits every link of the pod once per walk).
  */
-static int orbit_chip(const tpu_topo_t *topo, int ch, const int *period, unsigned reflect,
-                      unsigned *flip_p)
+static int link_at(const tpu_topo_t *topo, int slice, const int *c, int axis, int dir)
 {
-    int c[TPU_MAX_AXES], a;
+    const int *span;
+    int n = topo->dims[axis], d = dir > 0 ? 0 : 1, p = c[axis], idx;
 
-    *flip_p = 0;
-    tpu_topo_coords(topo, ch, c);
-    for (a = 0; a < TPU_MAX_AXES; a++) {
-        int n = topo->dims[a];
-
-        if ((reflect & (1u << a)) && c[a] >= n / 2) {
-            c[a] = n - 1 - c[a];
-            *flip_p |= 1u << a;
-        } else {
-            c[a] %= period[a];
-        }
+    if (n < 2 || ((p + dir < 0 || p + dir >= n) && !topo->wrap[axis])) {
+        return -1;
     }
-    return tpu_topo_chip(topo, tpu_topo_slice_of(topo, ch), c);
+    if (d == 1 && !topo->wrap[axis]) {
+        p -= 1;
+    }
+    span = topo->link_span[axis][d];
+    idx = axis == 0   ? (p * span[1] + c[1]) * span[2] + c[2]
+          : axis == 1 ? (c[0] * span[1] + p) * span[2] + c[2]
+                      : (c[0] * span[1] + c[1]) * span[2] + p;
+    return slice * topo->links_per_slice + topo->link_base[axis][d] + idx;
 }
 
 tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, unsigned reflect)
 {
     const tpu_topo_t *topo = lm->topo;
-    int l, ch;
-    unsigned flip;
+    int l, ch = 0, s, c[TPU_MAX_AXES], ic[TPU_MAX_AXES], a, d;
 
     lm->orbit = tpu__malloc((size_t)(topo->nlinks > 0 ? topo->nlinks : 1) * sizeof(int32_t));
     lm->orbit_chip = tpu__malloc((size_t)topo->nchips * sizeof(int32_t));
     if (lm->orbit == NULL || lm->orbit_chip == NULL) {
         return TPU_ERR_NO_MEMORY;
     }
-    for (ch = 0; ch < topo->nchips; ch++) {
-        lm->orbit_chip[ch] = orbit_chip(topo, ch, period, reflect, &flip);
-    }
     for (l = 0; l < topo->nlinks; l++) {
-        int src, axis, dir, dst, img = 0;
+        lm->orbit[l] = l;
+    }
+    /* Every chip in id order (coordinates counted, not divided out): the chip that
+     * stands for it is its image under the symmetry that maps it into the domain
+     * (translations by multiples of 'period', reflections i -> n-1-i of the axes
+     * of 'reflect'), and every link it sends on stands for itself at that image,
+     * in the direction a reflection of the link's own axis turns it to. */
+    for (s = 0; s < topo->slices; s++) {
+        for (c[0] = 0; c[0] < topo->dims[0]; c[0]++) {
+            for (c[1] = 0; c[1] < topo->dims[1]; c[1]++) {
+                for (c[2] = 0; c[2] < topo->dims[2]; c[2]++, ch++) {
+                    unsigned flip = 0;
 
-        tpu_topo_link_ends(topo, l, &src, &axis, &dir, &dst);
-        img = orbit_chip(topo, src, period, reflect, &flip);
-        /* A reflection of the link's own axis turns its direction. */
-        lm->orbit[l] = tpu_topo_link(topo, img, axis, (flip & (1u << axis)) ? -dir : dir);
-        if (lm->orbit[l] < 0) {
-            /* No such link at the image (the end of an open axis): then no flow of the
-             * schedule crosses this one (the symmetry would map it there), and it
-             * stands for itself, with nothing on it. */
-            lm->orbit[l] = l;
+                    for (a = 0; a < TPU_MAX_AXES; a++) {
+                        int n = topo->dims[a];
+
+                        if ((reflect & (1u << a)) && c[a] >= n / 2) {
+                            ic[a] = n - 1 - c[a];
+                            flip |= 1u << a;
+                        } else {
+                            ic[a] = c[a] % period[a];
+                        }
+                    }
+                    lm->orbit_chip[ch] = s * topo->chips_per_slice +
+                                         (ic[0] * topo->dims[1] + ic[1]) * topo->dims[2] + ic[2];
+                    for (a = 0; a < TPU_MAX_AXES; a++) {
+                        for (d = -1; d <= 1; d += 2) {
+                            int from = link_at(topo, s, c, a, d), img;
+
+                            if (from < 0) {
+                                continue;
+                            }
+                            img = link_at(topo, s, ic, a, (flip & (1u << a)) ? -d : d);
+                            /* No such link at the image (the end of an open axis): then
+                             * no flow of the schedule crosses this one (the symmetry
+                             * would map it there), and it stands for itself, with
+                             * nothing on it. */
+                            lm->orbit[from] = img >= 0 ? img : from;
+                        }
+                    }
+                }
+            }
         }
     }
     return TPU_OK;
