@@ -141,6 +141,7 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->niv = tpu__calloc(n, sizeof(int32_t));
     lm->civ = tpu__calloc(n, sizeof(int32_t));
     lm->ivhint = tpu__calloc(n, sizeof(int32_t));
+    lm->ivend = tpu__malloc(n * sizeof(double));
     lm->stamp = tpu__calloc(n, sizeof(int32_t));
     lm->mixed = tpu__malloc(n);
     lm->touched = tpu__malloc(n * sizeof(int32_t));
@@ -149,8 +150,8 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     if (lm->bw == NULL || lm->free == NULL || lm->busy == NULL || lm->bytes == NULL ||
         lm->sum == NULL || lm->s0 == NULL || lm->e0 == NULL || lm->nfree == NULL ||
         lm->iv == NULL || lm->ivx == NULL || lm->niv == NULL || lm->civ == NULL ||
-        lm->ivhint == NULL || lm->stamp == NULL || lm->mixed == NULL || lm->touched == NULL ||
-        lm->rres == NULL || lm->rw == NULL) {
+        lm->ivhint == NULL || lm->ivend == NULL || lm->stamp == NULL || lm->mixed == NULL ||
+        lm->touched == NULL || lm->rres == NULL || lm->rw == NULL) {
         tpu__linkmodel_fini(lm);
         return TPU_ERR_NO_MEMORY;
     }
@@ -213,6 +214,9 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->niv);
     tpu__free(lm->civ);
     tpu__free(lm->ivhint);
+    tpu__free(lm->ivend);
+    tpu__free(lm->sortbuf);
+    tpu__free(lm->runs);
     tpu__free(lm->stamp);
     tpu__free(lm->mixed);
     tpu__free(lm->touched);

@@ -125,8 +125,10 @@ static tpu_status_t sort_batches(tpu_linkmodel_t *lm, int64_t nb)
             lm->batch2[lm->eslot[lm->batch[i].eng]++] = lm->batch[i];
         }
         for (g = 0; g < ne; g++) {
-            tpu__linkmodel_sort_group(lm->batch2 + start[g], start[g + 1] - start[g],
-                                      sizeof(tpu_lm_batch_t), batch_cmp);
+            if (tpu__linkmodel_sort_group(lm, lm->batch2 + start[g], start[g + 1] - start[g],
+                                          sizeof(tpu_lm_batch_t), batch_cmp) != TPU_OK) {
+                return TPU_ERR_NO_MEMORY;
+            }
         }
     }
     t = lm->batch;
