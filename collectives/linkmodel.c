@@ -363,7 +363,7 @@ int tpu__linkmodel_flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, doub
 {
     double bytes = (double)tpu__span_bytes(&f->span), lat = 0;
     tpu_route_t route;
-    int chip, s, h, n = 0;
+    int chip, s, h, n = 0, slice, c[TPU_MAX_AXES];
 
     *lat_p = 0;
     if (bytes == 0) {
@@ -395,16 +395,18 @@ int tpu__linkmodel_flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, doub
             lat += lm->link.dcn_latency;
         }
         flow_route(lm, f, chip, &route);
+        /* Hop by hop from the coordinates of the chip the hop leaves, counted along
+         * the run (the links tpu_topo_link() and tpu_topo_neighbor() give). */
+        tpu_topo_coords(lm->topo, chip, c);
+        slice = tpu_topo_slice_of(lm->topo, chip);
         for (s = 0; s < route.nseg; s++) {
+            int a = route.seg[s].axis, dir = route.seg[s].dir, len = lm->topo->dims[a];
+
             for (h = 0; h < route.seg[s].hops; h++) {
-                lm->rres[n] = link_res(
-                    lm, tpu_topo_link(lm->topo, chip, route.seg[s].axis, route.seg[s].dir));
+                lm->rres[n] = link_res(lm, link_at(lm->topo, slice, c, a, dir));
                 lm->rw[n++] = bytes;
                 lat += lm->link.ici_latency;
-                if (s + 1 < route.nseg || h + 1 < route.seg[s].hops) {
-                    /* The next hop's chip (the last hop's is the destination). */
-                    chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
-                }
+                c[a] = (c[a] + dir + len) % len;
             }
         }
     }

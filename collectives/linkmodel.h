@@ -49,7 +49,7 @@ typedef struct tpu_linkmodel {
     int64_t *eslot;  /* per resource: its count, then its place */
     int32_t *estamp; /* per resource: the sort that last saw it */
     int32_t ebatch_id;
-    int32_t *engs;   /* the engines of the step, sorted, */
+    int32_t *engs;   /* the engines of the step, sorted (then the sort's room), */
     int64_t *bgroup; /* and where each one's group starts (one more) */
     int64_t cap_engs;
     double *bw;      /* bytes/s of each resource (0: not modeled) */
