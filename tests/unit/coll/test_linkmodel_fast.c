@@ -8,6 +8,7 @@
  * change a modeled figure without failing here (the modeled times themselves are
  * compared with every chip's walk in test_coll_classes).
  */
+#include "tpu/chip.h"
 #include "tpu/coll.h"
 #include "tpu/topo.h"
 
@@ -25,16 +26,14 @@
 
 #include <cmocka.h>
 
+/* The link model of a real chip (its constants do not matter here). */
 static tpu_link_model_t plain_link(void)
 {
+    tpu_chip_spec_t chip;
     tpu_link_model_t l;
 
-    memset(&l, 0, sizeof(l));
-    l.ici_bw = 2e9;
-    l.ici_latency = 1e-6;
-    l.dcn_bw = 1e9;
-    l.ici_efficiency = 1;
-    l.host_dims[0] = l.host_dims[1] = l.host_dims[2] = 1;
+    assert_int_equal(tpu_chip_preset("v5p", &chip, NULL), TPU_OK);
+    tpu_chip_link_model(&chip, &l);
     return l;
 }
 
@@ -114,17 +113,12 @@ static void test_orbit_table(void **state)
     }
 }
 
+/* Any total order will do: later starts first, then flows by index. */
 static int rec_cmp(const void *pa, const void *pb)
 {
     const tpu_lm_entry_t *a = pa, *b = pb;
 
-    if (a->res != b->res) {
-        return a->res < b->res ? -1 : 1;
-    }
-    if (a->st != b->st) {
-        return a->st < b->st ? -1 : 1;
-    }
-    return a->k < b->k ? -1 : a->k > b->k;
+    return a->st != b->st ? (a->st > b->st ? -1 : 1) : (a->k > b->k) - (a->k < b->k);
 }
 
 /* Groups of every length around the insertion-sort cut, with few and many runs. */
