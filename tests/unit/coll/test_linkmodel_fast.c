@@ -4,9 +4,11 @@
  * link from tpu_topo_link_ends() and tpu_topo_link() (open, mixed and wrapped
  * pods, translations and reflections); a nearly sorted group merged by its runs
  * equals qsort's order; the dense end of each resource's last busy interval and
- * the interval searches equal a linear scan of the list.  So the speed-ups cannot
- * change a modeled figure without failing here (the modeled times themselves are
- * compared with every chip's walk in test_coll_classes).
+ * the interval searches equal a linear scan of the list; ppermute pairs named
+ * over an axis (the pairs of a domain) time as the same pairs given one by one.
+ * So the speed-ups cannot change a modeled figure without failing here (the
+ * modeled times themselves are compared with every chip's walk in
+ * test_coll_classes).
  */
 #include "tpu/chip.h"
 #include "tpu/coll.h"
@@ -202,12 +204,74 @@ static void test_busy_last_end(void **state)
     tpu__linkmodel_fini(&lm);
 }
 
+/* The modeled time of ppermute along 'axis' by 'shift' with 'algo', over the shift's
+ * pairs listed one by one (every chip built) when 'explicit'. */
+static double ppermute_us(const tpu_topo_t *t, int axis, int shift, int explicit)
+{
+    tpu_chip_spec_t chip;
+    tpu_link_model_t link;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *p = NULL;
+    tpu_coll_result_t r;
+    int32_t *pairs = malloc((size_t)t->nchips * 2 * sizeof(int32_t));
+    int c, n = t->dims[axis];
+
+    assert_non_null(pairs);
+    assert_int_equal(tpu_chip_preset("v5p", &chip, NULL), TPU_OK);
+    tpu_chip_link_model(&chip, &link);
+    for (c = 0; c < t->nchips; c++) {
+        int co[TPU_MAX_AXES];
+
+        tpu_topo_coords(t, c, co);
+        co[axis] = ((co[axis] + shift) % n + n) % n;
+        pairs[2 * c] = c;
+        pairs[2 * c + 1] = tpu_topo_chip(t, 0, co);
+    }
+    tpu_coll_desc_init(&d);
+    d.kind = TPU_COLL_PPERMUTE;
+    d.bytes = 1 << 20;
+    d.axes = 1u << axis;
+    d.shift = shift;
+    strcpy(d.algo, "pairs");
+    if (explicit) {
+        d.pairs = pairs;
+        d.npairs = t->nchips;
+    }
+    assert_int_equal(tpu_coll_plan_create(t, &link, &d, &p, NULL), TPU_OK);
+    assert_int_equal(tpu_coll_plan_model(p, &r, NULL), TPU_OK);
+    tpu_coll_plan_destroy(p);
+    free(pairs);
+    return r.modeled_us;
+}
+
+/* ppermute pairs named over an axis (orbit timing: the pairs of a domain) == the
+ * same pairs given one by one (every chip), on open, mixed and wrapped pods. */
+static void test_ppermute_pairs_domain(void **state)
+{
+    static const int wraps[][3] = {{0, 0, 0}, {1, 0, 1}, {1, 1, 1}};
+    int dims[3] = {4, 6, 8}, axis, shift;
+    size_t w;
+
+    (void)state;
+    for (w = 0; w < sizeof(wraps) / sizeof(wraps[0]); w++) {
+        tpu_topo_t t;
+
+        assert_int_equal(tpu_topo_init(&t, 3, dims, wraps[w], 1, NULL), TPU_OK);
+        for (axis = 0; axis < 3; axis++) {
+            for (shift = -1; shift <= 2; shift += 3) {
+                assert_true(ppermute_us(&t, axis, shift, 0) == ppermute_us(&t, axis, shift, 1));
+            }
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_orbit_table),
         cmocka_unit_test(test_sort_group_is_a_sort),
         cmocka_unit_test(test_busy_last_end),
+        cmocka_unit_test(test_ppermute_pairs_domain),
     };
 
     return tpu_test_main(argc, argv, "linkmodel_fast", tests, sizeof tests / sizeof tests[0]);
