@@ -141,6 +141,7 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->niv = tpu__calloc(n, sizeof(int32_t));
     lm->civ = tpu__calloc(n, sizeof(int32_t));
     lm->ivhint = tpu__calloc(n, sizeof(int32_t));
+    lm->ivend = tpu__malloc(n * sizeof(double));
     lm->stamp = tpu__calloc(n, sizeof(int32_t));
     lm->mixed = tpu__malloc(n);
     lm->touched = tpu__malloc(n * sizeof(int32_t));
@@ -149,8 +150,8 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     if (lm->bw == NULL || lm->free == NULL || lm->busy == NULL || lm->bytes == NULL ||
         lm->sum == NULL || lm->s0 == NULL || lm->e0 == NULL || lm->nfree == NULL ||
         lm->iv == NULL || lm->ivx == NULL || lm->niv == NULL || lm->civ == NULL ||
-        lm->ivhint == NULL || lm->stamp == NULL || lm->mixed == NULL || lm->touched == NULL ||
-        lm->rres == NULL || lm->rw == NULL) {
+        lm->ivhint == NULL || lm->ivend == NULL || lm->stamp == NULL || lm->mixed == NULL ||
+        lm->touched == NULL || lm->rres == NULL || lm->rw == NULL) {
         tpu__linkmodel_fini(lm);
         return TPU_ERR_NO_MEMORY;
     }
@@ -213,6 +214,9 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->niv);
     tpu__free(lm->civ);
     tpu__free(lm->ivhint);
+    tpu__free(lm->ivend);
+    tpu__free(lm->sortbuf);
+    tpu__free(lm->runs);
     tpu__free(lm->stamp);
     tpu__free(lm->mixed);
     tpu__free(lm->touched);
@@ -246,57 +250,81 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
 }
 
 /*
- * The chip that stands for chip 'ch' in orbit timing: its image under the
- * symmetry that maps it into the domain (translations by multiples of 'period',
- * reflections i -> n-1-i of the axes of 'reflect'); '*flip_p' gets the axes
- * reflected.
+ * The directed link from the chip at coordinates 'c' of 'slice' along 'axis' in
+ * direction 'dir', or -1 when there is none: tpu_topo_link() from coordinates
+ * already known (set_orbits() visits every link of the pod once per walk).
  */
-static int orbit_chip(const tpu_topo_t *topo, int ch, const int *period, unsigned reflect,
-                      unsigned *flip_p)
+static int link_at(const tpu_topo_t *topo, int slice, const int *c, int axis, int dir)
 {
-    int c[TPU_MAX_AXES], a;
+    const int *span;
+    int n = topo->dims[axis], d = dir > 0 ? 0 : 1, p = c[axis], idx;
 
-    *flip_p = 0;
-    tpu_topo_coords(topo, ch, c);
-    for (a = 0; a < TPU_MAX_AXES; a++) {
-        int n = topo->dims[a];
-
-        if ((reflect & (1u << a)) && c[a] >= n / 2) {
-            c[a] = n - 1 - c[a];
-            *flip_p |= 1u << a;
-        } else {
-            c[a] %= period[a];
-        }
+    if (n < 2 || ((p + dir < 0 || p + dir >= n) && !topo->wrap[axis])) {
+        return -1;
     }
-    return tpu_topo_chip(topo, tpu_topo_slice_of(topo, ch), c);
+    if (d == 1 && !topo->wrap[axis]) {
+        p -= 1;
+    }
+    span = topo->link_span[axis][d];
+    idx = axis == 0   ? (p * span[1] + c[1]) * span[2] + c[2]
+          : axis == 1 ? (c[0] * span[1] + p) * span[2] + c[2]
+                      : (c[0] * span[1] + c[1]) * span[2] + p;
+    return slice * topo->links_per_slice + topo->link_base[axis][d] + idx;
 }
 
 tpu_status_t tpu__linkmodel_set_orbits(tpu_linkmodel_t *lm, const int *period, unsigned reflect)
 {
     const tpu_topo_t *topo = lm->topo;
-    int l, ch;
-    unsigned flip;
+    int l, ch = 0, s, c[TPU_MAX_AXES], ic[TPU_MAX_AXES], a, d;
 
     lm->orbit = tpu__malloc((size_t)(topo->nlinks > 0 ? topo->nlinks : 1) * sizeof(int32_t));
     lm->orbit_chip = tpu__malloc((size_t)topo->nchips * sizeof(int32_t));
     if (lm->orbit == NULL || lm->orbit_chip == NULL) {
         return TPU_ERR_NO_MEMORY;
     }
-    for (ch = 0; ch < topo->nchips; ch++) {
-        lm->orbit_chip[ch] = orbit_chip(topo, ch, period, reflect, &flip);
-    }
     for (l = 0; l < topo->nlinks; l++) {
-        int src, axis, dir, dst, img = 0;
+        lm->orbit[l] = l;
+    }
+    /* Every chip in id order (coordinates counted, not divided out): the chip that
+     * stands for it is its image under the symmetry that maps it into the domain
+     * (translations by multiples of 'period', reflections i -> n-1-i of the axes
+     * of 'reflect'), and every link it sends on stands for itself at that image,
+     * in the direction a reflection of the link's own axis turns it to. */
+    for (s = 0; s < topo->slices; s++) {
+        for (c[0] = 0; c[0] < topo->dims[0]; c[0]++) {
+            for (c[1] = 0; c[1] < topo->dims[1]; c[1]++) {
+                for (c[2] = 0; c[2] < topo->dims[2]; c[2]++, ch++) {
+                    unsigned flip = 0;
 
-        tpu_topo_link_ends(topo, l, &src, &axis, &dir, &dst);
-        img = orbit_chip(topo, src, period, reflect, &flip);
-        /* A reflection of the link's own axis turns its direction. */
-        lm->orbit[l] = tpu_topo_link(topo, img, axis, (flip & (1u << axis)) ? -dir : dir);
-        if (lm->orbit[l] < 0) {
-            /* No such link at the image (the end of an open axis): then no flow of the
-             * schedule crosses this one (the symmetry would map it there), and it
-             * stands for itself, with nothing on it. */
-            lm->orbit[l] = l;
+                    for (a = 0; a < TPU_MAX_AXES; a++) {
+                        int n = topo->dims[a];
+
+                        if ((reflect & (1u << a)) && c[a] >= n / 2) {
+                            ic[a] = n - 1 - c[a];
+                            flip |= 1u << a;
+                        } else {
+                            ic[a] = c[a] % period[a];
+                        }
+                    }
+                    lm->orbit_chip[ch] = s * topo->chips_per_slice +
+                                         (ic[0] * topo->dims[1] + ic[1]) * topo->dims[2] + ic[2];
+                    for (a = 0; a < TPU_MAX_AXES; a++) {
+                        for (d = -1; d <= 1; d += 2) {
+                            int from = link_at(topo, s, c, a, d), img;
+
+                            if (from < 0) {
+                                continue;
+                            }
+                            img = link_at(topo, s, ic, a, (flip & (1u << a)) ? -d : d);
+                            /* No such link at the image (the end of an open axis): then
+                             * no flow of the schedule crosses this one (the symmetry
+                             * would map it there), and it stands for itself, with
+                             * nothing on it. */
+                            lm->orbit[from] = img >= 0 ? img : from;
+                        }
+                    }
+                }
+            }
         }
     }
     return TPU_OK;
@@ -335,7 +363,7 @@ int tpu__linkmodel_flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, doub
 {
     double bytes = (double)tpu__span_bytes(&f->span), lat = 0;
     tpu_route_t route;
-    int chip, s, h, n = 0;
+    int chip, s, h, n = 0, slice, c[TPU_MAX_AXES];
 
     *lat_p = 0;
     if (bytes == 0) {
@@ -367,16 +395,18 @@ int tpu__linkmodel_flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, doub
             lat += lm->link.dcn_latency;
         }
         flow_route(lm, f, chip, &route);
+        /* Hop by hop from the coordinates of the chip the hop leaves, counted along
+         * the run (the links tpu_topo_link() and tpu_topo_neighbor() give). */
+        tpu_topo_coords(lm->topo, chip, c);
+        slice = tpu_topo_slice_of(lm->topo, chip);
         for (s = 0; s < route.nseg; s++) {
+            int a = route.seg[s].axis, dir = route.seg[s].dir, len = lm->topo->dims[a];
+
             for (h = 0; h < route.seg[s].hops; h++) {
-                lm->rres[n] = link_res(
-                    lm, tpu_topo_link(lm->topo, chip, route.seg[s].axis, route.seg[s].dir));
+                lm->rres[n] = link_res(lm, link_at(lm->topo, slice, c, a, dir));
                 lm->rw[n++] = bytes;
                 lat += lm->link.ici_latency;
-                if (s + 1 < route.nseg || h + 1 < route.seg[s].hops) {
-                    /* The next hop's chip (the last hop's is the destination). */
-                    chip = tpu_topo_neighbor(lm->topo, chip, route.seg[s].axis, route.seg[s].dir);
-                }
+                c[a] = (c[a] + dir + len) % len;
             }
         }
     }

@@ -49,7 +49,7 @@ typedef struct tpu_linkmodel {
     int64_t *eslot;  /* per resource: its count, then its place */
     int32_t *estamp; /* per resource: the sort that last saw it */
     int32_t ebatch_id;
-    int32_t *engs;   /* the engines of the step, sorted, */
+    int32_t *engs;   /* the engines of the step, sorted (then the sort's room), */
     int64_t *bgroup; /* and where each one's group starts (one more) */
     int64_t cap_engs;
     double *bw;      /* bytes/s of each resource (0: not modeled) */
@@ -59,6 +59,8 @@ typedef struct tpu_linkmodel {
     int32_t *niv;    /* per resource: how many */
     int32_t *civ;    /* per resource: room for how many on the heap */
     int32_t *ivhint; /* per resource: where its last search landed (a hint) */
+    double *ivend;   /* per resource: the end of its last interval (read while niv > 0): the
+                      * walk's most common question, answered from one dense array */
     double *busy;    /* total busy seconds of each resource */
     double *bytes;   /* total bytes of each resource */
     /* Scratch of the current step, per resource: */
@@ -88,6 +90,9 @@ typedef struct tpu_linkmodel {
     int64_t *act; /* share(): the entries being served */
     double *segs; /* share(): the intervals served */
     int64_t cap_act, cap_segs;
+    void *sortbuf; /* tpu__linkmodel_sort_group(): the merge's other buffer (bytes), */
+    int64_t *runs; /* and where the runs start */
+    int64_t cap_sortbuf, cap_runs;
     /* Line timing (lines.c): per resource, the sizes of the step's messages (smallest
      * first) and their bytes, TPU_LM_SIZES pairs; how many. */
     double *szl;

@@ -38,7 +38,7 @@ int tpu__linkmodel_busy_first_after(const tpu_linkmodel_t *lm, int32_t r, double
     const double *iv = tpu__linkmodel_busy_list(lm, r);
     int lo = 0, hi = lm->niv[r], h = lm->ivhint[r];
 
-    if (hi == 0 || iv[2 * (hi - 1) + 1] <= t) {
+    if (hi == 0 || lm->ivend[r] <= t) {
         return hi;
     }
     if (h < hi && iv[2 * h + 1] > t && (h == 0 || iv[2 * (h - 1) + 1] <= t)) {
@@ -114,6 +114,7 @@ tpu_status_t tpu__linkmodel_busy_add(tpu_linkmodel_t *lm, int32_t r, double a, d
             memmove(iv + 2 * (i + 1), iv + 2 * j, (size_t)(n - j) * 2 * sizeof(double));
         }
         lm->niv[r] = n - (j - i - 1);
+        lm->ivend[r] = iv[2 * (lm->niv[r] - 1) + 1];
         return TPU_OK;
     }
     if (n == (lm->ivx[r] != NULL ? lm->civ[r] : TPU_LM_IV_INLINE)) {
@@ -134,6 +135,7 @@ tpu_status_t tpu__linkmodel_busy_add(tpu_linkmodel_t *lm, int32_t r, double a, d
     iv[2 * i] = a;
     iv[2 * i + 1] = b;
     lm->niv[r] = n + 1;
+    lm->ivend[r] = iv[2 * n + 1];
     return TPU_OK;
 }
 

@@ -38,32 +38,92 @@ static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double 
 }
 
 /*
- * Sort one group of 'len' records of 'size' bytes by 'cmp'.  A group comes nearly
- * sorted (records are made in flow order): nothing to do when it is in order,
- * insertion sort when it is short, qsort otherwise.
+ * Sort one group of 'len' records of 'size' bytes by 'cmp', a total order (so any
+ * correct sort gives the same result).  A group comes nearly sorted (records are
+ * made in flow order): nothing to do when it is in order, insertion sort when it
+ * is short, else a merge of its ascending runs, pairwise, through lm's scratch
+ * (a few runs: a few passes, where a full sort would take log2(len) of them).
  */
-void tpu__linkmodel_sort_group(void *base, int64_t len, size_t size,
-                               int (*cmp)(const void *, const void *))
+tpu_status_t tpu__linkmodel_sort_group(tpu_linkmodel_t *lm, void *base, int64_t len, size_t size,
+                                       int (*cmp)(const void *, const void *))
 {
-    unsigned char x[64], *v = base;
-    int64_t i, j;
+    unsigned char x[64], *v = base, *from, *to, *t;
+    int64_t i, j, nrun, r;
 
     for (i = 1; i < len && cmp(v + (size_t)(i - 1) * size, v + (size_t)i * size) <= 0; i++) {
     }
     if (i >= len) {
-        return;
+        return TPU_OK;
     }
-    if (len > 32 || size > sizeof(x)) {
-        qsort(v, (size_t)len, size, cmp);
-        return;
-    }
-    for (; i < len; i++) {
-        memcpy(x, v + (size_t)i * size, size);
-        for (j = i; j > 0 && cmp(v + (size_t)(j - 1) * size, x) > 0; j--) {
+    if (len <= 32 && size <= sizeof(x)) {
+        for (; i < len; i++) {
+            memcpy(x, v + (size_t)i * size, size);
+            for (j = i; j > 0 && cmp(v + (size_t)(j - 1) * size, x) > 0; j--) {
+            }
+            memmove(v + (size_t)(j + 1) * size, v + (size_t)j * size, (size_t)(i - j) * size);
+            memcpy(v + (size_t)j * size, x, size);
         }
-        memmove(v + (size_t)(j + 1) * size, v + (size_t)j * size, (size_t)(i - j) * size);
-        memcpy(v + (size_t)j * size, x, size);
+        return TPU_OK;
     }
+    if (lm->cap_sortbuf < (int64_t)((size_t)len * size) || lm->cap_runs < len + 1) {
+        int64_t bytes = (int64_t)((size_t)len * size);
+
+        if (lm->cap_sortbuf < bytes) {
+            tpu__free(lm->sortbuf);
+            lm->sortbuf = tpu__malloc((size_t)bytes);
+            lm->cap_sortbuf = lm->sortbuf != NULL ? bytes : 0;
+        }
+        if (lm->cap_runs < len + 1) {
+            tpu__free(lm->runs);
+            lm->runs = tpu__malloc((size_t)(len + 1) * sizeof(*lm->runs));
+            lm->cap_runs = lm->runs != NULL ? len + 1 : 0;
+        }
+        if (lm->sortbuf == NULL || lm->runs == NULL) {
+            return TPU_ERR_NO_MEMORY;
+        }
+    }
+    /* The ascending runs: [runs[r], runs[r + 1]). */
+    nrun = 0;
+    lm->runs[nrun++] = 0;
+    for (i = 1; i < len; i++) {
+        if (cmp(v + (size_t)(i - 1) * size, v + (size_t)i * size) > 0) {
+            lm->runs[nrun++] = i;
+        }
+    }
+    lm->runs[nrun] = len;
+    from = v;
+    to = lm->sortbuf;
+    while (nrun > 1) {
+        int64_t out = 0;
+
+        for (r = 0; r < nrun; r += 2) {
+            /* Run r and run r + 1 (none past the last: an odd run out is copied). */
+            int64_t a = lm->runs[r], am = lm->runs[r + 1], b = am,
+                    bm = r + 1 < nrun ? lm->runs[r + 2] : am, o = a;
+
+            /* Ties take the left run first: stable (no two records compare equal). */
+            while (a < am && b < bm) {
+                if (cmp(from + (size_t)b * size, from + (size_t)a * size) < 0) {
+                    memcpy(to + (size_t)o++ * size, from + (size_t)b++ * size, size);
+                } else {
+                    memcpy(to + (size_t)o++ * size, from + (size_t)a++ * size, size);
+                }
+            }
+            memcpy(to + (size_t)o * size, from + (size_t)a * size, (size_t)(am - a) * size);
+            o += am - a;
+            memcpy(to + (size_t)o * size, from + (size_t)b * size, (size_t)(bm - b) * size);
+            lm->runs[out++] = lm->runs[r];
+        }
+        lm->runs[out] = len;
+        nrun = out;
+        t = from;
+        from = to;
+        to = t;
+    }
+    if (from != v) {
+        memcpy(v, from, (size_t)len * size);
+    }
+    return TPU_OK;
 }
 
 static int entry_cmp(const void *pa, const void *pb)
@@ -144,8 +204,11 @@ static tpu_status_t sort_entries(tpu_linkmodel_t *lm)
     }
     lm->bstart[0] = 0;
     for (g = 0; g < nb; g++) {
-        tpu__linkmodel_sort_group(lm->ent2 + lm->bstart[g], lm->bstart[g + 1] - lm->bstart[g],
-                                  sizeof(tpu_lm_entry_t), entry_cmp);
+        if (tpu__linkmodel_sort_group(lm, lm->ent2 + lm->bstart[g],
+                                      lm->bstart[g + 1] - lm->bstart[g], sizeof(tpu_lm_entry_t),
+                                      entry_cmp) != TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
+        }
     }
     t = lm->ent;
     lm->ent = lm->ent2;

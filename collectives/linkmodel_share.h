@@ -9,12 +9,13 @@
 #include <stddef.h>
 
 /*
- * Sort one group of 'len' records of 'size' bytes by 'cmp', a group that comes
- * nearly sorted: nothing to do when it is in order, insertion sort when it is
- * short, qsort otherwise.
+ * Sort one group of 'len' records of 'size' bytes by 'cmp' (a total order), a
+ * group that comes nearly sorted: nothing to do when it is in order, insertion
+ * sort when it is short, else a merge of its ascending runs through lm's scratch.
+ * @return TPU_OK or TPU_ERR_NO_MEMORY.
  */
-void tpu__linkmodel_sort_group(void *base, int64_t len, size_t size,
-                               int (*cmp)(const void *, const void *));
+tpu_status_t tpu__linkmodel_sort_group(tpu_linkmodel_t *lm, void *base, int64_t len, size_t size,
+                                       int (*cmp)(const void *, const void *));
 
 /*
  * The resources whose flows of the step do not all start together with the same

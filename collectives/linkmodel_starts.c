@@ -25,18 +25,67 @@ static int batch_cmp(const void *pa, const void *pb)
     return a->k < b->k ? -1 : a->k > b->k;
 }
 
-static int int32_cmp(const void *pa, const void *pb)
+/*
+ * Sort the 'n' distinct non-negative ids of 'v' increasingly, through 'tmp' (room
+ * for n): left alone when sorted, by insertion when short, else by counting
+ * passes of 8 bits up to the largest id's highest byte (the order qsort gives, in
+ * linear time).
+ */
+static void sort_ids(int32_t *v, int32_t *tmp, int64_t n)
 {
-    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+    int64_t i, j, cnt[256];
+    int32_t top = 0, *from = v, *to = tmp, *t;
+    int shift;
 
-    return a < b ? -1 : a > b;
+    for (i = 1; i < n && v[i - 1] < v[i]; i++) {
+    }
+    if (i >= n) {
+        return;
+    }
+    if (n <= 32) {
+        for (; i < n; i++) {
+            int32_t x = v[i];
+
+            for (j = i; j > 0 && v[j - 1] > x; j--) {
+                v[j] = v[j - 1];
+            }
+            v[j] = x;
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        top = v[i] > top ? v[i] : top;
+    }
+    for (shift = 0; shift == 0 || (shift < 32 && ((uint32_t)top >> shift) != 0); shift += 8) {
+        int64_t sum = 0;
+
+        memset(cnt, 0, sizeof(cnt));
+        for (i = 0; i < n; i++) {
+            cnt[((uint32_t)from[i] >> shift) & 0xff]++;
+        }
+        for (i = 0; i < 256; i++) {
+            int64_t c = cnt[i];
+
+            cnt[i] = sum;
+            sum += c;
+        }
+        for (i = 0; i < n; i++) {
+            to[cnt[((uint32_t)from[i] >> shift) & 0xff]++] = from[i];
+        }
+        t = from;
+        from = to;
+        to = t;
+    }
+    if (from != v) {
+        memcpy(v, from, (size_t)n * sizeof(*v));
+    }
 }
 
 /*
  * Sort the step's nb batch records by batch_cmp(): grouped by engine with a
  * counting pass (the groups in engine order), then each group by (start, flow),
  * left as it is when it already is (the common case: a step's flows come
- * in order), by insertion when small, else by qsort.  The result is a full sort's.
+ * in order), by insertion when small, else by merging its runs.  The result is a full sort's.
  */
 static tpu_status_t sort_batches(tpu_linkmodel_t *lm, int64_t nb)
 {
@@ -87,10 +136,11 @@ static tpu_status_t sort_batches(tpu_linkmodel_t *lm, int64_t nb)
         int64_t ne = 0, sum = 0;
 
         if (lm->cap_engs < ng) {
-            /* The engines and where each one's group starts (one more): sized together. */
+            /* The engines (and the sort's room) and where each one's group starts (one
+             * more): sized together. */
             tpu__free(lm->engs);
             tpu__free(lm->bgroup);
-            lm->engs = tpu__malloc((size_t)ng * sizeof(*lm->engs));
+            lm->engs = tpu__malloc((size_t)ng * 2 * sizeof(*lm->engs));
             lm->bgroup = tpu__malloc((size_t)(ng + 1) * sizeof(*lm->bgroup));
             lm->cap_engs = lm->engs != NULL && lm->bgroup != NULL ? ng : 0;
             if (lm->cap_engs == 0) {
@@ -111,7 +161,7 @@ static tpu_status_t sort_batches(tpu_linkmodel_t *lm, int64_t nb)
                 engs[ne++] = e;
             }
         }
-        qsort(engs, (size_t)ne, sizeof(*engs), int32_cmp);
+        sort_ids(engs, engs + lm->cap_engs, ne);
         for (g = 0; g < ne; g++) {
             int64_t c = lm->eslot[engs[g]];
 
@@ -125,8 +175,10 @@ static tpu_status_t sort_batches(tpu_linkmodel_t *lm, int64_t nb)
             lm->batch2[lm->eslot[lm->batch[i].eng]++] = lm->batch[i];
         }
         for (g = 0; g < ne; g++) {
-            tpu__linkmodel_sort_group(lm->batch2 + start[g], start[g + 1] - start[g],
-                                      sizeof(tpu_lm_batch_t), batch_cmp);
+            if (tpu__linkmodel_sort_group(lm, lm->batch2 + start[g], start[g + 1] - start[g],
+                                          sizeof(tpu_lm_batch_t), batch_cmp) != TPU_OK) {
+                return TPU_ERR_NO_MEMORY;
+            }
         }
     }
     t = lm->batch;

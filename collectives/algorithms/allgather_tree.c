@@ -103,6 +103,37 @@ static int member(const tree_ctx_t *t, int u, int j)
     return tpu_topo_chip(topo, tpu_topo_slice_of(topo, u), c);
 }
 
+/* The chip of u's slice at coordinates 'c' (in range): tpu_topo_chip() without its
+ * checks. */
+static int chip_at(const tree_ctx_t *t, int u, const int *c)
+{
+    const tpu_topo_t *topo = t->topo;
+
+    return tpu_topo_slice_of(topo, u) * topo->chips_per_slice +
+           (c[0] * topo->dims[1] + c[1]) * topo->dims[2] + c[2];
+}
+
+/* u's neighbour along 'axis' in direction 'dir', or -1: tpu_topo_neighbor() from the
+ * table of coordinates. */
+static int next_to(const tree_ctx_t *t, int u, int axis, int dir)
+{
+    const tpu_topo_t *topo = t->topo;
+    int c[TPU_MAX_AXES], n = topo->dims[axis];
+
+    if (n < 2) {
+        return -1;
+    }
+    memcpy(c, t->xyz + (size_t)u * TPU_MAX_AXES, sizeof(c));
+    c[axis] += dir;
+    if (c[axis] < 0 || c[axis] >= n) {
+        if (!topo->wrap[axis]) {
+            return -1;
+        }
+        c[axis] = (c[axis] + n) % n;
+    }
+    return chip_at(t, u, c);
+}
+
 /*
  * Where chip u sits in the tree of origin o's block (the order t->ord): its
  * depth (hops from o), and the flows it sends of that block into 'ch' (returns
@@ -147,14 +178,14 @@ static int place(const tree_ctx_t *t, int u, int o, child_t *ch, int *depth_p, i
 
             if (anti) {
                 /* Both halves: the first came the + way, the second the - way. */
-                par[(*npar)++] = tpu_topo_neighbor(topo, u, a, -1);
+                par[(*npar)++] = next_to(t, u, a, -1);
                 par[(*npar)++] = 1;
                 if (second) {
-                    par[(*npar)++] = tpu_topo_neighbor(topo, u, a, 1);
+                    par[(*npar)++] = next_to(t, u, a, 1);
                     par[(*npar)++] = 2;
                 }
             } else {
-                par[(*npar)++] = tpu_topo_neighbor(topo, u, a, -dir);
+                par[(*npar)++] = next_to(t, u, a, -dir);
                 par[(*npar)++] = 0;
             }
         }
@@ -162,7 +193,7 @@ static int place(const tree_ctx_t *t, int u, int o, child_t *ch, int *depth_p, i
     /* On along the axis it came by, unless it is the end of the line or ring. */
     if (J >= 0 && !anti) {
         int a = t->axes[t->ord[J]], n = topo->dims[a], dir = k[J] > 0 ? 1 : -1;
-        int dist = (k[J] < 0 ? -k[J] : k[J]) + 1, v = tpu_topo_neighbor(topo, u, a, dir);
+        int dist = (k[J] < 0 ? -k[J] : k[J]) + 1, v = next_to(t, u, a, dir);
         int half = topo->wrap[a] && n % 2 == 0 && dist == n / 2 ? (dir > 0 ? 1 : 2) : 0;
 
         if (v >= 0 && (!topo->wrap[a] || dist <= n / 2) && (half != 2 || second)) {
@@ -176,7 +207,7 @@ static int place(const tree_ctx_t *t, int u, int o, child_t *ch, int *depth_p, i
         int a = t->axes[t->ord[j]], n = topo->dims[a], di;
 
         for (di = 0; di < 2; di++) {
-            int dir = di == 0 ? 1 : -1, v = tpu_topo_neighbor(topo, u, a, dir);
+            int dir = di == 0 ? 1 : -1, v = next_to(t, u, a, dir);
             int half = topo->wrap[a] && n == 2 ? (dir > 0 ? 1 : 2) : 0;
 
             if (v >= 0 && (half != 2 || second)) {
@@ -225,7 +256,7 @@ static int image(const tree_ctx_t *t, int w, int x)
         }
     }
     /* Symmetries act within a slice (the model's shortcuts are off across slices). */
-    return tpu_topo_chip(topo, tpu_topo_slice_of(topo, x), cx);
+    return chip_at(t, x, cx);
 }
 
 /* The index in the stream of the flow w -> u of origin o's block (half h); -1 if not built. */

@@ -16,13 +16,15 @@
  * routes overlap share their links.
  *
  * Restrictions: one step, not pipelined.  With args->local (a rank's own part)
- * only the pairs that start or end on a marked chip are built.
+ * only the pairs that start or end on a marked chip are built; in orbit timing
+ * (args->period) the shift's pairs from the chips of the domain only.
  *
  * Step diagram, pairs (0,1) (1,2) (2,3) (3,0) on a line of 4:
  *   step 1:  0->1, 1->2, 2->3 over the + links; 3->0 back over the - links (3 hops).
  */
 #include "algo.h"
 #include "alloc.h"
+#include "group_args.h"
 
 #include <string.h>
 
@@ -68,7 +70,10 @@ tpu_status_t tpu__algo_PPERMUTE_pairs(const tpu_algo_args_t *args, tpu_sched_t *
             int i = tpu_topo_group_index(topo, args->mask, c);
             int dst = tpu_topo_group_member(topo, args->mask, c, ((i + d->shift) % n + n) % n);
 
-            if (args->local != NULL && !args->local[c] && !args->local[dst]) {
+            if ((args->local != NULL && !args->local[c] && !args->local[dst]) ||
+                !tpu__algo_in_domain(args, c)) {
+                /* A rank's own part, or orbit timing: the pairs from the chips of a
+                 * domain only (the shift maps the others onto them). */
                 continue;
             }
             status = add_pair(args, c, dst, d->shift > 0 ? 1 : -1, sched);
