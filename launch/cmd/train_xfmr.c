@@ -372,8 +372,7 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
     int d, s, t, k;
 
     tpu_xfmr_pod_mesh(p, &d, &s, &t);
-    app_json_object(j);
-    app_json_kstr(j, "command", "train");
+    app_json_document(j, "train");
     app_pod_json_header(j, pod);
     app_json_kstr(j, "model", "transformer");
     app_json_kint(j, "layers", (long long)r->m.layers);
@@ -408,9 +407,9 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
         const xrow_t *w = &r->rows_t[k];
 
         app_json_object(j);
-        app_json_kstr(j, "what", w->c.hook);
-        app_json_kstr(j, "kind", kind_name(&w->c));
-        app_json_kstr(j, "axis", w->c.axes);
+        app_json_kstr(j, "name", w->c.hook);
+        app_json_kstr(j, "collective", kind_name(&w->c));
+        app_json_kstr(j, "mesh_axis", w->c.axes);
         app_json_kint(j, "group_size", w->c.group_size);
         app_json_kuint(j, "bytes", (unsigned long long)w->c.bytes);
         app_json_kint(j, "count", w->count);

@@ -1,6 +1,8 @@
 /* The CSV writer (see csv.h). */
 #include "csv.h"
 
+#include "json.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -58,9 +60,13 @@ void app_csv_int(app_csv_t *c, long long v)
 
 void app_csv_fixed(app_csv_t *c, double v, int decimals)
 {
+    char buf[40];
+
+    (void)decimals; /* numbers as in the JSON: whole ones as integers, others round-trip */
     sep(c);
     if (isfinite(v)) {
-        fprintf(c->out, "%.*f", decimals, v);
+        app_json_number_text(v, buf, sizeof(buf));
+        fputs(buf, c->out);
     }
 }
 
