@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include "alloc.h"
+#include "json.h"
 #include "sink.h"
 #include "svg.h"
 
@@ -117,6 +118,49 @@ static void fan_link(void *user, const tpu_coll_link_event_t *ev)
     r->nhosts = ev->host + 1 > r->nhosts ? ev->host + 1 : r->nhosts;
 }
 
+/* A number as the JSON documents write it. */
+static const char *num(double v, char *buf, size_t len)
+{
+    app_json_number_text(v, buf, len);
+    return buf;
+}
+
+/* 's' as a JSON string, quotes included, cut to fit 'len' (a name in a slice's arguments). */
+static const char *quoted(const char *s, char *buf, size_t len)
+{
+    FILE *f = fmemopen(buf, len, "w");
+    int bad = f == NULL;
+
+    buf[0] = '\0';
+    if (f != NULL) {
+        setvbuf(f, NULL, _IONBF, 0);
+        app_json_escape(f, s);
+        bad = ferror(f) != 0;
+        fclose(f);
+    }
+    if (bad || strlen(buf) < 2) {
+        snprintf(buf, len, "\"(name too long)\"");
+    }
+    return buf;
+}
+
+/* The collective slice's arguments: what it moves, over which axes and groups, how, how long. */
+static void op_args(app_report_t *r, const tpu_coll_plan_t *plan, double modeled_us)
+{
+    const tpu_coll_desc_t *d = tpu_coll_plan_desc(plan);
+    int group = d->kind == TPU_COLL_P2P ? 2 : tpu_coll_plan_group_size(plan);
+    char axes[32], args[512], us[40];
+
+    tpu_topo_axes_str(d->kind == TPU_COLL_P2P ? 0 : d->axes, axes, sizeof(axes));
+    snprintf(args, sizeof(args),
+             "\"collective\": \"%s\", \"bytes\": %llu, \"dtype\": \"%s\", \"axes\": \"%s\", "
+             "\"group_size\": %d, \"group_count\": %d, \"algorithm\": \"%s\", \"modeled_us\": %s",
+             tpu_coll_name(d->kind), (unsigned long long)d->bytes, tpu_dtype_name(d->dtype), axes,
+             group, d->kind == TPU_COLL_P2P ? 1 : r->topo->nchips / (group > 0 ? group : 1),
+             tpu_coll_plan_algo(plan), num(modeled_us, us, sizeof(us)));
+    app_trace_op_args(r->trace, args);
+}
+
 /* One walk of 'plan' feeding the trace ('at_us' < 0: at the position, which moves past it). */
 static tpu_status_t model(app_report_t *r, const tpu_coll_plan_t *plan, const char *name,
                           double at_us, double modeled_us, double heat_times, tpu_err_t *err)
@@ -153,6 +197,7 @@ static tpu_status_t model(app_report_t *r, const tpu_coll_plan_t *plan, const ch
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the heatmap");
     }
     if (trace) {
+        op_args(r, plan, res.modeled_us);
         return at_us < 0 ? app_trace_op_end(r->trace, res.modeled_us, err)
                          : app_trace_op_end_at(r->trace, at_us, res.modeled_us, err);
     }
@@ -182,8 +227,37 @@ tpu_status_t app_report_model_at(app_report_t *r, const tpu_coll_plan_t *plan, c
 
 void app_report_compute(app_report_t *r, const char *name, double at_us, double dur_us)
 {
+    char args[512], us[40], q[400];
+
     if (r->trace != NULL) {
-        app_trace_compute(r->trace, -1, name, at_us, dur_us);
+        snprintf(args, sizeof(args), "\"op_name\": %s, \"modeled_us\": %s",
+                 quoted(name, q, sizeof(q)), num(dur_us, us, sizeof(us)));
+        app_trace_compute(r->trace, -1, "compute", name, at_us, dur_us, args);
+    }
+}
+
+void app_report_compute_op(app_report_t *r, const char *name, double at_us, double dur_us,
+                           double flops, double bytes, const char *bound)
+{
+    char args[640], us[40], f[40], b[40], q[400];
+
+    if (r->trace != NULL) {
+        snprintf(args, sizeof(args),
+                 "\"op_name\": %s, \"flops\": %s, \"bytes\": %s, \"bound\": \"%s\", "
+                 "\"modeled_us\": %s",
+                 quoted(name, q, sizeof(q)), num(flops, f, sizeof(f)), num(bytes, b, sizeof(b)),
+                 bound, num(dur_us, us, sizeof(us)));
+        app_trace_compute(r->trace, -1, "compute", name, at_us, dur_us, args);
+    }
+}
+
+void app_report_step(app_report_t *r, const char *name, double at_us, double dur_us)
+{
+    char args[64], us[40];
+
+    if (r->trace != NULL) {
+        snprintf(args, sizeof(args), "\"step_us\": %s", num(dur_us, us, sizeof(us)));
+        app_trace_compute(r->trace, -1, "step", name, at_us, dur_us, args);
     }
 }
 
@@ -203,7 +277,15 @@ void app_report_measured(app_report_t *r, int chip, const char *name, double sta
                          double dur_us)
 {
     if (r->trace != NULL) {
-        app_trace_measured(r->trace, chip, name, start_us, dur_us);
+        app_trace_measured(r->trace, chip, "collective", name, start_us, dur_us);
+    }
+}
+
+void app_report_measured_step(app_report_t *r, int chip, const char *name, double start_us,
+                              double dur_us)
+{
+    if (r->trace != NULL) {
+        app_trace_measured(r->trace, chip, "step", name, start_us, dur_us);
     }
 }
 

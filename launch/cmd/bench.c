@@ -265,24 +265,42 @@ static uint64_t valid_bytes(const tpu_pod_t *pod, const tpu_coll_desc_t *d, uint
  * slowest rank, and with --compare-mpi the host MPI's time.  Without them a row is
  * 158 characters.
  */
-enum { BENCH_COLS = 15, BENCH_WIDE = 17, BENCH_ALL = 19 };
+enum {
+    BENCH_COLS = 15,
+    BENCH_WIDE = 17,
+    BENCH_ALL = 19
+};
 static const app_col_t bench_cols[] = {
-    {"size", "(B)", 10, 0, 2},       {"count", "(elements)", 12, 0, 2},
-    {"type", "", 8, 0, 2},           {"redop", "", 6, 0, 2},
-    {"root", "", 4, 0, 2},           {"time", "(us)", 9, 0, 2},
-    {"algbw", "(GB/s)", 7, 0, 2},    {"busbw", "(GB/s)", 7, 0, 2},
-    {"#wrong", "", 6, 0, 2},         {"model", "(us)", 9, 0, 3},
-    {"algbw", "(GB/s)", 7, 0, 2},    {"busbw", "(GB/s)", 7, 0, 2},
-    {"formula", "(%)", 7, 0, 2},     {"algorithm", "", 18, 1, 2},
-    {"host", "(path)", 8, 1, 1},     {"min", "(us)", 9, 0, 2},
-    {"max", "(us)", 9, 0, 2},        {"mpi", "(us)", 9, 0, 2},
+    {"size", "(B)", 10, 0, 2},    {"count", "(elements)", 12, 0, 2},
+    {"type", "", 8, 0, 2},        {"redop", "", 6, 0, 2},
+    {"root", "", 4, 0, 2},        {"time", "(us)", 9, 0, 2},
+    {"algbw", "(GB/s)", 7, 0, 2}, {"busbw", "(GB/s)", 7, 0, 2},
+    {"#wrong", "", 6, 0, 2},      {"model", "(us)", 9, 0, 3},
+    {"algbw", "(GB/s)", 7, 0, 2}, {"busbw", "(GB/s)", 7, 0, 2},
+    {"formula", "(%)", 7, 0, 2},  {"algorithm", "", 18, 1, 2},
+    {"host", "(path)", 8, 1, 1},  {"min", "(us)", 9, 0, 2},
+    {"max", "(us)", 9, 0, 2},     {"mpi", "(us)", 9, 0, 2},
     {"ratio", "(x)", 6, 0, 2}};
 
-static const char *const csv_cols[] = {
-    "collective",         "axes",          "bytes",           "count",           "dtype",
-    "redop",              "algorithm",     "modeled_us",      "formula_us",      "measured_us",
-    "measured_min_us",    "measured_max_us", "algbw_GBps",    "busbw_GBps",      "modeled_algbw_GBps",
-    "modeled_busbw_GBps", "wrong",         "mpi_us",          "host_path"};
+static const char *const csv_cols[] = {"collective",
+                                       "axes",
+                                       "bytes",
+                                       "count",
+                                       "dtype",
+                                       "redop",
+                                       "algorithm",
+                                       "modeled_us",
+                                       "formula_us",
+                                       "measured_us",
+                                       "measured_min_us",
+                                       "measured_max_us",
+                                       "algbw_GBps",
+                                       "busbw_GBps",
+                                       "modeled_algbw_GBps",
+                                       "modeled_busbw_GBps",
+                                       "wrong",
+                                       "mpi_us",
+                                       "host_path"};
 
 /* nccl-tests' name of a type (float, bfloat16, int32, int8). */
 static const char *nccl_type(tpu_dtype_t d)
@@ -697,7 +715,9 @@ int app_cmd_bench(app_ctx_t *ctx)
             /* nccl-tests' closing lines, for the collective's rows */
             app_progress_end(&progress);
             fprintf(txt, "# Out of bounds values : %ld %s\n", sec_wrong,
-                    !o->check ? "(not checked)" : sec_wrong ? "FAILED" : "OK");
+                    !o->check   ? "(not checked)"
+                    : sec_wrong ? "FAILED"
+                                : "OK");
             fprintf(txt, "# Avg bus bandwidth    : %g\n#\n",
                     sec_rows > 0 ? sec_busbw / sec_rows : 0.0);
         }

@@ -48,11 +48,13 @@ static void chip_json(app_json_t *j, const tpu_chip_spec_t *c)
 /* --csv: one row per chip, the scalar members of the JSON (max_pod and host_dims as AxBxC). */
 static void chip_csv(FILE *f, const tpu_chip_spec_t *const *chips, int n)
 {
-    static const char *const cols[] = {
-        "chip",        "bf16_flops",     "int8_ops", "f32_flops", "vpu_flops", "hbm_capacity_bytes",
-        "hbm_bw",      "vmem_bytes",     "mxu_dim",  "mxu_count", "tensorcores",
-        "ici_bw",      "ici_latency_us", "ici_axes", "max_pod",   "host_dims", "chips_per_host",
-        "dcn_bw",      "dcn_latency_us", "ridge"};
+    static const char *const cols[] = {"chip",           "bf16_flops",     "int8_ops",
+                                       "f32_flops",      "vpu_flops",      "hbm_capacity_bytes",
+                                       "hbm_bw",         "vmem_bytes",     "mxu_dim",
+                                       "mxu_count",      "tensorcores",    "ici_bw",
+                                       "ici_latency_us", "ici_axes",       "max_pod",
+                                       "host_dims",      "chips_per_host", "dcn_bw",
+                                       "dcn_latency_us", "ridge"};
     app_csv_t c;
     int i;
 
@@ -66,8 +68,7 @@ static void chip_csv(FILE *f, const tpu_chip_spec_t *const *chips, int n)
         int k;
 
         snprintf(pod, sizeof(pod), "%dx%dx%d", s->max_pod[0], s->max_pod[1], s->max_pod[2]);
-        snprintf(host, sizeof(host), "%dx%dx%d", s->host_dims[0], s->host_dims[1],
-                 s->host_dims[2]);
+        snprintf(host, sizeof(host), "%dx%dx%d", s->host_dims[0], s->host_dims[1], s->host_dims[2]);
         app_csv_str(&c, s->name);
         for (k = 0; k < 7; k++) {
             app_csv_fixed(&c, nums[k], 0);

@@ -95,7 +95,7 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
 }
 
 /* The columns of 'model --csv' (README, "Output: JSON and CSV"). */
-static const char *const csv_cols[] = {"collective", "axes",     "bytes", "dtype", "algorithm",
+static const char *const csv_cols[] = {"collective", "axes",       "bytes", "dtype", "algorithm",
                                        "modeled_us", "formula_us", "flows", "steps"};
 
 /* The CSV table of one modeled collective: a header line and its row. */

@@ -326,15 +326,21 @@ static void print_table(FILE *out, const op_result_t *r)
 /* --csv: the scalar members of the JSON document as one row (cells that do not apply empty). */
 static void print_csv(FILE *f, const op_result_t *r)
 {
-    static const char *const cols[] = {
-        "chip",      "op",         "dtype",      "out_dtype", "m",         "k",
-        "n",         "elements",   "rows",       "cols",      "unit",      "flops",
-        "hw_flops",  "hbm_traffic_bytes",        "intensity", "peak_flops", "hbm_bw",
-        "compute_us", "memory_us", "modeled_us", "bound",     "pipelined_us", "grid_steps",
-        "vmem_bytes"};
+    static const char *const cols[] = {"chip",       "op",
+                                       "dtype",      "out_dtype",
+                                       "m",          "k",
+                                       "n",          "elements",
+                                       "rows",       "cols",
+                                       "unit",       "flops",
+                                       "hw_flops",   "hbm_traffic_bytes",
+                                       "intensity",  "peak_flops",
+                                       "hbm_bw",     "compute_us",
+                                       "memory_us",  "modeled_us",
+                                       "bound",      "pipelined_us",
+                                       "grid_steps", "vmem_bytes"};
     const tpu_roofline_t *rl = &r->rep.roofline;
-    const long long dims[6] = {(long long)r->mm.m,    (long long)r->mm.k,
-                               (long long)r->mm.n,    (long long)(r->vpu.rows * r->vpu.cols),
+    const long long dims[6] = {(long long)r->mm.m,     (long long)r->mm.k,
+                               (long long)r->mm.n,     (long long)(r->vpu.rows * r->vpu.cols),
                                (long long)r->vpu.rows, (long long)r->vpu.cols};
     app_csv_t c;
     int i;

@@ -149,11 +149,11 @@ void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path
  * --csv: one row per collective (slowest first), then one per op; the columns
  * that do not apply to a row are empty (measured_us, runs, wrong: under mpirun).
  */
-void app_replay_write_csv(FILE *f, const tpu_pod_t *pod, const tpu_replay_report_t *r, const int *ci, const int *oi,
-                          const app_replay_measured_t *ms)
+void app_replay_write_csv(FILE *f, const tpu_pod_t *pod, const tpu_replay_report_t *r,
+                          const int *ci, const int *oi, const app_replay_measured_t *ms)
 {
     static const char *const cols[] = {
-        "row",   "name",  "opcode",      "collective",       "axes",     "groups",     "group_size",
+        "row",   "name",  "opcode",      "collective", "axes",     "groups",     "group_size",
         "bytes", "flops", "executions",  "modeled_us", "total_us", "exposed_us", "algorithm",
         "bound", "line",  "measured_us", "runs",       "wrong"};
     app_csv_t c;
@@ -363,7 +363,7 @@ tpu_status_t app_replay_write_report(app_report_t *report, const tpu_pod_t *pod,
     }
     if (status == TPU_OK && !app_report_trace_done(report)) {
         snprintf(name, sizeof(name), "module %s", mod->name[0] ? mod->name : "(no header)");
-        app_report_compute(report, name, 0, r->step_us);
+        app_report_step(report, name, 0, r->step_us);
     }
     app_progress_init(&progress, !quiet, (long)r->ntimeline, txt);
     for (k = 0; k < r->ntimeline && status == TPU_OK && !app_report_trace_done(report); k++) {
@@ -379,7 +379,11 @@ tpu_status_t app_replay_write_report(app_report_t *report, const tpu_pod_t *pod,
             const tpu_replay_op_t *op = &r->ops[e->row];
 
             snprintf(name, sizeof(name), "%s (%s)", op->name, op->opcode);
-            app_report_compute(report, name, e->start_us, end - e->start_us);
+            app_report_compute_op(report, name, e->start_us, end - e->start_us, op->flops,
+                                  op->bytes,
+                                  op->custom          ? "given"
+                                  : op->compute_bound ? "compute"
+                                                      : "memory");
         } else if (plans[e->row] != NULL) {
             const tpu_replay_coll_t *cl = &r->colls[e->row];
 

@@ -482,9 +482,8 @@ int app_cmd_train(app_ctx_t *ctx)
         json = NULL;
     }
     if (csv_sink.f != NULL) {
-        static const char *const cols[] = {"step",       "loss",    "step_us",
-                                           "compute_us", "comm_us", "exposed_comm_us",
-                                           "measured_us"};
+        static const char *const cols[] = {
+            "step", "loss", "step_us", "compute_us", "comm_us", "exposed_comm_us", "measured_us"};
         app_csv_t csv;
         int s;
 
