@@ -278,7 +278,7 @@ static const app_col_t bench_cols[] = {
     {"#wrong", "", 6, 0, 2},      {"model", "(us)", 9, 0, 3},
     {"algbw", "(GB/s)", 7, 0, 2}, {"busbw", "(GB/s)", 7, 0, 2},
     {"formula", "(%)", 7, 0, 2},  {"algorithm", "", 18, 1, 2},
-    {"host", "(path)", 8, 1, 1},  {"min", "(us)", 9, 0, 2},
+    {"host", "(path)", 8, 0, 2},  {"min", "(us)", 9, 0, 2},
     {"max", "(us)", 9, 0, 2},     {"mpi", "(us)", 9, 0, 2},
     {"ratio", "(x)", 6, 0, 2}};
 
