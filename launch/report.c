@@ -35,7 +35,8 @@ tpu_status_t app_report_open(app_report_t *r, const app_opts_t *o, const tpu_pod
                            "two documents would go to stdout (-); give all but one a file");
     }
     if (o->heatmap != NULL) {
-        r->link_bytes = tpu__calloc((size_t)t->nlinks + 1, sizeof(double));
+        r->link_bytes = tpu__calloc(2 * (size_t)t->nlinks + 1, sizeof(double));
+        r->link_busy_s = r->link_bytes != NULL ? r->link_bytes + t->nlinks : NULL;
         if (r->link_bytes == NULL) {
             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the heatmap");
         }
@@ -94,6 +95,7 @@ static void fan_link(void *user, const tpu_coll_link_event_t *ev)
     }
     if (ev->link >= 0) {
         r->link_bytes[ev->link] += ev->bytes * r->heat_times;
+        r->link_busy_s[ev->link] += ev->busy_s * r->heat_times;
         return;
     }
     if (ev->host >= r->cap_hosts) {
@@ -196,6 +198,7 @@ static tpu_status_t model(app_report_t *r, const tpu_coll_plan_t *plan, const ch
     if (r->oom) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory for the heatmap");
     }
+    r->heat_s += res.modeled_us * 1e-6 * r->heat_times;
     if (trace) {
         op_args(r, plan, res.modeled_us);
         return at_us < 0 ? app_trace_op_end(r->trace, res.modeled_us, err)
@@ -307,13 +310,14 @@ tpu_status_t app_report_close(app_report_t *r, tpu_err_t *err)
         r->trace = NULL;
     }
     if (r->heatmap != NULL) {
-        s2 = app_svg_heatmap_sink(&r->heat_sink, r->topo, r->faults, r->link_bytes, r->nic_bytes,
-                                  r->nhosts, r->title, status == TPU_OK ? err : &e2);
+        s2 = app_svg_heatmap_busy_sink(&r->heat_sink, r->topo, r->faults, r->link_bytes,
+                                       r->link_busy_s, r->heat_s, r->nic_bytes, r->nhosts, r->title,
+                                       status == TPU_OK ? err : &e2);
         status = status != TPU_OK ? status : s2;
         r->heatmap = NULL;
     }
     tpu__free(r->link_bytes);
     tpu__free(r->nic_bytes);
-    r->link_bytes = r->nic_bytes = NULL;
+    r->link_bytes = r->nic_bytes = r->link_busy_s = NULL;
     return status;
 }

@@ -20,6 +20,8 @@ typedef struct app_report {
     const char *heatmap;        /* NULL: no --heatmap */
     app_sink_t heat_sink;       /* --heatmap, opened at app_report_open() */
     double *link_bytes;         /* per link, summed over the collectives */
+    double *link_busy_s;        /* per link, its modeled busy seconds, summed likewise */
+    double heat_s;              /* the modeled seconds of those collectives */
     double *nic_bytes;          /* per host: egress, ingress */
     int nhosts, cap_hosts;      /* hosts seen */
     int oom;
