@@ -328,7 +328,7 @@ int app_cmd_info(app_ctx_t *ctx)
         app_json_object_end(&j);
     } else {
         app_json_document(&j, "info");
-        app_json_karray(&j, "chips");
+        app_json_karray(&j, "chip_specs");
         for (i = 0; i < n; i++) {
             app_json_object(&j);
             chip_json(&j, chips[i]);
