@@ -87,9 +87,9 @@ void app_json_number_text(double v, char *buf, size_t len)
     snprintf(buf, len, "%.17g", v);
 }
 
-/* The length of the valid UTF-8 sequence at 's' (1 to 4), or 0 when it is not one. */
-static int utf8_len(const unsigned char *s)
+int app_json_utf8_len(const char *str)
 {
+    const unsigned char *s = (const unsigned char *)str;
     int n, i;
 
     if (s[0] < 0x80) {
@@ -122,7 +122,7 @@ void app_json_escape(FILE *out, const char *s)
     fputc('"', out);
     for (; *s != '\0'; s++) {
         unsigned char c = (unsigned char)*s;
-        int n = utf8_len((const unsigned char *)s);
+        int n = app_json_utf8_len(s);
 
         if (n > 1) {
             fwrite(s, 1, (size_t)n, out);

@@ -58,6 +58,12 @@ void app_json_ksig(app_json_t *j, const char *key, double v, int digits);
 void app_json_kobject(app_json_t *j, const char *key);
 void app_json_karray(app_json_t *j, const char *key);
 
+/*
+ * The length of the valid UTF-8 sequence at 's' (1 to 4; 1 for an ASCII byte), or 0
+ * when it is not one (a Latin-1 byte, a cut sequence): the writers of JSON, CSV and SVG
+ * write such a byte as the Latin-1 character of its value.
+ */
+int app_json_utf8_len(const char *s);
 /* The text of a number as app_json_num writes it ('len' of 40 is enough). */
 void app_json_number_text(double v, char *buf, size_t len);
 /* Write 's' as a JSON string (with quotes; valid UTF-8) to 'out'. */

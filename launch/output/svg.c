@@ -5,6 +5,7 @@
 #include "svg.h"
 
 #include "alloc.h"
+#include "json.h"
 #include "sink.h"
 
 #include <math.h>
@@ -59,6 +60,18 @@ static void human(double b, char *buf, size_t len)
 static void xml_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
+        unsigned char u = (unsigned char)*s;
+        int n = app_json_utf8_len(s);
+
+        if (n == 0) { /* valid UTF-8: a stray byte as its Latin-1 character */
+            fprintf(f, "&#%u;", (unsigned)u);
+            continue;
+        }
+        if (n > 1) {
+            fwrite(s, 1, (size_t)n, f);
+            s += n - 1;
+            continue;
+        }
         switch (*s) {
         case '&':
             fputs("&amp;", f);
