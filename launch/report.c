@@ -228,17 +228,6 @@ tpu_status_t app_report_model_at(app_report_t *r, const tpu_coll_plan_t *plan, c
     return model(r, plan, name, at_us > 0 ? at_us : 0, modeled_us, heat_times, err);
 }
 
-void app_report_compute(app_report_t *r, const char *name, double at_us, double dur_us)
-{
-    char args[512], us[40], q[400];
-
-    if (r->trace != NULL) {
-        snprintf(args, sizeof(args), "\"op_name\": %s, \"modeled_us\": %s",
-                 quoted(name, q, sizeof(q)), num(dur_us, us, sizeof(us)));
-        app_trace_compute(r->trace, -1, "compute", name, at_us, dur_us, args);
-    }
-}
-
 void app_report_compute_op(app_report_t *r, const char *name, double at_us, double dur_us,
                            double flops, double bytes, const char *bound)
 {

@@ -54,9 +54,10 @@ tpu_status_t app_report_model(app_report_t *r, const tpu_coll_plan_t *plan, cons
 tpu_status_t app_report_model_at(app_report_t *r, const tpu_coll_plan_t *plan, const char *name,
                                  double at_us, double modeled_us, double heat_times,
                                  tpu_err_t *err);
-/* A compute slice on every chip's compute track, 'at_us' after the trace's position. */
-void app_report_compute(app_report_t *r, const char *name, double at_us, double dur_us);
-/* The same with what the op does: its FLOPs, HBM bytes and bound ("compute", "memory"). */
+/*
+ * A compute slice on every chip's compute track, 'at_us' after the trace's position, with
+ * what the op does: its FLOPs, HBM bytes and bound ("compute", "memory", "given").
+ */
 void app_report_compute_op(app_report_t *r, const char *name, double at_us, double dur_us,
                            double flops, double bytes, const char *bound);
 /* A step (train's step, replay's module) on every chip's compute track, around its ops. */
