@@ -14,6 +14,8 @@
 # (ours and MPI's alike): Open MPI's shared-memory transport (vader) gives a peer
 # a fast box only after 16 messages to it (btl_vader_fbox_threshold), so a cold
 # run times the library's set-up, not the collective.
+# Each run's figures are printed as soon as it ends (a run cut short by a timeout
+# loses nothing before it), the medians at the end.
 # A benchmark, not a test: it never fails on a timing.  Expect noise on a loaded
 # machine; compare medians.
 set -eu
@@ -35,6 +37,18 @@ for i in $(seq "$reps"); do
         # shellcheck disable=SC2086
         $base --min-bytes "$s" --max-bytes "$s" >"$tmp/run$i.$s.json" 2>/dev/null ||
             echo "run $i size $s: exit $?"
+        python3 - "$tmp/run$i.$s.json" "$i" <<'PY'
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except ValueError:
+    sys.exit(print(f"run {sys.argv[2]}: no JSON"))
+for r in doc["rows"]:
+    if "mpi_ratio" in r:
+        print(f"run {sys.argv[2]} {r['bytes']:>10} bytes: ours {r['measured_us']:.1f} us, "
+              f"MPI {r['mpi_us']:.1f} us, ratio {r['mpi_ratio']:.2f} ({r['algorithm']})"
+              + ("" if doc["passed"] else ", NOT verified"), flush=True)
+PY
     done
 done
 python3 - "$tmp" <<'PY'

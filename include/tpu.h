@@ -6,9 +6,10 @@
 #ifndef TPU_H
 #define TPU_H
 
-/* Status codes and errors; the allocator hook. */
+/* Status codes and errors; the allocator hook; the version. */
 #include "tpu/alloc.h"
 #include "tpu/status.h"
+#include "tpu/version.h"
 
 /* Element types and reductions. */
 #include "tpu/dtype.h"

@@ -35,6 +35,11 @@
         name, APP_OPT_SIZE, OFF(f), 0, 0, 0, 0, "SIZE", def, \
             "a size such as 4096, 64K, 16M or 1G", help, 0   \
     }
+#define SIZE_F(name, f, def, help, flags)                      \
+    {                                                          \
+        name, APP_OPT_SIZE, OFF(f), 0, 0, 0, 0, "SIZE", def,   \
+            "a size such as 4096, 64K, 16M or 1G", help, flags \
+    }
 #define INT(name, f, lo, hi, arg, def, valid, help, flags)                    \
     {                                                                         \
         name, APP_OPT_INT, OFF(f), 0, 0, lo, hi, arg, def, valid, help, flags \

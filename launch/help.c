@@ -43,8 +43,9 @@ static void flag_line(FILE *out, const app_opt_t *o)
     char head[96], line[512];
     int at;
 
-    at = snprintf(head, sizeof(head), "  --%s%s%s", o->name, o->arg != NULL ? " " : "",
-                  o->arg != NULL ? o->arg : "");
+    at = snprintf(head, sizeof(head), "  --%s%s%s%s%c%s", o->name, o->arg != NULL ? " " : "",
+                  o->arg != NULL ? o->arg : "", APP_OPT_SHORT_OF(o->flags) != 0 ? " (-" : "",
+                  APP_OPT_SHORT_OF(o->flags), APP_OPT_SHORT_OF(o->flags) != 0 ? ")" : "");
     fputs(head, out);
     if (at >= COL - 1) {
         fprintf(out, "\n");

@@ -62,6 +62,9 @@ typedef struct app_opts {
     int shift, has_shift;
     const char *src, *dst;
     int compare_mpi;
+    const char *step_bytes; /* bench -i: the sweep's step in bytes */
+    int check;              /* bench -c: check the results (1, the default) or not (0) */
+    int wide;               /* bench --wide: every column */
     /* info */
     int dump_topology, algorithms;
     /* 'model --op': the chip op and its sizes. */

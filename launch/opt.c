@@ -227,13 +227,16 @@ const char *app_opt_nearest(const char *word, const char *const *words, int n)
     return best;
 }
 
+/* The row named 'name', or (a one-letter 'name' after a single dash) the row of that short form. */
 static const app_opt_t *find_row(const app_opt_set_t *sets, int nsets, const char *name)
 {
     int s, k;
 
     for (s = 0; s < nsets; s++) {
         for (k = 0; k < sets[s].n; k++) {
-            if (strcmp(sets[s].rows[k].name, name) == 0) {
+            if (strcmp(sets[s].rows[k].name, name) == 0 ||
+                (name[0] == '-' && name[1] != '\0' && name[2] == '\0' &&
+                 APP_OPT_SHORT_OF(sets[s].rows[k].flags) == name[1])) {
                 return &sets[s].rows[k];
             }
         }
@@ -329,6 +332,13 @@ tpu_status_t app_opt_parse(int argc, char **argv, int from, const app_opt_set_t 
 
         if (strcmp(a, "-h") == 0) {
             a = "--help";
+        }
+        if (a[0] == '-' && a[1] != '-' && a[1] != '\0' && a[2] == '\0' &&
+            (d = find_row(sets, nsets, a)) != NULL) {
+            static char longname[64 + 2];
+
+            snprintf(longname, sizeof(longname), "--%s", d->name); /* -b 8 = --min-bytes 8 */
+            a = longname;
         }
         if (strncmp(a, "--", 2) != 0) {
             const char **path = operand != NULL && operand->arg != NULL

@@ -29,6 +29,9 @@ typedef enum app_opt_type {
 #define APP_OPT_DEFAULT 1u /* store 'def' into the field before parsing */
 #define APP_OPT_AGREE   2u /* the ranks of a job compare it at start (changes their calls) */
 #define APP_OPT_KV_INT  4u /* APP_OPT_KV: the values are whole numbers */
+/* The row's one-letter form (-b for --min-bytes, as nccl-tests spells it), in the top byte. */
+#define APP_OPT_SHORT(c)     ((unsigned)(unsigned char)(c) << 24)
+#define APP_OPT_SHORT_OF(fl) ((char)((fl) >> 24))
 
 /* One flag of a command. */
 typedef struct app_opt {

@@ -20,6 +20,8 @@ typedef struct app_report {
     const char *heatmap;        /* NULL: no --heatmap */
     app_sink_t heat_sink;       /* --heatmap, opened at app_report_open() */
     double *link_bytes;         /* per link, summed over the collectives */
+    double *link_busy_s;        /* per link, its modeled busy seconds, summed likewise */
+    double heat_s;              /* the modeled seconds of those collectives */
     double *nic_bytes;          /* per host: egress, ingress */
     int nhosts, cap_hosts;      /* hosts seen */
     int oom;
@@ -52,8 +54,14 @@ tpu_status_t app_report_model(app_report_t *r, const tpu_coll_plan_t *plan, cons
 tpu_status_t app_report_model_at(app_report_t *r, const tpu_coll_plan_t *plan, const char *name,
                                  double at_us, double modeled_us, double heat_times,
                                  tpu_err_t *err);
-/* A compute slice on every chip's compute track, 'at_us' after the trace's position. */
-void app_report_compute(app_report_t *r, const char *name, double at_us, double dur_us);
+/*
+ * A compute slice on every chip's compute track, 'at_us' after the trace's position, with
+ * what the op does: its FLOPs, HBM bytes and bound ("compute", "memory", "given").
+ */
+void app_report_compute_op(app_report_t *r, const char *name, double at_us, double dur_us,
+                           double flops, double bytes, const char *bound);
+/* A step (train's step, replay's module) on every chip's compute track, around its ops. */
+void app_report_step(app_report_t *r, const char *name, double at_us, double dur_us);
 /* Move the trace's position on by 'us'. */
 void app_report_advance(app_report_t *r, double us);
 /* 1 when there is no trace or it is full (no more events will be written). */
@@ -61,6 +69,9 @@ int app_report_trace_done(const app_report_t *r);
 /* A wall-clock slice of a chip (microseconds since the job's start), for --trace-measured. */
 void app_report_measured(app_report_t *r, int chip, const char *name, double start_us,
                          double dur_us);
+/* The same for a measured step (train). */
+void app_report_measured_step(app_report_t *r, int chip, const char *name, double start_us,
+                              double dur_us);
 /* Finish the trace and write the heatmap; the first write error.  'err' NULL: the
  * command failed; nothing more is written and the files are removed
  * (app_sink_discard), so no partial trace or empty heatmap is left behind. */

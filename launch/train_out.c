@@ -87,7 +87,7 @@ void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r)
 {
     int k;
 
-    app_train_json_num(j, "step_time_us", r->step_us);
+    app_train_json_num(j, "step_us", r->step_us);
     app_train_json_num(j, "compute_us", r->compute_us);
     app_train_json_num(j, "comm_us", r->comm_us);
     app_train_json_num(j, "exposed_comm_us", r->exposed_us);
@@ -100,12 +100,12 @@ void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r)
         const tpu_mlp_coll_t *c = &r->coll[k];
 
         app_json_object(j);
-        app_json_kstr(j, "what", c->what);
-        app_json_kstr(j, "kind", tpu_coll_name(c->kind));
-        app_json_kstr(j, "axis", c->axis);
-        app_json_kstr(j, "torus_axes", c->layout);
+        app_json_kstr(j, "name", c->what);
+        app_json_kstr(j, "collective", tpu_coll_name(c->kind));
+        app_json_kstr(j, "mesh_axis", c->axis);
+        app_json_kstr(j, "axes", c->layout);
         app_json_kstr(j, "groups", c->groups);
-        app_json_kint(j, "group", c->group);
+        app_json_kint(j, "group_size", c->group);
         app_json_kuint(j, "bytes", (unsigned long long)c->bytes);
         app_train_json_num(j, "modeled_us", c->modeled_us);
         app_json_kbool(j, "overlapped", c->overlapped);

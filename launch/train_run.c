@@ -141,9 +141,12 @@ static tpu_status_t trace_step(app_train_run_t *r, int s, const tpu_mlp_report_t
         return TPU_OK;
     }
     snprintf(name, sizeof(name), "step %d", s);
-    app_report_compute(r->report, name, 0, rep->step_us);
+    app_report_step(r->report, name, 0, rep->step_us);
     for (k = 0; k < rep->nops; k++) {
-        app_report_compute(r->report, rep->ops[k].what, rep->ops[k].start_us, rep->ops[k].dur_us);
+        const tpu_mlp_op_t *op = &rep->ops[k];
+
+        app_report_compute_op(r->report, op->what, op->start_us, op->dur_us, op->flops, op->bytes,
+                              op->compute_bound ? "compute" : "memory");
     }
     for (k = 0; k < rep->ncoll; k++) {
         const tpu_mlp_coll_t *c = &rep->coll[k];
@@ -187,8 +190,8 @@ static void trace_measured(app_train_run_t *r, int s, double t0, double t1)
     if (r->where.root && r->report != NULL) {
         snprintf(name, sizeof(name), "step %d", s);
         for (c = 0; c < t->nchips; c++) {
-            app_report_measured(r->report, c, name, all ? all[2 * c] : mine[0],
-                                all ? all[2 * c + 1] : mine[1]);
+            app_report_measured_step(r->report, c, name, all ? all[2 * c] : mine[0],
+                                     all ? all[2 * c + 1] : mine[1]);
         }
     }
     tpu__free(all);

@@ -38,14 +38,14 @@ void tpu__mlp_hbm_put(tpu_mlp_t *mlp, chip_st_t *c, void *p, int64_t count, size
 }
 
 /*
- * Add 'us' of compute on local chip 'i' (only chip 0 keeps the books), named
+ * Add the roofline time of 'rl' (paced) on local chip 'i' (only chip 0 keeps the books), named
  * 'what' in the section of the step that runs ('mlp->section') on the timeline.
  */
-static void charge(tpu_mlp_t *mlp, int i, double us, const char *what)
+static void charge(tpu_mlp_t *mlp, int i, const tpu_roofline_t *rl, const char *what)
 {
     tpu_mlp_report_t *r = mlp->rep;
-
-    us /= mlp->pace; /* a slow chip (faults) paces its compute */
+    double us = rl->modeled_us / mlp->pace;
+    /* a slow chip (faults) paces its compute */
     if (i != 0 || r == NULL) {
         return;
     }
@@ -55,6 +55,9 @@ static void charge(tpu_mlp_t *mlp, int i, double us, const char *what)
         snprintf(op->what, sizeof(op->what), "%s: %s", mlp->section, what);
         op->start_us = mlp->t_compute;
         op->dur_us = us;
+        op->flops = rl->flops;
+        op->bytes = rl->hbm_bytes;
+        op->compute_bound = rl->bound == TPU_ROOFLINE_COMPUTE;
     }
     r->compute_us += us;
     mlp->t_compute += us;
@@ -73,7 +76,7 @@ tpu_status_t tpu__mlp_vpu_cost(tpu_mlp_t *mlp, int i, tpu_vpu_op_t op, int64_t r
     tpu_vpu_desc_init(&d, op, TPU_DTYPE_F32, rows, cols);
     status = tpu_vpu_roofline(&mlp->chip, &d, &rl, err);
     if (status == TPU_OK) {
-        charge(mlp, i, rl.modeled_us, tpu_vpu_op_name(op));
+        charge(mlp, i, &rl, tpu_vpu_op_name(op));
     }
     return status;
 }
@@ -106,7 +109,7 @@ tpu_status_t tpu__mlp_mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n,
     if (mlp->spec.model_only) {
         status = tpu_mxu_roofline(&mlp->chip, &d, &rl, err);
         if (status == TPU_OK) {
-            charge(mlp, i, rl.modeled_us, what);
+            charge(mlp, i, &rl, what);
         }
         return status;
     }
@@ -142,7 +145,7 @@ tpu_status_t tpu__mlp_mm(tpu_mlp_t *mlp, int i, int64_t m, int64_t k, int64_t n,
     }
     status = tpu_mxu_matmul(mlp->vmem, &d, a, b, C, &rep, err);
     if (status == TPU_OK) {
-        charge(mlp, i, rep.roofline.modeled_us, what);
+        charge(mlp, i, &rep.roofline, what);
     }
 out:
     tpu__free(ta_buf);

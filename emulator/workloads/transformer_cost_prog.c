@@ -231,7 +231,8 @@ static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *wha
     eng_t *e = c->engine;
     tpu_xfmr_cost_op_t *op;
     tpu_status_t status;
-    double us = 0;
+    double us = 0, bytes = 0;
+    tpu_roofline_bound_t bound = TPU_ROOFLINE_MEMORY;
 
     if (m * n * count == 0 || (mxu && k == 0)) {
         return TPU_OK;
@@ -245,6 +246,8 @@ static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *wha
         d.out = TPU_DTYPE_F32;
         status = tpu_mxu_roofline(e->chip, &d, &rl, err);
         us = rl.modeled_us;
+        bytes = rl.hbm_bytes;
+        bound = rl.bound;
     } else {
         tpu_vpu_desc_t d;
         tpu_roofline_t rl;
@@ -252,6 +255,8 @@ static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *wha
         tpu_vpu_desc_init(&d, (tpu_vpu_op_t)vop, TPU_DTYPE_F32, m, n);
         status = tpu_vpu_roofline(e->chip, &d, &rl, err);
         us = rl.modeled_us;
+        bytes = rl.hbm_bytes;
+        bound = rl.bound;
     }
     status =
         status == TPU_OK ? grow((void **)&c->ops, &e->cap_ops, c->nops, sizeof(*op), err) : status;
@@ -269,6 +274,8 @@ static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *wha
     op->count = count;
     op->flops = mxu ? 2.0 * (double)m * (double)k * (double)n * (double)count : 0;
     op->us = us * (double)count;
+    op->hbm_bytes = bytes * (double)count;
+    op->bound = bound;
     c->mxu_us += mxu ? op->us : 0;
     c->vpu_us += mxu ? 0 : op->us;
     c->chip_flops += op->flops;

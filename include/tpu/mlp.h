@@ -128,10 +128,13 @@ typedef struct tpu_mlp_coll {
 
 /* One compute op of a step on the compute stream (every chip runs the same). */
 typedef struct tpu_mlp_op {
-    char what[96];   /* "forward 1: matmul 32x784x256", "update w3,b3: add" (section
-                      * name, ": ", and an op name of up to 63 characters) */
-    double start_us; /* from the start of the step */
-    double dur_us;   /* roofline time */
+    char what[96];     /* "forward 1: matmul 32x784x256", "update w3,b3: add" (section
+                        * name, ": ", and an op name of up to 63 characters) */
+    double start_us;   /* from the start of the step */
+    double dur_us;     /* roofline time */
+    double flops;      /* its useful FLOPs (the roofline's 'flops') */
+    double bytes;      /* its HBM traffic (the roofline's 'hbm_bytes') */
+    int compute_bound; /* 1: the compute term bounds it, 0: the memory term */
 } tpu_mlp_op_t;
 
 /* What one step did on a chip and what it would take on the pod. */

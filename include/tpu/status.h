@@ -45,9 +45,13 @@ typedef enum {
 
 #define TPU_ERR_MSG_LEN 512
 
+/*
+ * The message first: 'tpu_err_t err = {0};' then compiles as C and as C++ (where 0 would
+ * not convert to the enum of a first member 'status').
+ */
 typedef struct tpu_err {
-    tpu_status_t status;       /* TPU_OK until the first error is recorded */
     char msg[TPU_ERR_MSG_LEN]; /* "pod.yaml:12:7: unknown key 'topolgy'" */
+    tpu_status_t status;       /* TPU_OK until the first error is recorded */
 } tpu_err_t;
 
 /* The text of 'status' ("invalid argument"); never NULL. */

@@ -78,6 +78,7 @@
 #include "tpu/coll.h"
 #include "tpu/pod.h"
 #include "tpu/redop.h"
+#include "tpu/roofline.h"
 #include "tpu/status.h"
 #include "tpu/transformer.h"
 
@@ -91,14 +92,16 @@ extern "C" {
 
 /* A compute op of the step (every chip runs the same). */
 typedef struct tpu_xfmr_cost_op {
-    char what[56];   /* "l0 fwd: q = a @ wq", "bwd: update" */
-    int mxu;         /* 1: a matmul m x k x n; 0: a VPU pass over m rows x n columns */
-    int vpu_op;      /* tpu_vpu_op_t of a VPU pass */
-    int64_t m, k, n; /* k 0 for a VPU pass */
-    int64_t count;   /* calls per step (per sequence and head for the attention) */
-    double flops;    /* matmul FLOPs of all calls (2 m k n count); 0 for the VPU */
-    double us;       /* modeled time of all calls */
-    double start_us; /* on the step's compute stream */
+    char what[56];              /* "l0 fwd: q = a @ wq", "bwd: update" */
+    int mxu;                    /* 1: a matmul m x k x n; 0: a VPU pass over m rows x n columns */
+    int vpu_op;                 /* tpu_vpu_op_t of a VPU pass */
+    int64_t m, k, n;            /* k 0 for a VPU pass */
+    int64_t count;              /* calls per step (per sequence and head for the attention) */
+    double flops;               /* matmul FLOPs of all calls (2 m k n count); 0 for the VPU */
+    double us;                  /* modeled time of all calls */
+    double hbm_bytes;           /* HBM traffic of all calls (the roofline's) */
+    tpu_roofline_bound_t bound; /* the roofline's bound of one call */
+    double start_us;            /* on the step's compute stream */
 } tpu_xfmr_cost_op_t;
 
 /* A row of the collectives table: calls of the same kind, axes, bytes and schedule. */

@@ -1,7 +1,11 @@
 /*
  * tpuemu bench: sweep sizes with real data; nccl-tests style rows with the
  * modeled and the measured time side by side, and optionally the host MPI
- * library's own collective on the same bytes, measured in the same run.
+ * library's own collective on the same bytes, measured in the same run.  The
+ * row reads as nccl-tests' out-of-place columns (size, count and type as
+ * nccl-tests defines them: the count per rank for all-gather, reduce-scatter and
+ * all-to-all; float, bfloat16, int32), then the modeled ones; the sweep ends
+ * with nccl-tests' "# Out of bounds values" and "# Avg bus bandwidth" lines.
  */
 #include "bench.h"
 
@@ -255,22 +259,76 @@ static uint64_t valid_bytes(const tpu_pod_t *pod, const tpu_coll_desc_t *d, uint
     return (want + unit - 1) / unit * unit;
 }
 
-/* The nccl-tests style table: 16 columns, and 2 more with --compare-mpi. */
+/*
+ * The nccl-tests style table: nccl-tests' columns up to #wrong (the out-of-place
+ * call, measured on this host), the modeled ones, then with --wide the fastest and
+ * slowest rank, and with --compare-mpi the host MPI's time.  Without them a row is
+ * 158 characters.
+ */
+enum {
+    BENCH_COLS = 15,
+    BENCH_WIDE = 17,
+    BENCH_ALL = 19
+};
 static const app_col_t bench_cols[] = {
-    {"size", "(B)", 10, 0, 0},      {"count", "(elems)", 10, 0, 1},
-    {"type", "", 5, 0, 1},          {"redop", "", 6, 0, 1},
-    {"algorithm", "", 18, 1, 2},    {"model_us", "(TPU)", 10, 0, 1},
-    {"algbw", "(GB/s)", 8, 0, 1},   {"busbw", "(GB/s)", 8, 0, 1},
-    {"formula", "(%)", 7, 0, 1},    {"meas_us", "(host)", 10, 0, 2},
-    {"min_us", "", 10, 0, 1},       {"max_us", "", 10, 0, 1},
-    {"algbw", "(GB/s)", 8, 0, 1},   {"busbw", "(GB/s)", 8, 0, 1},
-    {"#wrong", "", 7, 0, 1},        {"host", "(path)", 8, 1, 1},
-    {"mpi_us", "(host)", 10, 0, 2}, {"ratio", "(x)", 7, 0, 1}};
+    {"size", "(B)", 10, 0, 2},    {"count", "(elements)", 12, 0, 2},
+    {"type", "", 8, 0, 2},        {"redop", "", 6, 0, 2},
+    {"root", "", 4, 0, 2},        {"time", "(us)", 9, 0, 2},
+    {"algbw", "(GB/s)", 7, 0, 2}, {"busbw", "(GB/s)", 7, 0, 2},
+    {"#wrong", "", 6, 0, 2},      {"model", "(us)", 9, 0, 3},
+    {"algbw", "(GB/s)", 7, 0, 2}, {"busbw", "(GB/s)", 7, 0, 2},
+    {"formula", "(%)", 7, 0, 2},  {"algorithm", "", 18, 1, 2},
+    {"host", "(path)", 8, 0, 2},  {"min", "(us)", 9, 0, 2},
+    {"max", "(us)", 9, 0, 2},     {"mpi", "(us)", 9, 0, 2},
+    {"ratio", "(x)", 6, 0, 2}};
 
-static const char *const csv_cols[] = {
-    "collective", "axes",       "bytes",      "count",       "dtype",           "redop",
-    "algorithm",  "modeled_us", "formula_us", "measured_us", "measured_min_us", "measured_max_us",
-    "algbw_GBps", "busbw_GBps", "wrong",      "mpi_us",      "host_path"};
+static const char *const csv_cols[] = {"collective",
+                                       "axes",
+                                       "bytes",
+                                       "count",
+                                       "dtype",
+                                       "redop",
+                                       "algorithm",
+                                       "modeled_us",
+                                       "formula_us",
+                                       "measured_us",
+                                       "measured_min_us",
+                                       "measured_max_us",
+                                       "algbw_GBps",
+                                       "busbw_GBps",
+                                       "modeled_algbw_GBps",
+                                       "modeled_busbw_GBps",
+                                       "wrong",
+                                       "mpi_us",
+                                       "host_path"};
+
+/* nccl-tests' name of a type (float, bfloat16, int32, int8). */
+static const char *nccl_type(tpu_dtype_t d)
+{
+    return d == TPU_DTYPE_F32    ? "float"
+           : d == TPU_DTYPE_BF16 ? "bfloat16"
+           : d == TPU_DTYPE_I32  ? "int32"
+                                 : tpu_dtype_name(d);
+}
+
+/* nccl-tests' count: elements per rank for all-gather (sent), reduce-scatter (received)
+ * and all-to-all (per peer times... as nccl-tests: the buffer / ranks); else the buffer's. */
+static uint64_t nccl_count(const tpu_coll_desc_t *d, uint64_t bytes, int group)
+{
+    uint64_t n = bytes / (uint64_t)tpu_dtype_size(d->dtype);
+
+    if (d->kind == TPU_COLL_ALL_GATHER || d->kind == TPU_COLL_REDUCE_SCATTER ||
+        d->kind == TPU_COLL_ALL_TO_ALL) {
+        n /= (uint64_t)(group > 0 ? group : 1);
+    }
+    return n;
+}
+
+/* The next size of the sweep: -i SIZE more, or --factor times. */
+static double next_size(double b, double factor, unsigned long long step)
+{
+    return step > 0 ? b + (double)step : b * factor;
+}
 
 /* The reduction of a row: only psum and reduce-scatter reduce. */
 static const char *row_redop(const tpu_coll_desc_t *d)
@@ -281,42 +339,38 @@ static const char *row_redop(const tpu_coll_desc_t *d)
 
 /* One finished row, on rank 0: the table line, the JSON object, the CSV line. */
 static void emit_row(const app_opts_t *o, FILE *txt, app_json_t *j, app_csv_t *csv,
-                     const tpu_coll_desc_t *desc, const char *axes, const bench_row_t *row,
-                     int group)
+                     const tpu_pod_t *job_pod, const tpu_coll_desc_t *desc, const char *axes,
+                     const bench_row_t *row, int group)
 {
     double bf = bus_factor(desc->kind, group);
     double malg = row->bytes / (row->modeled_us * 1e3), halg = row->bytes / (row->avg_us * 1e3);
-    char cell[18][64];
-    const char *cells[18];
-    int i, ncols = o->compare_mpi ? 18 : 16;
+    char cell[BENCH_ALL][64];
+    const char *cells[BENCH_ALL];
+    int i, wide = o->wide || o->compare_mpi, ncols = o->compare_mpi ? BENCH_ALL : BENCH_WIDE;
 
     snprintf(cell[0], 64, "%llu", (unsigned long long)row->bytes);
     snprintf(cell[1], 64, "%llu", (unsigned long long)row->count);
-    snprintf(cell[2], 64, "%s", tpu_dtype_name(desc->dtype));
+    snprintf(cell[2], 64, "%s", nccl_type(desc->dtype));
     snprintf(cell[3], 64, "%s", row_redop(desc));
-    snprintf(cell[4], 64, "%s", row->algo);
-    snprintf(cell[5], 64, "%.3f", row->modeled_us);
-    snprintf(cell[6], 64, "%.2f", malg);
-    snprintf(cell[7], 64, "%.2f", malg * bf);
-    snprintf(cell[8], 64, "%.1f", 100 * row->ideal_us / row->modeled_us);
-    snprintf(cell[9], 64, "%.1f", row->avg_us);
-    snprintf(cell[10], 64, "%.1f", row->min_us);
-    snprintf(cell[11], 64, "%.1f", row->max_us);
-    snprintf(cell[12], 64, "%.3f", halg);
-    snprintf(cell[13], 64, "%.3f", halg * bf);
-    snprintf(cell[14], 64, "%ld", row->wrong);
-    snprintf(cell[15], 64, "%s", row->host);
-    if (row->mpi_us > 0) {
-        snprintf(cell[16], 64, "%.1f", row->mpi_us);
-        snprintf(cell[17], 64, "%.2f", row->avg_us / row->mpi_us);
-    } else {
-        snprintf(cell[16], 64, "-");
-        snprintf(cell[17], 64, "-");
-    }
-    for (i = 0; i < 18; i++) {
+    snprintf(cell[4], 64, "%d", desc->kind == TPU_COLL_P2P ? desc->src : -1);
+    snprintf(cell[5], 64, "%.2f", row->avg_us);
+    snprintf(cell[6], 64, "%.2f", halg);
+    snprintf(cell[7], 64, "%.2f", halg * bf);
+    snprintf(cell[8], 64, row->wrong < 0 ? "N/A" : "%ld", row->wrong);
+    snprintf(cell[9], 64, "%.3f", row->modeled_us);
+    snprintf(cell[10], 64, "%.2f", malg);
+    snprintf(cell[11], 64, "%.2f", malg * bf);
+    snprintf(cell[12], 64, "%.1f", 100 * row->ideal_us / row->modeled_us);
+    snprintf(cell[13], 64, "%s", row->algo);
+    snprintf(cell[14], 64, "%s", row->host);
+    snprintf(cell[15], 64, "%.2f", row->min_us);
+    snprintf(cell[16], 64, "%.2f", row->max_us);
+    snprintf(cell[17], 64, row->mpi_us > 0 ? "%.2f" : "-", row->mpi_us);
+    snprintf(cell[18], 64, row->mpi_us > 0 ? "%.2f" : "-", row->avg_us / row->mpi_us);
+    for (i = 0; i < BENCH_ALL; i++) {
         cells[i] = cell[i];
     }
-    app_table_row(txt, "  ", bench_cols, ncols, cells);
+    app_table_row(txt, "  ", bench_cols, wide ? ncols : BENCH_COLS, cells);
     if (j != NULL) {
         app_json_object(j);
         app_json_kstr(j, "collective", tpu_coll_name(desc->kind));
@@ -335,7 +389,7 @@ static void emit_row(const app_opts_t *o, FILE *txt, app_json_t *j, app_csv_t *c
         app_json_kfixed(j, "busbw_GBps", halg * bf, 4);
         app_json_kfixed(j, "modeled_algbw_GBps", malg, 4);
         app_json_kfixed(j, "modeled_busbw_GBps", malg * bf, 4);
-        app_json_kint(j, "wrong", row->wrong);
+        app_json_kint(j, "wrong", row->wrong); /* -1: not checked (-c 0) */
         app_json_kstr(j, "host_path", row->host);
         if (o->compare_mpi && row->mpi_us > 0) {
             app_json_kfixed(j, "mpi_us", row->mpi_us, 3);
@@ -344,6 +398,7 @@ static void emit_row(const app_opts_t *o, FILE *txt, app_json_t *j, app_csv_t *c
         app_json_object_end(j);
     }
     if (csv != NULL) {
+        app_csv_pod(csv, job_pod);
         app_csv_str(csv, tpu_coll_name(desc->kind));
         app_csv_str(csv, axes);
         app_csv_uint(csv, (unsigned long long)row->bytes);
@@ -358,6 +413,8 @@ static void emit_row(const app_opts_t *o, FILE *txt, app_json_t *j, app_csv_t *c
         app_csv_fixed(csv, row->max_us, 3);
         app_csv_fixed(csv, halg, 4);
         app_csv_fixed(csv, halg * bf, 4);
+        app_csv_fixed(csv, malg, 4);
+        app_csv_fixed(csv, malg * bf, 4);
         app_csv_int(csv, row->wrong);
         if (row->mpi_us > 0) {
             app_csv_fixed(csv, row->mpi_us, 3);
@@ -378,7 +435,7 @@ int app_cmd_bench(app_ctx_t *ctx)
     int nkinds = 0, k, iters = o->iters >= 0 ? o->iters : 5,
         warmup = o->warmup >= 0 ? o->warmup : 5;
     int code, failed = 0, rows_total = 0;
-    unsigned long long lo = 1024, hi = 1u << 20;
+    unsigned long long lo = 1024, hi = 1u << 20, step = 0;
     double timeout = o->timeout > 0 ? o->timeout : 60;
     uint64_t call = 0;
     app_sink_t json_sink = {NULL, NULL}, csv_sink = {NULL, NULL};
@@ -390,10 +447,13 @@ int app_cmd_bench(app_ctx_t *ctx)
     double t_job = 0, *walls = NULL;
     char host_what[96];
     const char *corrupt = getenv("TPUEMU_TEST_CORRUPT"); /* tests only: flip a byte */
-    long nrows_all = 0;
+    long nrows_all = 0, sec_wrong = 0;
+    double sec_busbw = 0;
+    int sec_rows = 0;
 
     if ((o->min_bytes && app_parse_size(o->min_bytes, &lo, &err) != TPU_OK) ||
         (o->max_bytes && app_parse_size(o->max_bytes, &hi, &err) != TPU_OK) ||
+        (o->step_bytes && app_parse_size(o->step_bytes, &step, &err) != TPU_OK) ||
         (o->collective && tpu_coll_parse(o->collective, &kinds[0], &err) != TPU_OK)) {
         if (job->chip == 0) {
             app_die_msg(err.msg);
@@ -426,17 +486,18 @@ int app_cmd_bench(app_ctx_t *ctx)
     if (json_sink.f != NULL) {
         app_json_init(&json, json_sink.f);
         j = &json;
-        app_json_object(j);
+        app_json_document(j, "bench");
         app_pod_json_header(j, job->pod);
         app_json_kint(j, "ranks", job->nranks);
         app_json_kint(j, "iters", iters);
         app_json_kint(j, "warmup", warmup);
+        app_json_kbool(j, "check", o->check != 0);
         app_json_karray(j, "rows");
     }
     if (csv_sink.f != NULL) {
         app_csv_init(&csv_w, csv_sink.f);
         csv = &csv_w;
-        app_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
+        app_csv_pod_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
     app_progress_init(&progress, 0, 0, txt);
     app_job_barrier(job, "the start of the benchmark");
@@ -464,7 +525,7 @@ int app_cmd_bench(app_ctx_t *ctx)
             /* The rows of the sweep, for the progress bar (every collective alike). */
             uint64_t p = 0;
 
-            for (b = (double)lo; b <= (double)hi * 1.0000001; b *= o->factor) {
+            for (b = (double)lo; b <= (double)hi * 1.0000001; b = next_size(b, o->factor, step)) {
                 uint64_t v = valid_bytes(job->pod, &desc, (uint64_t)llround(b));
 
                 nrows_all += v != p && v <= hi;
@@ -480,9 +541,13 @@ int app_cmd_bench(app_ctx_t *ctx)
                     tpu_pod_shape(job->pod), tpu_pod_wrap(job->pod), job->nranks, iters, warmup);
             app_faults_print(txt, job->pod, "# fault: ");
             fprintf(txt, "#\n");
-            app_table_header(txt, "# ", bench_cols, o->compare_mpi ? 18 : 16);
+            fprintf(txt, "# %50s%-38s%s\n", "", "out-of-place (this host)", "modeled (TPU pod)");
+            app_table_header(txt, "# ", bench_cols,
+                             o->compare_mpi ? BENCH_ALL
+                             : o->wide      ? BENCH_WIDE
+                                            : BENCH_COLS);
         }
-        for (b = (double)lo; b <= (double)hi * 1.0000001; b *= o->factor) {
+        for (b = (double)lo; b <= (double)hi * 1.0000001; b = next_size(b, o->factor, step)) {
             bench_row_t row;
             app_case_t c;
             double modeled = 0, wall, sum = 0, mpi_sum = 0, vals[3];
@@ -552,7 +617,9 @@ int app_cmd_bench(app_ctx_t *ctx)
                 if (it >= warmup) {
                     sum += wall;
                 }
-                row.wrong += app_case_wrong(&c, job->chip);
+                if (o->check) {
+                    row.wrong += app_case_wrong(&c, job->chip);
+                }
                 if (compare) {
                     double m;
 
@@ -594,7 +661,7 @@ int app_cmd_bench(app_ctx_t *ctx)
             row.avg_us = vals[1] / job->nranks * 1e6;
             row.max_us = vals[2] * 1e6;
             row.bytes = desc.bytes;
-            row.count = desc.bytes / (uint64_t)tpu_dtype_size(desc.dtype);
+            row.count = nccl_count(&desc, desc.bytes, group);
             row.ideal_us = tpu_coll_ideal_us(tpu_pod_topo(job->pod), tpu_pod_link(job->pod),
                                              tpu_coll_plan_desc(c.plan));
             snprintf(row.algo, sizeof(row.algo), "%s", tpu_coll_plan_algo(c.plan));
@@ -614,7 +681,13 @@ int app_cmd_bench(app_ctx_t *ctx)
             }
             if (job->chip == 0) {
                 app_progress_end(&progress);
-                emit_row(o, txt, j, csv, &desc, axes, &row, group);
+                if (!o->check) {
+                    row.wrong = -1;
+                }
+                emit_row(o, txt, j, csv, job->pod, &desc, axes, &row, group);
+                sec_busbw += row.bytes / (row.avg_us * 1e3) * bus_factor(desc.kind, group);
+                sec_wrong += row.wrong > 0 ? row.wrong : 0;
+                sec_rows++;
                 fflush(txt);
                 if (app_report_active(&rep)) {
                     char size[32], name[96];
@@ -638,13 +711,28 @@ int app_cmd_bench(app_ctx_t *ctx)
             app_case_fini(&c);
         }
         (void)first_row;
+        if (job->chip == 0) {
+            /* nccl-tests' closing lines, for the collective's rows */
+            app_progress_end(&progress);
+            fprintf(txt, "# Out of bounds values : %ld %s\n", sec_wrong,
+                    !o->check   ? "(not checked)"
+                    : sec_wrong ? "FAILED"
+                                : "OK");
+            fprintf(txt, "# Avg bus bandwidth    : %g\n#\n",
+                    sec_rows > 0 ? sec_busbw / sec_rows : 0.0);
+        }
+        sec_busbw = 0;
+        sec_wrong = 0;
+        sec_rows = 0;
     }
     if (job->chip == 0) {
         fprintf(txt,
-                "# %s: modeled = TPU pod time from the link model; formula = published-formula "
-                "time / modeled; meas = this host's wall time per call (avg, min, max over "
-                "ranks)\n",
-                failed ? "FAILED (#wrong > 0)" : "all results verified");
+                "# %s\n# time: this host's wall time per call (the ranks' mean; --wide: min, "
+                "max); model: TPU pod time from the link model; formula: published-formula "
+                "time / model\n",
+                !o->check ? "results not checked (-c 0)"
+                : failed  ? "FAILED (#wrong > 0)"
+                          : "all results verified");
         if (j != NULL) {
             app_json_array_end(j);
             app_json_kbool(j, "passed", !failed);

@@ -1,6 +1,7 @@
 /* tpuemu info: chip constants, the topology's links, the algorithms. */
 #include "info.h"
 
+#include "csv.h"
 #include "jobenv.h"
 #include "json.h"
 #include "podsetup.h"
@@ -9,17 +10,17 @@
 
 #include <string.h>
 
+/* The members of one chip, into the object 'j' has open. */
 static void chip_json(app_json_t *j, const tpu_chip_spec_t *c)
 {
     int i;
 
-    app_json_object(j);
     app_json_kstr(j, "chip", c->name);
     app_json_ksig(j, "bf16_flops", c->bf16_flops, 6);
     app_json_ksig(j, "int8_ops", c->int8_ops, 6);
     app_json_ksig(j, "f32_flops", c->f32_flops, 6);
     app_json_ksig(j, "vpu_flops", c->vpu_flops, 6);
-    app_json_ksig(j, "hbm_bytes", c->hbm_bytes, 6);
+    app_json_ksig(j, "hbm_capacity_bytes", c->hbm_bytes, 6);
     app_json_ksig(j, "hbm_bw", c->hbm_bw, 6);
     app_json_ksig(j, "vmem_bytes", c->vmem_bytes, 6);
     app_json_kint(j, "mxu_dim", c->mxu_dim);
@@ -42,7 +43,50 @@ static void chip_json(app_json_t *j, const tpu_chip_spec_t *c)
     app_json_ksig(j, "dcn_bw", c->dcn_bw, 6);
     app_json_ksig(j, "dcn_latency_us", c->dcn_latency * 1e6, 6);
     app_json_kfixed(j, "ridge", tpu_chip_ridge(c), 1);
-    app_json_object_end(j);
+}
+
+/* --csv: one row per chip, the scalar members of the JSON (max_pod and host_dims as AxBxC). */
+static void chip_csv(FILE *f, const tpu_chip_spec_t *const *chips, int n)
+{
+    static const char *const cols[] = {"chip",           "bf16_flops",     "int8_ops",
+                                       "f32_flops",      "vpu_flops",      "hbm_capacity_bytes",
+                                       "hbm_bw",         "vmem_bytes",     "mxu_dim",
+                                       "mxu_count",      "tensorcores",    "ici_bw",
+                                       "ici_latency_us", "ici_axes",       "max_pod",
+                                       "host_dims",      "chips_per_host", "dcn_bw",
+                                       "dcn_latency_us", "ridge"};
+    app_csv_t c;
+    int i;
+
+    app_csv_init(&c, f);
+    app_csv_header(&c, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+    for (i = 0; i < n; i++) {
+        const tpu_chip_spec_t *s = chips[i];
+        const double nums[7] = {s->bf16_flops, s->int8_ops, s->f32_flops, s->vpu_flops,
+                                s->hbm_bytes,  s->hbm_bw,   s->vmem_bytes};
+        char pod[48], host[48];
+        int k;
+
+        snprintf(pod, sizeof(pod), "%dx%dx%d", s->max_pod[0], s->max_pod[1], s->max_pod[2]);
+        snprintf(host, sizeof(host), "%dx%dx%d", s->host_dims[0], s->host_dims[1], s->host_dims[2]);
+        app_csv_str(&c, s->name);
+        for (k = 0; k < 7; k++) {
+            app_csv_fixed(&c, nums[k], 0);
+        }
+        app_csv_int(&c, s->mxu_dim);
+        app_csv_int(&c, s->mxu_count);
+        app_csv_int(&c, s->tensorcores);
+        app_csv_fixed(&c, s->ici_bw, 0);
+        app_csv_fixed(&c, s->ici_latency * 1e6, 0);
+        app_csv_int(&c, s->ici_axes);
+        app_csv_str(&c, pod);
+        app_csv_str(&c, host);
+        app_csv_int(&c, tpu_chip_per_host(s));
+        app_csv_fixed(&c, s->dcn_bw, 0);
+        app_csv_fixed(&c, s->dcn_latency * 1e6, 0);
+        app_csv_fixed(&c, tpu_chip_ridge(s), 0);
+        app_csv_end_row(&c);
+    }
 }
 
 /* One row of the chip table: a label, then one formatted cell per chip. */
@@ -181,7 +225,7 @@ static void algorithms(FILE *out, app_json_t *j)
     int i;
 
     if (j != NULL) {
-        app_json_object(j);
+        app_json_document(j, "info");
         app_json_karray(j, "algorithms");
     } else {
         app_table_header(out, "", cols, 3);
@@ -214,7 +258,7 @@ int app_cmd_info(app_ctx_t *ctx)
 {
     const app_opts_t *o = ctx->o;
     tpu_err_t err = {0};
-    FILE *txt = app_sink_text(o->json, NULL);
+    FILE *txt = app_sink_text(o->json, o->csv);
     int i, n = 0, code = APP_EXIT_OK;
     const tpu_chip_spec_t *chips[16];
     tpu_pod_t *pod = NULL;
@@ -241,6 +285,23 @@ int app_cmd_info(app_ctx_t *ctx)
             chips[n++] = tpu_chip_preset_at(i);
         }
     }
+    if (o->csv != NULL && !o->algorithms) {
+        if (app_sink_check(o->json, o->csv, &err) != TPU_OK ||
+            app_sink_open(&sink, o->csv, &err) != TPU_OK) {
+            app_die_msg(err.msg);
+            code = APP_EXIT_USAGE;
+            goto cleanup;
+        }
+        chip_csv(sink.f, chips, n);
+        if (app_sink_close(&sink, &err) != TPU_OK) {
+            app_die_msg(err.msg);
+            code = APP_EXIT_FAIL;
+            goto cleanup;
+        }
+        if (o->json == NULL) {
+            goto cleanup;
+        }
+    }
     if (o->json == NULL) {
         if (o->algorithms) {
             algorithms(txt, NULL);
@@ -262,13 +323,19 @@ int app_cmd_info(app_ctx_t *ctx)
     if (o->algorithms) {
         algorithms(NULL, &j);
     } else if (n == 1) {
+        app_json_document(&j, "info");
         chip_json(&j, chips[0]);
+        app_json_object_end(&j);
     } else {
-        app_json_array(&j);
+        app_json_document(&j, "info");
+        app_json_karray(&j, "chip_specs");
         for (i = 0; i < n; i++) {
+            app_json_object(&j);
             chip_json(&j, chips[i]);
+            app_json_object_end(&j);
         }
         app_json_array_end(&j);
+        app_json_object_end(&j);
     }
     if (app_json_end(&j, &err) != TPU_OK || app_sink_close(&sink, &err) != TPU_OK) {
         app_sink_close(&sink, NULL);

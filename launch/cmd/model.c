@@ -78,14 +78,14 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
         return status;
     }
     app_json_init(&j, sink.f);
-    app_json_object(&j);
+    app_json_document(&j, "model");
     app_pod_json_header(&j, pod);
     app_json_kstr(&j, "collective", tpu_coll_name(desc->kind));
     app_json_kstr(&j, "axes", axes);
     app_json_kuint(&j, "bytes", (unsigned long long)desc->bytes);
     app_json_kstr(&j, "dtype", tpu_dtype_name(desc->dtype));
     app_json_kfixed(&j, "modeled_us", res->modeled_us, 6);
-    app_json_kfixed(&j, "ideal_us", ideal, 6);
+    app_json_kfixed(&j, "formula_us", ideal, 6);
     /* Both modes: the default (formula) model and --calibrated (collectives/ideal.c). */
     app_json_kfixed(&j, "default_us", mode_us[0], 6);
     app_json_kfixed(&j, "calibrated_us", mode_us[1], 6);
@@ -119,12 +119,13 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
 }
 
 /* The columns of 'model --csv' (README, "Output: JSON and CSV"). */
-static const char *const csv_cols[] = {"collective", "axes",     "bytes", "dtype", "algorithm",
-                                       "modeled_us", "ideal_us", "flows", "steps"};
+static const char *const csv_cols[] = {"collective", "axes",       "bytes", "dtype", "algorithm",
+                                       "modeled_us", "formula_us", "flows", "steps"};
 
 /* The CSV table of one modeled collective: a header line and its row. */
-static tpu_status_t write_csv(const char *path, const tpu_coll_desc_t *desc, const char *axes,
-                              const tpu_coll_result_t *res, double ideal, tpu_err_t *err)
+static tpu_status_t write_csv(const char *path, const tpu_pod_t *pod, const tpu_coll_desc_t *desc,
+                              const char *axes, const tpu_coll_result_t *res, double ideal,
+                              tpu_err_t *err)
 {
     app_sink_t sink;
     app_csv_t csv;
@@ -135,7 +136,8 @@ static tpu_status_t write_csv(const char *path, const tpu_coll_desc_t *desc, con
         return status;
     }
     app_csv_init(&csv, sink.f);
-    app_csv_header(&csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
+    app_csv_pod_header(&csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
+    app_csv_pod(&csv, pod);
     app_csv_str(&csv, tpu_coll_name(desc->kind));
     app_csv_str(&csv, axes);
     app_csv_uint(&csv, (unsigned long long)desc->bytes);
@@ -215,7 +217,7 @@ int app_cmd_model(app_ctx_t *ctx)
                 (unsigned long long)desc.bytes, tpu_pod_chip(pod)->name,
                 tpu_pod_chip(pod)->hbm_bytes / 1e9);
     }
-    if (o->csv != NULL && write_csv(o->csv, &desc, axes, &res, ideal, &err) != TPU_OK) {
+    if (o->csv != NULL && write_csv(o->csv, pod, &desc, axes, &res, ideal, &err) != TPU_OK) {
         app_die_msg(err.msg);
         /* A target refused at open is bad input; a failed write is not. */
         code = err.status == TPU_ERR_INVALID ? APP_EXIT_USAGE : APP_EXIT_FAIL;

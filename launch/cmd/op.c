@@ -5,6 +5,7 @@
  *                [--out-dtype bf16|f32] [--calibrated] [--chip v5e] [--json FILE|-]
  *   tpuemu model --op add|mul|max|relu|exp|tanh|gelu|softmax|sum|reduce_max
  *                --elements N [--cols C] [--dtype bf16|f32|i8] [--chip v5e] [--json FILE|-]
+ *                [--csv FILE|-]
  *
  * Prints the roofline of the op (FLOPs, HBM bytes, arithmetic intensity,
  * compute and memory time, the modeled time and which bound it hits; see
@@ -26,6 +27,7 @@
 #include "tpu/vmem.h"
 #include "tpu/vpu.h"
 
+#include "csv.h"
 #include "jobenv.h"
 #include "json.h"
 #include "sink.h"
@@ -228,7 +230,7 @@ static void print_json(app_json_t *j, const op_result_t *r)
     const tpu_roofline_t *rl = &r->rep.roofline;
     const tpu_vmem_stats_t *p = &r->rep.pipeline;
 
-    app_json_object(j);
+    app_json_document(j, "model --op");
     app_json_kstr(j, "chip", r->spec.name);
     if (r->is_matmul) {
         app_json_kstr(j, "op", "matmul");
@@ -248,7 +250,7 @@ static void print_json(app_json_t *j, const op_result_t *r)
     app_json_kstr(j, "unit", r->is_matmul ? "mxu" : "vpu");
     app_json_kfixed(j, "flops", rl->flops, 0);
     app_json_kfixed(j, "hw_flops", rl->hw_flops, 0);
-    app_json_kfixed(j, "hbm_bytes", rl->hbm_bytes, 0);
+    app_json_kfixed(j, "hbm_traffic_bytes", rl->hbm_bytes, 0);
     app_json_ksig(j, "intensity", rl->intensity, 6);
     app_json_ksig(j, "peak_flops", rl->peak, 6);
     app_json_ksig(j, "hbm_bw", r->spec.hbm_bw, 6);
@@ -354,6 +356,64 @@ static void print_table(FILE *out, const op_result_t *r)
     }
 }
 
+/* --csv: the scalar members of the JSON document as one row (cells that do not apply empty). */
+static void print_csv(FILE *f, const op_result_t *r)
+{
+    static const char *const cols[] = {"chip",       "op",
+                                       "dtype",      "out_dtype",
+                                       "m",          "k",
+                                       "n",          "elements",
+                                       "rows",       "cols",
+                                       "unit",       "flops",
+                                       "hw_flops",   "hbm_traffic_bytes",
+                                       "intensity",  "peak_flops",
+                                       "hbm_bw",     "compute_us",
+                                       "memory_us",  "modeled_us",
+                                       "bound",      "pipelined_us",
+                                       "grid_steps", "vmem_bytes"};
+    const tpu_roofline_t *rl = &r->rep.roofline;
+    const long long dims[6] = {(long long)r->mm.m,     (long long)r->mm.k,
+                               (long long)r->mm.n,     (long long)(r->vpu.rows * r->vpu.cols),
+                               (long long)r->vpu.rows, (long long)r->vpu.cols};
+    app_csv_t c;
+    int i;
+
+    app_csv_init(&c, f);
+    app_csv_header(&c, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+    app_csv_str(&c, r->spec.name);
+    app_csv_str(&c, r->is_matmul ? "matmul" : tpu_vpu_op_name(r->vpu.op));
+    app_csv_str(&c, tpu_dtype_name(r->is_matmul ? r->mm.in : r->vpu.dtype));
+    app_csv_str(&c, tpu_dtype_name(r->is_matmul ? r->mm.out : tpu_vpu_out_dtype(&r->vpu)));
+    for (i = 0; i < 6; i++) {
+        if ((i < 3) == (r->is_matmul != 0)) {
+            app_csv_int(&c, dims[i]);
+        } else {
+            app_csv_empty(&c);
+        }
+    }
+    app_csv_str(&c, r->is_matmul ? "mxu" : "vpu");
+    app_csv_fixed(&c, rl->flops, 0);
+    app_csv_fixed(&c, rl->hw_flops, 0);
+    app_csv_fixed(&c, rl->hbm_bytes, 0);
+    app_csv_fixed(&c, rl->intensity, 0);
+    app_csv_fixed(&c, rl->peak, 0);
+    app_csv_fixed(&c, r->spec.hbm_bw, 0);
+    app_csv_fixed(&c, rl->compute_us, 0);
+    app_csv_fixed(&c, rl->memory_us, 0);
+    app_csv_fixed(&c, rl->modeled_us, 0);
+    app_csv_str(&c, tpu_roofline_bound_name(rl->bound));
+    if (r->has_pipeline) {
+        app_csv_fixed(&c, r->rep.pipeline.modeled_us, 0);
+        app_csv_int(&c, (long long)r->rep.pipeline.steps);
+        app_csv_fixed(&c, r->rep.pipeline.vmem_bytes, 0);
+    } else {
+        app_csv_empty(&c);
+        app_csv_empty(&c);
+        app_csv_empty(&c);
+    }
+    app_csv_end_row(&c);
+}
+
 int app_cmd_op(app_ctx_t *ctx)
 {
     const app_opts_t *o = ctx->o;
@@ -371,8 +431,22 @@ int app_cmd_op(app_ctx_t *ctx)
         app_die_msg(err.msg);
         return APP_EXIT_FAIL;
     }
+    if (o->csv != NULL) {
+        if (app_sink_check(o->json, o->csv, &err) != TPU_OK ||
+            app_sink_open(&sink, o->csv, &err) != TPU_OK) {
+            app_die_msg(err.msg);
+            return APP_EXIT_USAGE;
+        }
+        print_csv(sink.f, &res);
+        if (app_sink_close(&sink, &err) != TPU_OK) {
+            app_die_msg(err.msg);
+            return APP_EXIT_FAIL;
+        }
+    }
     if (o->json == NULL) {
-        print_table(stdout, &res);
+        if (o->csv == NULL) {
+            print_table(stdout, &res);
+        }
         return APP_EXIT_OK;
     }
     if (app_sink_open(&sink, o->json, &err) != TPU_OK) {

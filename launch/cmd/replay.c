@@ -581,7 +581,7 @@ int app_cmd_replay(app_ctx_t *ctx)
         }
     }
     if (o->csv != NULL) {
-        app_replay_write_csv(csv_sink.f, rep, ci, oi, mpi ? &ms : NULL);
+        app_replay_write_csv(csv_sink.f, pod, rep, ci, oi, mpi ? &ms : NULL);
         if (app_sink_close(&csv_sink, &err) != TPU_OK) {
             app_die_msg(err.msg);
             rc = APP_EXIT_FAIL;

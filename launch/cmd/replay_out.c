@@ -59,7 +59,7 @@ void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path
 {
     int i;
 
-    app_json_object(j);
+    app_json_document(j, "replay");
     app_json_kstr(j, "file", path);
     app_json_kstr(j, "module", mod->name);
     app_json_kint(j, "module_index", index + 1);
@@ -69,7 +69,7 @@ void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path
     app_json_kfixed(j, "compute_us", r->compute_us, 6);
     app_json_kfixed(j, "comm_us", r->comm_us, 6);
     app_json_kfixed(j, "exposed_comm_us", r->exposed_comm_us, 6);
-    app_json_kfixed(j, "hbm_bytes", r->hbm_bytes, 0);
+    app_json_kfixed(j, "hbm_traffic_bytes", r->hbm_bytes, 0);
     app_json_kfixed(j, "flops", r->flops, 0);
     app_json_kint(j, "custom_calls", r->custom_calls);
     app_json_kint(j, "unknown_opcodes", r->unknown_opcodes);
@@ -118,9 +118,9 @@ void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path
         app_json_object(j);
         app_json_kstr(j, "name", c->name);
         app_json_kstr(j, "opcode", c->opcode);
-        app_json_kstr(j, "kind", tpu_coll_name(c->desc.kind));
+        app_json_kstr(j, "collective", tpu_coll_name(c->desc.kind));
         app_json_kstr(j, "groups", c->groups);
-        app_json_kint(j, "ngroups", c->ngroups);
+        app_json_kint(j, "group_count", c->ngroups);
         app_json_kint(j, "group_size", c->group_size);
         app_json_kuint(j, "bytes", (unsigned long long)c->bytes);
         app_json_kuint(j, "hlo_bytes", (unsigned long long)c->hlo_bytes);
@@ -189,24 +189,25 @@ void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path
  * --csv: one row per collective (slowest first), then one per op; the columns
  * that do not apply to a row are empty (measured_us, runs, wrong: under mpirun).
  */
-void app_replay_write_csv(FILE *f, const tpu_replay_report_t *r, const int *ci, const int *oi,
-                          const app_replay_measured_t *ms)
+void app_replay_write_csv(FILE *f, const tpu_pod_t *pod, const tpu_replay_report_t *r,
+                          const int *ci, const int *oi, const app_replay_measured_t *ms)
 {
     static const char *const cols[] = {
-        "type",  "name",  "opcode",      "kind",       "axes",     "groups",     "group_size",
+        "row",   "name",  "opcode",      "collective", "axes",     "groups",     "group_size",
         "bytes", "flops", "executions",  "modeled_us", "total_us", "exposed_us", "algorithm",
         "bound", "line",  "measured_us", "runs",       "wrong"};
     app_csv_t c;
     int i;
 
     app_csv_init(&c, f);
-    app_csv_header(&c, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+    app_csv_pod_header(&c, cols, (int)(sizeof(cols) / sizeof(cols[0])));
     for (i = 0; i < r->ncolls; i++) {
         const tpu_replay_coll_t *x = &r->colls[ci[i]];
 
         if (x->executions == 0) {
             continue;
         }
+        app_csv_pod(&c, pod);
         app_csv_str(&c, "collective");
         app_csv_str(&c, x->name);
         app_csv_str(&c, x->opcode);
@@ -240,6 +241,7 @@ void app_replay_write_csv(FILE *f, const tpu_replay_report_t *r, const int *ci, 
         if (op->executions == 0) {
             continue;
         }
+        app_csv_pod(&c, pod);
         app_csv_str(&c, "op");
         app_csv_str(&c, op->name);
         app_csv_str(&c, op->opcode);
@@ -428,7 +430,7 @@ tpu_status_t app_replay_write_report(app_report_t *report, const tpu_pod_t *pod,
     }
     if (status == TPU_OK && !app_report_trace_done(report)) {
         snprintf(name, sizeof(name), "module %s", mod->name[0] ? mod->name : "(no header)");
-        app_report_compute(report, name, 0, r->step_us);
+        app_report_step(report, name, 0, r->step_us);
     }
     app_progress_init(&progress, !quiet, (long)r->ntimeline, txt);
     for (k = 0; k < r->ntimeline && status == TPU_OK && !app_report_trace_done(report); k++) {
@@ -444,7 +446,11 @@ tpu_status_t app_replay_write_report(app_report_t *report, const tpu_pod_t *pod,
             const tpu_replay_op_t *op = &r->ops[e->row];
 
             snprintf(name, sizeof(name), "%s (%s)", op->name, op->opcode);
-            app_report_compute(report, name, e->start_us, end - e->start_us);
+            app_report_compute_op(report, name, e->start_us, end - e->start_us, op->flops,
+                                  op->bytes,
+                                  op->custom          ? "given"
+                                  : op->compute_bound ? "compute"
+                                                      : "memory");
         } else if (plans[e->row] != NULL) {
             const tpu_replay_coll_t *cl = &r->colls[e->row];
 

@@ -24,8 +24,8 @@ void app_replay_write_json(app_json_t *j, const tpu_pod_t *pod, const char *path
  * --csv: one row per collective (slowest first), then one per op; the columns
  * that do not apply to a row are empty (measured_us, runs, wrong: under mpirun).
  */
-void app_replay_write_csv(FILE *f, const tpu_replay_report_t *r, const int *ci, const int *oi,
-                          const app_replay_measured_t *ms);
+void app_replay_write_csv(FILE *f, const tpu_pod_t *pod, const tpu_replay_report_t *r,
+                          const int *ci, const int *oi, const app_replay_measured_t *ms);
 
 /* The text report: the module, the pod, the step and its split, the collectives and the top
  * 'top' ops ('ci', 'oi': their rows slowest first). */

@@ -147,7 +147,7 @@ static void print_pod(const app_opts_t *o, app_job_t *job, FILE *txt, app_json_t
                 split, example, tpu_chip_per_host(chip));
     }
     if (j != NULL) {
-        app_json_object(j);
+        app_json_document(j, "run");
         app_pod_json_header(j, job->pod);
         app_json_kint(j, "chips_per_host", tpu_chip_per_host(chip));
         app_json_key(j, "placement");
@@ -187,7 +187,7 @@ int app_cmd_run(app_ctx_t *ctx)
     if (csv_sink.f != NULL) {
         app_csv_init(&csv_w, csv_sink.f);
         csv = &csv_w;
-        app_csv_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
+        app_csv_pod_header(csv, csv_cols, (int)(sizeof(csv_cols) / sizeof(csv_cols[0])));
     }
     t = tpu_pod_topo(job->pod);
     if (o->trace_measured) {
@@ -345,6 +345,7 @@ int app_cmd_run(app_ctx_t *ctx)
                     app_json_object_end(j);
                 }
                 if (csv != NULL) {
+                    app_csv_pod(csv, job->pod);
                     app_csv_str(csv, rows[i].name);
                     app_csv_str(csv, axes);
                     app_csv_uint(csv, (unsigned long long)desc.bytes);

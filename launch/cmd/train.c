@@ -467,8 +467,7 @@ int app_cmd_train(app_ctx_t *ctx)
     if (json != NULL) {
         int s;
 
-        app_json_object(json);
-        app_json_kstr(json, "command", "train");
+        app_json_document(json, "train");
         app_pod_json_header(json, pod);
         app_json_kobject(json, "mesh");
         app_json_kint(json, "data", data);
@@ -488,7 +487,7 @@ int app_cmd_train(app_ctx_t *ctx)
             app_train_json_num(json, NULL, r.losses[s]);
         }
         app_json_array_end(json);
-        app_json_karray(json, "measured_us");
+        app_json_karray(json, "step_measured_us");
         for (s = 0; s < r.steps; s++) {
             app_json_fixed(json, r.wall_us[s], 1);
         }
@@ -508,17 +507,17 @@ int app_cmd_train(app_ctx_t *ctx)
         json = NULL;
     }
     if (csv_sink.f != NULL) {
-        static const char *const cols[] = {"step",       "loss",    "modeled_us",
-                                           "compute_us", "comm_us", "exposed_comm_us",
-                                           "measured_us"};
+        static const char *const cols[] = {
+            "step", "loss", "step_us", "compute_us", "comm_us", "exposed_comm_us", "measured_us"};
         app_csv_t csv;
         int s;
 
         app_csv_init(&csv, csv_sink.f);
-        app_csv_header(&csv, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+        app_csv_pod_header(&csv, cols, (int)(sizeof(cols) / sizeof(cols[0])));
         for (s = 0; s < r.steps; s++) {
             int k;
 
+            app_csv_pod(&csv, pod);
             app_csv_int(&csv, s);
             if (o->model_only) {
                 app_csv_empty(&csv);

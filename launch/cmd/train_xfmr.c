@@ -359,8 +359,7 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
     const tpu_xfmr_cost_t *c = &r->cost;
     int k;
 
-    app_json_object(j);
-    app_json_kstr(j, "command", "train");
+    app_json_document(j, "train");
     app_pod_json_header(j, pod);
     app_json_kstr(j, "model", "transformer");
     app_json_kint(j, "layers", (long long)r->m.layers);
@@ -695,7 +694,7 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
         }
     }
     if (csv_sink.f != NULL) {
-        app_xfmr_csv(csv_sink.f, &r.cost, o->model_only ? 1 : r.steps,
+        app_xfmr_csv(csv_sink.f, pod, &r.cost, o->model_only ? 1 : r.steps,
                      o->model_only ? NULL : r.losses, o->model_only ? NULL : r.measured_us);
         if (app_sink_close(&csv_sink, &err) != TPU_OK) {
             code = APP_EXIT_FAIL;

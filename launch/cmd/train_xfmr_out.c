@@ -7,6 +7,7 @@
 
 #include "alloc.h"
 #include "csv.h"
+#include "faults.h"
 #include "train_out.h"
 #include "units.h"
 
@@ -187,11 +188,9 @@ void app_xfmr_json(app_json_t *j, const tpu_xfmr_cost_t *c, uint64_t capacity)
         const tpu_xfmr_cost_coll_t *r = &c->colls[k];
 
         app_json_object(j);
-        app_json_kstr(j, "what", r->what);
+        app_json_kstr(j, "name", r->what);
         app_json_kstr(j, "collective", coll_name(r));
-        app_json_kstr(j, "kind", coll_name(r));
         app_json_kstr(j, "mesh_axis", r->mesh_axis);
-        app_json_kstr(j, "axis", r->mesh_axis);
         app_json_kstr(j, "axes", r->axes);
         app_json_kint(j, "group_size", r->group_size);
         app_json_kstr(j, "groups", r->group_ids);
@@ -217,9 +216,12 @@ tpu_status_t app_xfmr_trace(app_report_t *r, const tpu_xfmr_cost_t *c, int s, tp
         return TPU_OK;
     }
     snprintf(name, sizeof(name), "step %d", s);
-    app_report_compute(r, name, 0, c->step_us);
+    app_report_step(r, name, 0, c->step_us);
     for (k = 0; k < c->nops && !app_report_trace_done(r); k++) {
-        app_report_compute(r, c->ops[k].what, c->ops[k].start_us, c->ops[k].us);
+        const tpu_xfmr_cost_op_t *op = &c->ops[k];
+
+        app_report_compute_op(r, op->what, op->start_us, op->us, op->flops, op->hbm_bytes,
+                              tpu_roofline_bound_name(op->bound));
     }
     /* The heatmap: each row's links once, times its calls. */
     for (k = 0; k < c->ncolls && status == TPU_OK; k++) {
@@ -244,17 +246,18 @@ tpu_status_t app_xfmr_trace(app_report_t *r, const tpu_xfmr_cost_t *c, int s, tp
     return status;
 }
 
-void app_xfmr_csv(FILE *f, const tpu_xfmr_cost_t *c, int steps, const double *losses,
-                  const double *measured_us)
+void app_xfmr_csv(FILE *f, const tpu_pod_t *pod, const tpu_xfmr_cost_t *c, int steps,
+                  const double *losses, const double *measured_us)
 {
     static const char *const cols[] = {
-        "step", "loss", "modeled_us", "compute_us", "comm_us", "exposed_comm_us", "measured_us"};
+        "step", "loss", "step_us", "compute_us", "comm_us", "exposed_comm_us", "measured_us"};
     app_csv_t csv;
     int s;
 
     app_csv_init(&csv, f);
-    app_csv_header(&csv, cols, (int)(sizeof(cols) / sizeof(cols[0])));
+    app_csv_pod_header(&csv, cols, (int)(sizeof(cols) / sizeof(cols[0])));
     for (s = 0; s < steps; s++) {
+        app_csv_pod(&csv, pod);
         app_csv_int(&csv, s);
         if (losses != NULL) {
             app_csv_fixed(&csv, losses[s], 9);

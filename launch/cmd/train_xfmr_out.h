@@ -31,10 +31,10 @@ void app_xfmr_json(app_json_t *j, const tpu_xfmr_cost_t *c, uint64_t capacity);
 /* Step 's' on the trace (its compute ops and collective calls) and the heatmap. */
 tpu_status_t app_xfmr_trace(app_report_t *r, const tpu_xfmr_cost_t *c, int s, tpu_err_t *err);
 /*
- * The CSV of the steps (step, loss, modeled_us, compute_us, comm_us, exposed_comm_us,
+ * The CSV of the steps (the pod columns, step, loss, step_us, compute_us, comm_us, exposed_comm_us,
  * measured_us): 'losses' and 'measured_us' NULL for a model-only step.
  */
-void app_xfmr_csv(FILE *f, const tpu_xfmr_cost_t *c, int steps, const double *losses,
-                  const double *measured_us);
+void app_xfmr_csv(FILE *f, const tpu_pod_t *pod, const tpu_xfmr_cost_t *c, int steps,
+                  const double *losses, const double *measured_us);
 
 #endif /* APP_TRAIN_XFMR_OUT_H */

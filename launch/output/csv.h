@@ -1,6 +1,8 @@
 /*
  * A CSV writer (RFC 4180): a header line, then rows; a cell with a comma, a
- * quote or a line break is quoted, its quotes doubled.  Private to launch/.
+ * quote or a line break is quoted, its quotes doubled; text is valid UTF-8 (a
+ * byte that starts no valid sequence as its Latin-1 character); numbers as in
+ * the JSON (whole ones as integers, others round-trip).  Private to launch/.
  */
 #ifndef APP_LAUNCH_OUTPUT_CSV_H
 #define APP_LAUNCH_OUTPUT_CSV_H

@@ -1,5 +1,5 @@
 /* The faults of a pod as text lines and as a JSON array, and the pod keys of every JSON
- * document (faults.h). */
+ * document and CSV row (faults.h). */
 #include "faults.h"
 
 void app_faults_print(FILE *out, const tpu_pod_t *pod, const char *label)
@@ -66,4 +66,26 @@ void app_pod_json_header(app_json_t *j, const tpu_pod_t *pod)
     app_json_kint(j, "slices", t->slices);
     app_json_kint(j, "chips", t->nchips);
     app_faults_json(j, pod);
+}
+
+void app_csv_pod_header(app_csv_t *c, const char *const *names, int n)
+{
+    static const char *const pod_cols[] = {"chip", "topology", "wrap", "slices"};
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        app_csv_str(c, pod_cols[i]);
+    }
+    for (i = 0; i < n; i++) {
+        app_csv_str(c, names[i]);
+    }
+    app_csv_end_row(c);
+}
+
+void app_csv_pod(app_csv_t *c, const tpu_pod_t *pod)
+{
+    app_csv_str(c, tpu_pod_chip(pod)->name);
+    app_csv_str(c, tpu_pod_shape(pod));
+    app_csv_str(c, tpu_pod_wrap(pod));
+    app_csv_int(c, tpu_pod_topo(pod)->slices);
 }

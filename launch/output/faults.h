@@ -1,13 +1,14 @@
 /*
  * The pod as output: the faults it carries (--fault, YAML faults:), one text
  * line each and the JSON 'faults' array, and the pod keys that open every
- * command's JSON document.  Private to launch/.
+ * command's JSON document and every CSV row.  Private to launch/.
  */
 #ifndef APP_LAUNCH_OUTPUT_FAULTS_H
 #define APP_LAUNCH_OUTPUT_FAULTS_H
 
 #include "tpu/pod.h"
 
+#include "csv.h"
 #include "json.h"
 
 #include <stdio.h>
@@ -29,5 +30,11 @@ void app_faults_json(app_json_t *j, const tpu_pod_t *pod);
  * describe the pod alike.
  */
 void app_pod_json_header(app_json_t *j, const tpu_pod_t *pod);
+
+/* A CSV header: the pod columns "chip, topology, wrap, slices", then 'names'. */
+void app_csv_pod_header(app_csv_t *c, const char *const *names, int n);
+
+/* The pod cells that open every CSV row (as app_csv_pod_header names them). */
+void app_csv_pod(app_csv_t *c, const tpu_pod_t *pod);
 
 #endif /* APP_LAUNCH_OUTPUT_FAULTS_H */

@@ -1,11 +1,15 @@
 /*
  * The JSON writer (see json.h).  A value's separator depends on what came before
  * it at its depth: nothing for the first member, ", " after it, nothing after a
- * key (the key wrote ": ").
+ * key (the key wrote ": ").  Numbers are written as integers when they are whole
+ * (below 2^53), else with the fewest significant digits (15 to 17) that read back
+ * as the same double; strings are valid UTF-8 (a byte that starts no valid UTF-8
+ * sequence is written as the Latin-1 character of the same value, \u00XX).
  */
 #include "json.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void app_json_init(app_json_t *j, FILE *out)
@@ -66,13 +70,66 @@ void app_json_array_end(app_json_t *j)
     close_(j, ']');
 }
 
+void app_json_number_text(double v, char *buf, size_t len)
+{
+    int digits;
+
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+        snprintf(buf, len, "%.0f", v == 0.0 ? 0.0 : v); /* no "-0" */
+        return;
+    }
+    for (digits = 15; digits < 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) {
+            return;
+        }
+    }
+    snprintf(buf, len, "%.17g", v);
+}
+
+int app_json_utf8_len(const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    int n, i;
+
+    if (s[0] < 0x80) {
+        return 1;
+    }
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+        n = 2;
+    } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+        n = 3;
+    } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+        n = 4;
+    } else {
+        return 0;
+    }
+    for (i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+    }
+    /* overlong forms, surrogates and code points above U+10FFFF */
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
+        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)) {
+        return 0;
+    }
+    return n;
+}
+
 void app_json_escape(FILE *out, const char *s)
 {
     fputc('"', out);
     for (; *s != '\0'; s++) {
         unsigned char c = (unsigned char)*s;
+        int n = app_json_utf8_len(s);
 
-        if (c == '"' || c == '\\') {
+        if (n > 1) {
+            fwrite(s, 1, (size_t)n, out);
+            s += n - 1;
+        } else if (n == 0) {
+            fprintf(out, "\\u%04x", (unsigned)c); /* the Latin-1 character of the byte */
+        } else if (c == '"' || c == '\\') {
             fputc('\\', out);
             fputc(c, out);
         } else if (c == '\n') {
@@ -139,20 +196,34 @@ static int refuse(app_json_t *j, double v)
     return 1;
 }
 
-void app_json_fixed(app_json_t *j, double v, int decimals)
+void app_json_num(app_json_t *j, double v)
 {
+    char buf[40];
+
     sep(j);
     if (!refuse(j, v)) {
-        fprintf(j->out, "%.*f", decimals, v);
+        app_json_number_text(v, buf, sizeof(buf));
+        fputs(buf, j->out);
     }
+}
+
+void app_json_fixed(app_json_t *j, double v, int decimals)
+{
+    (void)decimals; /* every number round-trips (see the opening comment) */
+    app_json_num(j, v);
 }
 
 void app_json_sig(app_json_t *j, double v, int digits)
 {
-    sep(j);
-    if (!refuse(j, v)) {
-        fprintf(j->out, "%.*g", digits, v);
-    }
+    (void)digits;
+    app_json_num(j, v);
+}
+
+void app_json_document(app_json_t *j, const char *command)
+{
+    app_json_object(j);
+    app_json_kint(j, "schema_version", APP_JSON_SCHEMA_VERSION);
+    app_json_kstr(j, "command", command);
 }
 
 tpu_status_t app_json_end(app_json_t *j, tpu_err_t *err)
@@ -192,6 +263,12 @@ void app_json_kfixed(app_json_t *j, const char *key, double v, int decimals)
 {
     app_json_key(j, key);
     app_json_fixed(j, v, decimals);
+}
+
+void app_json_knum(app_json_t *j, const char *key, double v)
+{
+    app_json_key(j, key);
+    app_json_num(j, v);
 }
 
 void app_json_ksig(app_json_t *j, const char *key, double v, int digits)

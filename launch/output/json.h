@@ -10,9 +10,12 @@
 
 #include "tpu/status.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
 #define APP_JSON_DEPTH 16
+/* The version of the documents' vocabulary (docs/output.md), the first member of each. */
+#define APP_JSON_SCHEMA_VERSION 2
 
 typedef struct app_json {
     FILE *out;
@@ -34,10 +37,13 @@ void app_json_int(app_json_t *j, long long v);
 void app_json_uint(app_json_t *j, unsigned long long v);
 void app_json_bool(app_json_t *j, int v);
 void app_json_null(app_json_t *j);
-/* A number with 'decimals' digits after the point ("%.*f"). */
+/* A number: an integer when whole, else the shortest text that reads back as 'v'. */
+void app_json_num(app_json_t *j, double v);
+/* The same (the precision arguments of the callers are kept for the text tables only). */
 void app_json_fixed(app_json_t *j, double v, int decimals);
-/* A number with 'digits' significant digits ("%.*g"). */
 void app_json_sig(app_json_t *j, double v, int digits);
+/* Open a document: '{', "schema_version", "command". */
+void app_json_document(app_json_t *j, const char *command);
 /* End the document (a newline); the first refused value as an error, if any. */
 tpu_status_t app_json_end(app_json_t *j, tpu_err_t *err);
 
@@ -47,11 +53,20 @@ void app_json_kint(app_json_t *j, const char *key, long long v);
 void app_json_kuint(app_json_t *j, const char *key, unsigned long long v);
 void app_json_kbool(app_json_t *j, const char *key, int v);
 void app_json_kfixed(app_json_t *j, const char *key, double v, int decimals);
+void app_json_knum(app_json_t *j, const char *key, double v);
 void app_json_ksig(app_json_t *j, const char *key, double v, int digits);
 void app_json_kobject(app_json_t *j, const char *key);
 void app_json_karray(app_json_t *j, const char *key);
 
-/* Write 's' as a JSON string (with quotes) to 'out'. */
+/*
+ * The length of the valid UTF-8 sequence at 's' (1 to 4; 1 for an ASCII byte), or 0
+ * when it is not one (a Latin-1 byte, a cut sequence): the writers of JSON, CSV and SVG
+ * write such a byte as the Latin-1 character of its value.
+ */
+int app_json_utf8_len(const char *s);
+/* The text of a number as app_json_num writes it ('len' of 40 is enough). */
+void app_json_number_text(double v, char *buf, size_t len);
+/* Write 's' as a JSON string (with quotes; valid UTF-8) to 'out'. */
 void app_json_escape(FILE *out, const char *s);
 
 #endif /* APP_LAUNCH_OUTPUT_JSON_H */

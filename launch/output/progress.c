@@ -40,25 +40,57 @@ void app_progress_init(app_progress_t *p, int want, long total, FILE *out)
     p->out = out;
     p->enabled = want && total > 0 && is_tty(out);
     p->shown = 0;
+    p->width = 0;
     p->total = total;
     p->t0 = tpu__now_s();
     p->after_s = env != NULL ? atof(env) : APP_PROGRESS_AFTER_S;
 }
 
+/* Seconds as "4.2 s" below a minute, else "12:05" (minutes and seconds) or "3:12:05". */
+static void duration(double s, char *buf, size_t len)
+{
+    long t = (long)(s + 0.5);
+
+    if (s < 60) {
+        snprintf(buf, len, "%.1f s", s);
+    } else if (t < 3600) {
+        snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+    } else {
+        snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    }
+}
+
 void app_progress_update(app_progress_t *p, long done, const char *item)
 {
-    int i, fill;
+    double el = tpu__now_s() - p->t0, rate;
+    char line[256], e[24], eta[24];
+    int i, fill, n;
 
-    if (!p->enabled || tpu__now_s() - p->t0 < p->after_s) {
+    if (!p->enabled || el < p->after_s) {
         return;
     }
     done = done < 0 ? 0 : done > p->total ? p->total : done;
     fill = (int)(BAR * done / p->total);
-    fputs("\r[", p->out);
-    for (i = 0; i < BAR; i++) {
-        fputc(i < fill ? '#' : ' ', p->out);
+    rate = el > 0 ? (double)done / el : 0;
+    duration(el, e, sizeof(e));
+    if (rate > 0) {
+        duration((double)(p->total - done) / rate, eta, sizeof(eta));
+    } else {
+        snprintf(eta, sizeof(eta), "?");
     }
-    fprintf(p->out, "] %ld/%ld  %-40.40s", done, p->total, item != NULL ? item : "");
+    n = snprintf(line, sizeof(line), "\r[");
+    for (i = 0; i < BAR; i++) {
+        line[n++] = i < fill ? '#' : ' ';
+    }
+    n += snprintf(line + n, sizeof(line) - (size_t)n,
+                  "] %ld/%ld %3.0f%%, %s elapsed, ETA %s, %.2g/s  %-40.40s", done, p->total,
+                  100.0 * (double)done / (double)p->total, e, eta, rate, item != NULL ? item : "");
+    fputs(line, p->out);
+    /* Blank what a longer line before left, then come back. */
+    for (i = n; i < p->width; i++) {
+        fputc(' ', p->out);
+    }
+    p->width = n > p->width ? n : p->width;
     fflush(p->out);
     p->shown = 1;
 }
@@ -66,7 +98,7 @@ void app_progress_update(app_progress_t *p, long done, const char *item)
 void app_progress_end(app_progress_t *p)
 {
     if (p->shown) {
-        fprintf(p->out, "\r%*s\r", BAR + 60, "");
+        fprintf(p->out, "\r%*s\r", p->width, "");
         fflush(p->out);
         p->shown = 0;
     }

@@ -1,6 +1,8 @@
 /*
  * A progress bar for long sweeps, training and replays:
- *     [##########              ] 12/36  psum 64 KiB
+ *     [########                ] 12/36  33%, 4.1 s elapsed, ETA 8.2 s, 2.9/s  psum 64 KiB
+ * (done of total, the percentage, the time since the start, the time left at the
+ * mean rate so far, the rate in items a second, the item running)
  * on the stream that carries the command's text (stderr; stdout when the text
  * goes there, so that under mpirun, which copies stdout and stderr through
  * separate pipes, the bar and the table lines cannot interleave), drawn only
@@ -21,6 +23,7 @@ typedef struct app_progress {
     FILE *out;
     int enabled; /* stderr is a TTY and the caller wants it */
     int shown;   /* a line is on the screen */
+    int width;   /* the longest line drawn (what clearing must blank) */
     long total;
     double t0, after_s;
 } app_progress_t;

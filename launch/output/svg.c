@@ -1,6 +1,11 @@
-/* The link heatmap as SVG (see svg.h). */
+/*
+ * The link heatmap as SVG (see svg.h): every chip labelled with its id and
+ * coordinates, every link and chip with a <title> tooltip (bytes, busy fraction).
+ */
 #include "svg.h"
 
+#include "alloc.h"
+#include "json.h"
 #include "sink.h"
 
 #include <math.h>
@@ -55,6 +60,18 @@ static void human(double b, char *buf, size_t len)
 static void xml_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
+        unsigned char u = (unsigned char)*s;
+        int n = app_json_utf8_len(s);
+
+        if (n == 0) { /* valid UTF-8: a stray byte as its Latin-1 character */
+            fprintf(f, "&#%u;", (unsigned)u);
+            continue;
+        }
+        if (n > 1) {
+            fwrite(s, 1, (size_t)n, f);
+            s += n - 1;
+            continue;
+        }
         switch (*s) {
         case '&':
             fputs("&amp;", f);
@@ -98,7 +115,7 @@ static void chip_centre(const tpu_topo_t *t, const layout_t *L, int chip, double
 
 /* An arrow from (x0, y0) to (x1, y1), 'w' wide, as one path. */
 static void arrow(FILE *f, int id, double x0, double y0, double x1, double y1, double w,
-                  const char *fill, const char *stroke)
+                  const char *fill, const char *stroke, const char *tip)
 {
     double dx = x1 - x0, dy = y1 - y0, len = sqrt(dx * dx + dy * dy), ux, uy, px, py, hx, hy;
     double head = w * 1.6;
@@ -115,15 +132,17 @@ static void arrow(FILE *f, int id, double x0, double y0, double x1, double y1, d
     hy = y1 - uy * head;
     fprintf(f,
             "<path class=\"link\" id=\"l%d\" d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f "
-            "%.1fL%.1f %.1fL%.1f %.1fZ\" fill=\"%s\"%s/>\n",
+            "%.1fL%.1f %.1fL%.1f %.1fZ\" fill=\"%s\"%s><title>",
             id, x0 + px * w / 2, y0 + py * w / 2, hx + px * w / 2, hy + py * w / 2, hx + px * w,
             hy + py * w, x1, y1, hx - px * w, hy - py * w, hx - px * w / 2, hy - py * w / 2,
             x0 - px * w / 2, y0 - py * w / 2, fill, stroke);
+    xml_text(f, tip);
+    fputs("</title></path>\n", f);
 }
 
 /* Where link 'l' is drawn: its arrow's ends (or, for z links, a triangle). */
 static void draw_link(FILE *f, const tpu_topo_t *t, const layout_t *L, int l, const char *fill,
-                      const char *stroke, double *mx_p, double *my_p)
+                      const char *stroke, const char *tip, double *mx_p, double *my_p)
 {
     int src, axis, dir, dst, c[TPU_MAX_AXES];
     double sx, sy, dx, dy, cell = L->cell, half = cell * 0.22, off = cell * 0.09;
@@ -138,9 +157,11 @@ static void draw_link(FILE *f, const tpu_topo_t *t, const layout_t *L, int l, co
 
         fprintf(f,
                 "<path class=\"link\" id=\"l%d\" d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" "
-                "fill=\"%s\"%s/>\n",
+                "fill=\"%s\"%s><title>",
                 l, sx + s * a, sy - s * a, sx + s * a * 0.1, sy - s * a, sx + s * a,
                 sy - s * a * 0.1, fill, stroke);
+        xml_text(f, tip);
+        fputs("</title></path>\n", f);
         *mx_p = sx + s * a;
         *my_p = sy - s * a;
         return;
@@ -160,9 +181,46 @@ static void draw_link(FILE *f, const tpu_topo_t *t, const layout_t *L, int l, co
             x1 = dx - ux * half + ox;
             y1 = dy - uy * half + oy;
         }
-        arrow(f, l, x0, y0, x1, y1, w, fill, stroke);
+        arrow(f, l, x0, y0, x1, y1, w, fill, stroke, tip);
         *mx_p = (x0 + x1) / 2;
         *my_p = (y0 + y1) / 2;
+    }
+}
+
+/* "chip 5 (1,1)", with the slice when there are several: "chip 9 (slice 1: 0,1)". */
+static void chip_name(const tpu_topo_t *t, int chip, char *buf, size_t len)
+{
+    int c[TPU_MAX_AXES], a, n;
+
+    tpu_topo_coords(t, chip, c);
+    n = snprintf(buf, len, "chip %d (", chip);
+    if (t->slices > 1 && n < (int)len) {
+        n += snprintf(buf + n, len - (size_t)n, "slice %d: ", tpu_topo_slice_of(t, chip));
+    }
+    for (a = 0; a < t->naxes && n < (int)len; a++) {
+        n += snprintf(buf + n, len - (size_t)n, "%s%d", a ? "," : "", c[a]);
+    }
+    if (n < (int)len) {
+        snprintf(buf + n, len - (size_t)n, ")");
+    }
+}
+
+/* A link's tooltip: which link, its ends, its bytes and (when known) its busy fraction. */
+static void link_tip(const tpu_topo_t *t, int l, double bytes, const double *busy_s, double total_s,
+                     char *buf, size_t len)
+{
+    int src, axis, dir, dst, n;
+    char a[48], b[48], h[32];
+
+    tpu_topo_link_ends(t, l, &src, &axis, &dir, &dst);
+    chip_name(t, src, a, sizeof(a));
+    chip_name(t, dst, b, sizeof(b));
+    human(bytes, h, sizeof(h));
+    n = snprintf(buf, len, "%s%c link %d: %s -> %s: %s (%.0f bytes)", tpu_topo_axis_name(axis),
+                 dir > 0 ? '+' : '-', l, a, b, h, bytes);
+    if (busy_s != NULL && total_s > 0 && n < (int)len) {
+        snprintf(buf + n, len - (size_t)n, ", busy %.1f%% of the modeled time",
+                 100.0 * busy_s[l] / total_s);
     }
 }
 
@@ -234,12 +292,83 @@ tpu_status_t app_svg_heatmap_sink(app_sink_t *sink, const tpu_topo_t *t, const t
                                   const double *link_bytes, const double *nic_bytes, int nhosts,
                                   const char *title, tpu_err_t *err)
 {
+    return app_svg_heatmap_busy_sink(sink, t, faults, link_bytes, NULL, 0, nic_bytes, nhosts, title,
+                                     err);
+}
+
+/* Every chip: its box, its id and coordinates when the cell has room, its tooltip. */
+static void chips(FILE *f, const tpu_topo_t *t, const layout_t *L, const tpu_faults_t *faults,
+                  const double *link_bytes)
+{
+    double *sent = tpu__calloc(2 * (size_t)t->nchips + 1, sizeof(double)), *got;
+    int c, l;
+
+    got = sent != NULL ? sent + t->nchips : NULL;
+    for (l = 0; sent != NULL && l < t->nlinks; l++) {
+        int src, axis, dir, dst;
+
+        tpu_topo_link_ends(t, l, &src, &axis, &dir, &dst);
+        sent[src] += link_bytes[l];
+        got[dst] += link_bytes[l];
+    }
+    fputs("<g class=\"chips\" fill=\"#f4f4f4\" stroke=\"#555555\" stroke-width=\"0.6\">\n", f);
+    for (c = 0; c < t->nchips; c++) {
+        double x, y, h = L->cell * 0.22;
+        char name[64], a[32], b[32];
+
+        chip_centre(t, L, c, &x, &y);
+        chip_name(t, c, name, sizeof(name));
+        fprintf(f, "<rect class=\"chip%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"%s>",
+                tpu_faults_chip_factor(faults, c) < 1 ? " slow-chip" : "", x - h, y - h, 2 * h,
+                2 * h,
+                tpu_faults_chip_factor(faults, c) < 1
+                    ? " stroke=\"#ff7f0e\" stroke-width=\"2\" stroke-dasharray=\"3 2\""
+                    : "");
+        human(sent != NULL ? sent[c] : 0, a, sizeof(a));
+        human(got != NULL ? got[c] : 0, b, sizeof(b));
+        fputs("<title>", f);
+        xml_text(f, name);
+        fprintf(f, ": sent %s, received %s over ICI%s</title></rect>\n", a, b,
+                tpu_faults_chip_factor(faults, c) < 1 ? " (a slow chip)" : "");
+    }
+    fputs("</g>\n", f);
+    if (L->cell < 28) {
+        tpu__free(sent);
+        return; /* no room: the tooltips name the chips */
+    }
+    fprintf(f,
+            "<g class=\"chip-labels\" text-anchor=\"middle\" font-size=\"%.1f\" fill=\"#222222\" "
+            "pointer-events=\"none\">\n",
+            L->cell * (t->naxes > 2 || t->slices > 1 ? 0.1 : 0.12));
+    for (c = 0; c < t->nchips; c++) {
+        int co[TPU_MAX_AXES], a, n = 0;
+        double x, y;
+        char xy[32];
+
+        chip_centre(t, L, c, &x, &y);
+        tpu_topo_coords(t, c, co);
+        for (a = 0; a < t->naxes && n < (int)sizeof(xy); a++) {
+            n += snprintf(xy + n, sizeof(xy) - (size_t)n, "%s%d", a ? "," : "", co[a]);
+        }
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%d</text><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+                x, y - L->cell * 0.02, c, x, y + L->cell * 0.12, xy);
+    }
+    fputs("</g>\n", f);
+    tpu__free(sent);
+}
+
+tpu_status_t app_svg_heatmap_busy_sink(app_sink_t *sink, const tpu_topo_t *t,
+                                       const tpu_faults_t *faults, const double *link_bytes,
+                                       const double *link_busy_s, double total_s,
+                                       const double *nic_bytes, int nhosts, const char *title,
+                                       tpu_err_t *err)
+{
     FILE *f = sink->f;
     layout_t L;
-    int npanels = t->slices * t->dims[2], p, l, c, busiest = -1, dx = t->dims[0];
+    int npanels = t->slices * t->dims[2], p, l, busiest = -1, dx = t->dims[0];
     int dy = t->naxes > 1 ? t->dims[1] : 1;
     double max = 0, width, height, total = 0, ox, oy, mx = 0, my = 0;
-    char fill[16], a[32], b[32], top[32];
+    char fill[16], a[32], b[32], top[32], tip[256];
 
     for (l = 0; l < t->nlinks; l++) {
         total += link_bytes[l];
@@ -277,7 +406,7 @@ tpu_status_t app_svg_heatmap_sink(app_sink_t *sink, const tpu_topo_t *t, const t
             "at the edges are wraparound links.</text>\n",
             t->nlinks, a);
     if (t->naxes > 2) {
-        fputs("<text x=\"440\" y=\"56\">z links: the corner triangles of each chip, z+ top "
+        fputs("<text x=\"330\" y=\"92\">z links: the corner triangles of each chip, z+ top "
               "right, z- bottom left.</text>\n",
               f);
     }
@@ -338,19 +467,8 @@ tpu_status_t app_svg_heatmap_sink(app_sink_t *sink, const tpu_topo_t *t, const t
         }
         fputs("</text></g>\n", f);
     }
-    fputs("<g class=\"chips\" fill=\"#f4f4f4\" stroke=\"#555555\" stroke-width=\"0.6\">\n", f);
-    for (c = 0; c < t->nchips; c++) {
-        double x, y, h = L.cell * 0.22;
-
-        chip_centre(t, &L, c, &x, &y);
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"%s/>\n", x - h, y - h,
-                2 * h, 2 * h,
-                tpu_faults_chip_factor(faults, c) < 1
-                    ? " class=\"slow-chip\" stroke=\"#ff7f0e\" stroke-width=\"2\" "
-                      "stroke-dasharray=\"3 2\""
-                    : "");
-    }
-    fputs("</g>\n<g class=\"links\">\n", f);
+    chips(f, t, &L, faults, link_bytes);
+    fputs("<g class=\"links\">\n", f);
     for (l = 0; l < t->nlinks; l++) {
         double x, y;
 
@@ -358,7 +476,8 @@ tpu_status_t app_svg_heatmap_sink(app_sink_t *sink, const tpu_topo_t *t, const t
         if (tpu_faults_link_factor(faults, l) == 0) {
             snprintf(fill, sizeof(fill), "#ffffff");
         }
-        draw_link(f, t, &L, l, fill, link_stroke(faults, l, busiest), &x, &y);
+        link_tip(t, l, link_bytes[l], link_busy_s, total_s, tip, sizeof(tip));
+        draw_link(f, t, &L, l, fill, link_stroke(faults, l, busiest), tip, &x, &y);
         if (tpu_faults_link_factor(faults, l) == 0) {
             fprintf(f,
                     "<text class=\"failed\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "

@@ -43,4 +43,14 @@ tpu_status_t app_svg_heatmap_sink(app_sink_t *sink, const tpu_topo_t *topo,
                                   const double *nic_bytes, int nhosts, const char *title,
                                   tpu_err_t *err);
 
+/*
+ * The same with each link's modeled busy seconds ('link_busy_s', NULL: unknown) over
+ * 'total_s' of modeled time, shown in the links' tooltips as a busy fraction.
+ */
+tpu_status_t app_svg_heatmap_busy_sink(app_sink_t *sink, const tpu_topo_t *topo,
+                                       const tpu_faults_t *faults, const double *link_bytes,
+                                       const double *link_busy_s, double total_s,
+                                       const double *nic_bytes, int nhosts, const char *title,
+                                       tpu_err_t *err);
+
 #endif /* APP_LAUNCH_OUTPUT_SVG_H */

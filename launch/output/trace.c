@@ -138,6 +138,7 @@ void app_trace_op_begin(app_trace_t *tr, const char *name, double expected_us,
                         tpu_coll_observer_t *obs)
 {
     snprintf(tr->name, sizeof(tr->name), "%s", name);
+    tr->op_args[0] = '\0';
     tr->expected = (int64_t)llround(expected_us * 1e3);
     tr->nrecs = 0;
     tr->nlinks = 0;
@@ -152,6 +153,11 @@ void app_trace_op_begin(app_trace_t *tr, const char *name, double expected_us,
     obs->every_chip = !tr->summary;
 }
 
+
+void app_trace_op_args(app_trace_t *tr, const char *args)
+{
+    snprintf(tr->op_args, sizeof(tr->op_args), "%s", args);
+}
 
 /* The collective at 'at' ns after the timeline's position. */
 static tpu_status_t op_end(app_trace_t *tr, int64_t at, int64_t dur, tpu_err_t *err)
@@ -193,7 +199,8 @@ tpu_status_t app_trace_op_end_at(app_trace_t *tr, double at_us, double modeled_u
     return op_end(tr, at, app_trace_us_ns(at_us + modeled_us) - at, err);
 }
 
-void app_trace_compute(app_trace_t *tr, int chip, const char *name, double at_us, double dur_us)
+void app_trace_compute(app_trace_t *tr, int chip, const char *cat, const char *name, double at_us,
+                       double dur_us, const char *args)
 {
     int64_t at = app_trace_us_ns(at_us), end = app_trace_us_ns(at_us + dur_us);
     int c;
@@ -204,13 +211,13 @@ void app_trace_compute(app_trace_t *tr, int chip, const char *name, double at_us
     }
     if (tr->summary || chip >= 0) {
         if (!tr->summary || chip <= 0) {
-            app_trace_slice(tr, tr->summary ? 1 : app_trace_chip_pid(chip), TID_COMPUTE, name,
-                            tr->now + at, end - at, NULL);
+            app_trace_slice(tr, tr->summary ? 1 : app_trace_chip_pid(chip), TID_COMPUTE, cat, name,
+                            tr->now + at, end - at, args);
         }
     } else {
         for (c = 0; c < tr->topo.nchips; c++) {
-            app_trace_slice(tr, app_trace_chip_pid(c), TID_COMPUTE, name, tr->now + at, end - at,
-                            NULL);
+            app_trace_slice(tr, app_trace_chip_pid(c), TID_COMPUTE, cat, name, tr->now + at,
+                            end - at, args);
         }
     }
     commit(tr, 0);
@@ -221,15 +228,19 @@ void app_trace_advance(app_trace_t *tr, double us)
     tr->now += us > 0 ? (int64_t)llround(us * 1e3) : 0;
 }
 
-void app_trace_measured(app_trace_t *tr, int chip, const char *name, double start_us, double dur_us)
+void app_trace_measured(app_trace_t *tr, int chip, const char *cat, const char *name,
+                        double start_us, double dur_us)
 {
     int64_t at = app_trace_us_ns(start_us), end = app_trace_us_ns(start_us + dur_us);
+    char args[96], us[40];
 
     if (!ensure_header(tr) || !tr->measured || tr->truncated) {
         tr->dropped += tr->truncated;
         return;
     }
-    app_trace_slice(tr, app_trace_measured_pid(tr, chip), TID_COLL, name, at, end - at, NULL);
+    app_json_number_text(dur_us, us, sizeof(us));
+    snprintf(args, sizeof(args), "\"clock\": \"measured\", \"measured_us\": %s", us);
+    app_trace_slice(tr, app_trace_measured_pid(tr, chip), TID_COLL, cat, name, at, end - at, args);
     commit(tr, 0);
 }
 
@@ -269,7 +280,7 @@ tpu_status_t app_trace_close(app_trace_t *tr, tpu_err_t *err)
         fprintf(tr->sink.f,
                 ",\n{\"name\": \"trace truncated: the %lld-byte limit was reached here; what "
                 "follows is not shown\", \"ph\": \"i\", \"s\": \"g\", \"pid\": 1, \"tid\": 0, "
-                "\"ts\": ",
+                "\"cat\": \"trace\", \"args\": {}, \"ts\": ",
                 tr->budget);
         app_trace_put_us(tr->sink.f, tr->truncated_at);
         fputs("}", tr->sink.f);

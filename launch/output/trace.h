@@ -22,7 +22,11 @@
  * and steps, not with the pod: a few kB per collective.
  *
  * With 'measured', a second set of processes, "chip N (measured)", carries the
- * wall-clock slices the command measured (microseconds since the job started).
+ * wall-clock slices the command measured (microseconds since the job started: a
+ * clock of its own, starting at 0 as the modeled one does; otherData's
+ * "measured_pid0" is the first of them, so that a viewer can scale each clock
+ * apart).  Every slice has a "cat" (step, collective, compute, link, dma, input)
+ * and "args"; a slice of no duration is an instant event.
  * Times are written in microseconds with nanosecond resolution, rounded once to
  * whole nanoseconds so that nested slices stay nested.
  *
@@ -66,6 +70,8 @@ int app_trace_summary(const app_trace_t *tr);
  */
 void app_trace_op_begin(app_trace_t *tr, const char *name, double expected_us,
                         tpu_coll_observer_t *obs);
+/* The arguments of the collective's slice (JSON members: bytes, axes, algorithm, ...). */
+void app_trace_op_args(app_trace_t *tr, const char *args);
 /* Write the collective's events and move the timeline past it; TPU_ERR_NO_MEMORY. */
 tpu_status_t app_trace_op_end(app_trace_t *tr, double modeled_us, tpu_err_t *err);
 /*
@@ -77,18 +83,23 @@ tpu_status_t app_trace_op_end_at(app_trace_t *tr, double at_us, double modeled_u
  * A slice on chip's compute track from 'at_us' to 'at_us' + 'dur_us' after the
  * timeline's position (the end rounded on its own, so that slices whose ends
  * are equal sums stay nested); chip -1: on every chip (the pod process of a
- * summary).
+ * summary).  'cat' its category (compute, step, input), 'args' its arguments
+ * (JSON members, or NULL).
  */
-void app_trace_compute(app_trace_t *tr, int chip, const char *name, double at_us, double dur_us);
+void app_trace_compute(app_trace_t *tr, int chip, const char *cat, const char *name, double at_us,
+                       double dur_us, const char *args);
 /* 1 once the size budget is reached: later events are left out (callers may stop). */
 int app_trace_truncated(const app_trace_t *tr);
 /* Bytes written so far (the header and every event kept). */
 long long app_trace_bytes(const app_trace_t *tr);
 /* Move the timeline on by 'us' (compute between collectives). */
 void app_trace_advance(app_trace_t *tr, double us);
-/* A measured slice of chip 'chip' (wall clock, microseconds since the job's start). */
-void app_trace_measured(app_trace_t *tr, int chip, const char *name, double start_us,
-                        double dur_us);
+/*
+ * A measured slice of chip 'chip' (wall clock, microseconds since the job's start: the
+ * measured processes' own clock, beside the modeled one), of category 'cat'.
+ */
+void app_trace_measured(app_trace_t *tr, int chip, const char *cat, const char *name,
+                        double start_us, double dur_us);
 /* The position of the modeled timeline, in microseconds. */
 double app_trace_now_us(const app_trace_t *tr);
 /*

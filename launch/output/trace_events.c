@@ -1,6 +1,7 @@
 /*
  * The trace's event writer (see trace.h): Chrome trace-event records (metadata,
- * complete slices, counters) into the memory stream of the current call, the
+ * complete slices with their category and arguments, instant events for what has
+ * no duration, counters) into the memory stream of the current call, the
  * process ids of chips, hosts and measured chips, their names, and the header
  * that names every process and track.
  */
@@ -63,9 +64,8 @@ static void sort_index(app_trace_t *tr, int pid, int index)
             pid, index);
 }
 
-/* A complete slice; 'args' is a JSON object's members, or NULL. */
-void app_trace_slice(app_trace_t *tr, int pid, int tid, const char *name, int64_t ts, int64_t dur,
-                     const char *args)
+void app_trace_slice(app_trace_t *tr, int pid, int tid, const char *cat, const char *name,
+                     int64_t ts, int64_t dur, const char *args)
 {
     FILE *f = app_trace_ev(tr);
 
@@ -78,14 +78,16 @@ void app_trace_slice(app_trace_t *tr, int pid, int tid, const char *name, int64_
 
     fputs("\"name\": ", f);
     app_json_escape(f, name);
-    fprintf(f, ", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": ", pid, tid);
+    fprintf(f, ", \"cat\": \"%s\", \"ph\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": ", cat,
+            dur > 0 ? "X" : "i", pid, tid);
     app_trace_put_us(f, ts);
-    fputs(", \"dur\": ", f);
-    app_trace_put_us(f, dur);
-    if (args != NULL) {
-        fprintf(f, ", \"args\": {%s}", args);
+    if (dur > 0) {
+        fputs(", \"dur\": ", f);
+        app_trace_put_us(f, dur);
+    } else {
+        fputs(", \"s\": \"t\"", f); /* an instant event on its track */
     }
-    fputs("}", f);
+    fprintf(f, ", \"args\": {%s}}", args != NULL ? args : "");
 }
 
 void app_trace_counter(app_trace_t *tr, int pid, const char *name, int64_t ts, double value)
@@ -94,7 +96,7 @@ void app_trace_counter(app_trace_t *tr, int pid, const char *name, int64_t ts, d
 
     fputs("\"name\": ", f);
     app_json_escape(f, name);
-    fprintf(f, ", \"ph\": \"C\", \"pid\": %d, \"ts\": ", pid);
+    fprintf(f, ", \"cat\": \"link\", \"ph\": \"C\", \"pid\": %d, \"ts\": ", pid);
     app_trace_put_us(f, ts);
     fprintf(f, ", \"args\": {\"bytes\": %.0f}}", value);
 }
@@ -164,8 +166,11 @@ void app_trace_write_header(app_trace_t *tr, const char *title)
     app_json_escape(f, title);
     fprintf(f,
             ", \"timeline\": \"modeled TPU time, microseconds\", \"mode\": \"%s\", \"chips\": "
-            "%d, \"links\": %d},\n\"traceEvents\": [",
-            tr->summary ? "summary" : "full", t->nchips, t->nlinks);
+            "%d, \"links\": %d, \"clocks\": {\"modeled\": \"modeled TPU time, microseconds from "
+            "0\", \"measured\": \"this host's wall clock, microseconds from the job's start\"}, "
+            "\"measured_pid0\": %d},\n\"traceEvents\": [",
+            tr->summary ? "summary" : "full", t->nchips, t->nlinks,
+            tr->measured ? app_trace_measured_pid(tr, 0) : 0);
     if (tr->summary) {
         snprintf(buf, sizeof(buf), "pod: %d chips (summary)", t->nchips);
         app_trace_meta(tr, "process_name", 1, 0, buf);

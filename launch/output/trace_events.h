@@ -18,9 +18,13 @@ void app_trace_put_us(FILE *f, int64_t ns);
 FILE *app_trace_ev(app_trace_t *tr);
 /* A metadata event 'what' (process_name, thread_name) naming 'pid'/'tid'. */
 void app_trace_meta(app_trace_t *tr, const char *what, int pid, int tid, const char *name);
-/* A complete slice; 'args' is a JSON object's members, or NULL. */
-void app_trace_slice(app_trace_t *tr, int pid, int tid, const char *name, int64_t ts, int64_t dur,
-                     const char *args);
+/*
+ * A complete slice of category 'cat' (step, collective, compute, link, dma, input); 'args' is
+ * a JSON object's members, or NULL (an empty object).  A slice of no duration is written as
+ * an instant event.
+ */
+void app_trace_slice(app_trace_t *tr, int pid, int tid, const char *cat, const char *name,
+                     int64_t ts, int64_t dur, const char *args);
 /* A counter event of 'value' bytes. */
 void app_trace_counter(app_trace_t *tr, int pid, const char *name, int64_t ts, double value);
 /* The process ids of a chip, a TPU host and a chip's measured slices. */

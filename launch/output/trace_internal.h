@@ -52,6 +52,7 @@ struct app_trace {
     int64_t expected; /* ns, the summary's intervals */
     uint64_t arrow_id;
     char name[160];
+    char op_args[512]; /* the current collective's arguments (JSON members) */
     char title[256];
     /* Full trace: the records of the current collective. */
     rec_t *recs;

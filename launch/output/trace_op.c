@@ -212,8 +212,8 @@ static void chip_steps(app_trace_t *tr, int64_t i, int64_t j, int64_t end_op)
             snprintf(name, sizeof(name), "step %d", step);
             snprintf(args, sizeof(args), "\"step\": %d, \"messages\": %lld, \"bytes\": %llu", step,
                      (long long)n, (unsigned long long)bytes);
-            app_trace_slice(tr, app_trace_chip_pid(tr->recs[k].src), TID_COLL, name, tr->now + b,
-                            next_b - b, args);
+            app_trace_slice(tr, app_trace_chip_pid(tr->recs[k].src), TID_COLL, "step", name,
+                            tr->now + b, next_b - b, args);
         }
         b = next_b;
         k = m;
@@ -251,8 +251,8 @@ static tpu_status_t chip_lanes(app_trace_t *tr, int64_t i, int64_t j)
                  "\"bytes\": %llu, \"step\": %d, \"to\": %d, \"hops\": %d, \"dcn\": %s",
                  (unsigned long long)r->bytes, r->step, r->dst, r->nlinks,
                  r->dcn ? "true" : "false");
-        app_trace_slice(tr, app_trace_chip_pid(chip), TID_LANE0 + l, name, tr->now + r->start,
-                        r->end - r->start, args);
+        app_trace_slice(tr, app_trace_chip_pid(chip), TID_LANE0 + l, "dma", name,
+                        tr->now + r->start, r->end - r->start, args);
     }
     tpu__free(lane_end);
     return TPU_OK;
@@ -268,14 +268,14 @@ static void arrows(app_trace_t *tr)
         FILE *f = app_trace_ev(tr);
 
         fprintf(f,
-                "\"name\": \"message\", \"cat\": \"message\", \"ph\": \"s\", \"id\": %llu, "
+                "\"name\": \"message\", \"cat\": \"dma\", \"ph\": \"s\", \"id\": %llu, "
                 "\"pid\": %d, \"tid\": %d, \"ts\": ",
                 id, app_trace_chip_pid(r->src), TID_LANE0 + r->lane);
         app_trace_put_us(f, tr->now + r->start);
         fputs("}", f);
         f = app_trace_ev(tr);
         fprintf(f,
-                "\"name\": \"message\", \"cat\": \"message\", \"ph\": \"f\", \"bp\": \"e\", "
+                "\"name\": \"message\", \"cat\": \"dma\", \"ph\": \"f\", \"bp\": \"e\", "
                 "\"id\": %llu, \"pid\": %d, \"tid\": %d, \"ts\": ",
                 id, app_trace_chip_pid(r->dst), TID_COLL);
         app_trace_put_us(f, tr->now + r->end);
@@ -348,7 +348,8 @@ tpu_status_t app_trace_full_op_end(app_trace_t *tr, int64_t dur)
     int c;
 
     for (c = 0; c < tr->topo.nchips; c++) {
-        app_trace_slice(tr, app_trace_chip_pid(c), TID_COLL, tr->name, tr->now, dur, NULL);
+        app_trace_slice(tr, app_trace_chip_pid(c), TID_COLL, "collective", tr->name, tr->now, dur,
+                        tr->op_args);
     }
     qsort(tr->recs, (size_t)tr->nrecs, sizeof(rec_t), cmp_src_step);
     for (i = 0; i < tr->nrecs; i = j) {
@@ -378,7 +379,7 @@ void app_trace_summary_op_end(app_trace_t *tr, int64_t dur)
     int s, c, k;
     double w = (double)tr->expected / APP_TRACE_BUCKETS;
 
-    app_trace_slice(tr, 1, TID_COLL, tr->name, tr->now, dur, NULL);
+    app_trace_slice(tr, 1, TID_COLL, "collective", tr->name, tr->now, dur, tr->op_args);
     for (s = 0; s < tr->nsteps; s++) {
         last = tr->step_max[s] > last ? tr->step_max[s] : last;
     }
@@ -403,7 +404,7 @@ void app_trace_summary_op_end(app_trace_t *tr, int64_t dur)
             snprintf(args, sizeof(args),
                      "\"step\": %d, \"first_start_us\": %.3f, \"last_arrival_us\": %.3f", s,
                      tr->step_min[s] / 1e3, tr->step_max[s] / 1e3);
-            app_trace_slice(tr, 1, TID_COLL, name, tr->now + b, next - b, args);
+            app_trace_slice(tr, 1, TID_COLL, "step", name, tr->now + b, next - b, args);
         }
         b = next;
     }

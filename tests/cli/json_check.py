@@ -2,7 +2,8 @@
 """Run a tpuemu command and check its machine-readable stdout.
 
 usage: json_check.py [--has PATH ...] [--equal PATH=VALUE ...] [--len PATH=N ...]
-                     [--csv-rows N] [--schema docs/output.md:NAME] -- COMMAND...
+                     [--csv-rows N] [--schema docs/output.md:NAME] [--vocab docs/output.md]
+                     -- COMMAND...
 
 stdout must be exactly one JSON document (or, with --csv-rows, a CSV table with
 a header and N rows of the same width); everything else the command prints must
@@ -14,6 +15,11 @@ VALUE is compared as JSON when it parses as JSON, else as a string.
 `a, b{c, d}, e[]{f}`; keys in [...] and notes in (...) are optional) is in the
 document (for a key under an array, in its first element when it has one); with
 --csv-rows, the CSV header is exactly the documented columns, in order.
+
+--vocab docs/output.md reads the table under "## Vocabulary" (one row per key: `key`,
+meaning, unit, type) and fails on any key of the document (at any depth) or any CSV
+column that is not a row of it; the members of a key of type `map` are names, not keys.
+A JSON document must start with "schema_version" and "command".
 """
 import csv
 import io
@@ -78,6 +84,37 @@ def schema_keys(readme, name):
     return keys
 
 
+def vocab_table(path):
+    """{key: type} of the rows of the table under "## Vocabulary"."""
+    text = open(path).read()
+    sec = text[text.index("\n## Vocabulary"):]
+    end = sec.find("\n## ", 3)
+    sec = sec if end < 0 else sec[:end]
+    table = {}
+    for line in sec.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`"):
+            table[cells[0].split("`")[1]] = cells[3]
+    if len(table) < 20:
+        sys.exit("json_check: no vocabulary table in %s" % path)
+    return table
+
+
+def unknown_keys(doc, table, where=""):
+    """The key paths of 'doc' that are not rows of 'table'."""
+    bad = []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if k not in table:
+                bad.append(where + k)
+            elif table[k] != "map":
+                bad += unknown_keys(v, table, where + k + ".")
+    elif isinstance(doc, list):
+        for v in doc:
+            bad += unknown_keys(v, table, where + "[].")
+    return sorted(set(bad))
+
+
 def has_path(doc, path):
     """Is 'path' there?  An empty array stands for any element."""
     cur = doc
@@ -96,7 +133,7 @@ def has_path(doc, path):
 def main(argv):
     sep = argv.index("--")
     opts, cmd = argv[:sep], argv[sep + 1:]
-    has, equal, lens, csv_rows, schema = [], [], [], None, None
+    has, equal, lens, csv_rows, schema, vocab = [], [], [], None, None, None
     i = 0
     while i < len(opts):
         flag, val = opts[i], opts[i + 1]
@@ -109,6 +146,8 @@ def main(argv):
             lens.append((p, int(n)))
         elif flag == "--csv-rows":
             csv_rows = int(val)
+        elif flag == "--vocab":
+            vocab = vocab_table(val)
         elif flag == "--schema":
             readme, name = val.rsplit(":", 1)
             schema = schema_keys(readme, name)
@@ -127,12 +166,22 @@ def main(argv):
             sys.exit("FAIL: CSV rows of different widths")
         if schema is not None and rows[0] != schema:
             sys.exit("FAIL: CSV header %s, the docs document %s" % (rows[0], schema))
+        if vocab is not None:
+            bad = [c for c in rows[0] if c not in vocab]
+            if bad:
+                sys.exit("FAIL: CSV columns outside the vocabulary of docs/output.md: %s" % bad)
         print("ok: CSV with %d columns, %d rows" % (len(rows[0]), csv_rows))
         return
     try:
         doc = json.loads(out)  # exactly one document: trailing text fails here
     except ValueError as e:
         sys.exit("FAIL: stdout is not one JSON document (%s):\n%s" % (e, out[:2000]))
+    if vocab is not None:
+        bad = unknown_keys(doc, vocab)
+        if bad:
+            sys.exit("FAIL: keys outside the vocabulary of docs/output.md: %s" % bad)
+        if not isinstance(doc, dict) or list(doc)[:2] != ["schema_version", "command"]:
+            sys.exit("FAIL: the document does not start with schema_version, command")
     for p in schema or []:
         if not has_path(doc, p):
             sys.exit("FAIL: the docs document '%s', not in %s" % (p, out[:2000]))

@@ -75,7 +75,7 @@ tpu_cli_test(replay_readme_v5p 0 "ar\\.y +psum +z +4 +4\\.0 MiB +8" ${TPUEMU} re
 # The JSON document, checked by the output layer's json_check.py.
 if(COMMAND tpu_json_test)
   tpu_json_test(replay --has step_us --has compute_us --has comm_us --has exposed_comm_us
-    --has collectives.0.name --has collectives.0.kind --has collectives.0.bytes
+    --has collectives.0.name --has collectives.0.collective --has collectives.0.bytes
     --has collectives.0.group_size --has collectives.0.executions --has collectives.0.modeled_us
     --has compute.0.name --has compute.0.flops --has compute.0.bytes --has compute.0.modeled_us
     --equal devices=16 --equal chips=16

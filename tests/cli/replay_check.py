@@ -35,7 +35,7 @@ rep = run_json("replay", f"{fix}/coll_4x4.hlo", "--topology", "4x4")
 for key in ("step_us", "compute_us", "comm_us", "exposed_comm_us", "collectives", "compute"):
     check(key in rep, f"JSON has '{key}'")
 for c in rep["collectives"]:
-    for key in ("name", "kind", "bytes", "group_size", "executions", "modeled_us"):
+    for key in ("name", "collective", "bytes", "group_size", "executions", "modeled_us"):
         check(key in c, f"collective {c.get('name')} has '{key}'")
 for o in rep["compute"]:
     for key in ("name", "flops", "bytes", "modeled_us"):
@@ -72,10 +72,10 @@ check(ops["dot"]["flops"] == mm["flops"] == 2 * 512 * 1024 * 256,
       f"dot FLOPs {ops['dot']['flops']} == model --op matmul {mm['flops']} == 2*512*1024*256")
 check(ops["dot"]["modeled_us"] == mm["modeled_us"],
       f"dot time {ops['dot']['modeled_us']} us == model --op matmul {mm['modeled_us']} us")
-check(ops["dot"]["bytes"] == mm["hbm_bytes"], "dot HBM bytes == model --op matmul")
+check(ops["dot"]["bytes"] == mm["hbm_traffic_bytes"], "dot HBM bytes == model --op matmul")
 
 add = run_json("model", "--op", "add", "--elements", "262144", "--dtype", "f32")
-check(ops["r"]["flops"] == add["flops"] and ops["r"]["bytes"] == add["hbm_bytes"]
+check(ops["r"]["flops"] == add["flops"] and ops["r"]["bytes"] == add["hbm_traffic_bytes"]
       and ops["r"]["modeled_us"] == add["modeled_us"],
       f"elementwise add: {ops['r']['modeled_us']} us == model --op add {add['modeled_us']} us")
 

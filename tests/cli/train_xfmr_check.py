@@ -25,7 +25,7 @@ ARGS = ["train", "--model", "transformer", "--layers", "1", "--d-model", "32", "
 LAYOUT = ["--topology", "2x2", "--mesh", "data=2,tensor=2"]
 KEYS = ["model", "layers", "d_model", "heads", "d_ff", "vocab", "seq", "batch", "mesh", "losses",
         "compute_us", "comm_us", "collectives", "transport"]
-ROW_KEYS = ["what", "kind", "axis", "group_size", "bytes", "count", "modeled_us", "algorithm"]
+ROW_KEYS = ["name", "collective", "mesh_axis", "group_size", "bytes", "count", "modeled_us", "algorithm"]
 
 
 def fail(msg):

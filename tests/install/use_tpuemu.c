@@ -1,6 +1,14 @@
-/* A program outside the tree, built against the installed libtpuemu (tests/style/install.sh). */
+/* A program outside the tree, built against the installed libtpuemu as C and as C++
+ * (tests/style/install.sh). */
 #include <stdio.h>
+#include <string.h>
 #include <tpu.h>
+
+/* The headers' version as text, to compare with the library's (tpu_version()). */
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+#define TPU_VERSION_STRING_OF_HEADER \
+    STR(TPU_VERSION_MAJOR) "." STR(TPU_VERSION_MINOR) "." STR(TPU_VERSION_PATCH)
 int main(void)
 {
     tpu_err_t err = {0};
@@ -23,7 +31,12 @@ int main(void)
         printf("%s\n", err.msg);
         return 1;
     }
-    printf("psum 64 MiB on v5e 16x16: %.3f us (%s)\n", res.modeled_us, res.algorithm);
+    if (strcmp(tpu_version(), TPU_VERSION_STRING_OF_HEADER) != 0) {
+        printf("library %s, headers %s\n", tpu_version(), TPU_VERSION_STRING_OF_HEADER);
+        return 1;
+    }
+    printf("psum 64 MiB on v5e 16x16: %.3f us (%s), libtpuemu %s\n", res.modeled_us, res.algorithm,
+           tpu_version());
     tpu_coll_plan_destroy(plan);
     return 0;
 }

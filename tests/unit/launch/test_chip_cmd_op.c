@@ -81,11 +81,13 @@ static void test_matmul_json(void **state)
     run(&c, args);
     assert_int_equal(c.rc, 0);
     assert_string_equal(c.err, "");
-    assert_non_null(strstr(c.out, "{\"chip\": \"v5e\", \"op\": \"matmul\", \"dtype\": \"bf16\""));
+    assert_non_null(
+        strstr(c.out, "{\"schema_version\": 2, \"command\": \"model --op\", \"chip\": \"v5e\", "
+                      "\"op\": \"matmul\", \"dtype\": \"bf16\""));
     assert_non_null(strstr(c.out, "\"m\": 8192, \"k\": 8192, \"n\": 8192"));
     assert_non_null(strstr(c.out, "\"flops\": 1099511627776"));
-    assert_non_null(strstr(c.out, "\"hbm_bytes\": 402653184"));
-    assert_non_null(strstr(c.out, "\"intensity\": 2730.67"));
+    assert_non_null(strstr(c.out, "\"hbm_traffic_bytes\": 402653184"));
+    assert_non_null(strstr(c.out, "\"intensity\": 2730.6666666666665"));
     assert_non_null(strstr(c.out, "\"modeled_us\": 5581.277"));
     assert_non_null(strstr(c.out, "\"bound\": \"compute\""));
     assert_non_null(strstr(c.out, "\"pipelined_us\": "));

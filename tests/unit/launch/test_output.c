@@ -42,7 +42,7 @@ static void test_json_document(void **state)
     (void)state;
     assert_non_null(f);
     app_json_init(&j, f);
-    app_json_object(&j);
+    app_json_document(&j, "model");
     app_json_kstr(&j, "chip", "v\"5\\e\n\x01");
     app_json_kint(&j, "chips", -3);
     app_json_karray(&j, "rows");
@@ -52,13 +52,25 @@ static void test_json_document(void **state)
     app_json_uint(&j, 18446744073709551615ull);
     app_json_array_end(&j);
     app_json_kbool(&j, "passed", 1);
-    app_json_ksig(&j, "bw", 1.6e12, 6);
+    app_json_ksig(&j, "bw", 1.6e12, 6); /* whole: an integer */
+    /* Other numbers with the fewest digits that read back; -0 as 0. */
+    app_json_knum(&j, "a", 0.1);
+    app_json_knum(&j, "b", 1.0 / 3.0);
+    app_json_knum(&j, "c", -0.0);
+    app_json_knum(&j, "d", 6.5666666666666664e13);
+    /* Valid UTF-8: an invalid byte (Latin-1) and a cut sequence as \u00XX, valid ones kept. */
+    app_json_kstr(&j, "latin1", "caf\xe9");
+    app_json_kstr(&j, "utf8", "caf\xc3\xa9 \xe2\x86\x92");
+    app_json_kstr(&j, "cut", "\xe2\x86");
     app_json_object_end(&j);
     assert_int_equal(app_json_end(&j, &err), TPU_OK);
     assert_string_equal(contents(f, buf, sizeof(buf)),
-                        "{\"chip\": \"v\\\"5\\\\e\\n\\u0001\", \"chips\": -3, \"rows\": "
-                        "[{\"us\": 1.500}, 18446744073709551615], \"passed\": true, "
-                        "\"bw\": 1.6e+12}\n");
+                        "{\"schema_version\": 2, \"command\": \"model\", "
+                        "\"chip\": \"v\\\"5\\\\e\\n\\u0001\", \"chips\": -3, \"rows\": "
+                        "[{\"us\": 1.5}, 18446744073709551615], \"passed\": true, "
+                        "\"bw\": 1600000000000, \"a\": 0.1, \"b\": 0.3333333333333333, \"c\": 0, "
+                        "\"d\": 65666666666666.664, \"latin1\": \"caf\\u00e9\", "
+                        "\"utf8\": \"caf\xc3\xa9 \xe2\x86\x92\", \"cut\": \"\\u00e2\\u0086\"}\n");
     fclose(f);
 }
 

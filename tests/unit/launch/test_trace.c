@@ -99,26 +99,34 @@ static void test_trace_by_hand(void **state)
     assert_non_null(strstr(text, "\"args\": {\"name\": \"chip 0 (0)\"}"));
     assert_non_null(strstr(text, "\"args\": {\"name\": \"chip 1 (1)\"}"));
     /* The collective on each chip: 2 us less a nanosecond. */
-    assert_non_null(strstr(text, "\"name\": \"psum 1 KiB\", \"ph\": \"X\", \"pid\": 1, \"tid\": "
-                                 "2, \"ts\": 0.000, \"dur\": 1.999"));
-    assert_non_null(strstr(text, "\"name\": \"next\", \"ph\": \"X\", \"pid\": 2, \"tid\": 2, "
-                                 "\"ts\": 2.000, \"dur\": 0.999"));
+    assert_non_null(strstr(
+        text,
+        "\"name\": \"psum 1 KiB\", \"cat\": \"collective\", \"ph\": \"X\", \"pid\": 1, \"tid\": "
+        "2, \"ts\": 0.000, \"dur\": 1.999"));
+    assert_non_null(strstr(
+        text, "\"name\": \"next\", \"cat\": \"collective\", \"ph\": \"X\", \"pid\": 2, \"tid\": 2, "
+              "\"ts\": 2.000, \"dur\": 0.999"));
     /* Chip 0's step 0: from 0.5 us to its last arrival at 1.5 us. */
-    assert_non_null(strstr(text, "\"name\": \"step 0\", \"ph\": \"X\", \"pid\": 1, \"tid\": 2, "
-                                 "\"ts\": 0.500, \"dur\": 0.999, \"args\": {\"step\": 0, "
-                                 "\"messages\": 1, \"bytes\": 1000}"));
+    assert_non_null(strstr(
+        text, "\"name\": \"step 0\", \"cat\": \"step\", \"ph\": \"X\", \"pid\": 1, \"tid\": 2, "
+              "\"ts\": 0.500, \"dur\": 0.999, \"args\": {\"step\": 0, "
+              "\"messages\": 1, \"bytes\": 1000}"));
     /* The message on chip 0's first sends track, and its arrow (2 messages <= 128). */
-    assert_non_null(strstr(text, "\"name\": \"-> chip 1\", \"ph\": \"X\", \"pid\": 1, \"tid\": "
-                                 "10, \"ts\": 0.500, \"dur\": 0.999"));
+    assert_non_null(strstr(
+        text, "\"name\": \"-> chip 1\", \"cat\": \"dma\", \"ph\": \"X\", \"pid\": 1, \"tid\": "
+              "10, \"ts\": 0.500, \"dur\": 0.999"));
     assert_non_null(strstr(text, "\"ph\": \"f\", \"bp\": \"e\", \"id\": 1, \"pid\": 2, \"tid\": "
                                  "2, \"ts\": 1.500"));
     /* Link 0: 1000 bytes in flight from 0.5 us to 1.5 us. */
-    assert_non_null(strstr(text, "\"name\": \"ICI x+ link 0 -> chip 1\", \"ph\": \"C\", \"pid\": "
-                                 "1, \"ts\": 0.500, \"args\": {\"bytes\": 1000}"));
-    assert_non_null(strstr(text, "\"name\": \"ICI x+ link 0 -> chip 1\", \"ph\": \"C\", \"pid\": "
-                                 "1, \"ts\": 1.500, \"args\": {\"bytes\": 0}"));
-    assert_non_null(strstr(text, "\"name\": \"ICI x- link 1 -> chip 0\", \"ph\": \"C\", \"pid\": "
-                                 "2, \"ts\": 1.500, \"args\": {\"bytes\": 500}"));
+    assert_non_null(strstr(
+        text, "\"name\": \"ICI x+ link 0 -> chip 1\", \"cat\": \"link\", \"ph\": \"C\", \"pid\": "
+              "1, \"ts\": 0.500, \"args\": {\"bytes\": 1000}"));
+    assert_non_null(strstr(
+        text, "\"name\": \"ICI x+ link 0 -> chip 1\", \"cat\": \"link\", \"ph\": \"C\", \"pid\": "
+              "1, \"ts\": 1.500, \"args\": {\"bytes\": 0}"));
+    assert_non_null(strstr(
+        text, "\"name\": \"ICI x- link 1 -> chip 0\", \"cat\": \"link\", \"ph\": \"C\", \"pid\": "
+              "2, \"ts\": 1.500, \"args\": {\"bytes\": 500}"));
     assert_non_null(strstr(text, "\n]}\n"));
     free(text);
     unlink(path);
