@@ -142,7 +142,7 @@ void app_replay_compare_json(app_json_t *j, const app_replay_side_t *a, const ap
     int n = 0, i;
     ckey_t *k = collect(a->rep, b->rep, &n);
 
-    app_json_object(j);
+    app_json_document(j, "replay");
     side_json(j, "a", a);
     side_json(j, "b", b);
     app_json_karray(j, "collectives");

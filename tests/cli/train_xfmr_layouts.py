@@ -114,7 +114,7 @@ def check_replicas(js, mesh):
     hashes = [next(iter(h)) for h in pieces.values()]
     if len(set(hashes)) != len(hashes):
         fail("%s: different pieces with one hash: %s" % (mesh, pieces))
-    kinds = {(c["what"], c["kind"], c["axis"]) for c in js["collectives"]}
+    kinds = {(c["name"], c["collective"], c["mesh_axis"]) for c in js["collectives"]}
     fs = size["fsdp"] > 1
     for row in (("gather", "all-gather", "fsdp"), ("grad", "reduce-scatter", "fsdp")):
         if (row in kinds) != fs:

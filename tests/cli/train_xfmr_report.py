@@ -26,7 +26,7 @@ ARGS = ["train", "--model", "transformer", "--layers", str(L), "--d-model", str(
         "--dtype", "f32"]
 KEYS = ["step_us", "compute_us", "comm_us", "exposed_comm_us", "hbm_peak_bytes", "hbm_items",
         "mfu", "model_flops", "collectives", "losses", "mesh", "model_only"]
-ROW_KEYS = ["what", "collective", "mesh_axis", "axes", "group_size", "groups", "group_count",
+ROW_KEYS = ["name", "collective", "mesh_axis", "axes", "group_size", "groups", "group_count",
             "bytes", "count", "modeled_us", "exposed", "algorithm"]
 FIGS = ["step_us", "compute_us", "comm_us", "exposed_comm_us", "hbm_peak_bytes", "mfu",
         "model_flops"]
@@ -95,7 +95,7 @@ def main(argv):
              (real["run_compute_us"], real["collectives_note"]))
     if len(real["losses"]) != 2 or model["losses"] or not model["model_only"]:
         fail("losses %s / %s" % (real["losses"], model["losses"]))
-    kinds = {(r["what"], r["collective"], r["mesh_axis"], r["exposed"]) for r in
+    kinds = {(r["name"], r["collective"], r["mesh_axis"], r["exposed"]) for r in
              real["collectives"]}
     for k in [("attn_out", "psum", "tensor", True), ("vocab_max", "pmax", "tensor", True),
               ("grad", "psum", "data", False), ("loss", "psum", "data", True)]:
@@ -103,11 +103,12 @@ def main(argv):
             fail("no row %s in %s" % (k, sorted(kinds)))
     # The CSV, the trace, the heatmap.
     rows = list(csv.DictReader(open(csvf)))
-    if len(rows) != 2 or list(rows[0].keys()) != ["step", "loss", "modeled_us", "compute_us",
-                                                  "comm_us", "exposed_comm_us", "measured_us"]:
+    if len(rows) != 2 or list(rows[0].keys()) != ["chip", "topology", "wrap", "slices", "step",
+                                                  "loss", "step_us", "compute_us", "comm_us",
+                                                  "exposed_comm_us", "measured_us"]:
         fail("csv %s" % rows)
-    if not close(float(rows[1]["modeled_us"]), real["step_us"], 1e-6):
-        fail("csv modeled_us %s, step_us %g" % (rows[1]["modeled_us"], real["step_us"]))
+    if not close(float(rows[1]["step_us"]), real["step_us"], 1e-6):
+        fail("csv step_us %s, JSON step_us %g" % (rows[1]["step_us"], real["step_us"]))
     events = json.load(open(trace))
     events = events["traceEvents"] if isinstance(events, dict) else events
     names = [e.get("name", "") for e in events if e.get("ph") == "X"]
@@ -122,14 +123,14 @@ def main(argv):
     fd = run([tpuemu] + ARGS + ["--topology", "2x2", "--slices", "2", "--mesh",
                                 "dcn=2,fsdp=2,tensor=2", "--model-only", "--json", "-"])
     check(fd, "fsdp, dcn", 8, peak)
-    kinds = {(r["what"], r["collective"], r["mesh_axis"], r["exposed"]) for r in
+    kinds = {(r["name"], r["collective"], r["mesh_axis"], r["exposed"]) for r in
              fd["collectives"]}
     for k in [("gather", "all-gather", "fsdp", True), ("gather", "all-gather", "fsdp", False),
               ("grad", "reduce-scatter", "fsdp", False), ("grad", "psum", "dcn", False),
               ("loss", "psum", "dcn,fsdp", True)]:
         if k not in kinds:
             fail("fsdp, dcn: no row %s in %s" % (k, sorted(kinds)))
-    gathers = sum(r["count"] for r in fd["collectives"] if r["what"] == "gather")
+    gathers = sum(r["count"] for r in fd["collectives"] if r["name"] == "gather")
     if gathers != (2 + 8 * L + 2) + 8 * L:
         fail("fsdp: %d gathers, want every parameter once and each layer's again" % gathers)
     items = {i["name"]: i["bytes"] for i in fd["hbm_items"]}

@@ -709,7 +709,7 @@ static void test_svg(void **state)
     assert_non_null(strstr(text, "slow link (dashed orange"));
     assert_non_null(strstr(text, "fault: link-down chip 1 (1) +x"));
     assert_non_null(strstr(text, "class=\"failed\""));
-    assert_non_null(strstr(text, "class=\"slow-chip\""));
+    assert_non_null(strstr(text, "class=\"chip slow-chip\""));
     assert_non_null(strstr(text, "stroke=\"#ff7f0e\" stroke-width=\"1.8\" stroke-dasharray"));
     free(text);
     unlink(path);
