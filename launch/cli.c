@@ -19,15 +19,23 @@
 #include <string.h>
 #include <tpuemu_version.h>
 
-/* The checks every command's flags get without the pod: output targets, --inject, --fault. */
+/* The checks every command's flags get without the pod: output targets (none on an input or
+ * on another output), --inject, --fault. */
 static tpu_status_t check_shared(const app_opts_t *o, tpu_err_t *err)
 {
+    const app_sink_path_t outs[] = {
+        {"json", o->json}, {"csv", o->csv}, {"trace", o->trace}, {"heatmap", o->heatmap}};
+    const app_sink_path_t ins[] = {{"--config", o->config},
+                                   {"the module", o->module_path},
+                                   {"--data", o->data},
+                                   {"--labels", o->labels}};
     int i;
 
     if (app_sink_check_target("json", o->json, err) != TPU_OK ||
         app_sink_check_target("csv", o->csv, err) != TPU_OK ||
         app_sink_check_target("trace", o->trace, err) != TPU_OK ||
-        app_sink_check_target("heatmap", o->heatmap, err) != TPU_OK) {
+        app_sink_check_target("heatmap", o->heatmap, err) != TPU_OK ||
+        app_sink_check_paths(outs, 4, ins, 4, err) != TPU_OK) {
         return TPU_ERR_INVALID;
     }
     if (o->inject != NULL) {
