@@ -28,6 +28,7 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
 if command -v clang >/dev/null; then
     echo "== fuzzing the parsers (20 s each)"
     TPU_FUZZ_DIR="$TPU_ROOT/build-asan/fuzz" bash "$TPU_ROOT/tests/fuzz/run_fuzz.sh" 20
+    TPU_FUZZ_DIR="$TPU_ROOT/build-asan/fuzz" bash "$TPU_ROOT/tests/fuzz/run_hlo_fuzz.sh" 20
 fi
 
 echo "== every test (build/)"

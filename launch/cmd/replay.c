@@ -150,6 +150,30 @@ static tpu_status_t parse_order(const char *text, int32_t **order_p, int *n_p, t
     return TPU_OK;
 }
 
+/*
+ * More collective executions per step than a replay unrolls (TPU_REPLAY_MAX_SEQ):
+ * refused alike in one process and under mpirun, where each is run with real bytes.
+ */
+static tpu_status_t too_much_work(const tpu_hlo_module_t *mod, const tpu_replay_report_t *rep,
+                                  tpu_err_t *err)
+{
+    const tpu_replay_coll_t *big = NULL;
+    int i;
+
+    for (i = 0; i < rep->ncolls; i++) {
+        if (big == NULL || rep->colls[i].executions > big->executions) {
+            big = &rep->colls[i];
+        }
+    }
+    return tpu_err_set(err, TPU_ERR_INVALID,
+                       "%s:%d:1: the module runs more than %d collective executions per step once "
+                       "its loops are unrolled ('%s' alone %lld times); lower its loops' counts "
+                       "with --trip-count NAME=K",
+                       mod->file, big != NULL ? big->line : mod->line, TPU_REPLAY_MAX_SEQ,
+                       big != NULL ? big->name : "?",
+                       big != NULL ? (long long)big->executions : 0LL);
+}
+
 int app_cmd_replay(app_ctx_t *ctx)
 {
     const app_opts_t *o = ctx->o;
@@ -193,6 +217,9 @@ int app_cmd_replay(app_ctx_t *ctx)
         goto fail;
     }
     status = tpu_hlo_parse(text, len, o->module_path, &hf, &err);
+    for (m = 0; status == TPU_OK && m < hf->nmodules; m++) {
+        status = tpu_hlo_verify(&hf->modules[m], &err);
+    }
     if (status != TPU_OK) {
         goto fail;
     }
@@ -255,6 +282,9 @@ int app_cmd_replay(app_ctx_t *ctx)
     ropts.entry = o->entry;
     status = tpu_replay_run(mod, tpu_pod_topo(pod), tpu_pod_link(pod), tpu_pod_chip(pod), &ropts,
                             &rep, &err);
+    if (status == TPU_OK && rep->seq_truncated) {
+        status = too_much_work(mod, rep, &err);
+    }
     if (status != TPU_OK) {
         goto fail;
     }
@@ -404,6 +434,8 @@ fail:
     if (rank0) {
         app_die_msg(err.msg);
     }
+    app_sink_discard(&sink); /* the old files stay as they were */
+    app_sink_discard(&csv_sink);
     rc = err.status == TPU_ERR_NO_MEMORY ? APP_EXIT_FAIL : APP_EXIT_USAGE;
 out:
     app_sink_close(&sink, NULL);
