@@ -38,6 +38,19 @@ static tpu_status_t check_shared(const app_opts_t *o, tpu_err_t *err)
         app_sink_check_paths(outs, 4, ins, 4, err) != TPU_OK) {
         return TPU_ERR_INVALID;
     }
+    /* 0 turns these off; between 0 and commands.def's MIN_BW the model's quotients overflow. */
+    {
+        const char *names[] = {"pcie-bw", "nic-bw", "reduce-bw"};
+        const double vals[] = {o->pcie_bw, o->nic_bw, o->reduce_bw};
+
+        for (i = 0; i < 3; i++) {
+            if (vals[i] > 0 && vals[i] < 1e3) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--%s must be 0 (not modeled) or 1e3 to 1e15 bytes/s, got %g",
+                                   names[i], vals[i]);
+            }
+        }
+    }
     if (o->inject != NULL) {
         int chip = -1, n = -1;
         long call = -1;

@@ -126,6 +126,14 @@ static tpu_status_t parse_order(const char *text, int32_t **order_p, int *n_p, t
 
         errno = 0;
         x = strtol(p, &end, 10);
+        if (*p == ',' || (*end == ',' && end[1] == '\0')) {
+            tpu__free(v);
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "--device-order '%s': item %d is empty (%s); expected chip ids "
+                               "separated by commas",
+                               text, n + 1 + (*p != ','),
+                               *p == ',' ? "two commas, or one at the start" : "a trailing comma");
+        }
         if (end == p || errno != 0 || x < 0 || x >= TPU_MAX_CHIPS || (*end != ',' && *end != 0)) {
             tpu__free(v);
             return tpu_err_set(err, TPU_ERR_INVALID,
