@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "help.h"
+#include "interrupt.h"
 #include "job.h"
 #include "jobenv.h"
 #include "launch.h"
@@ -258,6 +259,7 @@ int app_main(int argc, char **argv)
     tpu_pod_t *pod = NULL;
     int from = 1, code;
 
+    app_interrupt_install();
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("tpuemu %s\n", TPUEMU_VERSION);
         return APP_EXIT_OK;

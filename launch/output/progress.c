@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include "clock.h"
+#include "interrupt.h"
 #include "jobenv.h"
 
 #include <stdlib.h>
@@ -49,6 +50,7 @@ void app_progress_update(app_progress_t *p, long done, const char *item)
 {
     int i, fill;
 
+    app_interrupt_at(done, p->total, item); /* what an interrupt's line names */
     if (!p->enabled || tpu__now_s() - p->t0 < p->after_s) {
         return;
     }

@@ -4,32 +4,30 @@
  * checked there).  A regular file is written to a temporary name beside it
  * (DIR/.NAME.tmpXXXXXX) and renamed into place when complete, so that a failed or
  * interrupted run leaves the old file as it was and no partial one; SIGINT and
- * SIGTERM remove the temporary files before the process ends.  A FIFO or device
+ * SIGTERM remove the temporary files before the process ends (interrupt.c).  A FIFO or device
  * is opened in place, without blocking: one that no process reads is an error,
  * not a hang.  Two outputs on one file, or an output on an input, are refused.
  */
 #include "sink.h"
 
 #include "alloc.h"
+#include "interrupt.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Temporary files still open, by stream, also read by the signal handler. */
+/* Temporary files still open, by stream, also read in a signal handler. */
 #define MAX_TEMPS 16
 static struct {
     FILE *f;
     char *volatile tmp;
 } temps[MAX_TEMPS];
-static struct sigaction old_int, old_term;
-static int handlers;
 
-static void on_signal(int sig)
+void app_sink_remove_temps(void)
 {
     int i;
 
@@ -38,22 +36,6 @@ static void on_signal(int sig)
             (void)unlink(temps[i].tmp);
         }
     }
-    /* The handler before ours (the job's, or the default) sees the signal next. */
-    (void)sigaction(sig, sig == SIGINT ? &old_int : &old_term, NULL);
-    (void)raise(sig);
-}
-
-static void install_handlers(void)
-{
-    struct sigaction sa;
-
-    if (handlers) {
-        return;
-    }
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    handlers = sigaction(SIGINT, &sa, &old_int) == 0 && sigaction(SIGTERM, &sa, &old_term) == 0;
 }
 
 /* "DIR/.NAME.tmpXXXXXX" beside 'path'; NULL when out of memory. */
@@ -88,7 +70,7 @@ static tpu_status_t open_temp(app_sink_t *sink, const char *path, const struct s
     if (tmp == NULL) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory");
     }
-    install_handlers();
+    app_interrupt_install();
     fd = mkstemp(tmp);
     if (fd < 0) {
         tpu_err_set(err, TPU_ERR_INVALID, "cannot write '%s': %s", path, strerror(errno));

@@ -51,6 +51,8 @@ tpu_status_t app_sink_check_target(const char *flag, const char *path, tpu_err_t
  */
 tpu_status_t app_sink_check_paths(const app_sink_path_t *outs, int nouts,
                                   const app_sink_path_t *ins, int nins, tpu_err_t *err);
+/* Remove every temporary file still open (async-signal-safe: the SIGINT/SIGTERM handler's). */
+void app_sink_remove_temps(void);
 /* At exit: flush and close stdout; a write error (a full disk, a closed pipe) is an error. */
 tpu_status_t app_sink_close_stdout(tpu_err_t *err);
 /* Both on stdout would mix two documents: refuse it. */
