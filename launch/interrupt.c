@@ -42,7 +42,9 @@ static void install(int sig, struct sigaction *old)
 {
     struct sigaction cur, sa;
 
-    if (sigaction(sig, NULL, &cur) != 0 || cur.sa_handler == on_signal) {
+    /* An ignored signal (a background job's SIGINT) stays ignored. */
+    if (sigaction(sig, NULL, &cur) != 0 || cur.sa_handler == on_signal ||
+        cur.sa_handler == SIG_IGN) {
         return;
     }
     memset(&sa, 0, sizeof(sa));

@@ -28,11 +28,14 @@ leftovers "replay"
 # 3. Interrupted: SIGTERM and SIGINT while a long training runs (one line, old file kept).
 for sig in TERM INT; do
     echo OLD >"$dir/m.json"
-    "$tpuemu" train --topology 2x2 --steps 1000000 --hidden 64 --batch 16 --json "$dir/m.json" \
+    # (started with SIGINT at its default: a script's background jobs ignore it)
+    python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+        "$tpuemu" train --topology 2x2 --steps 1000000 --hidden 64 --batch 16 --json "$dir/m.json" \
         >/dev/null 2>"$dir/err" &
     pid=$!
     sleep 1
     kill -s "$sig" "$pid"
+    timeout 20 tail --pid="$pid" -f /dev/null || { kill -9 "$pid"; fail "SIG$sig did not end the run"; }
     wait "$pid"
     rc=$?
     if [ "$rc" -eq 0 ]; then
