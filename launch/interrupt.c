@@ -3,7 +3,7 @@
  * composed outside the handler (app_interrupt_at) into one of two buffers and
  * published by an index, so that the handler only calls write(), unlink() (in
  * app_sink_remove_temps), sigaction() and raise(), all async-signal-safe.  Under
- * mpirun only world rank 0 prints.
+ * mpirun no rank prints (the runtime's own SIGTERM follows any failure).
  */
 #include "interrupt.h"
 
@@ -63,7 +63,9 @@ void app_interrupt_install(void)
         if (r == NULL) {
             r = getenv("PMI_RANK");
         }
-        printer = r == NULL || strcmp(r, "0") == 0;
+        /* Under mpirun the runtime ends the ranks with SIGTERM after a failure elsewhere
+         * (whose rank has printed): the ranks say nothing, they only remove their files. */
+        printer = r == NULL;
     }
     install(SIGINT, &old_int);
     install(SIGTERM, &old_term);

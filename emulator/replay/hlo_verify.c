@@ -139,6 +139,14 @@ out:
     return found;
 }
 
+/* first_in_cycle() over 'edges', which it frees: '*cyc' the node, or -1. */
+static tpu_status_t cycle_in(verifier_t *v, int n, int *edges, int nedges, int *cyc)
+{
+    *cyc = first_in_cycle(n, edges, nedges);
+    tpu__free(edges);
+    return *cyc == -2 ? oom(v) : TPU_OK;
+}
+
 /* Operands: they exist, come first (parameters excepted), no instruction depends on itself. */
 static tpu_status_t check_operands(verifier_t *v, const tpu_hlo_comp_t *c)
 {
@@ -175,10 +183,8 @@ static tpu_status_t check_operands(verifier_t *v, const tpu_hlo_comp_t *c)
             }
         }
     }
-    cyc = first_in_cycle(c->ninstrs, edges, nedges);
-    tpu__free(edges);
-    if (cyc == -2) {
-        return oom(v);
+    if (cycle_in(v, c->ninstrs, edges, nedges, &cyc) != TPU_OK) {
+        return TPU_ERR_NO_MEMORY;
     }
     if (cyc >= 0) {
         return fail_at(v, &c->instrs[cyc],
@@ -275,10 +281,8 @@ static tpu_status_t check_calls(verifier_t *v)
             }
         }
     }
-    cyc = first_in_cycle(mod->ncomps, edges, nedges);
-    tpu__free(edges);
-    if (cyc == -2) {
-        return oom(v);
+    if (cycle_in(v, mod->ncomps, edges, nedges, &cyc) != TPU_OK) {
+        return TPU_ERR_NO_MEMORY;
     }
     if (cyc >= 0) {
         return tpu_err_set(v->err, TPU_ERR_INVALID,

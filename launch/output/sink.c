@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -59,6 +60,7 @@ static tpu_status_t open_temp(app_sink_t *sink, const char *path, const struct s
     int fd, slot;
     mode_t mask;
     char *tmp;
+    sigset_t block, saved;
 
     for (slot = 0; slot < MAX_TEMPS && temps[slot].tmp != NULL; slot++) {
     }
@@ -71,13 +73,21 @@ static tpu_status_t open_temp(app_sink_t *sink, const char *path, const struct s
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory");
     }
     app_interrupt_install();
+    /* No signal between the file's creation and its registration. */
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &saved);
     fd = mkstemp(tmp);
+    if (fd >= 0) {
+        temps[slot].tmp = tmp;
+    }
+    sigprocmask(SIG_SETMASK, &saved, NULL);
     if (fd < 0) {
         tpu_err_set(err, TPU_ERR_INVALID, "cannot write '%s': %s", path, strerror(errno));
         tpu__free(tmp);
         return TPU_ERR_INVALID;
     }
-    temps[slot].tmp = tmp;
     /* The mode an ordinary open() would give: the old file's, or 0666 less the umask. */
     mask = umask(0);
     umask(mask);

@@ -34,7 +34,7 @@ bad=0 n=0
 
 # classify RC OUTPUT -> class
 classify() {
-    local rc=$1 out=$2 sent=${3:-} lines
+    local rc=$1 out=$2 sent=${3:-} lines # $4: the case
     if printf '%s' "$out" | grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:'; then
         echo sanitizer
         return
@@ -43,8 +43,9 @@ classify() {
         echo hang
         return
     fi
+    # (not when the case itself typed inf or nan: the message echoes it)
     if printf '%s' "$out" | grep -qiE '(^|[^a-z_])-?(nan|inf)([^a-z_]|$)' &&
-        ! printf '%s' "$out" | grep -qiE "'[^']*(nan|inf)[^']*'"; then
+        ! printf '%s' "$4" | grep -qiE '(^|[^a-z_])[.+-]?(nan|inf)([^a-z_]|$)'; then
         echo inf-nan
         return
     fi
@@ -101,7 +102,7 @@ mpi() {
 
 record() {
     local expect=$1 rc=$2 out=$3 sent=$4 what=$5 cls ok=0 e
-    cls=$(classify "$rc" "$out" "$sent")
+    cls=$(classify "$rc" "$out" "$sent" "$what")
     n=$((n + 1))
     case $cls in
     crash | hang | sanitizer | multiline | inf-nan | bad-exit) ok=1 ;;
@@ -159,8 +160,8 @@ BIG=$(head -c 100000 /dev/zero | tr '\0' a)
 mkfifo fifo
 
 # Hostile values, and the flags that take a value (each command that takes it).
-values=("" "-1" "0" "1e-300" "4.9e-324" "nan" "inf" "1e400" "99999999999999999999" "1,,2" "x,"
-    ",x" "1,1" $'a\x01b' "$BIG" "0x10" " 1" "-0" "2.5")
+values=("" "-1" "0" "1e-300" "4.9e-324" "nan" "inf" "99999999999999999999" "1,,2" "x," "1,1"
+    $'a\x01b' "$BIG")
 [ "$mode" = fast ] && values=("" "1e-300" "99999999999999999999" "1,,2")
 
 # Flags and the command line that takes them (a small, quick run when valid).
@@ -173,7 +174,7 @@ cmds=("model --topology 2x2" "model --op matmul --m 8 --k 8 --n 8" "info" "repla
 declare -A seen
 for c in "${cmds[@]}"; do
     read -r -a words <<<"$c"
-    for f in $(flags_of "${words[@]:0:1}" $([ "${words[1]}" = --op ] && echo --op matmul)); do
+    for f in $(flags_of "${words[@]:0:1}" $([ "${words[1]:-}" = --op ] && echo --op matmul)); do
         key=${words[0]}$f
         [ "$mode" = fast ] && key=$f # each flag once, with the first command that takes it
         [ -n "${seen[$key]:-}" ] && continue
