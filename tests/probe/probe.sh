@@ -5,8 +5,9 @@
 # (a rank that crashes, stops, or is ended by SIGTERM; ranks that disagree).
 # Each case runs under a timeout and gets one class:
 #   ok        exit 0                    exit-1    exit 1 (a failure found while running)
-#   exit-2    exit 2 (bad input)        exit-3    exit 3 (a rank lost or stopped; docs/errors.md)
+#   exit-2    exit 2 (bad input, refused before the work; docs/errors.md)
 #   exit-130/143  ended by SIGINT/SIGTERM (the probe's own signal)
+#   rank-killed  under mpirun, exit 137 with one "lost chip" line (--inject crash)
 #   crash     a signal or an exit code >= 128 not sent by the probe
 #   hang      no end within the timeout
 #   sanitizer an AddressSanitizer / UBSan report
@@ -39,7 +40,7 @@ classify() {
         echo sanitizer
         return
     fi
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 -a -z "$sent" ]; then
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 -a "$sent" != mpi ]; then
         echo hang
         return
     fi
@@ -51,7 +52,7 @@ classify() {
     fi
     case $rc in
     0) echo ok; return ;;
-    1 | 2 | 3)
+    1 | 2)
         lines=$(printf '%s\n' "$out" | grep -c '^tpuemu: ')
         if [ "$lines" -ne 1 ]; then
             echo multiline
@@ -61,8 +62,15 @@ classify() {
         return
         ;;
     130 | 143)
-        if [ -n "$sent" ]; then
+        if [ -n "$sent" ] && [ "$sent" != mpi ]; then
             echo "exit-$rc"
+            return
+        fi
+        ;;
+    137)
+        # under mpirun: the status of a rank killed by SIGKILL (--inject crash), named by a line
+        if [ "$sent" = mpi ] && [ "$(printf '%s\n' "$out" | grep -c '^tpuemu: lost chip')" -eq 1 ]; then
+            echo rank-killed
             return
         fi
         ;;
@@ -94,10 +102,12 @@ $(grep -iE '(^|[^a-z_])-?(nan|inf)([^a-z_]|$)' "$D/stdout" | head -2)"
 mpi() {
     local np=$1 expect=$2 rc out
     shift 2
+    local t0=$SECONDS
     out=$(timeout -k 2 $((T + 40)) "${MPIRUN[@]}" -n "$np" "$tpuemu" "$@" 2>&1 >/dev/null </dev/null)
     rc=$?
+    [ $((SECONDS - t0)) -ge $((T + 40)) ] && rc=124
     out=$(printf '%s\n' "$out" | grep -E '^tpuemu: |Sanitizer|runtime error:')
-    record "$expect" "$rc" "$out" "" "mpirun -n $np $*"
+    record "$expect" "$rc" "$out" mpi "mpirun -n $np $*"
 }
 
 record() {
@@ -131,7 +141,8 @@ signal_case() {
     shift 2
     mkdir -p "$D/sig"
     echo OLD >"$D/sig/out.json"
-    "$tpuemu" "$@" --json "$D/sig/out.json" >/dev/null 2>"$D/sig/err" </dev/null &
+    python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+        "$tpuemu" "$@" --json "$D/sig/out.json" >/dev/null 2>"$D/sig/err" </dev/null &
     pid=$!
     sleep "$after"
     kill -s "$sig" "$pid" 2>/dev/null
@@ -310,17 +321,17 @@ done
 
 # ---------------------------------------------------------------- full: bigger values, MPI faults
 if [ "$mode" = full ]; then
-    signal_case INT 1 model --topology 16x20x28 --collective all-to-all --bytes 1G
-    signal_case TERM 1 model --topology 16x20x28 --collective all-to-all --bytes 1G
+    signal_case INT 1 train --topology 2x2 --steps 1000000 --hidden 64 --batch 16
+    signal_case TERM 1 train --topology 2x2 --steps 1000000 --hidden 64 --batch 16
     mpi 4 ok run --topology 2x2
     mpi 4 exit-2 run --topology 2x2 --bogus
     mpi 4 exit-2 run --topology 4x4
-    mpi 4 exit-1/exit-3 run --topology 2x2 --inject crash:chip=1,call=3
-    mpi 4 exit-1/exit-3 run --topology 2x2 --inject stop:chip=2,call=3 --timeout 2
-    mpi 4 exit-1/exit-3 bench --topology 2x2 --max-bytes 4K --inject crash:chip=3,call=0
-    mpi 4 exit-1/exit-3 replay m.hlo --topology 2x2 --inject crash:chip=1,call=2
-    mpi 4 exit-1/exit-3 replay m.hlo --topology 2x2 --inject stop:chip=0,call=1 --timeout 2
-    mpi 4 exit-1/exit-3 train --topology 2x2 --steps 3 --hidden 64 --batch 16 --inject stop:chip=1,call=5 --timeout 2
+    mpi 4 rank-killed run --topology 2x2 --inject crash:chip=1,call=3
+    mpi 4 exit-1 run --topology 2x2 --inject stop:chip=2,call=3 --timeout 2
+    mpi 4 rank-killed bench --topology 2x2 --max-bytes 4K --inject crash:chip=3,call=0
+    mpi 4 rank-killed replay m.hlo --topology 2x2 --inject crash:chip=1,call=2
+    mpi 4 exit-1 replay m.hlo --topology 2x2 --inject stop:chip=0,call=1 --timeout 2
+    mpi 4 exit-1 bench --topology 2x2 --max-bytes 4K --inject stop:chip=1,call=2 --timeout 2
     mpi 4 exit-2 replay "$FIX/hlo/bad/nested6.hlo" --topology 2x2
     mpi 4 exit-2 replay "$FIX/hlo/bad/dup_groups.hlo" --topology 2x2
     out=$(timeout 60 "${MPIRUN[@]}" -n 2 "$tpuemu" bench --topology 2x2 --chunks 1 : \
@@ -332,7 +343,7 @@ if [ "$mode" = full ]; then
 fi
 
 printf 'probe (%s): %d cases\n' "$mode" "$n"
-for k in ok exit-1 exit-2 exit-3 exit-130 exit-143 crash hang sanitizer multiline inf-nan bad-exit unexpected; do
+for k in ok exit-1 exit-2 exit-130 exit-143 rank-killed crash hang sanitizer multiline inf-nan bad-exit unexpected; do
     [ -n "${count[$k]:-}" ] && printf '  %-10s %d\n' "$k" "${count[$k]}"
 done
 [ "$bad" -eq 0 ] || { echo "FAIL: $bad cases crashed, hung, or ended outside their class"; exit 1; }
