@@ -24,10 +24,17 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
     ctest --test-dir "$TPU_ROOT/build-asan" -R 'mpi_run_np4|mpi_coll_2x2_all|loopback|mpi_shm_.*_5$' \
     --output-on-failure -j 1
 
+# The hostile probe's fast part (tests/probe/probe.sh) under ASan/UBSan: no crash, hang,
+# sanitizer report, multi-line error or exit code outside docs/errors.md's table.
+echo "== the probe under ASan/UBSan (build-asan/)"
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
+    ctest --test-dir "$TPU_ROOT/build-asan" -L probe --output-on-failure -j 1
+
 # Each parser's libFuzzer target for 20 s (tests/fuzz/run_fuzz.sh 36000 for hours).
 if command -v clang >/dev/null; then
     echo "== fuzzing the parsers (20 s each)"
     TPU_FUZZ_DIR="$TPU_ROOT/build-asan/fuzz" bash "$TPU_ROOT/tests/fuzz/run_fuzz.sh" 20
+    TPU_FUZZ_DIR="$TPU_ROOT/build-asan/fuzz" bash "$TPU_ROOT/tests/fuzz/run_hlo_fuzz.sh" 20
 fi
 
 echo "== every test (build/)"

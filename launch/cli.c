@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "help.h"
+#include "interrupt.h"
 #include "job.h"
 #include "jobenv.h"
 #include "launch.h"
@@ -19,16 +20,38 @@
 #include <string.h>
 #include <tpuemu_version.h>
 
-/* The checks every command's flags get without the pod: output targets, --inject, --fault. */
+/* The checks every command's flags get without the pod: output targets (none on an input or
+ * on another output), --inject, --fault. */
 static tpu_status_t check_shared(const app_opts_t *o, tpu_err_t *err)
 {
+    const app_sink_path_t outs[] = {
+        {"json", o->json}, {"csv", o->csv}, {"trace", o->trace}, {"heatmap", o->heatmap}};
+    const app_sink_path_t ins[] = {{"--config", o->config},
+                                   {"the module", o->module_path},
+                                   {"--data", o->data},
+                                   {"--labels", o->labels},
+                                   {"--compare", o->compare}};
     int i;
 
     if (app_sink_check_target("json", o->json, err) != TPU_OK ||
         app_sink_check_target("csv", o->csv, err) != TPU_OK ||
         app_sink_check_target("trace", o->trace, err) != TPU_OK ||
-        app_sink_check_target("heatmap", o->heatmap, err) != TPU_OK) {
+        app_sink_check_target("heatmap", o->heatmap, err) != TPU_OK ||
+        app_sink_check_paths(outs, 4, ins, 5, err) != TPU_OK) {
         return TPU_ERR_INVALID;
+    }
+    /* 0 turns these off; between 0 and commands.def's MIN_BW the model's quotients overflow. */
+    {
+        const char *names[] = {"pcie-bw", "nic-bw", "reduce-bw"};
+        const double vals[] = {o->pcie_bw, o->nic_bw, o->reduce_bw};
+
+        for (i = 0; i < 3; i++) {
+            if (vals[i] > 0 && vals[i] < 1e3) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--%s must be 0 (not modeled) or 1e3 to 1e15 bytes/s, got %g",
+                                   names[i], vals[i]);
+            }
+        }
     }
     if (o->inject != NULL) {
         int chip = -1, n = -1;
@@ -237,6 +260,7 @@ int app_main(int argc, char **argv)
     tpu_pod_t *pod = NULL;
     int from = 1, code;
 
+    app_interrupt_install();
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("tpuemu %s\n", TPUEMU_VERSION);
         return APP_EXIT_OK;

@@ -86,11 +86,15 @@ int app_job_start(const app_opts_t *o, int *argc, char ***argv, app_job_t *job)
     if (status == TPU_OK && job->nranks != tpu_pod_topo(job->pod)->nchips) {
         const tpu_topo_t *t = tpu_pod_topo(job->pod);
 
+        char sl[32] = "";
+
+        if (t->slices > 1) {
+            snprintf(sl, sizeof(sl), " x %d slices", t->slices);
+        }
         status = tpu_err_set(
             &err, TPU_ERR_INVALID,
             "topology %s%s has %d chips and needs %d ranks (mpirun -n %d), but this job has %d",
-            tpu_pod_shape(job->pod), t->slices > 1 ? " x slices" : "", t->nchips, t->nchips,
-            t->nchips, job->nranks);
+            tpu_pod_shape(job->pod), sl, t->nchips, t->nchips, t->nchips, job->nranks);
     }
     if (status == TPU_OK && job->crash_chip >= tpu_pod_topo(job->pod)->nchips) {
         status =

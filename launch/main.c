@@ -8,7 +8,8 @@
  * half the CPU time of such a psum).  The program's allocator asks the kernel
  * for transparent huge pages on blocks of 4 MiB and more (madvise; Linux only,
  * a hint the kernel may ignore): 15,000 faults instead of 37,000 there.  The library allocates
- * through this hook (tpu/alloc.h); small blocks are plain malloc.
+ * through this hook (tpu/alloc.h); small blocks are plain malloc.  At exit,
+ * stdout is flushed and closed, and a write error there fails the run.
  */
 #ifdef __linux__
 #define _DEFAULT_SOURCE /* madvise() and MADV_HUGEPAGE */
@@ -16,6 +17,9 @@
 #include "tpu/alloc.h"
 
 #include "cli.h"
+#include "jobenv.h"
+#include "launch.h"
+#include "sink.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -64,6 +68,17 @@ static void *huge_calloc(size_t count, size_t size)
 
 int main(int argc, char **argv)
 {
+    tpu_err_t err = {0};
+    int code;
+
     (void)tpu_alloc_set(huge_malloc, huge_realloc, huge_calloc, free);
-    return app_main(argc, argv);
+    code = app_main(argc, argv);
+    /* Text on stdout that could not be written (a full disk, a closed pipe) is an error. */
+    if (app_sink_close_stdout(&err) != TPU_OK) {
+        app_die_msg(err.msg);
+        if (code == APP_EXIT_OK) {
+            code = APP_EXIT_FAIL;
+        }
+    }
+    return code;
 }

@@ -106,20 +106,42 @@ static tpu_status_t kv_grow(app_kv_t *l, tpu_err_t *err)
     return TPU_OK;
 }
 
+/* Is NAME (nlen bytes) the name of an item of the list in [text, upto)? */
+static int kv_seen(const char *text, const char *upto, const char *name, size_t nlen)
+{
+    const char *p = text;
+
+    while (p < upto) {
+        size_t len = strcspn(p, ",="), item = strcspn(p, ",");
+
+        if (len == nlen && memcmp(p, name, nlen) == 0) {
+            return 1;
+        }
+        p += item + 1;
+    }
+    return 0;
+}
+
 /* Split "A=1,B=2" and append to 'l' (NULL: check only). */
 tpu_status_t app_kv_parse(const app_opt_t *o, const char *text, app_kv_t *l, tpu_err_t *err)
 {
     const char *p = text, *flag = o->name;
-    int integer = (o->flags & APP_OPT_KV_INT) != 0;
+    int integer = (o->flags & APP_OPT_KV_INT) != 0, k = 1;
 
-    while (*p != '\0') {
+    for (; *p != '\0'; k++) {
         const char *comma = strchr(p, ','), *eq;
         size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
         char item[256], *end;
         long long iv = 0;
         double dv = 0;
 
-        if (len == 0 || len >= sizeof(item)) {
+        if (len == 0) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "--%s '%s': item %d is empty (two commas, or one at the start); "
+                               "expected NAME=VALUE[,...]",
+                               flag, text, k);
+        }
+        if (len >= sizeof(item)) {
             return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': expected NAME=VALUE[,...]", flag,
                                text);
         }
@@ -128,6 +150,10 @@ tpu_status_t app_kv_parse(const app_opt_t *o, const char *text, app_kv_t *l, tpu
         eq = strchr(item, '=');
         if (eq == NULL || eq == item || eq[1] == '\0') {
             return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': expected NAME=VALUE", flag, item);
+        }
+        if (kv_seen(text, p, item, (size_t)(eq - item))) {
+            return tpu_err_set(err, TPU_ERR_INVALID, "--%s '%s': item %d names '%.*s' again", flag,
+                               text, k, (int)(eq - item), item);
         }
         errno = 0;
         if (integer) {
@@ -162,6 +188,12 @@ tpu_status_t app_kv_parse(const app_opt_t *o, const char *text, app_kv_t *l, tpu
         p += len;
         if (*p == ',') {
             p++;
+            if (*p == '\0') {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--%s '%s': item %d is empty (a trailing comma); expected "
+                                   "NAME=VALUE[,...]",
+                                   flag, text, k + 1);
+            }
         }
     }
     return TPU_OK;

@@ -10,6 +10,7 @@
 #include "watch_agree.h"
 
 #include "alloc.h"
+#include "commands.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,53 @@ int app_job_agree_values(int n, const char *const *names, const char *const *val
     return who == me ? 1 : 2;
 }
 
+/*
+ * Then every other row the command takes (its own and the shared groups), by its
+ * value as parsed: halves started with different flags are told which flag and
+ * both values, not the consequence (another algorithm, another pod).
+ */
+static void add_rows(const app_opts_t *o, const char *names[], char vals[][64], int *n_p)
+{
+    const app_cmd_t *cmd = app_commands_find(o->cmd);
+    app_opt_set_t sets[APP_G_COUNT + 1];
+    static char flags[APP_JOB_NOPTS][40];
+    char *buf = tpu__malloc(8192);
+    int ns, s, k, j, n = *n_p;
+
+    if (cmd == NULL || buf == NULL) {
+        tpu__free(buf);
+        return;
+    }
+    ns = app_commands_sets(cmd, sets);
+    for (s = 0; s < ns; s++) {
+        for (k = 0; k < sets[s].n && n < APP_JOB_NOPTS; k++) {
+            const app_opt_t *r = &sets[s].rows[k];
+            const char *v;
+
+            snprintf(flags[n], sizeof(flags[n]), "--%s", r->name);
+            for (j = 0; j < n && strcmp(names[j], flags[n]) != 0; j++) {
+            }
+            if (j < n || strcmp(r->name, "help") == 0) {
+                continue;
+            }
+            v = app_opt_value(r, o, buf, 8192);
+            names[n] = flags[n];
+            if (v == NULL) {
+                v = "(not given)";
+            }
+            if (strlen(v) < 64) {
+                snprintf(vals[n], 64, "%s", v);
+            } else {
+                snprintf(vals[n], 64, "%.30s... (hash %016llx)", v,
+                         (unsigned long long)hash_str(v));
+            }
+            n++;
+        }
+    }
+    tpu__free(buf);
+    *n_p = n;
+}
+
 int app_job_agree_opts(const app_opts_t *o, char *msg, size_t len)
 {
     /* Every option that changes the sequence of MPI calls or their sizes. */
@@ -127,6 +175,7 @@ int app_job_agree_opts(const app_opts_t *o, char *msg, size_t len)
 #undef OPT_S
 #undef OPT_I
 #undef OPT_D
+    add_rows(o, names, vals, &n);
     for (i = 0; i < n; i++) {
         pv[i] = vals[i];
     }

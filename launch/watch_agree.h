@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 /* Options compared across ranks at start. */
-#define APP_JOB_NOPTS 32
+#define APP_JOB_NOPTS 160
 
 /* The lowest rank of 'comm' with 'failed' set, or -1.  Collective. */
 int app_job_agree(MPI_Comm comm, int failed);

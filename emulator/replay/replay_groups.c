@@ -98,6 +98,14 @@ tpu_status_t tpu_replay_groups_get(const tpu_hlo_module_t *mod, const tpu_hlo_in
     }
     /* Expand: for each outer index (partition or replica the groups repeat over). */
     outer = mode == CROSS_REPLICA ? P : mode == CROSS_PARTITION ? R : 1;
+    /* 'chips' has room for the module's devices: more ids (one named twice) do not fit. */
+    if ((int64_t)(ng > 0 ? ng : 1) * size * outer * (mode == REPLICA_AND_PARTITION ? P : 1) >
+        ndev) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "%s:%d:%d: replica groups of '%s' name more devices than the module's "
+                           "%d (a device in two groups?)",
+                           mod->file, in->line, in->col, in->name, ndev);
+    }
     for (o = 0; o < outer; o++) {
         for (gi = 0; gi < (ng > 0 ? ng : 1); gi++) {
             if (mode == REPLICA_AND_PARTITION) {

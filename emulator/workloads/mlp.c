@@ -242,12 +242,27 @@ static tpu_status_t check_spec(tpu_mlp_t *mlp, tpu_err_t *err)
     if (!isfinite(s->lr)) {
         return tpu_err_set(err, TPU_ERR_INVALID, "lr must be a finite number");
     }
+    /* The step model's byte counts (activations b x max(H, 784), weights H x H, 16 bytes
+     * an element at most with gradients and moments) must stay far inside 64 bits. */
+    {
+        double wide = (double)(s->hidden > NIN ? s->hidden : NIN);
+
+        if ((double)s->batch * wide * 16.0 > 0x1p62 || wide * wide * 16.0 > 0x1p62) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "batch %lld with hidden %lld needs more than 2^62 bytes per "
+                               "array: batch x max(hidden, %d) must stay below 2^58 and hidden "
+                               "below 2^29",
+                               (long long)s->batch, (long long)s->hidden, NIN);
+        }
+    }
     if (s->batch % mlp->D != 0) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "batch %lld is not divisible by the mesh's data axis (data=%d): use a "
                            "multiple of %d, e.g. %lld",
                            (long long)s->batch, mlp->D, mlp->D,
-                           (long long)((s->batch / mlp->D + 1) * mlp->D));
+                           (long long)(s->batch > INT64_MAX - mlp->D
+                                           ? s->batch / mlp->D * mlp->D
+                                           : (s->batch / mlp->D + 1) * mlp->D));
     }
     if (s->hidden % mlp->M != 0 && !(s->model_only && s->pad_hidden)) {
         return tpu_err_set(err, TPU_ERR_INVALID,

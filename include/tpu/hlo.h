@@ -349,6 +349,16 @@ typedef struct tpu_hlo_file {
  */
 TPU_API tpu_status_t tpu_hlo_parse(const char *text, size_t len, const char *filename,
                                    tpu_hlo_file_t **file_p, tpu_err_t *err);
+/*
+ * Check a parsed module as XLA's HLO verifier would (emulator/replay/hlo_verify.c
+ * lists the checks): operands that exist and come first, no cycle among
+ * instructions or computations, an entry computation, collective and dot shapes
+ * that agree with their dimensions and replica groups, groups that partition the
+ * devices, whole non-negative trip counts.
+ * @return TPU_OK, TPU_ERR_INVALID ("FILE:LINE:COL: 'NAME': message", the first
+ *         violation), TPU_ERR_NO_MEMORY.
+ */
+TPU_API tpu_status_t tpu_hlo_verify(const tpu_hlo_module_t *mod, tpu_err_t *err);
 /* Free a parsed file; NULL is a no-op. */
 TPU_API void tpu_hlo_file_destroy(tpu_hlo_file_t *file);
 

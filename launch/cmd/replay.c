@@ -150,6 +150,14 @@ static tpu_status_t parse_order(const char *text, int32_t **order_p, int *n_p, t
 
         errno = 0;
         x = strtol(p, &end, 10);
+        if (*p == ',' || (*end == ',' && end[1] == '\0')) {
+            tpu__free(v);
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "--device-order '%s': item %d is empty (%s); expected chip ids "
+                               "separated by commas",
+                               text, n + 1 + (*p != ','),
+                               *p == ',' ? "two commas, or one at the start" : "a trailing comma");
+        }
         if (end == p || errno != 0 || x < 0 || x >= TPU_MAX_CHIPS || (*end != ',' && *end != 0)) {
             tpu__free(v);
             return tpu_err_set(err, TPU_ERR_INVALID,
@@ -172,6 +180,30 @@ static tpu_status_t parse_order(const char *text, int32_t **order_p, int *n_p, t
     *order_p = v;
     *n_p = n;
     return TPU_OK;
+}
+
+/*
+ * More collective executions per step than a replay unrolls (TPU_REPLAY_MAX_SEQ):
+ * refused alike in one process and under mpirun, where each is run with real bytes.
+ */
+static tpu_status_t too_much_work(const tpu_hlo_module_t *mod, const tpu_replay_report_t *rep,
+                                  tpu_err_t *err)
+{
+    const tpu_replay_coll_t *big = NULL;
+    int i;
+
+    for (i = 0; i < rep->ncolls; i++) {
+        if (big == NULL || rep->colls[i].executions > big->executions) {
+            big = &rep->colls[i];
+        }
+    }
+    return tpu_err_set(err, TPU_ERR_INVALID,
+                       "%s:%d:1: the module runs more than %d collective executions per step once "
+                       "its loops are unrolled ('%s' alone %lld times); lower its loops' counts "
+                       "with --trip-count NAME=K",
+                       mod->file, big != NULL ? big->line : mod->line, TPU_REPLAY_MAX_SEQ,
+                       big != NULL ? big->name : "?",
+                       big != NULL ? (long long)big->executions : 0LL);
 }
 
 /*
@@ -295,11 +327,15 @@ static tpu_status_t load_replay(const app_opts_t *o, const char *path, const tpu
     tpu_replay_opts_t ropts;
     size_t len = 0;
     tpu_status_t status;
+    int m;
 
     memset(L, 0, sizeof(*L));
     status = read_file(path, &L->text, &len, err);
     if (status == TPU_OK) {
         status = tpu_hlo_parse(L->text, len, path, &L->hf, err);
+    }
+    for (m = 0; status == TPU_OK && m < L->hf->nmodules; m++) {
+        status = tpu_hlo_verify(&L->hf->modules[m], err);
     }
     if (status != TPU_OK) {
         return status;
@@ -357,6 +393,9 @@ static tpu_status_t load_replay(const app_opts_t *o, const char *path, const tpu
     ropts.entry = o->entry;
     status = tpu_replay_run(L->mod, tpu_pod_topo(L->pod), tpu_pod_link(L->pod),
                             tpu_pod_chip(L->pod), &ropts, &L->rep, err);
+    if (status == TPU_OK && L->rep->seq_truncated) {
+        status = too_much_work(L->mod, L->rep, err);
+    }
     if (status != TPU_OK) {
         return status;
     }
@@ -407,6 +446,11 @@ int app_cmd_replay(app_ctx_t *ctx)
         if (read_file(o->module_path, &L.text, &len, &err) != TPU_OK ||
             tpu_hlo_parse(L.text, len, o->module_path, &L.hf, &err) != TPU_OK) {
             goto fail;
+        }
+        for (m = 0; m < L.hf->nmodules; m++) {
+            if (tpu_hlo_verify(&L.hf->modules[m], &err) != TPU_OK) {
+                goto fail;
+            }
         }
         for (m = 0; m < L.hf->nmodules && rank0; m++) {
             const tpu_hlo_module_t *x = &L.hf->modules[m];
@@ -594,6 +638,8 @@ fail:
     if (rank0) {
         app_die_msg(err.msg);
     }
+    app_sink_discard(&sink); /* the old files stay as they were */
+    app_sink_discard(&csv_sink);
     rc = err.status == TPU_ERR_NO_MEMORY ? APP_EXIT_FAIL : APP_EXIT_USAGE;
 out:
     app_sink_close(&sink, NULL);

@@ -170,6 +170,34 @@ tpu_status_t app_config_get_string(load_ctx_t *c, const char *key, const yaml_no
 }
 
 /*
+ * The range a number key takes, the same as its flag's where it has one: the
+ * model's products and quotients (bytes / bandwidth, hops x latency) stay finite
+ * and above the smallest normal double.  Keys not listed are only positive.
+ */
+static tpu_status_t in_range(load_ctx_t *c, const char *key, const yaml_node_t *val,
+                             field_kind_t kind, double x, const char *s)
+{
+    size_t len = strlen(key);
+    double lo = 0, hi = 0;
+    const char *unit = "";
+
+    if ((len > 3 && strcmp(key + len - 3, "_bw") == 0) ||
+        (len > 10 && strcmp(key + len - 10, "_bandwidth") == 0)) {
+        lo = 1e3, hi = 1e15, unit = "bytes/s";
+    } else if (kind == KIND_MICROS) {
+        lo = 0, hi = 1e6, unit = "microseconds";
+    } else if (strstr(key, "flops") != NULL || strstr(key, "_ops") != NULL) {
+        lo = 1e3, hi = 1e18, unit = "operations/s";
+    } else if (kind == KIND_BYTES) {
+        lo = 1, hi = 0x1p50, unit = "bytes";
+    }
+    if (hi > 0 && (x < lo || x > hi)) {
+        return app_config_fail_at(c, val, "'%s' must be %g to %g %s, got %s", key, lo, hi, unit, s);
+    }
+    return TPU_OK;
+}
+
+/*
  * A number of kind 'kind' (KIND_NUMBER, KIND_BYTES or KIND_MICROS): plain
  * decimal in strtod syntax (no hex, inf or nan), or for KIND_BYTES a size.
  */
@@ -213,6 +241,10 @@ tpu_status_t app_config_get_number(load_ctx_t *c, const char *key, const yaml_no
     if (kind == KIND_MICROS ? x < 0 : !(x > 0)) {
         return app_config_fail_at(c, val, "'%s' must be %s, got %s", key,
                                   kind == KIND_MICROS ? "zero or more" : "positive", s);
+    }
+    status = in_range(c, key, val, kind, x, s);
+    if (status != TPU_OK) {
+        return status;
     }
     *out_p = kind == KIND_MICROS ? x * 1e-6 : x;
     return TPU_OK;

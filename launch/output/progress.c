@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include "clock.h"
+#include "interrupt.h"
 #include "jobenv.h"
 
 #include <stdlib.h>
@@ -66,6 +67,7 @@ void app_progress_update(app_progress_t *p, long done, const char *item)
     char line[256], e[24], eta[24];
     int i, fill, n;
 
+    app_interrupt_at(done, p->total, item); /* what an interrupt's line names */
     if (!p->enabled || el < p->after_s) {
         return;
     }

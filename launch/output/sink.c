@@ -1,26 +1,123 @@
 /*
  * Output files: check a target before the work, open, and close with the write
  * errors found (a full disk shows only at fflush/fclose, so every byte written is
- * checked there).  A FIFO is opened without blocking: one that no process reads
- * is an error, not a hang.
+ * checked there).  A regular file is written to a temporary name beside it
+ * (DIR/.NAME.tmpXXXXXX) and renamed into place when complete, so that a failed or
+ * interrupted run leaves the old file as it was and no partial one; SIGINT and
+ * SIGTERM remove the temporary files before the process ends (interrupt.c).  A FIFO or device
+ * is opened in place, without blocking: one that no process reads is an error,
+ * not a hang.  Two outputs on one file, or an output on an input, are refused.
  */
 #include "sink.h"
 
+#include "alloc.h"
+#include "interrupt.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Temporary files still open, by stream, also read in a signal handler. */
+#define MAX_TEMPS 16
+static struct {
+    FILE *f;
+    char *volatile tmp;
+} temps[MAX_TEMPS];
+
+void app_sink_remove_temps(void)
+{
+    int i;
+
+    for (i = 0; i < MAX_TEMPS; i++) {
+        if (temps[i].tmp != NULL) {
+            (void)unlink(temps[i].tmp);
+        }
+    }
+}
+
+/* "DIR/.NAME.tmpXXXXXX" beside 'path'; NULL when out of memory. */
+static char *temp_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dlen = slash != NULL ? (size_t)(slash - path) + 1 : 0;
+    size_t len = strlen(path) + 16;
+    char *name = tpu__malloc(len);
+
+    if (name != NULL) {
+        snprintf(name, len, "%.*s.%s.tmpXXXXXX", (int)dlen, path, path + dlen);
+    }
+    return name;
+}
+
+/* Open a regular (or not yet existing) file through a temporary name. */
+static tpu_status_t open_temp(app_sink_t *sink, const char *path, const struct stat *old,
+                              tpu_err_t *err)
+{
+    int fd, slot;
+    mode_t mask;
+    char *tmp;
+    sigset_t block, saved;
+
+    for (slot = 0; slot < MAX_TEMPS && temps[slot].tmp != NULL; slot++) {
+    }
+    if (slot == MAX_TEMPS) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "cannot write '%s': more than %d output files",
+                           path, MAX_TEMPS);
+    }
+    tmp = temp_name(path);
+    if (tmp == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory");
+    }
+    app_interrupt_install();
+    /* No signal between the file's creation and its registration. */
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &saved);
+    fd = mkstemp(tmp);
+    if (fd >= 0) {
+        temps[slot].tmp = tmp;
+    }
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+    if (fd < 0) {
+        tpu_err_set(err, TPU_ERR_INVALID, "cannot write '%s': %s", path, strerror(errno));
+        tpu__free(tmp);
+        return TPU_ERR_INVALID;
+    }
+    /* The mode an ordinary open() would give: the old file's, or 0666 less the umask. */
+    mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, old != NULL ? old->st_mode & 07777 : 0666 & ~mask);
+    sink->f = fdopen(fd, "w");
+    if (sink->f == NULL) {
+        close(fd);
+        unlink(tmp);
+        temps[slot].tmp = NULL;
+        tpu__free(tmp);
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "cannot write '%s': %s", path, strerror(errno));
+    }
+    temps[slot].f = sink->f;
+    return TPU_OK;
+}
+
 tpu_status_t app_sink_open(app_sink_t *sink, const char *path, tpu_err_t *err)
 {
-    int fd, flags;
+    struct stat st;
+    int fd, flags, exists;
 
     sink->path = path;
     sink->f = NULL;
     if (strcmp(path, "-") == 0) {
         sink->f = stdout;
         return TPU_OK;
+    }
+    exists = stat(path, &st) == 0;
+    if (!exists || S_ISREG(st.st_mode)) {
+        return open_temp(sink, path, exists ? &st : NULL, err);
     }
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0666);
     if (fd < 0) {
@@ -88,40 +185,145 @@ tpu_status_t app_sink_check_target(const char *flag, const char *path, tpu_err_t
     return TPU_OK;
 }
 
-void app_sink_discard(app_sink_t *sink)
+/* What a path names: an existing file's device and inode, or a new file's folder and name. */
+typedef struct ident {
+    dev_t dev;
+    ino_t ino;
+    const char *name; /* NULL: an existing file */
+    int special;      /* a device or FIFO: several outputs may share one (/dev/null) */
+} ident_t;
+
+static int identify(const char *path, ident_t *id)
 {
     struct stat st;
-    int regular;
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
 
-    if (sink->f == NULL) {
-        return;
+    memset(id, 0, sizeof(*id));
+    if (stat(path, &st) == 0) {
+        id->dev = st.st_dev;
+        id->ino = st.st_ino;
+        id->special = !S_ISREG(st.st_mode);
+        return 1;
     }
-    regular = sink->f != stdout && fstat(fileno(sink->f), &st) == 0 && S_ISREG(st.st_mode);
-    app_sink_close(sink, NULL);
-    if (regular) {
-        unlink(sink->path);
+    if (slash == NULL) {
+        snprintf(dir, sizeof(dir), ".");
+    } else {
+        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    }
+    if (stat(dir, &st) != 0) {
+        return 0;
+    }
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    id->name = slash != NULL ? slash + 1 : path;
+    return 1;
+}
+
+static int same(const ident_t *a, const ident_t *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && !a->special && !b->special &&
+           (a->name == NULL) == (b->name == NULL) &&
+           (a->name == NULL || strcmp(a->name, b->name) == 0);
+}
+
+tpu_status_t app_sink_check_paths(const app_sink_path_t *outs, int nouts,
+                                  const app_sink_path_t *ins, int nins, tpu_err_t *err)
+{
+    ident_t a, b;
+    int i, j;
+
+    for (i = 0; i < nouts; i++) {
+        if (outs[i].path == NULL || strcmp(outs[i].path, "-") == 0 || !identify(outs[i].path, &a)) {
+            continue;
+        }
+        for (j = 0; j < nins; j++) {
+            if (ins[j].path != NULL && identify(ins[j].path, &b) && b.name == NULL &&
+                same(&a, &b)) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--%s '%s' is the same file as %s '%s', an input of this run: "
+                                   "writing it would destroy it; give another file",
+                                   outs[i].flag, outs[i].path, ins[j].flag, ins[j].path);
+            }
+        }
+        for (j = 0; j < i; j++) {
+            if (outs[j].path != NULL && strcmp(outs[j].path, "-") != 0 &&
+                identify(outs[j].path, &b) && same(&a, &b)) {
+                return tpu_err_set(err, TPU_ERR_INVALID,
+                                   "--%s '%s' and --%s '%s' are the same file: one would "
+                                   "overwrite the other; give each its own file",
+                                   outs[j].flag, outs[j].path, outs[i].flag, outs[i].path);
+            }
+        }
+    }
+    return TPU_OK;
+}
+
+/* Close the stream; its temporary file, if any, is renamed into place when 'keep'. */
+static tpu_status_t finish(app_sink_t *sink, int keep, tpu_err_t *err)
+{
+    int bad, saved, slot;
+    FILE *f = sink->f;
+
+    errno = 0;
+    bad = fflush(f) != 0 || ferror(f);
+    saved = errno;
+    if (f != stdout && fclose(f) != 0 && !bad) {
+        bad = 1;
+        saved = errno;
+    }
+    sink->f = NULL;
+    for (slot = 0; slot < MAX_TEMPS && (temps[slot].tmp == NULL || temps[slot].f != f); slot++) {
+    }
+    if (slot < MAX_TEMPS) {
+        char *tmp = temps[slot].tmp;
+
+        if (keep && !bad && rename(tmp, sink->path) != 0) {
+            bad = 1;
+            saved = errno;
+        }
+        if (!keep || bad) {
+            (void)unlink(tmp);
+        }
+        temps[slot].tmp = NULL;
+        temps[slot].f = NULL;
+        tpu__free(tmp);
+    }
+    if (bad && keep) {
+        return tpu_err_set(err, TPU_ERR_IO, "cannot write '%s': %s",
+                           strcmp(sink->path, "-") == 0 ? "stdout" : sink->path,
+                           saved ? strerror(saved) : "write error");
+    }
+    return TPU_OK;
+}
+
+void app_sink_discard(app_sink_t *sink)
+{
+    if (sink->f != NULL) {
+        (void)finish(sink, 0, NULL);
     }
 }
 
 tpu_status_t app_sink_close(app_sink_t *sink, tpu_err_t *err)
 {
-    int bad, saved;
-
     if (sink->f == NULL) {
         return TPU_OK;
     }
+    return finish(sink, 1, err);
+}
+
+tpu_status_t app_sink_close_stdout(tpu_err_t *err)
+{
+    int bad;
+
     errno = 0;
-    bad = fflush(sink->f) != 0 || ferror(sink->f);
-    saved = errno;
-    if (sink->f != stdout && fclose(sink->f) != 0 && !bad) {
+    bad = fflush(stdout) != 0 || ferror(stdout);
+    if (!bad && fclose(stdout) != 0) {
         bad = 1;
-        saved = errno;
     }
-    sink->f = NULL;
     if (bad) {
-        return tpu_err_set(err, TPU_ERR_IO, "cannot write '%s': %s",
-                           strcmp(sink->path, "-") == 0 ? "stdout" : sink->path,
-                           saved ? strerror(saved) : "write error");
+        return tpu_err_set(err, TPU_ERR_IO, "cannot write stdout: %s",
+                           errno ? strerror(errno) : "write error");
     }
     return TPU_OK;
 }

@@ -774,6 +774,12 @@ static void test_fuzz(void **state)
                     ok++;
                     for (m = 0; m < f->nmodules; m++) {
                         int d = tpu_replay_device_count(&f->modules[m]);
+                        tpu_err_t ve = {0};
+
+                        /* The verifier refuses with a message, or passes (replayed either way). */
+                        if (tpu_hlo_verify(&f->modules[m], &ve) != TPU_OK) {
+                            assert_true(strlen(ve.msg) > 0);
+                        }
 
                         if (d == 8 || d == 16) {
                             tpu_topo_t topo;
