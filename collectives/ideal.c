@@ -102,26 +102,23 @@ double tpu_coll_ideal_us(const tpu_topo_t *t, const tpu_link_model_t *link,
 }
 
 /*
- * The calibrated mode: two constants fitted to the scaling book's measurements
- * on v5e ("Sharded Matrices and How to Multiply Them", pop quiz 2, and its
- * all-gather bandwidth plot):
+ * The calibrated mode of v5e: two constants fitted to the scaling book's
+ * measurements on v5e ("Sharded Matrices and How to Multiply Them", pop quiz 2,
+ * and its all-gather bandwidth plot):
  *   (a) {X:8, Y:4} all-gather of bf16[2048, 8192] over Y (open, 4 chips):
  *       measured 680 us, formula 562 us;
  *   (b) the same with E = F = 256 (128 KiB): measured ~8 us, formula 5.2 us;
  *   (c) v5e 8x16: ~95% of peak unidirectional link bandwidth at ~10 MB.
  * (a) alone says a link efficiency of 559/677 = 0.83; (c) says 0.95: the figures
- * do not fit one efficiency, so the two constants balance the errors over the
- * three, and (b) fixes the launch cost once the efficiency is chosen:
- *   ICI efficiency 0.88, launch 2.5 us.
- * test_calibrated checks each figure within 10% (the README gives the figures).
- * These are fits to published measurements, not published constants; the
- * default (formula) model does not use them.
+ * do not fit one efficiency, so the efficiency is the one that makes the
+ * largest error of (a) and (c) smallest (0.895: -7.4% and +7.1%), and (b) fixes
+ * the launch cost once the efficiency is chosen (2.5 us).  The constants are in
+ * tpu/link.h; the profiles of every generation in tpu/calibration.h.  These are
+ * fits to published measurements, not published constants; the default
+ * (formula) model does not use them.
  */
-#define TPU_CALIBRATED_ICI_EFFICIENCY 0.88
-#define TPU_CALIBRATED_LAUNCH_S       2.5e-6
-
 void tpu_link_model_calibrate(tpu_link_model_t *link)
 {
-    link->ici_efficiency = TPU_CALIBRATED_ICI_EFFICIENCY;
-    link->launch = TPU_CALIBRATED_LAUNCH_S;
+    link->ici_efficiency = TPU_LINK_V5E_ICI_EFFICIENCY;
+    link->launch = TPU_LINK_V5E_LAUNCH_S;
 }

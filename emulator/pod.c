@@ -10,6 +10,8 @@
  */
 #include "tpu/pod.h"
 
+#include "tpu/calibration.h"
+
 #include "alloc.h"
 
 #include <stdio.h>
@@ -23,6 +25,7 @@ struct tpu_pod {
     char shape[64];
     char wrap[32];
     int wrap_auto;
+    int calibrated; /* the link model carries the chip's calibration profile */
 };
 
 void tpu_pod_spec_init(tpu_pod_spec_t *spec)
@@ -179,7 +182,8 @@ tpu_status_t tpu_pod_create(const tpu_pod_spec_t *spec, tpu_pod_t **pod_p, tpu_e
     }
     tpu_chip_link_model(&pod->chip, &pod->link);
     if (spec->calibrated) {
-        tpu_link_model_calibrate(&pod->link);
+        tpu_chip_link_calibrate(&pod->chip, &pod->link);
+        pod->calibrated = 1;
     }
     if (spec->nfaults > 0) {
         status = tpu_faults_create(&pod->topo, pod->link.host_dims, spec->faults, spec->nfaults,
@@ -239,4 +243,9 @@ const char *tpu_pod_wrap(const tpu_pod_t *pod)
 int tpu_pod_wrap_auto(const tpu_pod_t *pod)
 {
     return pod->wrap_auto;
+}
+
+int tpu_pod_calibrated(const tpu_pod_t *pod)
+{
+    return pod->calibrated;
 }

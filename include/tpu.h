@@ -21,6 +21,7 @@
 #include "tpu/topo.h"
 
 /* The chip model: generations, HBM, VMEM and kernels, MXU, VPU, their costs. */
+#include "tpu/calibration.h"
 #include "tpu/chip.h"
 #include "tpu/hbm.h"
 #include "tpu/mxu.h"

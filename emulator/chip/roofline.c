@@ -26,6 +26,7 @@
  */
 #include "tpu/roofline.h"
 
+#include "tpu/calibration.h"
 #include "tpu/mxu.h"
 #include "tpu/vpu.h"
 
@@ -143,6 +144,45 @@ double tpu_mxu_seconds(const tpu_chip_spec_t *spec, int64_t m, int64_t k, int64_
         return 0;
     }
     return mxu_hw_flops(spec, m, k, n) / peak;
+}
+
+/*
+ * The calibrated matmul (tpu/mxu.h): the chip's TensorCores split the rows (m),
+ * each with its share of the peak and of the HBM rate; on one TensorCore
+ *   t = launch + max(hw_flops / (peak x mxu_efficiency), bytes / hbm) + fill,
+ *   hbm  = the TensorCore's share of hbm_bw x hbm_efficiency,
+ *   fill = (first A and B blocks + last C block) / hbm, blocks of edge at most
+ *          mxu_block: the pipeline's prologue and epilogue, not overlapped.
+ * The constants are the chip's calibration profile (tpu/calibration.h).
+ */
+double tpu_mxu_seconds_calibrated(const tpu_chip_spec_t *spec, int64_t m, int64_t k, int64_t n,
+                                  tpu_dtype_t in)
+{
+    const tpu_chip_calibration_t *cal = tpu_chip_calibration(spec->name);
+    double peak = tpu__mxu_peak(spec, in), tc = spec->tensorcores > 0 ? spec->tensorcores : 1;
+    double si = tpu_dtype_size(in), so, hbm, bytes, fill, bm, bk, bn, mt, compute;
+
+    if (!(peak > 0) || !(spec->hbm_bw > 0) || m <= 0 || k <= 0 || n <= 0) {
+        return 0;
+    }
+    so = in == TPU_DTYPE_BF16 ? si : 4; /* bf16 out; f32 and int32 are 4 bytes */
+    mt = (double)((m + (int64_t)tc - 1) / (int64_t)tc);
+    hbm = spec->hbm_bw / tc * cal->hbm_efficiency;
+    bytes = (mt * (double)k + (double)k * (double)n) * si + mt * (double)n * so;
+    bm = mt < cal->mxu_block ? mt : cal->mxu_block;
+    bk = (double)k < cal->mxu_block ? (double)k : cal->mxu_block;
+    bn = (double)n < cal->mxu_block ? (double)n : cal->mxu_block;
+    fill = ((bm * bk + bk * bn) * si + bm * bn * so) / hbm;
+    compute = mxu_hw_flops(spec, (int64_t)mt, k, n) / (peak / tc * cal->mxu_efficiency);
+    return cal->mxu_launch + (compute > bytes / hbm ? compute : bytes / hbm) + fill;
+}
+
+double tpu_mxu_efficiency(const tpu_chip_spec_t *spec, int64_t m, int64_t k, int64_t n,
+                          tpu_dtype_t in)
+{
+    double t = tpu_mxu_seconds_calibrated(spec, m, k, n, in);
+
+    return t > 0 ? 2.0 * (double)m * (double)k * (double)n / (t * tpu__mxu_peak(spec, in)) : 0;
 }
 
 int64_t tpu__vpu_padded(int64_t rows, int64_t cols)

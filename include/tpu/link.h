@@ -37,9 +37,14 @@ typedef struct tpu_link_model {
 } tpu_link_model_t;
 
 /*
- * The calibrated constants (collectives/ideal.c): ici_efficiency and launch fitted
- * to the scaling book's measured v5e figures.  Sets them in 'link'.
+ * The calibrated link constants of v5e, fitted to the scaling book's measured
+ * v5e figures (collectives/ideal.c gives the fit).  Every generation's profile
+ * is in tpu/calibration.h; tpu_chip_link_calibrate() applies the chip's own.
  */
+#define TPU_LINK_V5E_ICI_EFFICIENCY 0.895
+#define TPU_LINK_V5E_LAUNCH_S       2.5e-6
+
+/* Set the v5e calibrated constants (above) in 'link'. */
 TPU_API void tpu_link_model_calibrate(tpu_link_model_t *link);
 
 /*

@@ -58,6 +58,21 @@ TPU_API double tpu_mxu_seconds(const tpu_chip_spec_t *spec, int64_t m, int64_t k
                                tpu_dtype_t in);
 
 /*
+ * The calibrated seconds of the same matmul: the time real shapes take, from
+ * the chip's calibration profile (tpu/calibration.h): a start cost per op, the
+ * sustained fraction of the MXU peak and of the HBM rate, and the pipeline's
+ * first loads and last store that nothing overlaps; the TensorCores split m.
+ * Small and skinny matmuls fall far below peak (v7, m = n = k = 128: 0.1% of
+ * it; 32768: 80%).  Returns 0 where tpu_mxu_seconds() does.
+ */
+TPU_API double tpu_mxu_seconds_calibrated(const tpu_chip_spec_t *spec, int64_t m, int64_t k,
+                                          int64_t n, tpu_dtype_t in);
+
+/* The fraction of the chip's peak the calibrated matmul reaches: 2mkn / (seconds x peak). */
+TPU_API double tpu_mxu_efficiency(const tpu_chip_spec_t *spec, int64_t m, int64_t k, int64_t n,
+                                  tpu_dtype_t in);
+
+/*
  * C = A @ B through the VMEM executor on 'vmem's chip.  'a' is m x k, 'b' k x n,
  * 'c' m x n, row-major, of the types in 'desc' (bf16 as uint16_t bits).
  * @param [out] report_p  roofline and pipeline (may be NULL; set on success)

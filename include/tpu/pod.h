@@ -33,7 +33,7 @@ typedef struct tpu_pod_spec {
     double pcie_bw;     /* chip <-> host bytes/s each direction; < 0: the chip's */
     double nic_bw;      /* host NIC bytes/s each direction; < 0: the chip's (0: chips x dcn_bw) */
     double reduce_bw;   /* bytes/s of a chip's reductions; < 0: the chip's (0: hbm_bw / 3) */
-    int calibrated; /* 1: the link model with the calibrated constants (tpu_link_model_calibrate) */
+    int calibrated;     /* 1: the chip's calibration profile (tpu/calibration.h) */
     /* Slow and failed links, slow chips and NICs (tpu/fault.h); copied by the pod. */
     const tpu_fault_t *faults;
     int nfaults;
@@ -63,6 +63,10 @@ TPU_API const char *tpu_pod_shape(const tpu_pod_t *pod);
 TPU_API const char *tpu_pod_wrap(const tpu_pod_t *pod);
 /* 1 when the wrap came from the chip's slice rules ("auto"). */
 TPU_API int tpu_pod_wrap_auto(const tpu_pod_t *pod);
+
+/* 1 when the pod was created calibrated: its link model carries the chip's
+ * calibration profile, and its matmuls should take tpu_mxu_seconds_calibrated(). */
+TPU_API int tpu_pod_calibrated(const tpu_pod_t *pod);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 /* tpuemu model: a collective modeled in one process, through the sim path. */
 #include "model.h"
 
+#include "tpu/calibration.h"
+
 #include "clock.h"
 #include "csv.h"
 #include "desc.h"
@@ -11,12 +13,28 @@
 #include "sink.h"
 #include "units.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Does the link model carry the calibrated constants (--calibrated)? */
 static int is_calibrated(const tpu_link_model_t *link)
 {
     return link->launch > 0 || (link->ici_efficiency > 0 && link->ici_efficiency != 1);
+}
+
+/* Where the chip's calibrated link constants come from: its own measurements, or
+ * those of the nearest measured generation, named. */
+static void calibration_note(const tpu_chip_spec_t *chip, char *buf, size_t len)
+{
+    const tpu_chip_calibration_t *cal = tpu_chip_calibration(chip->name);
+
+    if (strcmp(cal->links_from, chip->name) == 0) {
+        snprintf(buf, len, "%s (efficiency %.3g, launch %.3g us)", cal->links_source,
+                 cal->ici_efficiency, cal->launch * 1e6);
+    } else {
+        snprintf(buf, len, "no %s measurement: %s's profile (efficiency %.3g, launch %.3g us)",
+                 chip->name, cal->links_from, cal->ici_efficiency, cal->launch * 1e6);
+    }
 }
 
 /*
@@ -38,7 +56,7 @@ static tpu_status_t both_modes(const tpu_pod_t *pod, const tpu_coll_plan_t *plan
         link.ici_efficiency = 1;
         link.launch = 0;
     } else {
-        tpu_link_model_calibrate(&link);
+        tpu_chip_link_calibrate(tpu_pod_chip(pod), &link);
     }
     status = tpu_coll_plan_model_link(plan, &link, &r, err);
     mode_us[!mine] = status == TPU_OK ? r.modeled_us : 0;
@@ -72,6 +90,12 @@ static tpu_status_t write_json(const char *path, const tpu_pod_t *pod, const tpu
     app_json_kfixed(&j, "default_us", mode_us[0], 6);
     app_json_kfixed(&j, "calibrated_us", mode_us[1], 6);
     app_json_kstr(&j, "mode", is_calibrated(tpu_pod_link(pod)) ? "calibrated" : "default");
+    if (is_calibrated(tpu_pod_link(pod))) {
+        char note[256];
+
+        calibration_note(tpu_pod_chip(pod), note, sizeof(note));
+        app_json_kstr(&j, "calibration_source", note);
+    }
     app_json_kstr(&j, "algorithm", res->algorithm);
     app_json_kint(&j, "flows", (long long)res->flows);
     app_json_kint(&j, "steps", res->steps);
@@ -217,6 +241,12 @@ int app_cmd_model(app_ctx_t *ctx)
     fprintf(txt, "modeled    %.3f us%s\n", res.modeled_us,
             is_calibrated(tpu_pod_link(pod)) ? " (calibrated)" : "");
     fprintf(txt, "formula    %.3f us (published formula, fidelity.md)\n", ideal);
+    if (is_calibrated(tpu_pod_link(pod))) {
+        char note[256];
+
+        calibration_note(tpu_pod_chip(pod), note, sizeof(note));
+        fprintf(txt, "calibrated %s\n", note);
+    }
     fprintf(txt, "links      busiest link busy:");
     for (a = 0; a <= TPU_AXIS_DCN; a++) {
         if (res.axis[a].busy_us > 0) {

@@ -2,7 +2,7 @@
  * "tpuemu model --op ...": model one chip op without data.
  *
  *   tpuemu model --op matmul --m 8192 --k 8192 --n 8192 [--dtype bf16|f32|i8]
- *                [--out-dtype bf16|f32] [--chip v5e] [--json FILE|-]
+ *                [--out-dtype bf16|f32] [--calibrated] [--chip v5e] [--json FILE|-]
  *   tpuemu model --op add|mul|max|relu|exp|tanh|gelu|softmax|sum|reduce_max
  *                --elements N [--cols C] [--dtype bf16|f32|i8] [--chip v5e] [--json FILE|-]
  *
@@ -11,11 +11,14 @@
  * include/tpu/roofline.h) and the pipelined time of the VMEM executor for the block
  * plan the op would run, modelled without data.  --cols C makes softmax, sum
  * and reduce_max work on rows of C elements (N / C rows; default: one row of
- * N).  Sizes are plain positive integers.  The flags are rows of the command
+ * N).  --calibrated adds the matmul's calibrated time, the fraction of peak it
+ * reaches and where the chip's MXU profile comes from (tpu_mxu_seconds_calibrated(),
+ * tpu/calibration.h).  Sizes are plain positive integers.  The flags are rows of the command
  * table (commands.def); bad input: one line "tpuemu: ..." on stderr and exit 2.
  */
 #include "op.h"
 
+#include "tpu/calibration.h"
 #include "tpu/chip.h"
 #include "tpu/mxu.h"
 #include "tpu/roofline.h"
@@ -80,6 +83,8 @@ typedef struct op_result {
     tpu_vpu_desc_t vpu;
     tpu_roofline_report_t rep;
     int has_pipeline;
+    int calibrated;       /* --calibrated (matmul only) */
+    double calibrated_us; /* tpu_mxu_seconds_calibrated() */
     char pipeline_note[TPU_ERR_MSG_LEN + 64];
 } op_result_t;
 
@@ -131,7 +136,13 @@ static tpu_status_t setup(const app_opts_t *a, op_result_t *r, tpu_err_t *err)
             }
             r->mm.out = out;
         }
+        r->calibrated = a->calibrated;
+        r->calibrated_us = 1e6 * tpu_mxu_seconds_calibrated(&r->spec, m, k, n, in);
         return tpu_mxu_roofline(&r->spec, &r->mm, &r->rep.roofline, err);
+    }
+    if (a->calibrated) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--calibrated applies to --op matmul, not to %s",
+                           a->chip_op);
     }
     if (tpu_vpu_op_parse(a->chip_op, &vop, NULL) != TPU_OK) {
         return tpu_err_set(err, TPU_ERR_INVALID,
@@ -245,6 +256,15 @@ static void print_json(app_json_t *j, const op_result_t *r)
     app_json_kfixed(j, "memory_us", rl->memory_us, 6);
     app_json_kfixed(j, "modeled_us", rl->modeled_us, 6);
     app_json_kstr(j, "bound", tpu_roofline_bound_name(rl->bound));
+    if (r->calibrated) {
+        const tpu_chip_calibration_t *cal = tpu_chip_calibration(r->spec.name);
+
+        app_json_kfixed(j, "calibrated_us", r->calibrated_us, 6);
+        app_json_ksig(j, "calibrated_flops_per_s", rl->flops / (r->calibrated_us * 1e-6), 6);
+        app_json_ksig(j, "mxu_efficiency", rl->flops / (r->calibrated_us * 1e-6) / rl->peak, 6);
+        app_json_kstr(j, "calibration_chip", cal->mxu_from);
+        app_json_kstr(j, "calibration_source", cal->mxu_source);
+    }
     if (r->has_pipeline) {
         app_json_kfixed(j, "pipelined_us", p->modeled_us, 6);
         app_json_kint(j, "grid_steps", (long long)p->steps);
@@ -305,6 +325,19 @@ static void print_table(FILE *out, const op_result_t *r)
             r->spec.hbm_bw);
     fprintf(out, "%-12s %s us, %s-bound\n", "modeled", app_units_us(rl->modeled_us, us, sizeof(us)),
             tpu_roofline_bound_name(rl->bound));
+    if (r->calibrated) {
+        const tpu_chip_calibration_t *cal = tpu_chip_calibration(r->spec.name);
+        double rate = rl->flops / (r->calibrated_us * 1e-6);
+
+        fprintf(out, "%-12s %s us, %.4g FLOP/s (%.1f%% of peak)\n", "calibrated",
+                app_units_us(r->calibrated_us, us, sizeof(us)), rate, 100 * rate / rl->peak);
+        if (strcmp(cal->mxu_from, r->spec.name) == 0) {
+            fprintf(out, "%-12s %s\n", "profile", cal->mxu_source);
+        } else {
+            fprintf(out, "%-12s no %s matmul measurement: %s's (%s)\n", "profile", r->spec.name,
+                    cal->mxu_from, cal->mxu_source);
+        }
+    }
     if (r->has_pipeline) {
         fmt_mib(p->vmem_bytes, b2, sizeof(b2));
         if (r->is_matmul) {
