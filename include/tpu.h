@@ -44,6 +44,7 @@
 #include "tpu/spmd.h"
 #include "tpu/transformer.h"
 #include "tpu/transformer_cost.h"
+#include "tpu/transformer_presets.h"
 #include "tpu/transformer_pod.h"
 
 #endif /* TPU_H */
