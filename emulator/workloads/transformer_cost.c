@@ -212,7 +212,6 @@ tpu_status_t tpu_xfmr_cost_run_plan(const tpu_pod_t *pod, const tpu_xfmr_config_
 {
     const tpu_topo_t *topo = tpu_pod_topo(pod);
     tpu_xfmr_cost_t c;
-    tpu_spmd_opts_t opts;
     char spec[128];
     eng_t *e;
     tpu_status_t status;
@@ -245,21 +244,18 @@ tpu_status_t tpu_xfmr_cost_run_plan(const tpu_pod_t *pod, const tpu_xfmr_config_
         e->plan.compiled && e->act_bytes < e->plan.param_bytes ? e->act_bytes : e->plan.param_bytes;
     e->gather_bytes = e->plan.compiled ? e->gather_bytes : 4;
     e->chip = tpu_pod_chip(pod);
+    e->pod = pod;
+    e->first = 160 * model->layers + 256;
     e->peak_flops = e->chip->bf16_flops;
     c.chips = topo->nchips;
     snprintf(spec, sizeof(spec), "data=%d", topo->nchips);
     if (mesh != NULL) {
         snprintf(spec, sizeof(spec), "%s", mesh);
     }
+    snprintf(e->spec, sizeof(e->spec), "%s", spec);
     status = read_mesh(e, spec, err);
     status = status == TPU_OK ? check_divides(e, err) : status;
     status = status == TPU_OK ? tpu_mesh_create(topo, spec, NULL, 0, &e->mesh, err) : status;
-    if (status != TPU_OK) {
-        goto fail;
-    }
-    tpu_spmd_opts_init(&opts);
-    opts.check_peers = 0;
-    status = tpu_spmd_create_pod(pod, e->mesh, NULL, &opts, &e->spmd, err);
     if (status != TPU_OK) {
         goto fail;
     }
@@ -287,6 +283,82 @@ tpu_status_t tpu_xfmr_cost_run_plan(const tpu_pod_t *pod, const tpu_xfmr_config_
 fail:
     tpu_xfmr_cost_fini(&c);
     return status;
+}
+
+tpu_status_t tpu__xfmr_cost_spmd(tpu_xfmr_cost_t *c, tpu_err_t *err)
+{
+    eng_t *e = c->engine;
+    tpu_spmd_opts_t opts;
+
+    if (e->spmd != NULL) {
+        return TPU_OK;
+    }
+    tpu_spmd_opts_init(&opts);
+    opts.check_peers = 0;
+    return tpu_spmd_create_pod(e->pod, e->mesh, NULL, &opts, &e->spmd, err);
+}
+
+/* ---- the time cache ---- */
+
+typedef struct centry {
+    char key[320];
+    char algorithm[64];
+    double us;
+} centry_t;
+
+struct tpu_xfmr_time_cache {
+    centry_t *e;
+    int n, cap;
+};
+
+tpu_xfmr_time_cache_t *tpu_xfmr_time_cache_create(void)
+{
+    return tpu__calloc(1, sizeof(tpu_xfmr_time_cache_t));
+}
+
+void tpu_xfmr_time_cache_destroy(tpu_xfmr_time_cache_t *cache)
+{
+    if (cache != NULL) {
+        tpu__free(cache->e);
+        tpu__free(cache);
+    }
+}
+
+int tpu__xfmr_cache_get(const tpu_xfmr_time_cache_t *cache, const char *key, double *us_p,
+                        char *algorithm, size_t len)
+{
+    int i;
+
+    for (i = 0; cache != NULL && i < cache->n; i++) {
+        if (strcmp(cache->e[i].key, key) == 0) {
+            *us_p = cache->e[i].us;
+            snprintf(algorithm, len, "%s", cache->e[i].algorithm);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void tpu__xfmr_cache_put(tpu_xfmr_time_cache_t *cache, const char *key, double us,
+                         const char *algorithm)
+{
+    if (cache == NULL) {
+        return;
+    }
+    if (cache->n == cache->cap) {
+        int cap = cache->cap > 0 ? 2 * cache->cap : 64;
+        centry_t *g = tpu__realloc(cache->e, (size_t)cap * sizeof(*g));
+
+        if (g == NULL) {
+            return; /* a cache: nothing lost but time */
+        }
+        cache->e = g;
+        cache->cap = cap;
+    }
+    snprintf(cache->e[cache->n].key, sizeof(cache->e[cache->n].key), "%s", key);
+    snprintf(cache->e[cache->n].algorithm, sizeof(cache->e[cache->n].algorithm), "%s", algorithm);
+    cache->e[cache->n].us = us;
+    cache->n++;
 }
 
 void tpu_xfmr_cost_fini(tpu_xfmr_cost_t *c)

@@ -232,9 +232,11 @@ static const prow_t layer_params[] = {
 };
 static const prow_t head_params[] = {{Z_1, Z_D, 0}, {Z_UNEMB, Z_VL, 0}}; /* norm_f, unembed */
 
-static tpu_status_t grow(void **p, int64_t *cap, int64_t n, size_t elem, tpu_err_t *err)
+/* Room for element n; the first allocation sized for the whole step (few reallocations). */
+static tpu_status_t grow(void **p, int64_t *cap, int64_t n, size_t elem, int64_t first,
+                         tpu_err_t *err)
 {
-    int64_t c = *cap > 0 ? 2 * *cap : 64;
+    int64_t c = *cap > 0 ? 2 * *cap : first;
     void *q;
 
     if (n < *cap) {
@@ -253,7 +255,8 @@ static tpu_status_t grow(void **p, int64_t *cap, int64_t n, size_t elem, tpu_err
 static tpu_status_t emit(tpu_xfmr_cost_t *c, pkind_t kind, int64_t idx, int unit, tpu_err_t *err)
 {
     eng_t *e = c->engine;
-    tpu_status_t status = grow((void **)&e->prog, &e->cap_prog, e->nprog, sizeof(prog_t), err);
+    tpu_status_t status =
+        grow((void **)&e->prog, &e->cap_prog, e->nprog, sizeof(prog_t), e->first, err);
 
     if (status == TPU_OK) {
         e->prog[e->nprog++] = (prog_t){kind, idx, unit};
@@ -306,8 +309,9 @@ static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *wha
             us = 1e6 * tpu_vpu_seconds(e->chip, m * n, tpu_vpu_op_flops((tpu_vpu_op_t)vop));
         }
     }
-    status =
-        status == TPU_OK ? grow((void **)&c->ops, &e->cap_ops, c->nops, sizeof(*op), err) : status;
+    status = status == TPU_OK
+                 ? grow((void **)&c->ops, &e->cap_ops, c->nops, sizeof(*op), e->first, err)
+                 : status;
     if (status != TPU_OK) {
         return status;
     }
@@ -429,7 +433,7 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
     if (k == c->ncolls) {
         int64_t cap = e->cap_colls;
 
-        status = grow((void **)&c->colls, &cap, c->ncolls, sizeof(*row), err);
+        status = grow((void **)&c->colls, &cap, c->ncolls, sizeof(*row), e->first, err);
         e->cap_colls = (int)cap;
         if (status != TPU_OK) {
             return status;
@@ -443,6 +447,11 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
         snprintf(row->axes, sizeof(row->axes), "%s", layout);
         row->group_size = g;
         row->groups = c->chips / g;
+        if (e->plan.bound_only) { /* untimed: 0 us */
+            row->bytes = count * sizeof(float);
+            c->ncolls++;
+            goto called;
+        }
         memset(&gr, 0, sizeof(gr));
         status = tpu_mesh_groups(e->mesh, names, &gr, err);
         if (status != TPU_OK) {
@@ -451,15 +460,31 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
         tpu_groups_str(&gr, row->group_ids, (int)sizeof(row->group_ids));
         tpu_groups_fini(&gr);
         row->exposed = exposed;
-        status = engine_time(e, row, count, err);
+        {
+            char key[320];
+
+            snprintf(key, sizeof(key), "%s|%s|%d|%d|%llu", e->spec, row->mesh_axis, (int)row->kind,
+                     (int)row->op, (unsigned long long)count);
+            if (tpu__xfmr_cache_get(e->plan.cache, key, &row->modeled_us, row->algorithm,
+                                    sizeof(row->algorithm))) {
+                status = TPU_OK;
+            } else {
+                status = tpu__xfmr_cost_spmd(c, err);
+                status = status == TPU_OK ? engine_time(e, row, count, err) : status;
+                if (status == TPU_OK) {
+                    tpu__xfmr_cache_put(e->plan.cache, key, row->modeled_us, row->algorithm);
+                }
+            }
+        }
         if (status != TPU_OK) {
             return status;
         }
         row->bytes = count * sizeof(float); /* the key (the engine agrees: f32 elements) */
         c->ncolls++;
     }
+called:
     c->colls[k].count++;
-    status = grow((void **)&c->calls, &e->cap_calls, c->ncalls, sizeof(*c->calls), err);
+    status = grow((void **)&c->calls, &e->cap_calls, c->ncalls, sizeof(*c->calls), e->first, err);
     if (status != TPU_OK) {
         return status;
     }

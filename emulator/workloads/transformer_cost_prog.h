@@ -80,6 +80,9 @@ struct tpu_xfmr_cost_engine {
     tpu_mesh_t *mesh;
     tpu_spmd_t *spmd;
     const tpu_chip_spec_t *chip;
+    const tpu_pod_t *pod;
+    char spec[128]; /* the mesh */
+    int64_t first;  /* the first capacity of the step's arrays (about their size) */
     tpu_xfmr_config_t m;
     int size[A_COUNT];
     int mesh_idx[A_COUNT]; /* the axis' index in the mesh, -1 */
@@ -99,6 +102,14 @@ struct tpu_xfmr_cost_engine {
 };
 
 typedef struct tpu_xfmr_cost_engine eng_t;
+
+/* The cached time of 'key' (1) or 0; remember one. */
+int tpu__xfmr_cache_get(const struct tpu_xfmr_time_cache *cache, const char *key, double *us_p,
+                        char *algorithm, size_t len);
+void tpu__xfmr_cache_put(struct tpu_xfmr_time_cache *cache, const char *key, double us,
+                         const char *algorithm);
+/* The engine's runtime of 'c', created on first use. */
+tpu_status_t tpu__xfmr_cost_spmd(tpu_xfmr_cost_t *c, tpu_err_t *err);
 
 /* The sizes of c's layout into c->engine->z (and c's per-chip batch, positions, tokens). */
 void tpu__xfmr_cost_sizes(tpu_xfmr_cost_t *c);

@@ -141,6 +141,10 @@ typedef struct tpu_xfmr_plan {
     int compiled;        /* the step as XLA runs it (see the top) */
     double fixed_us;     /* compiled: the per-step fixed cost (tpu_xfmr_plan_fit()) */
     double mxu_fraction; /* compiled: sustained MXU fraction over the calibrated time's, 1 */
+    int bound_only;      /* no collective timed (each 0 us): the compute, HBM and a lower
+                          * bound of the step, fast (the search's first pass) */
+    struct tpu_xfmr_time_cache *cache; /* borrowed; NULL: none.  Collective times shared
+                                        * between runs on one pod (see below) */
 } tpu_xfmr_plan_t;
 
 /* A compute op of the step (every chip runs the same). */
@@ -221,6 +225,16 @@ typedef struct tpu_xfmr_cost {
  */
 TPU_API tpu_status_t tpu_xfmr_cost_run(const tpu_pod_t *pod, const tpu_xfmr_config_t *model,
                                        const char *mesh, tpu_xfmr_cost_t *cost_p, tpu_err_t *err);
+/*
+ * A cache of the engine's collective times for runs on one pod (the search):
+ * runs of one mesh (the remat policies of a layout) share the times of the
+ * collectives of the same mesh axes, kind, reduction and bytes (the rows of
+ * a cached time have no plan).  Not thread-safe.
+ */
+typedef struct tpu_xfmr_time_cache tpu_xfmr_time_cache_t;
+TPU_API tpu_xfmr_time_cache_t *tpu_xfmr_time_cache_create(void);
+TPU_API void tpu_xfmr_time_cache_destroy(tpu_xfmr_time_cache_t *cache);
+
 /* The plan of the trained model (issue 24). */
 TPU_API void tpu_xfmr_plan_init(tpu_xfmr_plan_t *plan);
 /*

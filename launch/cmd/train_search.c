@@ -6,9 +6,12 @@
  * --remat's when given), with the global batch (--batch) fixed.  Each is
  * modeled by the step cost model (tpu_xfmr_cost_run_plan()); those a
  * dimension does not divide over, or that do not fit the chip's HBM, are
- * dropped; the rest are ranked by step time.  Printed: the top 10 (layout,
+ * dropped; the rest are ranked by step time (a first pass without the
+ * collectives bounds each step from below, so only the layouts that can reach
+ * the top 10 are modeled in full).  Printed: the top 10 (layout,
  * step, MFU, communication share, exposed communication, HBM peak) and why
- * the best beats the next; --json writes all of them ranked under 'layouts'.
+ * the best beats the next; --json writes those modeled in full, ranked, under
+ * 'layouts'.
  */
 #include "train_search.h"
 
@@ -56,43 +59,69 @@ static void spec(char *buf, size_t len, int dcn, int d, int f, int s, int t)
     }
 }
 
-/* Model every layout; the fitting ones into *out (allocated), their count into *n_p. */
+/* One layout modeled; 0 when a dimension does not divide over an axis. */
+static int model_one(const tpu_pod_t *pod, const tpu_xfmr_config_t *m, const tpu_xfmr_plan_t *p,
+                     int bound, layout_t *l)
+{
+    tpu_xfmr_plan_t q = *p;
+    tpu_xfmr_cost_t c;
+    tpu_err_t e = {0};
+
+    q.remat = (tpu_xfmr_remat_t)l->remat;
+    q.bound_only = bound;
+    if (tpu_xfmr_cost_run_plan(pod, m, &q, l->mesh, &c, &e) != TPU_OK) {
+        return 0;
+    }
+    l->step_us = c.step_us;
+    l->compute_us = c.compute_us;
+    l->comm_us = c.comm_us;
+    l->exposed_us = c.exposed_comm_us;
+    l->mfu = c.mfu;
+    l->hbm_peak = c.hbm_peak_bytes;
+    tpu_xfmr_cost_fini(&c);
+    return 1;
+}
+
+/*
+ * Model the layouts; the fitting ones ranked into *out (allocated).  Two passes:
+ * every layout without its collectives (the compute and fixed cost: a lower
+ * bound of its step, and its HBM), then, in the order of that bound, the full
+ * model, until the next bound is no better than the tenth step found (no
+ * later layout can enter the top 10).  *tried_p: layouts, *full_p: fully modeled.
+ */
 static tpu_status_t search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_xfmr_config_t *m,
                            const tpu_xfmr_plan_t *p, layout_t **out, int *n_p, int *tried_p,
-                           tpu_err_t *err)
+                           int *full_p, tpu_err_t *err)
 {
     const int chips = tpu_pod_topo(pod)->nchips, dcn = o->slices > 1 ? o->slices : 1;
     const int per = chips / dcn;
     const uint64_t cap = (uint64_t)tpu_pod_chip(pod)->hbm_bytes;
-    int n = 0, capn = 64, tried = 0, t, s, f, r;
+    int n = 0, capn = 64, tried = 0, full = 0, t, s, f, r, i;
     layout_t *ls = tpu__calloc((size_t)capn, sizeof(*ls));
+    tpu_xfmr_plan_t q = *p;
 
-    if (ls == NULL) {
+    q.cache = tpu_xfmr_time_cache_create();
+    p = &q;
+    if (ls == NULL || q.cache == NULL) {
+        tpu__free(ls);
+        tpu_xfmr_time_cache_destroy(q.cache);
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "search: no memory");
     }
     for (t = 1; t <= per; t++) {
         for (s = 1; per % t == 0 && s <= per / t; s++) {
             for (f = 1; (per / t) % s == 0 && f <= per / t / s; f++) {
-                const int d = per / t / s / f;
-
-                if ((per / t / s) % f != 0) {
-                    continue;
-                }
-                for (r = 0; r < 3; r++) {
-                    tpu_xfmr_plan_t q = *p;
-                    tpu_xfmr_cost_t c;
-                    tpu_err_t e = {0};
+                for (r = 0; (per / t / s) % f == 0 && r < 3; r++) {
                     layout_t *l;
 
                     if (o->remat != NULL && r != (int)p->remat) {
                         continue;
                     }
-                    q.remat = (tpu_xfmr_remat_t)r;
                     if (n == capn) {
                         layout_t *g = tpu__realloc(ls, (size_t)capn * 2 * sizeof(*ls));
 
                         if (g == NULL) {
                             tpu__free(ls);
+                            tpu_xfmr_time_cache_destroy(q.cache);
                             return tpu_err_set(err, TPU_ERR_NO_MEMORY, "search: no memory");
                         }
                         ls = g;
@@ -100,37 +129,53 @@ static tpu_status_t search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_
                     }
                     l = &ls[n];
                     memset(l, 0, sizeof(*l));
-                    spec(l->mesh, sizeof(l->mesh), dcn, d, f, s, t);
-                    tried++;
-                    if (tpu_xfmr_cost_run_plan(pod, m, &q, l->mesh, &c, &e) != TPU_OK) {
-                        continue; /* a dimension does not divide over an axis */
-                    }
+                    spec(l->mesh, sizeof(l->mesh), dcn, per / t / s / f, f, s, t);
                     l->remat = r;
-                    l->step_us = c.step_us;
-                    l->compute_us = c.compute_us;
-                    l->comm_us = c.comm_us;
-                    l->exposed_us = c.exposed_comm_us;
-                    l->mfu = c.mfu;
-                    l->hbm_peak = c.hbm_peak_bytes;
-                    tpu_xfmr_cost_fini(&c);
-                    n += l->hbm_peak <= cap;
+                    tried++;
+                    n += model_one(pod, m, p, 1, l) && l->hbm_peak <= cap;
                 }
             }
         }
     }
-    qsort(ls, (size_t)n, sizeof(*ls), by_step);
+    qsort(ls, (size_t)n, sizeof(*ls), by_step); /* by the bound */
+    for (i = 0; i < n; i++) {
+        if (i >= 10) { /* the tenth best full step so far */
+            layout_t *done = tpu__calloc((size_t)i, sizeof(*done));
+            double tenth;
+
+            if (done == NULL) {
+                tpu__free(ls);
+                tpu_xfmr_time_cache_destroy(q.cache);
+                return tpu_err_set(err, TPU_ERR_NO_MEMORY, "search: no memory");
+            }
+            memcpy(done, ls, (size_t)i * sizeof(*done));
+            qsort(done, (size_t)i, sizeof(*done), by_step);
+            tenth = done[9].step_us;
+            tpu__free(done);
+            if (ls[i].step_us >= tenth) {
+                break;
+            }
+        }
+        model_one(pod, m, p, 0, &ls[i]);
+        full++;
+    }
+    qsort(ls, (size_t)full, sizeof(*ls), by_step);
+    tpu_xfmr_time_cache_destroy(q.cache);
     *out = ls;
-    *n_p = n;
+    *n_p = full;
     *tried_p = tried;
+    *full_p = n;
     return TPU_OK;
 }
 
-static void print(FILE *txt, const layout_t *ls, int n, int tried)
+static void print(FILE *txt, const layout_t *ls, int n, int tried, int fit)
 {
     int i;
 
-    fprintf(txt, "search: %d layouts modeled, %d fit HBM; the fastest %d:\n", tried, n,
-            n < 10 ? n : 10);
+    fprintf(txt,
+            "search: %d layouts, %d fit HBM, %d modeled in full (the others bounded out by "
+            "their compute alone); the fastest %d:\n",
+            tried, fit, n, n < 10 ? n : 10);
     fprintf(txt, "  %-4s %-44s %-8s %14s %7s %10s %14s %10s\n", "rank", "mesh", "remat", "step_us",
             "mfu", "comm_share", "exposed_us", "hbm_GiB");
     for (i = 0; i < n && i < 10; i++) {
@@ -155,7 +200,8 @@ static void print(FILE *txt, const layout_t *ls, int n, int tried)
     }
 }
 
-static void write_json(app_json_t *j, const tpu_pod_t *pod, const layout_t *ls, int n, int tried)
+static void write_json(app_json_t *j, const tpu_pod_t *pod, const layout_t *ls, int n, int tried,
+                       int fit)
 {
     int i;
 
@@ -165,6 +211,7 @@ static void write_json(app_json_t *j, const tpu_pod_t *pod, const layout_t *ls, 
     app_json_kstr(j, "model", "transformer");
     app_json_kbool(j, "search", 1);
     app_json_kint(j, "tried", tried);
+    app_json_kint(j, "fit", fit);
     app_json_karray(j, "layouts");
     for (i = 0; i < n; i++) {
         app_json_object(j);
@@ -189,13 +236,13 @@ int app_train_search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_xfmr_c
     app_sink_t sink = {NULL, NULL};
     layout_t *ls = NULL;
     tpu_err_t err = {0};
-    int n = 0, tried = 0, code = APP_EXIT_OK;
+    int n = 0, tried = 0, fit = 0, code = APP_EXIT_OK;
     tpu_status_t status = app_sink_check(o->json, o->csv, &err);
 
     if (status == TPU_OK && o->csv != NULL) {
         status = tpu_err_set(&err, TPU_ERR_INVALID, "--search writes no CSV: use --json");
     }
-    status = status == TPU_OK ? search(o, pod, m, p, &ls, &n, &tried, &err) : status;
+    status = status == TPU_OK ? search(o, pod, m, p, &ls, &n, &tried, &fit, &err) : status;
     if (status == TPU_OK && n == 0) {
         status = tpu_err_set(&err, TPU_ERR_RESOURCE_EXHAUSTED,
                              "search: none of the %d layouts fits the chip's HBM (or divides the "
@@ -210,7 +257,7 @@ int app_train_search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_xfmr_c
         return status == TPU_ERR_NO_MEMORY ? APP_EXIT_FAIL : APP_EXIT_USAGE;
     }
     if (root && !o->quiet) {
-        print(txt, ls, n, tried);
+        print(txt, ls, n, tried, fit);
     }
     if (root && o->json != NULL) {
         app_json_t j;
@@ -218,7 +265,7 @@ int app_train_search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_xfmr_c
         status = app_sink_open(&sink, o->json, &err);
         if (status == TPU_OK) {
             app_json_init(&j, sink.f);
-            write_json(&j, pod, ls, n, tried);
+            write_json(&j, pod, ls, n, tried, fit);
             status = app_json_end(&j, &err);
         }
         if (app_sink_close(&sink, status == TPU_OK ? &err : NULL) != TPU_OK || status != TPU_OK) {
