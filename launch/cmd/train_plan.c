@@ -137,7 +137,7 @@ void app_xfmr_input(const app_opts_t *o, const tpu_pod_t *pod, const tpu_xfmr_co
     int per = tpu_chip_per_host(chip);
 
     memset(in, 0, sizeof(*in));
-    per = per > 0 && per <= c->chips ? per : 1;
+    per = per < 1 ? 1 : per > c->chips ? c->chips : per; /* a pod smaller than a host: one */
     in->chips_per_host = per;
     in->hosts = c->chips / per;
     in->prefetch = o->prefetch;
