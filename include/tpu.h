@@ -44,7 +44,7 @@
 #include "tpu/spmd.h"
 #include "tpu/transformer.h"
 #include "tpu/transformer_cost.h"
-#include "tpu/transformer_presets.h"
 #include "tpu/transformer_pod.h"
+#include "tpu/transformer_presets.h"
 
 #endif /* TPU_H */

@@ -84,8 +84,7 @@ enum {
     C_FLASH = 4, /* the compiled step's flash attention only */
     C_SGD = 8,   /* sgd only */
     C_ADAM = 16, /* adamw only */
-    C_VMEM = 32  /* the attention scores' pass: the compiled step's flash kernel keeps them in
-                  * VMEM, so it costs VPU time only */
+    C_VMEM = 32  /* a pass over the scores: compiled (flash, in VMEM) VPU time only */
 };
 
 typedef struct row {
@@ -560,12 +559,8 @@ static tpu_status_t gather_unit(tpu_xfmr_cost_t *c, int unit, int slot, tpu_err_
 }
 
 /* The gradient reductions of the parameters of 'unit', overlapped. */
-/*
- * The gradient reductions of the parameters of 'unit', overlapped.  Compiled,
- * over slices: the psum over dcn (and data) runs once the backward is done
- * ('tail' 1: those calls alone, on the critical path), as the stacked
- * gradient of MaxText's scan over the layers is reduced after the loop.
- */
+/* The gradient reductions of 'unit', overlapped; compiled over slices, the psums over dcn
+ * after the backward ('tail': those alone, exposed), as MaxText's scan reduces them. */
 static tpu_status_t grads_unit_of(tpu_xfmr_cost_t *c, int unit, int tail, tpu_err_t *err)
 {
     eng_t *e = c->engine;
@@ -597,7 +592,7 @@ static tpu_status_t grads_unit(tpu_xfmr_cost_t *c, int unit, tpu_err_t *err)
     return grads_unit_of(c, unit, 0, err);
 }
 
-/* The late dcn reductions of every unit (see grads_unit_of()). */
+/* The late dcn reductions of every unit. */
 static tpu_status_t grads_tail(tpu_xfmr_cost_t *c, tpu_err_t *err)
 {
     tpu_status_t status = TPU_OK;
@@ -611,7 +606,6 @@ static tpu_status_t grads_tail(tpu_xfmr_cost_t *c, tpu_err_t *err)
     return status;
 }
 
-/* Does row 'r' apply under the plan? */
 static int applies(const eng_t *e, const row_t *r)
 {
     const tpu_xfmr_plan_t *p = &e->plan;
@@ -622,7 +616,7 @@ static int applies(const eng_t *e, const row_t *r)
            !((r->cond & C_ADAM) && !p->adamw);
 }
 
-/* The VPU op of the plan's MLP activation (swiglu: silu, an exp and a product). */
+/* Does row 'r' apply under the plan?  The VPU op of the MLP (swiglu: silu, an exp). */
 static int act_op(const eng_t *e)
 {
     return e->plan.mlp == TPU_XFMR_MLP_RELU     ? TPU_VPU_RELU
@@ -690,12 +684,6 @@ static tpu_status_t section_of(tpu_xfmr_cost_t *c, const char *sect, const row_t
     return status;
 }
 
-static tpu_status_t section(tpu_xfmr_cost_t *c, const char *sect, const row_t *rows, int n,
-                            int index, tpu_err_t *err)
-{
-    return section_of(c, sect, rows, n, index, 0, err);
-}
-
 /* The recomputation of layer l's forward before its backward (remat). */
 static tpu_status_t remat(tpu_xfmr_cost_t *c, int l, tpu_err_t *err)
 {
@@ -721,32 +709,38 @@ tpu_status_t tpu__xfmr_cost_build(tpu_xfmr_cost_t *c, tpu_err_t *err)
     status = gather_unit(c, 0, 0, err);
     status = status == TPU_OK ? gather_unit(c, 1, 1, err) : status;
     status = status == TPU_OK ? emit(c, P_WAIT, 0, 0, err) : status;
-    status = status == TPU_OK ? section(c, "embed", embed_fwd, N(embed_fwd), -1, err) : status;
+    status =
+        status == TPU_OK ? section_of(c, "embed", embed_fwd, N(embed_fwd), -1, 0, err) : status;
     for (l = 0; l < L && status == TPU_OK; l++) {
         snprintf(sect, sizeof(sect), "l%d fwd", l);
         status = gather_unit(c, l + 2, l + 2, err);
         status = status == TPU_OK ? emit(c, P_WAIT, 0, l + 1, err) : status;
-        status = status == TPU_OK ? section(c, sect, layer_fwd, N(layer_fwd), l, err) : status;
+        status =
+            status == TPU_OK ? section_of(c, sect, layer_fwd, N(layer_fwd), l, 0, err) : status;
     }
     status = status == TPU_OK ? emit(c, P_WAIT, 0, L + 1, err) : status;
-    status = status == TPU_OK ? section(c, "head fwd", head_fwd, N(head_fwd), -1, err) : status;
+    status =
+        status == TPU_OK ? section_of(c, "head fwd", head_fwd, N(head_fwd), -1, 0, err) : status;
     /* Backward: the head's weights are still there; each layer's are gathered again. */
     status = status == TPU_OK ? gather_unit(c, L, L + 2 + L - 1, err) : status;
-    status = status == TPU_OK ? section(c, "head bwd", head_bwd, N(head_bwd), -1, err) : status;
+    status =
+        status == TPU_OK ? section_of(c, "head bwd", head_bwd, N(head_bwd), -1, 0, err) : status;
     status = status == TPU_OK ? grads_unit(c, L + 1, err) : status;
     for (l = L - 1; l >= 0 && status == TPU_OK; l--) {
         snprintf(sect, sizeof(sect), "l%d bwd", l);
         status = l > 0 ? gather_unit(c, l, L + 2 + l - 1, err) : TPU_OK;
         status = status == TPU_OK ? emit(c, P_WAIT, 0, L + 2 + l, err) : status;
         status = status == TPU_OK ? remat(c, l, err) : status;
-        status = status == TPU_OK ? section(c, sect, layer_bwd, N(layer_bwd), l, err) : status;
+        status =
+            status == TPU_OK ? section_of(c, sect, layer_bwd, N(layer_bwd), l, 0, err) : status;
         status = status == TPU_OK ? grads_unit(c, l + 1, err) : status;
     }
-    status = status == TPU_OK ? section(c, "embed bwd", embed_bwd, N(embed_bwd), -1, err) : status;
+    status =
+        status == TPU_OK ? section_of(c, "embed bwd", embed_bwd, N(embed_bwd), -1, 0, err) : status;
     status = status == TPU_OK ? grads_unit(c, 0, err) : status;
     status = status == TPU_OK ? emit(c, P_WAIT_GRADS, 0, 0, err) : status;
     status = status == TPU_OK ? grads_tail(c, err) : status;
-    return status == TPU_OK ? section(c, "update", update, N(update), -1, err) : status;
+    return status == TPU_OK ? section_of(c, "update", update, N(update), -1, 0, err) : status;
 }
 
 /* ---- sizes ---- */
