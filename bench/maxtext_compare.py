@@ -67,6 +67,20 @@ def run(tpuemu, args):
     return json.loads(p.stdout), None
 
 
+def show(a, row):
+    """One row of the table, as soon as it is known."""
+    rid, cfg, mesh, step, implied, e, mfu, note = row
+    if step is None:
+        print("%s %s: failed: %s" % (rid, cfg, mfu), flush=True)
+    elif a.markdown:
+        print("| %s | %s | %s | %.3f | %.3f | %+.1f%% | %.1f%% |%s" % (
+            rid, cfg, mesh, step, implied, e, 100 * mfu, (" %s |" % note) if a.search else ""),
+            flush=True)
+    else:
+        print("%-5s %-40s %-28s predicted %8.3f s  implied %8.3f s  error %+6.1f%%  %s" % (
+            rid, cfg, mesh, step, implied, e, note), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tpuemu", default=os.path.join(HERE, "..", "build", "tpuemu"))
@@ -79,6 +93,10 @@ def main():
         rows = [r for r in csv.DictReader(fh) if usable(r)]
     out = []
     worst = 0.0
+    if a.markdown:
+        print("| row | config | mesh | predicted step (s) | implied step (s) | error | predicted MFU |%s"
+              % (" search |" if a.search else ""))
+        print("|---|---|---|---|---|---|---|%s" % ("---|" if a.search else ""))
     for r in rows:
         args = flags_of(r)
         d, err = run(a.tpuemu, args)
@@ -89,6 +107,7 @@ def main():
         if d is None:
             out.append((r["id"], cfg, mesh_of(r), None, implied, None, err, ""))
             worst = float("inf")
+            show(a, out[-1])
             continue
         step = d["step_us"] / 1e6
         e = 100.0 * (step / implied - 1)
@@ -111,20 +130,7 @@ def main():
                             best["mesh"], best["remat"],
                             100.0 * (d["step_us"] / best["step_us"] - 1)))
         out.append((r["id"], cfg, mesh_of(r), step, implied, e, d["mfu"], note))
-    if a.markdown:
-        print("| row | config | mesh | predicted step (s) | implied step (s) | error | predicted MFU |%s"
-              % (" search |" if a.search else ""))
-        print("|---|---|---|---|---|---|---|%s" % ("---|" if a.search else ""))
-    for rid, cfg, mesh, step, implied, e, mfu, note in out:
-        if step is None:
-            print("%s %s: failed: %s" % (rid, cfg, mfu))
-            continue
-        if a.markdown:
-            print("| %s | %s | %s | %.3f | %.3f | %+.1f%% | %.1f%% |%s" % (
-                rid, cfg, mesh, step, implied, e, 100 * mfu, (" %s |" % note) if a.search else ""))
-        else:
-            print("%-5s %-40s %-28s predicted %8.3f s  implied %8.3f s  error %+6.1f%%  %s" % (
-                rid, cfg, mesh, step, implied, e, note))
+        show(a, out[-1])
     print("%d rows, largest |error| %.1f%%" % (len(out), worst))
     if a.tolerance is not None and worst > a.tolerance:
         print("FAIL: a row is off by more than %.1f%%" % a.tolerance)
