@@ -606,6 +606,7 @@ static tpu_status_t grads_tail(tpu_xfmr_cost_t *c, tpu_err_t *err)
     return status;
 }
 
+/* Does row 'r' apply under the plan?  The VPU op of the MLP (swiglu: silu, an exp). */
 static int applies(const eng_t *e, const row_t *r)
 {
     const tpu_xfmr_plan_t *p = &e->plan;
@@ -616,7 +617,6 @@ static int applies(const eng_t *e, const row_t *r)
            !((r->cond & C_ADAM) && !p->adamw);
 }
 
-/* Does row 'r' apply under the plan?  The VPU op of the MLP (swiglu: silu, an exp). */
 static int act_op(const eng_t *e)
 {
     return e->plan.mlp == TPU_XFMR_MLP_RELU     ? TPU_VPU_RELU
