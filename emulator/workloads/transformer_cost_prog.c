@@ -7,13 +7,8 @@
  * a table; building walks them into compute ops timed on the chip's rooflines
  * and collective calls timed by the engine (once per distinct row), with the
  * fsdp gathers one unit ahead and the gradient reductions after each unit's
- * backward.
- *
- * To extend it (issue 25: grouped-query attention, another MLP, remat, AdamW):
- * a new size is a Z_* entry and a line of tpu__xfmr_cost_sizes(); a new op a
- * row of a section table; a new parameter a row of a parameter table; a new
- * HBM item a line of tpu__xfmr_cost_hbm(); a new collective a row of hooks[]
- * and a row where it is called.
+ * backward.  The plan's rows carry a condition (C_*); remat re-walks a layer's
+ * forward.  A new size is a Z_* entry and a line of tpu__xfmr_cost_sizes().
  */
 #include "transformer_cost_prog.h"
 
@@ -432,7 +427,7 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
     if (k == c->ncolls) {
         int64_t cap = e->cap_colls;
 
-        status = grow((void **)&c->colls, &cap, c->ncolls, sizeof(*row), e->first, err);
+        status = grow((void **)&c->colls, &cap, c->ncolls, sizeof(*row), 64, err);
         e->cap_colls = (int)cap;
         if (status != TPU_OK) {
             return status;
@@ -457,13 +452,18 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
             return status;
         }
         tpu_groups_str(&gr, row->group_ids, (int)sizeof(row->group_ids));
-        tpu_groups_fini(&gr);
         row->exposed = exposed;
         {
             char key[320];
+            uint64_t h = 14695981039346656037ull; /* FNV-1a of every group's chips */
+            int64_t i;
 
-            snprintf(key, sizeof(key), "%s|%s|%d|%d|%llu", e->spec, row->mesh_axis, (int)row->kind,
-                     (int)row->op, (unsigned long long)count);
+            for (i = 0; i < (int64_t)gr.ngroups * gr.size; i++) {
+                h = (h ^ (uint64_t)(uint32_t)gr.chips[i]) * 1099511628211ull;
+            }
+            snprintf(key, sizeof(key), "%016llx|%d|%s|%d|%d|%llu", (unsigned long long)h,
+                     gr.ngroups, row->axes, (int)row->kind, (int)row->op,
+                     (unsigned long long)count);
             if (tpu__xfmr_cache_get(e->plan.cache, key, &row->modeled_us, row->algorithm,
                                     sizeof(row->algorithm))) {
                 status = TPU_OK;
@@ -475,6 +475,7 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
                 }
             }
         }
+        tpu_groups_fini(&gr);
         if (status != TPU_OK) {
             return status;
         }

@@ -227,9 +227,9 @@ TPU_API tpu_status_t tpu_xfmr_cost_run(const tpu_pod_t *pod, const tpu_xfmr_conf
                                        const char *mesh, tpu_xfmr_cost_t *cost_p, tpu_err_t *err);
 /*
  * A cache of the engine's collective times for runs on one pod (the search):
- * runs of one mesh (the remat policies of a layout) share the times of the
- * collectives of the same mesh axes, kind, reduction and bytes (the rows of
- * a cached time have no plan).  Not thread-safe.
+ * collectives over the same groups of chips (every group, in member order),
+ * of the same kind, reduction and bytes share one time, whatever mesh made
+ * the groups (the rows of a cached time have no plan).  Not thread-safe.
  */
 typedef struct tpu_xfmr_time_cache tpu_xfmr_time_cache_t;
 TPU_API tpu_xfmr_time_cache_t *tpu_xfmr_time_cache_create(void);
