@@ -46,5 +46,6 @@
 #include "tpu/transformer.h"
 #include "tpu/transformer_cost.h"
 #include "tpu/transformer_pod.h"
+#include "tpu/transformer_presets.h"
 
 #endif /* TPU_H */

@@ -78,6 +78,11 @@ typedef struct app_opts {
     double lr;                                        /* -1 when not given */
     const char *precision, *strategy, *data, *labels, *init, *save;
     int model_only;
+    /* train --model transformer: the planner's workload (0 / NULL / -1 when not given) */
+    int64_t kv_heads, head_dim;
+    const char *mlp, *block, *remat, *param_dtype, *optimizer, *preset;
+    int tied_embeddings, search, prefetch;
+    double input_rate;
     /* replay */
     const char *module_path;
     int module, list, top;

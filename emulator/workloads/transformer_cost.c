@@ -9,6 +9,7 @@
 
 #include "alloc.h"
 #include "transformer_cost_prog.h"
+#include "transformer_hbm.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +21,7 @@ static const char *const axis_names[A_COUNT] = {"data", "fsdp", "sequence", "ten
 void tpu_xfmr_cost_schedule(tpu_xfmr_cost_t *c)
 {
     eng_t *e = c->engine;
-    double tc = 0, tl = 0, grads = 0;
+    double tc = 0, tl = 0, grads = 0, last_op = 0;
     int64_t i;
     int u;
 
@@ -37,6 +38,7 @@ void tpu_xfmr_cost_schedule(tpu_xfmr_cost_t *c)
 
         if (p->kind == P_OP) {
             c->ops[p->idx].start_us = tc;
+            last_op = tc;
             tc += c->ops[p->idx].us;
             c->compute_us += c->ops[p->idx].us;
         } else if (p->kind == P_WAIT) {
@@ -47,11 +49,17 @@ void tpu_xfmr_cost_schedule(tpu_xfmr_cost_t *c)
             tpu_xfmr_cost_call_t *call = &c->calls[p->idx];
             double s = tc > tl ? tc : tl;
 
+            if (p->kind == P_CMM) { /* beside the matmul that produces its operand */
+                s = last_op > tl ? last_op : tl;
+            }
+
             call->start_us = s;
             tl = s + c->colls[call->coll].modeled_us;
             c->comm_us += c->colls[call->coll].modeled_us;
             if (p->kind == P_SYNC) {
                 tc = tl;
+            } else if (p->kind == P_CMM) {
+                tc = tl > tc ? tl : tc;
             } else if (p->kind == P_GRAD) {
                 grads = tl > grads ? tl : grads;
             } else {
@@ -59,7 +67,8 @@ void tpu_xfmr_cost_schedule(tpu_xfmr_cost_t *c)
             }
         }
     }
-    c->step_us = tc;
+    c->fixed_us = e->plan.compiled ? e->plan.fixed_us : 0;
+    c->step_us = tc + c->fixed_us;
     c->exposed_comm_us = tc - c->compute_us;
     if (c->exposed_comm_us < 0) {
         c->exposed_comm_us = 0; /* rounding */
@@ -120,7 +129,7 @@ static tpu_status_t check_divides(const eng_t *e, tpu_err_t *err)
                                     e->name[a], e->size[a]);
         }
     }
-    if (m->d_model % m->heads != 0) {
+    if (e->plan.head_dim == 0 && m->d_model % m->heads != 0) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "transformer: d_model %lld is not a multiple of heads %lld",
                            (long long)m->d_model, (long long)m->heads);
@@ -148,24 +157,61 @@ static tpu_status_t check_divides(const eng_t *e, tpu_err_t *err)
             }
         }
     }
+    if (e->plan.kv_heads > 0) {
+        const int64_t kv = e->plan.kv_heads, t = e->size[A_TENSOR];
+
+        if (m->heads % kv != 0) {
+            return tpu_err_set(err, TPU_ERR_INVALID,
+                               "transformer: heads %lld is not a multiple of kv-heads %lld",
+                               (long long)m->heads, (long long)kv);
+        }
+        if (kv % t != 0 && t % kv != 0) {
+            return tpu_err_set(
+                err, TPU_ERR_INVALID,
+                "transformer: kv-heads %lld neither divides nor is a multiple of mesh "
+                "axis %s=%d",
+                (long long)kv, e->name[A_TENSOR], (int)t);
+        }
+    }
     return TPU_OK;
 }
 
-/* 6 N B S + 12 L B S^2 D (see the header). */
-static double model_flops(const tpu_xfmr_config_t *m)
+/* 6 N B S + 12 L B S^2 H Dh, the attention halved when causal (compiled; see the header). */
+static double model_flops(const eng_t *e)
 {
+    const tpu_xfmr_config_t *m = &e->m;
+    const tpu_xfmr_plan_t *p = &e->plan;
     const double L = (double)m->layers, D = (double)m->d_model, F = (double)m->d_ff;
     const double V = (double)m->vocab, B = (double)m->batch, S = (double)m->seq;
+    const double dh = (double)e->z[Z_DH], H = (double)m->heads, hd = H * dh;
+    const double kv = (double)(p->kv_heads > 0 ? p->kv_heads : m->heads);
+    const double mlp = p->mlp == TPU_XFMR_MLP_SWIGLU ? 3 : 2;
+    const double n = L * (2 * D * H * dh + 2 * D * kv * dh + mlp * D * F) + D * V;
 
-    return 6.0 * (L * (4 * D * D + 2 * D * F) + D * V) * B * S + 12.0 * L * B * S * S * D;
+    return 6.0 * n * B * S + (p->compiled ? 6.0 : 12.0) * L * B * S * S * hd;
+}
+
+void tpu_xfmr_plan_init(tpu_xfmr_plan_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->mlp = TPU_XFMR_MLP_GELU;
+    p->remat = TPU_XFMR_REMAT_NONE;
+    p->param_bytes = 4;
+    p->mxu_fraction = 1;
 }
 
 tpu_status_t tpu_xfmr_cost_run(const tpu_pod_t *pod, const tpu_xfmr_config_t *model,
                                const char *mesh, tpu_xfmr_cost_t *cost_p, tpu_err_t *err)
 {
+    return tpu_xfmr_cost_run_plan(pod, model, NULL, mesh, cost_p, err);
+}
+
+tpu_status_t tpu_xfmr_cost_run_plan(const tpu_pod_t *pod, const tpu_xfmr_config_t *model,
+                                    const tpu_xfmr_plan_t *plan, const char *mesh,
+                                    tpu_xfmr_cost_t *cost_p, tpu_err_t *err)
+{
     const tpu_topo_t *topo = tpu_pod_topo(pod);
     tpu_xfmr_cost_t c;
-    tpu_spmd_opts_t opts;
     char spec[128];
     eng_t *e;
     tpu_status_t status;
@@ -181,22 +227,35 @@ tpu_status_t tpu_xfmr_cost_run(const tpu_pod_t *pod, const tpu_xfmr_config_t *mo
     }
     c.engine = e;
     e->m = *model;
+    if (plan != NULL) {
+        e->plan = *plan;
+    } else {
+        tpu_xfmr_plan_init(&e->plan);
+    }
+    if (e->plan.param_bytes != 2 && e->plan.param_bytes != 4) {
+        e->plan.param_bytes = 4;
+    }
+    if (!(e->plan.mxu_fraction > 0)) {
+        e->plan.mxu_fraction = 1;
+    }
+    e->act_bytes = e->plan.compiled && model->precision == TPU_XFMR_BF16 ? 2 : 4;
+    e->per_layer = e->plan.mlp == TPU_XFMR_MLP_SWIGLU ? 9 : 8;
+    e->gather_bytes =
+        e->plan.compiled && e->act_bytes < e->plan.param_bytes ? e->act_bytes : e->plan.param_bytes;
+    e->gather_bytes = e->plan.compiled ? e->gather_bytes : 4;
     e->chip = tpu_pod_chip(pod);
+    e->pod = pod;
+    e->first = 160 * model->layers + 256;
     e->peak_flops = e->chip->bf16_flops;
     c.chips = topo->nchips;
     snprintf(spec, sizeof(spec), "data=%d", topo->nchips);
     if (mesh != NULL) {
         snprintf(spec, sizeof(spec), "%s", mesh);
     }
+    snprintf(e->spec, sizeof(e->spec), "%s", spec);
     status = read_mesh(e, spec, err);
     status = status == TPU_OK ? check_divides(e, err) : status;
     status = status == TPU_OK ? tpu_mesh_create(topo, spec, NULL, 0, &e->mesh, err) : status;
-    if (status != TPU_OK) {
-        goto fail;
-    }
-    tpu_spmd_opts_init(&opts);
-    opts.check_peers = 0;
-    status = tpu_spmd_create_pod(pod, e->mesh, NULL, &opts, &e->spmd, err);
     if (status != TPU_OK) {
         goto fail;
     }
@@ -216,7 +275,7 @@ tpu_status_t tpu_xfmr_cost_run(const tpu_pod_t *pod, const tpu_xfmr_config_t *mo
     if (status != TPU_OK) {
         goto fail;
     }
-    c.model_flops = model_flops(model);
+    c.model_flops = model_flops(e);
     tpu__xfmr_cost_hbm(&c);
     tpu_xfmr_cost_schedule(&c);
     *cost_p = c;
@@ -224,6 +283,82 @@ tpu_status_t tpu_xfmr_cost_run(const tpu_pod_t *pod, const tpu_xfmr_config_t *mo
 fail:
     tpu_xfmr_cost_fini(&c);
     return status;
+}
+
+tpu_status_t tpu__xfmr_cost_spmd(tpu_xfmr_cost_t *c, tpu_err_t *err)
+{
+    eng_t *e = c->engine;
+    tpu_spmd_opts_t opts;
+
+    if (e->spmd != NULL) {
+        return TPU_OK;
+    }
+    tpu_spmd_opts_init(&opts);
+    opts.check_peers = 0;
+    return tpu_spmd_create_pod(e->pod, e->mesh, NULL, &opts, &e->spmd, err);
+}
+
+/* ---- the time cache ---- */
+
+typedef struct centry {
+    char key[320];
+    char algorithm[64];
+    double us;
+} centry_t;
+
+struct tpu_xfmr_time_cache {
+    centry_t *e;
+    int n, cap;
+};
+
+tpu_xfmr_time_cache_t *tpu_xfmr_time_cache_create(void)
+{
+    return tpu__calloc(1, sizeof(tpu_xfmr_time_cache_t));
+}
+
+void tpu_xfmr_time_cache_destroy(tpu_xfmr_time_cache_t *cache)
+{
+    if (cache != NULL) {
+        tpu__free(cache->e);
+        tpu__free(cache);
+    }
+}
+
+int tpu__xfmr_cache_get(const tpu_xfmr_time_cache_t *cache, const char *key, double *us_p,
+                        char *algorithm, size_t len)
+{
+    int i;
+
+    for (i = 0; cache != NULL && i < cache->n; i++) {
+        if (strcmp(cache->e[i].key, key) == 0) {
+            *us_p = cache->e[i].us;
+            snprintf(algorithm, len, "%s", cache->e[i].algorithm);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void tpu__xfmr_cache_put(tpu_xfmr_time_cache_t *cache, const char *key, double us,
+                         const char *algorithm)
+{
+    if (cache == NULL) {
+        return;
+    }
+    if (cache->n == cache->cap) {
+        int cap = cache->cap > 0 ? 2 * cache->cap : 64;
+        centry_t *g = tpu__realloc(cache->e, (size_t)cap * sizeof(*g));
+
+        if (g == NULL) {
+            return; /* a cache: nothing lost but time */
+        }
+        cache->e = g;
+        cache->cap = cap;
+    }
+    snprintf(cache->e[cache->n].key, sizeof(cache->e[cache->n].key), "%s", key);
+    snprintf(cache->e[cache->n].algorithm, sizeof(cache->e[cache->n].algorithm), "%s", algorithm);
+    cache->e[cache->n].us = us;
+    cache->n++;
 }
 
 void tpu_xfmr_cost_fini(tpu_xfmr_cost_t *c)

@@ -1,19 +1,12 @@
 /*
- * The transformer's step as tables and the program built from them (see
- * transformer_cost_prog.h, and include/tpu/transformer_cost.h for the model):
- * each section of the step (embeddings, a layer, the head, forward and
- * backward, the update) is a table of rows over named sizes, as
- * transformer_fwd.c and transformer_bwd.c charge their ops; the parameters are
- * a table; building walks them into compute ops timed on the chip's rooflines
- * and collective calls timed by the engine (once per distinct row), with the
- * fsdp gathers one unit ahead and the gradient reductions after each unit's
- * backward.
- *
- * To extend it (issue 25: grouped-query attention, another MLP, remat, AdamW):
- * a new size is a Z_* entry and a line of tpu__xfmr_cost_sizes(); a new op a
- * row of a section table; a new parameter a row of a parameter table; a new
- * HBM item a line of tpu__xfmr_cost_hbm(); a new collective a row of hooks[]
- * and a row where it is called.
+ * The transformer's step as tables and the program built from them (see transformer_cost_prog.h,
+ * and include/tpu/transformer_cost.h for the model): each section of the step (embeddings, a
+ * layer, the head, forward and backward, the update) is a table of rows over named sizes, as
+ * transformer_fwd.c and transformer_bwd.c charge their ops; the parameters are a table; building
+ * walks them into compute ops timed on the chip's rooflines and collective calls timed by the
+ * engine (once per distinct row), with the fsdp gathers one unit ahead and the gradient reductions
+ * after each unit's backward.  The plan's rows carry a condition (C_*); remat re-walks a layer's
+ * forward.  A new size is a Z_* entry and a line of tpu__xfmr_cost_sizes().
  */
 #include "transformer_cost_prog.h"
 
@@ -70,39 +63,60 @@ static const struct {
 
 typedef enum {
     R_MM,       /* a matmul m x k x n, 'count' times */
+    R_ACT,      /* the MLP's activation (the plan's) over m x n; its derivative in the backward */
     R_VPU,      /* a VPU pass over m x n */
     R_NORM,     /* an RMSNorm over m x n: square, row sum, scale, gain (4 passes) */
     R_NORM_BWD, /* its backward: 5 passes (dgain's product and sum, dn, dn n, dx) */
     R_COLL      /* collective 'hook' of 'm' f32 elements (the engine's count) */
 } row_kind_t;
 
+/* When a row applies (0: always). */
+enum {
+    C_SEQ = 1,   /* the sequential block only */
+    C_GLU = 2,   /* swiglu only */
+    C_FLASH = 4, /* the compiled step's flash attention only */
+    C_SGD = 8,   /* sgd only */
+    C_ADAM = 16, /* adamw only */
+    C_VMEM = 32  /* a pass over the scores: compiled (flash, in VMEM) VPU time only */
+};
+
 typedef struct row {
     row_kind_t kind;
     const char *what;
     int m, k, n, count; /* Z_* */
     int op;             /* R_VPU: tpu_vpu_op_t; R_COLL: H_* */
+    int cond;           /* C_* */
 } row_t;
 
-#define MM(w, m, k, n, c)                \
-    {                                    \
-        R_MM, (w), (m), (k), (n), (c), 0 \
+#define MMC(w, m, k, n, c, cond)                 \
+    {                                            \
+        R_MM, (w), (m), (k), (n), (c), 0, (cond) \
     }
-#define VPU(w, op, r, c)                             \
-    {                                                \
-        R_VPU, (w), (r), Z_1, (c), Z_1, TPU_VPU_##op \
+#define MM(w, m, k, n, c) MMC(w, m, k, n, c, 0)
+#define VPUC(w, op, r, c, cond)                              \
+    {                                                        \
+        R_VPU, (w), (r), Z_1, (c), Z_1, TPU_VPU_##op, (cond) \
     }
-#define NORM(w)                            \
-    {                                      \
-        R_NORM, (w), Z_T, Z_1, Z_D, Z_1, 0 \
-    }
-#define NORM_BWD(w)                            \
-    {                                          \
-        R_NORM_BWD, (w), Z_T, Z_1, Z_D, Z_1, 0 \
-    }
-#define COLL(h, z)                            \
+#define VPU(w, op, r, c) VPUC(w, op, r, c, 0)
+#define ACT(w)                                \
     {                                         \
-        R_COLL, NULL, (z), Z_1, Z_1, Z_1, (h) \
+        R_ACT, (w), Z_T, Z_1, Z_FL, Z_1, 0, 0 \
     }
+#define NORMC(w, cond)                              \
+    {                                               \
+        R_NORM, (w), Z_T, Z_1, Z_DR, Z_1, 0, (cond) \
+    }
+#define NORM(w) NORMC(w, 0)
+#define NORM_BWDC(w, cond)                              \
+    {                                                   \
+        R_NORM_BWD, (w), Z_T, Z_1, Z_DR, Z_1, 0, (cond) \
+    }
+#define NORM_BWD(w) NORM_BWDC(w, 0)
+#define COLLC(h, z, cond)                             \
+    {                                                 \
+        R_COLL, NULL, (z), Z_1, Z_1, Z_1, (h), (cond) \
+    }
+#define COLL(h, z) COLLC(h, z, 0)
 
 /* As transformer_fwd.c charges them. */
 static const row_t embed_fwd[] = {
@@ -112,23 +126,25 @@ static const row_t embed_fwd[] = {
 static const row_t layer_fwd[] = {
     NORM("a = rms(h) * norm1"),
     MM("q = a @ wq", Z_T, Z_D, Z_DL, Z_1),
-    MM("k = a @ wk", Z_T, Z_D, Z_DL, Z_1),
-    MM("v = a @ wv", Z_T, Z_D, Z_DL, Z_1),
+    MM("k = a @ wk", Z_T, Z_D, Z_KVL, Z_1),
+    MM("v = a @ wv", Z_T, Z_D, Z_KVL, Z_1),
     COLL(H_KV, Z_KV),
     COLL(H_KV, Z_KV),
-    MM("s = q k^T (per head)", Z_SL, Z_DH, Z_S, Z_BNH),
-    MM("o = p v (per head)", Z_SL, Z_S, Z_DH, Z_BNH),
-    VPU("scale and mask", MUL, Z_BNHSL, Z_S),
-    VPU("softmax", SOFTMAX, Z_BNHSL, Z_S),
+    MM("s = q k^T (per head)", Z_SL, Z_DH, Z_SA, Z_BNH),
+    MM("o = p v (per head)", Z_SL, Z_SA, Z_DH, Z_BNH),
+    VPUC("scale and mask", MUL, Z_BNHSL, Z_SA, C_VMEM),
+    VPUC("softmax", SOFTMAX, Z_BNHSL, Z_SA, C_VMEM),
     MM("o @ wo", Z_T, Z_DL, Z_D, Z_1),
-    COLL(H_ATTN_OUT, Z_TD),
-    VPU("residual", ADD, Z_T, Z_D),
-    NORM("m = rms(h) * norm2"),
+    COLLC(H_ATTN_OUT, Z_TD, C_SEQ),
+    VPUC("residual", ADD, Z_T, Z_DR, C_SEQ),
+    NORMC("m = rms(h) * norm2", C_SEQ),
     MM("u = m @ w1", Z_T, Z_D, Z_FL, Z_1),
-    VPU("gelu", GELU, Z_T, Z_FL),
-    MM("gelu(u) @ w2", Z_T, Z_FL, Z_D, Z_1),
+    MMC("g = m @ w3", Z_T, Z_D, Z_FG, Z_1, C_GLU),
+    ACT("act(u)"),
+    VPUC("act(u) * g", MUL, Z_T, Z_FG, C_GLU),
+    MM("act(u) @ w2", Z_T, Z_FL, Z_D, Z_1),
     COLL(H_MLP_OUT, Z_TD),
-    VPU("residual", ADD, Z_T, Z_D),
+    VPU("residual", ADD, Z_T, Z_DR),
 };
 static const row_t head_fwd[] = {
     NORM("rms(h) * norm_f"), MM("logits = . @ unembed", Z_T, Z_D, Z_VL, Z_1),
@@ -146,28 +162,33 @@ static const row_t head_bwd[] = {
 static const row_t layer_bwd[] = {
     MM("dgu = dh @ w2^T", Z_T, Z_D, Z_FL, Z_1),
     MM("dw2", Z_FL, Z_T, Z_D, Z_1),
-    VPU("gelu'", GELU, Z_T, Z_FL),
+    ACT("act'(u)"),
+    VPUC("d(act(u) g)", MUL, Z_T, Z_FG, C_GLU),
     MM("dw1", Z_D, Z_T, Z_FL, Z_1),
+    MMC("dw3", Z_D, Z_T, Z_FG, Z_1, C_GLU),
     MM("du @ w1^T", Z_T, Z_FL, Z_D, Z_1),
-    COLL(H_D_MLP_IN, Z_TD),
-    NORM_BWD("norm2 backward"),
+    MMC("dg @ w3^T", Z_T, Z_FG, Z_D, Z_1, C_GLU),
+    COLLC(H_D_MLP_IN, Z_TD, C_SEQ),
+    NORM_BWDC("norm2 backward", C_SEQ),
     MM("dwo", Z_DL, Z_T, Z_D, Z_1),
     MM("do = dh @ wo^T", Z_T, Z_D, Z_DL, Z_1),
-    MM("dv = p^T do (per head)", Z_S, Z_SL, Z_DH, Z_BNH),
-    MM("dp = do v^T (per head)", Z_SL, Z_DH, Z_S, Z_BNH),
-    MM("dq = ds k (per head)", Z_SL, Z_S, Z_DH, Z_BNH),
-    MM("dk = ds^T q (per head)", Z_S, Z_SL, Z_DH, Z_BNH),
-    VPU("softmax backward: dp p", MUL, Z_BNHSL, Z_S),
-    VPU("softmax backward: row sum", SUM, Z_BNHSL, Z_S),
-    VPU("softmax backward: ds", MUL, Z_BNHSL, Z_S),
+    MMC("s = q k^T again (flash)", Z_SL, Z_DH, Z_SA, Z_BNH, C_FLASH),
+    VPUC("softmax again (flash)", SOFTMAX, Z_BNHSL, Z_SA, C_FLASH | C_VMEM),
+    MM("dv = p^T do (per head)", Z_SA, Z_SL, Z_DH, Z_BNH),
+    MM("dp = do v^T (per head)", Z_SL, Z_DH, Z_SA, Z_BNH),
+    MM("dq = ds k (per head)", Z_SL, Z_SA, Z_DH, Z_BNH),
+    MM("dk = ds^T q (per head)", Z_SA, Z_SL, Z_DH, Z_BNH),
+    VPUC("softmax backward: dp p", MUL, Z_BNHSL, Z_SA, C_VMEM),
+    VPUC("softmax backward: row sum", SUM, Z_BNHSL, Z_SA, C_VMEM),
+    VPUC("softmax backward: ds", MUL, Z_BNHSL, Z_SA, C_VMEM),
     COLL(H_D_KV, Z_KV),
     COLL(H_D_KV, Z_KV),
     MM("dwq", Z_D, Z_T, Z_DL, Z_1),
     MM("dq @ wq^T", Z_T, Z_DL, Z_D, Z_1),
-    MM("dwk", Z_D, Z_T, Z_DL, Z_1),
-    MM("dk @ wk^T", Z_T, Z_DL, Z_D, Z_1),
-    MM("dwv", Z_D, Z_T, Z_DL, Z_1),
-    MM("dv @ wv^T", Z_T, Z_DL, Z_D, Z_1),
+    MM("dwk", Z_D, Z_T, Z_KVL, Z_1),
+    MM("dk @ wk^T", Z_T, Z_KVL, Z_D, Z_1),
+    MM("dwv", Z_D, Z_T, Z_KVL, Z_1),
+    MM("dv @ wv^T", Z_T, Z_KVL, Z_D, Z_1),
     COLL(H_D_ATTN_IN, Z_TD),
     NORM_BWD("norm1 backward"),
 };
@@ -175,7 +196,15 @@ static const row_t embed_bwd[] = {
     VPU("dembed, dpos", ADD, Z_T, Z_D2),
 };
 static const row_t update[] = {
-    VPU("sgd: p -= lr g", ADD, Z_1, Z_NPAR),
+    VPUC("sgd: p -= lr g", ADD, Z_1, Z_NPAR, C_SGD),
+    VPUC("clip: sum of g^2", SUM, Z_1, Z_NPAR, C_ADAM),
+    VPUC("clip: g *= c", MUL, Z_1, Z_NPAR, C_ADAM),
+    VPUC("adamw: m = b1 m + (1 - b1) g", ADD, Z_1, Z_NPAR, C_ADAM),
+    VPUC("adamw: g^2", MUL, Z_1, Z_NPAR, C_ADAM),
+    VPUC("adamw: v = b2 v + (1 - b2) g^2", ADD, Z_1, Z_NPAR, C_ADAM),
+    VPUC("adamw: sqrt(v) + eps", EXP, Z_1, Z_NPAR, C_ADAM),
+    VPUC("adamw: m / (sqrt(v) + eps)", MUL, Z_1, Z_NPAR, C_ADAM),
+    VPUC("adamw: p -= lr (u + wd p)", ADD, Z_1, Z_NPAR, C_ADAM),
 };
 
 #define N(t) ((int)(sizeof(t) / sizeof((t)[0])))
@@ -189,14 +218,17 @@ typedef struct prow {
 
 static const prow_t embed_params[] = {{Z_VL, Z_D, 0}, {Z_SL, Z_D, 1}}; /* embed, pos */
 static const prow_t layer_params[] = {
-    {Z_1, Z_D, 0},  {Z_D, Z_DL, 0}, {Z_D, Z_DL, 0}, {Z_D, Z_DL, 0}, /* norm1 wq wk wv */
-    {Z_DL, Z_D, 0}, {Z_1, Z_D, 0},  {Z_D, Z_FL, 0}, {Z_FL, Z_D, 0}, /* wo norm2 w1 w2 */
+    {Z_1, Z_D, 0},  {Z_D, Z_DL, 0},   {Z_D, Z_KVL, 0}, {Z_D, Z_KVL, 0}, /* norm1 wq wk wv */
+    {Z_DL, Z_D, 0}, {Z_1, Z_DSEQ, 0}, {Z_D, Z_FL, 0},  {Z_FL, Z_D, 0},  /* wo norm2 w1 w2 */
+    {Z_D, Z_FG, 0},                                                     /* w3 (swiglu) */
 };
-static const prow_t head_params[] = {{Z_1, Z_D, 0}, {Z_D, Z_VL, 0}}; /* norm_f, unembed */
+static const prow_t head_params[] = {{Z_1, Z_D, 0}, {Z_UNEMB, Z_VL, 0}}; /* norm_f, unembed */
 
-static tpu_status_t grow(void **p, int64_t *cap, int64_t n, size_t elem, tpu_err_t *err)
+/* Room for element n; the first allocation sized for the whole step (few reallocations). */
+static tpu_status_t grow(void **p, int64_t *cap, int64_t n, size_t elem, int64_t first,
+                         tpu_err_t *err)
 {
-    int64_t c = *cap > 0 ? 2 * *cap : 64;
+    int64_t c = *cap > 0 ? 2 * *cap : first;
     void *q;
 
     if (n < *cap) {
@@ -215,7 +247,8 @@ static tpu_status_t grow(void **p, int64_t *cap, int64_t n, size_t elem, tpu_err
 static tpu_status_t emit(tpu_xfmr_cost_t *c, pkind_t kind, int64_t idx, int unit, tpu_err_t *err)
 {
     eng_t *e = c->engine;
-    tpu_status_t status = grow((void **)&e->prog, &e->cap_prog, e->nprog, sizeof(prog_t), err);
+    tpu_status_t status =
+        grow((void **)&e->prog, &e->cap_prog, e->nprog, sizeof(prog_t), e->first, err);
 
     if (status == TPU_OK) {
         e->prog[e->nprog++] = (prog_t){kind, idx, unit};
@@ -225,41 +258,51 @@ static tpu_status_t emit(tpu_xfmr_cost_t *c, pkind_t kind, int64_t idx, int unit
 
 /* ---- compute ---- */
 
+enum {
+    V_ACT = 1,
+    V_VMEM = 2
+}; /* a VPU pass over activations; over VMEM-resident scores */
+
 static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *what, int mxu, int vop,
-                           int64_t m, int64_t k, int64_t n, int64_t count, tpu_err_t *err)
+                           int64_t m, int64_t k, int64_t n, int64_t count, int vpu_flags,
+                           tpu_err_t *err)
 {
     eng_t *e = c->engine;
     tpu_xfmr_cost_op_t *op;
     tpu_status_t status;
-    double us = 0, bytes = 0;
-    tpu_roofline_bound_t bound = TPU_ROOFLINE_MEMORY;
+    tpu_roofline_t rl = {0};
+    double us = 0;
 
     if (m * n * count == 0 || (mxu && k == 0)) {
         return TPU_OK;
     }
     if (mxu) {
         tpu_mxu_desc_t d;
-        tpu_roofline_t rl;
 
         tpu_mxu_desc_init(&d, m, k, n,
                           e->m.precision == TPU_XFMR_BF16 ? TPU_DTYPE_BF16 : TPU_DTYPE_F32);
         d.out = TPU_DTYPE_F32;
         status = tpu_mxu_roofline(e->chip, &d, &rl, err);
         us = rl.modeled_us;
-        bytes = rl.hbm_bytes;
-        bound = rl.bound;
+        if (e->plan.compiled) { /* the shape's calibrated time at the generation's fraction */
+            us = 1e6 * tpu_mxu_seconds_calibrated(e->chip, m, k, n, d.in) / e->plan.mxu_fraction;
+        }
     } else {
         tpu_vpu_desc_t d;
-        tpu_roofline_t rl;
 
-        tpu_vpu_desc_init(&d, (tpu_vpu_op_t)vop, TPU_DTYPE_F32, m, n);
+        /* compiled: activations in bf16 (not the update's f32 state); flash's scores in VMEM */
+        tpu_vpu_desc_init(&d, (tpu_vpu_op_t)vop,
+                          (vpu_flags & V_ACT) && e->act_bytes == 2 ? TPU_DTYPE_BF16 : TPU_DTYPE_F32,
+                          m, n);
         status = tpu_vpu_roofline(e->chip, &d, &rl, err);
         us = rl.modeled_us;
-        bytes = rl.hbm_bytes;
-        bound = rl.bound;
+        if ((vpu_flags & V_VMEM) && e->plan.compiled) {
+            us = 1e6 * tpu_vpu_seconds(e->chip, m * n, tpu_vpu_op_flops((tpu_vpu_op_t)vop));
+        }
     }
-    status =
-        status == TPU_OK ? grow((void **)&c->ops, &e->cap_ops, c->nops, sizeof(*op), err) : status;
+    status = status == TPU_OK
+                 ? grow((void **)&c->ops, &e->cap_ops, c->nops, sizeof(*op), e->first, err)
+                 : status;
     if (status != TPU_OK) {
         return status;
     }
@@ -274,8 +317,8 @@ static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *wha
     op->count = count;
     op->flops = mxu ? 2.0 * (double)m * (double)k * (double)n * (double)count : 0;
     op->us = us * (double)count;
-    op->hbm_bytes = bytes * (double)count;
-    op->bound = bound;
+    op->hbm_bytes = rl.hbm_bytes * (double)count; /* the roofline's, not the calibrated one */
+    op->bound = rl.bound;
     c->mxu_us += mxu ? op->us : 0;
     c->vpu_us += mxu ? 0 : op->us;
     c->chip_flops += op->flops;
@@ -383,7 +426,7 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
     if (k == c->ncolls) {
         int64_t cap = e->cap_colls;
 
-        status = grow((void **)&c->colls, &cap, c->ncolls, sizeof(*row), err);
+        status = grow((void **)&c->colls, &cap, c->ncolls, sizeof(*row), 64, err);
         e->cap_colls = (int)cap;
         if (status != TPU_OK) {
             return status;
@@ -397,23 +440,50 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
         snprintf(row->axes, sizeof(row->axes), "%s", layout);
         row->group_size = g;
         row->groups = c->chips / g;
+        if (e->plan.bound_only) { /* untimed: 0 us */
+            row->bytes = count * sizeof(float);
+            c->ncolls++;
+            goto called;
+        }
         memset(&gr, 0, sizeof(gr));
         status = tpu_mesh_groups(e->mesh, names, &gr, err);
         if (status != TPU_OK) {
             return status;
         }
         tpu_groups_str(&gr, row->group_ids, (int)sizeof(row->group_ids));
-        tpu_groups_fini(&gr);
         row->exposed = exposed;
-        status = engine_time(e, row, count, err);
+        {
+            char key[320];
+            uint64_t h = 14695981039346656037ull; /* FNV-1a of every group's chips */
+            int64_t i;
+
+            for (i = 0; i < (int64_t)gr.ngroups * gr.size; i++) {
+                h = (h ^ (uint64_t)(uint32_t)gr.chips[i]) * 1099511628211ull;
+            }
+            snprintf(key, sizeof(key), "%016llx|%d|%s|%d|%d|%llu", (unsigned long long)h,
+                     gr.ngroups, row->axes, (int)row->kind, (int)row->op,
+                     (unsigned long long)count);
+            if (tpu__xfmr_cache_get(e->plan.cache, key, &row->modeled_us, row->algorithm,
+                                    sizeof(row->algorithm))) {
+                status = TPU_OK;
+            } else {
+                status = tpu__xfmr_cost_spmd(c, err);
+                status = status == TPU_OK ? engine_time(e, row, count, err) : status;
+                if (status == TPU_OK) {
+                    tpu__xfmr_cache_put(e->plan.cache, key, row->modeled_us, row->algorithm);
+                }
+            }
+        }
+        tpu_groups_fini(&gr);
         if (status != TPU_OK) {
             return status;
         }
         row->bytes = count * sizeof(float); /* the key (the engine agrees: f32 elements) */
         c->ncolls++;
     }
+called:
     c->colls[k].count++;
-    status = grow((void **)&c->calls, &e->cap_calls, c->ncalls, sizeof(*c->calls), err);
+    status = grow((void **)&c->calls, &e->cap_calls, c->ncalls, sizeof(*c->calls), e->first, err);
     if (status != TPU_OK) {
         return status;
     }
@@ -433,12 +503,12 @@ static const prow_t *param_row(const eng_t *e, int p, int *unit_p)
         *unit_p = 0;
         return &embed_params[p];
     }
-    if (p < 2 + 8 * L) {
-        *unit_p = 1 + (p - 2) / 8;
-        return &layer_params[(p - 2) % 8];
+    if (p < 2 + e->per_layer * L) {
+        *unit_p = 1 + (p - 2) / e->per_layer;
+        return &layer_params[(p - 2) % e->per_layer];
     }
     *unit_p = L + 1;
-    return &head_params[p - 2 - 8 * L];
+    return &head_params[p - 2 - e->per_layer * L];
 }
 
 static int64_t piece(const eng_t *e, int p)
@@ -459,13 +529,12 @@ static int64_t shard(const eng_t *e, int p)
 
 static int first_param(const eng_t *e, int unit)
 {
-    (void)e;
-    return unit == 0 ? 0 : 2 + 8 * (unit - 1);
+    return unit == 0 ? 0 : 2 + e->per_layer * (unit - 1);
 }
 
 static int unit_params(const eng_t *e, int unit)
 {
-    return unit == 0 || unit == (int)e->m.layers + 1 ? 2 : 8;
+    return unit == 0 || unit == (int)e->m.layers + 1 ? 2 : e->per_layer;
 }
 
 /* fsdp: all-gather the parameters of 'unit' (forward units 0..L+1) for slot 'slot'. */
@@ -479,9 +548,9 @@ static tpu_status_t gather_unit(tpu_xfmr_cost_t *c, int unit, int slot, tpu_err_
         return TPU_OK;
     }
     for (p = first_param(e, unit); p < first_param(e, unit) + unit_params(e, unit); p++) {
-        status =
-            add_call(c, H_GATHER, TPU_COLL_ALL_GATHER, BIT(A_FSDP),
-                     (uint64_t)(shard(e, p) * e->size[A_FSDP]), p, P_GATHER, slot, slot == 0, err);
+        status = add_call(c, H_GATHER, TPU_COLL_ALL_GATHER, BIT(A_FSDP),
+                          (uint64_t)(shard(e, p) * e->size[A_FSDP] * e->gather_bytes / 4), p,
+                          P_GATHER, slot, slot == 0, err);
         if (status != TPU_OK) {
             break;
         }
@@ -490,10 +559,13 @@ static tpu_status_t gather_unit(tpu_xfmr_cost_t *c, int unit, int slot, tpu_err_
 }
 
 /* The gradient reductions of the parameters of 'unit', overlapped. */
-static tpu_status_t grads_unit(tpu_xfmr_cost_t *c, int unit, tpu_err_t *err)
+/* The gradient reductions of 'unit', overlapped; compiled over slices, the psums over dcn
+ * after the backward ('tail': those alone, exposed), as MaxText's scan reduces them. */
+static tpu_status_t grads_unit_of(tpu_xfmr_cost_t *c, int unit, int tail, tpu_err_t *err)
 {
     eng_t *e = c->engine;
     tpu_status_t status = TPU_OK;
+    const int late = e->plan.compiled && e->size[A_DCN] > 1;
     int p, u;
 
     for (p = first_param(e, unit);
@@ -501,21 +573,61 @@ static tpu_status_t grads_unit(tpu_xfmr_cost_t *c, int unit, tpu_err_t *err)
         const prow_t *r = param_row(e, p, &u);
         unsigned mask = hooks[H_GRAD].axes & ~(r->seq_split ? BIT(A_SEQ) : 0u);
 
-        if (e->size[A_FSDP] > 1) {
+        if (e->size[A_FSDP] > 1 && !tail) {
             status = add_call(c, H_GRAD, TPU_COLL_REDUCE_SCATTER, BIT(A_FSDP),
-                              (uint64_t)(shard(e, p) * e->size[A_FSDP]), p, P_GRAD, 0, 0, err);
+                              (uint64_t)(shard(e, p) * e->size[A_FSDP] * e->gather_bytes / 4), p,
+                              P_GRAD, 0, 0, err);
         }
-        if (status == TPU_OK) {
-            status = add_call(c, H_GRAD, TPU_COLL_PSUM, mask, (uint64_t)shard(e, p), p, P_GRAD, 0,
-                              0, err);
+        if (status == TPU_OK && late == tail) {
+            status = add_call(c, H_GRAD, TPU_COLL_PSUM, mask,
+                              (uint64_t)(shard(e, p) * e->plan.param_bytes / 4), p,
+                              tail ? P_SYNC : P_GRAD, 0, tail, err);
         }
     }
     return status;
 }
 
-/* The rows of a section table, at 'index' (the layer, or -1). */
-static tpu_status_t section(tpu_xfmr_cost_t *c, const char *sect, const row_t *rows, int n,
-                            int index, tpu_err_t *err)
+static tpu_status_t grads_unit(tpu_xfmr_cost_t *c, int unit, tpu_err_t *err)
+{
+    return grads_unit_of(c, unit, 0, err);
+}
+
+/* The late dcn reductions of every unit. */
+static tpu_status_t grads_tail(tpu_xfmr_cost_t *c, tpu_err_t *err)
+{
+    tpu_status_t status = TPU_OK;
+    int u;
+
+    for (u = (int)c->engine->m.layers + 1;
+         c->engine->plan.compiled && c->engine->size[A_DCN] > 1 && u >= 0 && status == TPU_OK;
+         u--) {
+        status = grads_unit_of(c, u, 1, err);
+    }
+    return status;
+}
+
+/* Does row 'r' apply under the plan?  The VPU op of the MLP (swiglu: silu, an exp). */
+static int applies(const eng_t *e, const row_t *r)
+{
+    const tpu_xfmr_plan_t *p = &e->plan;
+
+    return !((r->cond & C_SEQ) && p->parallel_block) &&
+           !((r->cond & C_GLU) && p->mlp != TPU_XFMR_MLP_SWIGLU) &&
+           !((r->cond & C_FLASH) && !p->compiled) && !((r->cond & C_SGD) && p->adamw) &&
+           !((r->cond & C_ADAM) && !p->adamw);
+}
+
+static int act_op(const eng_t *e)
+{
+    return e->plan.mlp == TPU_XFMR_MLP_RELU     ? TPU_VPU_RELU
+           : e->plan.mlp == TPU_XFMR_MLP_SWIGLU ? TPU_VPU_SOFTMAX
+                                                : TPU_VPU_GELU;
+}
+
+/* The rows of a section table, at 'index' (the layer, or -1); 'remat_min' skips the
+ * projections and the collectives (what remat minimal keeps). */
+static tpu_status_t section_of(tpu_xfmr_cost_t *c, const char *sect, const row_t *rows, int n,
+                               int index, int remat_min, tpu_err_t *err)
 {
     static const tpu_vpu_op_t norm[] = {TPU_VPU_MUL, TPU_VPU_SUM, TPU_VPU_MUL, TPU_VPU_MUL};
     static const tpu_vpu_op_t norm_bwd[] = {TPU_VPU_MUL, TPU_VPU_SUM, TPU_VPU_MUL, TPU_VPU_SUM,
@@ -528,31 +640,60 @@ static tpu_status_t section(tpu_xfmr_cost_t *c, const char *sect, const row_t *r
         const row_t *r = &rows[i];
         const int64_t *z = e->z;
 
+        if (!applies(e, r) ||
+            (remat_min && (r->kind == R_COLL || (r->kind == R_MM && r->count == Z_1)))) {
+            continue;
+        }
         switch (r->kind) {
+        case R_ACT:
+            status = add_op(c, sect, r->what, 0, act_op(e), z[r->m], 0, z[r->n], 1, V_ACT, err);
+            break;
         case R_MM:
-            status = add_op(c, sect, r->what, 1, 0, z[r->m], z[r->k], z[r->n], z[r->count], err);
+            status = add_op(c, sect, r->what, 1, 0, z[r->m], z[r->k], z[r->n], z[r->count], 0, err);
             break;
         case R_VPU:
-            status = add_op(c, sect, r->what, 0, r->op, z[r->m], 0, z[r->n], 1, err);
+            status = add_op(c, sect, r->what, 0, r->op, z[r->m], 0, z[r->n], 1,
+                            (r->n == Z_NPAR ? 0 : V_ACT) | ((r->cond & C_VMEM) ? V_VMEM : 0), err);
             break;
         case R_NORM:
         case R_NORM_BWD:
-            for (j = 0; status == TPU_OK && j < (r->kind == R_NORM ? 4 : 5); j++) {
+            /* compiled: one fused pass forward, two backward */
+            for (j = 0; status == TPU_OK && j < (r->kind == R_NORM ? 4 : 5) &&
+                        !(e->plan.compiled && j >= (r->kind == R_NORM ? 1 : 2));
+                 j++) {
                 char w[48];
 
                 snprintf(w, sizeof(w), "%s (%s)", r->what,
                          tpu_vpu_op_name(r->kind == R_NORM ? norm[j] : norm_bwd[j]));
                 status = add_op(c, sect, w, 0, r->kind == R_NORM ? norm[j] : norm_bwd[j], z[r->m],
-                                0, z[r->n], 1, err);
+                                0, z[r->n], 1, V_ACT, err);
             }
             break;
-        case R_COLL:
-            status = add_call(c, r->op, hooks[r->op].kind, hooks[r->op].axes, (uint64_t)z[r->m],
-                              index, P_SYNC, 0, 1, err);
+        case R_COLL: {
+            /* f32 elements of the engine; bf16 activations are half as many bytes.  Compiled:
+             * a psum after a matmul runs beside it (XLA's collective matmul). */
+            const int cmm = e->plan.compiled && i > 0 && rows[i - 1].kind == R_MM;
+
+            status = add_call(c, r->op, hooks[r->op].kind, hooks[r->op].axes,
+                              (uint64_t)(z[r->m] * e->act_bytes / 4), index, cmm ? P_CMM : P_SYNC,
+                              0, !cmm, err);
             break;
+        }
         }
     }
     return status;
+}
+
+/* The recomputation of layer l's forward before its backward (remat). */
+static tpu_status_t remat(tpu_xfmr_cost_t *c, int l, tpu_err_t *err)
+{
+    const tpu_xfmr_remat_t policy = c->engine->plan.remat;
+    char sect[32];
+
+    snprintf(sect, sizeof(sect), "l%d remat", l);
+    return policy == TPU_XFMR_REMAT_NONE ? TPU_OK
+                                         : section_of(c, sect, layer_fwd, N(layer_fwd), l,
+                                                      policy == TPU_XFMR_REMAT_MINIMAL, err);
 }
 
 /* The whole step: forward, backward, update, with fsdp's gathers one unit ahead. */
@@ -568,100 +709,69 @@ tpu_status_t tpu__xfmr_cost_build(tpu_xfmr_cost_t *c, tpu_err_t *err)
     status = gather_unit(c, 0, 0, err);
     status = status == TPU_OK ? gather_unit(c, 1, 1, err) : status;
     status = status == TPU_OK ? emit(c, P_WAIT, 0, 0, err) : status;
-    status = status == TPU_OK ? section(c, "embed", embed_fwd, N(embed_fwd), -1, err) : status;
+    status =
+        status == TPU_OK ? section_of(c, "embed", embed_fwd, N(embed_fwd), -1, 0, err) : status;
     for (l = 0; l < L && status == TPU_OK; l++) {
         snprintf(sect, sizeof(sect), "l%d fwd", l);
         status = gather_unit(c, l + 2, l + 2, err);
         status = status == TPU_OK ? emit(c, P_WAIT, 0, l + 1, err) : status;
-        status = status == TPU_OK ? section(c, sect, layer_fwd, N(layer_fwd), l, err) : status;
+        status =
+            status == TPU_OK ? section_of(c, sect, layer_fwd, N(layer_fwd), l, 0, err) : status;
     }
     status = status == TPU_OK ? emit(c, P_WAIT, 0, L + 1, err) : status;
-    status = status == TPU_OK ? section(c, "head fwd", head_fwd, N(head_fwd), -1, err) : status;
+    status =
+        status == TPU_OK ? section_of(c, "head fwd", head_fwd, N(head_fwd), -1, 0, err) : status;
     /* Backward: the head's weights are still there; each layer's are gathered again. */
     status = status == TPU_OK ? gather_unit(c, L, L + 2 + L - 1, err) : status;
-    status = status == TPU_OK ? section(c, "head bwd", head_bwd, N(head_bwd), -1, err) : status;
+    status =
+        status == TPU_OK ? section_of(c, "head bwd", head_bwd, N(head_bwd), -1, 0, err) : status;
     status = status == TPU_OK ? grads_unit(c, L + 1, err) : status;
     for (l = L - 1; l >= 0 && status == TPU_OK; l--) {
         snprintf(sect, sizeof(sect), "l%d bwd", l);
         status = l > 0 ? gather_unit(c, l, L + 2 + l - 1, err) : TPU_OK;
         status = status == TPU_OK ? emit(c, P_WAIT, 0, L + 2 + l, err) : status;
-        status = status == TPU_OK ? section(c, sect, layer_bwd, N(layer_bwd), l, err) : status;
+        status = status == TPU_OK ? remat(c, l, err) : status;
+        status =
+            status == TPU_OK ? section_of(c, sect, layer_bwd, N(layer_bwd), l, 0, err) : status;
         status = status == TPU_OK ? grads_unit(c, l + 1, err) : status;
     }
-    status = status == TPU_OK ? section(c, "embed bwd", embed_bwd, N(embed_bwd), -1, err) : status;
+    status =
+        status == TPU_OK ? section_of(c, "embed bwd", embed_bwd, N(embed_bwd), -1, 0, err) : status;
     status = status == TPU_OK ? grads_unit(c, 0, err) : status;
     status = status == TPU_OK ? emit(c, P_WAIT_GRADS, 0, 0, err) : status;
-    return status == TPU_OK ? section(c, "update", update, N(update), -1, err) : status;
+    status = status == TPU_OK ? grads_tail(c, err) : status;
+    return status == TPU_OK ? section_of(c, "update", update, N(update), -1, 0, err) : status;
 }
 
-/* ---- HBM ---- */
+/* ---- sizes ---- */
 
-static void item(tpu_xfmr_cost_t *c, const char *what, int64_t floats)
-{
-    c->items[c->nitems].what = what;
-    c->items[c->nitems].bytes = (uint64_t)floats * sizeof(float);
-    c->hbm_peak_bytes += c->items[c->nitems].bytes;
-    c->nitems++;
-}
-
-/* The unit's gathered weights (elements). */
-static int64_t unit_floats(const eng_t *e, int unit)
+int64_t tpu__xfmr_cost_unit_elems(const eng_t *e, int unit, int largest)
 {
     int64_t n = 0;
     int p;
 
     for (p = first_param(e, unit); p < first_param(e, unit) + unit_params(e, unit); p++) {
-        n += piece(e, p);
+        n = largest ? (piece(e, p) > n ? piece(e, p) : n) : n + piece(e, p);
     }
     return n;
-}
-
-void tpu__xfmr_cost_hbm(tpu_xfmr_cost_t *c)
-{
-    const eng_t *e = c->engine;
-    const int64_t *z = e->z, L = e->m.layers, T = z[Z_T], TD = z[Z_TD];
-    const int64_t wide = z[Z_DL] > z[Z_FL] ? (z[Z_DL] > z[Z_VL] ? z[Z_DL] : z[Z_VL])
-                                           : (z[Z_FL] > z[Z_VL] ? z[Z_FL] : z[Z_VL]);
-    const int64_t scores = z[Z_BNHSL] * z[Z_S];
-    int64_t pair = 0, one = 0;
-    int u;
-
-    for (u = 0; e->size[A_FSDP] > 1 && u <= (int)L + 1; u++) {
-        int64_t a = unit_floats(e, u), b = u <= (int)L ? unit_floats(e, u + 1) : 0;
-
-        pair = a + b > pair ? a + b : pair;
-        one = a > one ? a : one;
-    }
-    c->nitems = 0;
-    c->hbm_peak_bytes = 0;
-    item(c, "parameters", z[Z_NPAR]);
-    item(c, "gradients", z[Z_NPAR]);
-    item(c, "optimizer state (sgd: none)", 0);
-    /* per layer h, n1, a, hm, n2, m; r1, r2; q, o; k, v; p; u, gelu(u); the final norm */
-    item(c, "activations kept for the backward",
-         L * (6 * TD + 2 * T + 2 * T * z[Z_DL] + 2 * z[Z_KV] + scores + 2 * T * z[Z_FL]) + 3 * TD +
-             T);
-    item(c, "fsdp: gathered weights (a unit and the next)", pair);
-    item(c, "fsdp: a unit's gradients before the reduce-scatter", one);
-    item(c, "logits [T, V/tensor] and the log-sum-exp", T * z[Z_VL] + 3 * T);
-    item(c, "attention backward: scores' gradient, dq, dk, dv", scores + T * z[Z_DL] + 2 * z[Z_KV]);
-    item(c, "backward scratch [T, D] x3 and [T, max(Dl, Fl, Vl)]", 3 * TD + T * wide);
-    item(c, "tokens and targets", 2 * T);
 }
 
 void tpu__xfmr_cost_sizes(tpu_xfmr_cost_t *c)
 {
     eng_t *e = c->engine;
     const tpu_xfmr_config_t *m = &e->m;
+    const tpu_xfmr_plan_t *pl = &e->plan;
     int64_t *z = e->z, b = m->batch / (e->size[A_DATA] * e->size[A_FSDP] * e->size[A_DCN]);
     int64_t nh = m->heads / e->size[A_TENSOR], np = 0;
+    int64_t kv = pl->kv_heads > 0 ? pl->kv_heads : m->heads;
+    int64_t nkv = kv >= e->size[A_TENSOR] ? kv / e->size[A_TENSOR] : 1; /* replicated below */
     int p;
 
     z[Z_1] = 1;
     z[Z_2] = 2;
     z[Z_D] = m->d_model;
     z[Z_D2] = 2 * m->d_model;
-    z[Z_DH] = m->d_model / m->heads;
+    z[Z_DH] = pl->head_dim > 0 ? pl->head_dim : m->d_model / m->heads;
     z[Z_DL] = nh * z[Z_DH];
     z[Z_FL] = m->d_ff / e->size[A_TENSOR];
     z[Z_VL] = m->vocab / e->size[A_TENSOR];
@@ -671,9 +781,15 @@ void tpu__xfmr_cost_sizes(tpu_xfmr_cost_t *c)
     z[Z_T2] = 2 * z[Z_T];
     z[Z_BNH] = b * nh;
     z[Z_BNHSL] = b * nh * z[Z_SL];
-    z[Z_KV] = b * nh * z[Z_S] * z[Z_DH];
+    z[Z_KV] = b * nkv * z[Z_S] * z[Z_DH];
+    z[Z_KVL] = nkv * z[Z_DH];
+    z[Z_SA] = pl->compiled ? (z[Z_S] + 1) / 2 : z[Z_S];
+    z[Z_FG] = pl->mlp == TPU_XFMR_MLP_SWIGLU ? z[Z_FL] : 0;
+    z[Z_UNEMB] = pl->tied ? 0 : m->d_model;
+    z[Z_DSEQ] = pl->parallel_block ? 0 : m->d_model;
+    z[Z_DR] = pl->compiled ? m->d_model / e->size[A_TENSOR] : m->d_model;
     z[Z_TD] = z[Z_T] * z[Z_D];
-    for (p = 0; p < 2 + 8 * (int)m->layers + 2; p++) {
+    for (p = 0; p < 2 + e->per_layer * (int)m->layers + 2; p++) {
         np += shard(e, p);
     }
     z[Z_NPAR] = np;

@@ -33,7 +33,13 @@ enum {
     Z_DH,    /* head width */
     Z_BNH,   /* sequences x local heads: the attention's matmuls per step */
     Z_BNHSL, /* rows of the attention scores: b nh Sl */
-    Z_KV,    /* k or v of every position: b nh S Dh */
+    Z_KV,    /* k or v of every position: b nkv S Dh (nkv the chip's kv heads) */
+    Z_KVL,   /* the chip's kv heads' width: nkv Dh */
+    Z_SA,    /* keys a query attends: S (flash, compiled: S / 2, the causal half skipped) */
+    Z_FG,    /* swiglu: the gate's columns (Fl); 0 otherwise */
+    Z_UNEMB, /* the unembedding's rows (D); 0 when tied */
+    Z_DSEQ,  /* the second norm's gain (D); 0 in the parallel block */
+    Z_DR,    /* the residual stream's width on a chip: D (compiled: D / tensor, sharded) */
     Z_TD,    /* T D: a residual-stream buffer */
     Z_NPAR,  /* the chip's parameter elements (fsdp: its shards) */
     Z_COUNT
@@ -54,12 +60,14 @@ enum {
 /* ---- the program ---- */
 
 typedef enum {
-    P_OP,        /* compute op 'idx' */
-    P_SYNC,      /* call 'idx' on the critical path */
-    P_GRAD,      /* call 'idx' overlapped; the update waits for it */
-    P_GATHER,    /* call 'idx' overlapped; unit 'unit' waits for it */
-    P_WAIT,      /* the compute waits for unit 'unit''s gathers */
-    P_WAIT_GRADS /* the compute waits for every gradient */
+    P_OP,         /* compute op 'idx' */
+    P_SYNC,       /* call 'idx' on the critical path */
+    P_GRAD,       /* call 'idx' overlapped; the update waits for it */
+    P_GATHER,     /* call 'idx' overlapped; unit 'unit' waits for it */
+    P_WAIT,       /* the compute waits for unit 'unit''s gathers */
+    P_WAIT_GRADS, /* the compute waits for every gradient */
+    P_CMM         /* call 'idx' beside the matmul before it (a collective matmul); the compute
+                   * waits for its end */
 } pkind_t;
 
 typedef struct prog {
@@ -72,6 +80,9 @@ struct tpu_xfmr_cost_engine {
     tpu_mesh_t *mesh;
     tpu_spmd_t *spmd;
     const tpu_chip_spec_t *chip;
+    const tpu_pod_t *pod;
+    char spec[128]; /* the mesh */
+    int64_t first;  /* the first capacity of the step's arrays (about their size) */
     tpu_xfmr_config_t m;
     int size[A_COUNT];
     int mesh_idx[A_COUNT]; /* the axis' index in the mesh, -1 */
@@ -83,15 +94,29 @@ struct tpu_xfmr_cost_engine {
     int nunits;
     double *ready; /* [nunits] */
     double peak_flops;
+    tpu_xfmr_plan_t plan;
+    int act_bytes;    /* activations and their collectives: 4, or 2 (compiled bf16) */
+    int per_layer;    /* parameters of a layer: 8, 9 with swiglu's gate */
+    int gather_bytes; /* fsdp's gathered weights and their gradients: 4, or (compiled) the
+                       * matmul dtype's when smaller (XLA converts before the all-gather) */
 };
 
 typedef struct tpu_xfmr_cost_engine eng_t;
+
+/* The cached time of 'key' (1) or 0; remember one. */
+int tpu__xfmr_cache_get(const struct tpu_xfmr_time_cache *cache, const char *key, double *us_p,
+                        char *algorithm, size_t len);
+void tpu__xfmr_cache_put(struct tpu_xfmr_time_cache *cache, const char *key, double us,
+                         const char *algorithm);
+/* The engine's runtime of 'c', created on first use. */
+tpu_status_t tpu__xfmr_cost_spmd(tpu_xfmr_cost_t *c, tpu_err_t *err);
 
 /* The sizes of c's layout into c->engine->z (and c's per-chip batch, positions, tokens). */
 void tpu__xfmr_cost_sizes(tpu_xfmr_cost_t *c);
 /* The program of one step: forward, backward, update, fsdp's gathers one unit ahead. */
 tpu_status_t tpu__xfmr_cost_build(tpu_xfmr_cost_t *c, tpu_err_t *err);
-/* The HBM items of a chip and their sum. */
-void tpu__xfmr_cost_hbm(tpu_xfmr_cost_t *c);
+/* The elements of the chip's piece of the parameters of 'unit' (0 embeddings, 1 + l layer l,
+ * L + 1 the head): all of them, or ('largest') its largest parameter's. */
+int64_t tpu__xfmr_cost_unit_elems(const eng_t *e, int unit, int largest);
 
 #endif /* TPU_WORKLOADS_TRANSFORMER_COST_PROG_H */

@@ -63,9 +63,37 @@
  * forward 4 S^2 D per sequence and layer, backward twice that).  MFU =
  * model FLOPs / (step x chips x the chip's bf16 peak).
  *
- * Extending (GQA, other MLPs, remat, optimizers): the ops are rows of tables
- * over named sizes, the parameters a table, the HBM items a list; see
- * transformer_cost.c.
+ * The plan (tpu_xfmr_plan_t, issue 25; tpu_xfmr_cost_run_plan()) extends the
+ * workload beyond the trained model: grouped-query attention (kv_heads: k and
+ * v projections [T,D]x[D,nkv Dh/tensor], the kv all-gathers that much
+ * smaller), a head width of its own, the MLP (gelu, relu, or swiglu: w1 and a
+ * gate w3, silu(u) * g), the parallel block (one norm feeds attention and MLP,
+ * whose outputs are summed: one tensor psum forward and one backward per
+ * layer instead of two), tied embeddings (no unembed parameter), the
+ * parameter dtype, AdamW (two f32 moments per parameter; the update 6 VPU
+ * passes, the global-norm clip 2) and remat:
+ *   none     every activation of the forward kept (as above);
+ *   minimal  the outputs of the projections (q, k, v, wo, w1, w3, w2: the dots
+ *            without batch dimensions) and each layer's input kept; the
+ *            norms, activations and the attention recomputed in the backward;
+ *   full     each layer's input kept; the whole layer's forward (matmuls,
+ *            VPU passes, its tensor psums) recomputed before its backward.
+ * plan.compiled models the step as XLA and MaxText run it rather than as the
+ * emulator's real step: matmuls at their calibrated time
+ * (tpu_mxu_seconds_calibrated(): the shape's MXU efficiency, tiles and
+ * padding), flash attention (the causal half of S x S skipped: keys S/2 per
+ * query on average; the scores stay in VMEM, so their VPU passes are charged
+ * at the VPU rate and their HBM is the log-sum-exp only; the backward
+ * recomputes the scores, one more attention matmul), bf16 activations and
+ * activation collectives when the dtype is bf16, model FLOPs with the causal
+ * attention 6 L B S^2 H Dh, a per-step fixed cost and a sustained MXU
+ * fraction per chip generation fitted to MaxText's public rows
+ * (tpu_xfmr_plan_fit(); docs/planner.md).  The default plan is the trained
+ * model of issue 24, and its figures are the ones above.
+ *
+ * Extending: the ops are rows of tables over named sizes (a row may apply
+ * only under a plan condition), the parameters a table, the HBM items a list
+ * (transformer_hbm.c); see transformer_cost_prog.c.
  *
  * Ownership: tpu_xfmr_cost_run() fills caller storage and allocates the
  * arrays and the engine state it points to; tpu_xfmr_cost_fini() frees them
@@ -88,7 +116,37 @@
 extern "C" {
 #endif
 
-#define TPU_XFMR_COST_ITEMS 10
+#define TPU_XFMR_COST_ITEMS 12
+
+typedef enum {
+    TPU_XFMR_MLP_GELU,
+    TPU_XFMR_MLP_RELU,
+    TPU_XFMR_MLP_SWIGLU
+} tpu_xfmr_mlp_t;
+typedef enum {
+    TPU_XFMR_REMAT_NONE,
+    TPU_XFMR_REMAT_MINIMAL,
+    TPU_XFMR_REMAT_FULL
+} tpu_xfmr_remat_t;
+
+/* The workload beyond the trained model's (see the top); tpu_xfmr_plan_init() gives issue 24's. */
+typedef struct tpu_xfmr_plan {
+    int64_t kv_heads;   /* 0: heads (multi-head attention) */
+    int64_t head_dim;   /* 0: d_model / heads */
+    tpu_xfmr_mlp_t mlp; /* gelu */
+    int parallel_block; /* 0: sequential */
+    int tied;           /* 1: the unembedding is the embedding */
+    tpu_xfmr_remat_t remat;
+    int param_bytes;     /* 4 (f32) or 2 (bf16) */
+    int adamw;           /* 0: sgd */
+    int compiled;        /* the step as XLA runs it (see the top) */
+    double fixed_us;     /* compiled: the per-step fixed cost (tpu_xfmr_plan_fit()) */
+    double mxu_fraction; /* compiled: sustained MXU fraction over the calibrated time's, 1 */
+    int bound_only;      /* no collective timed (each 0 us): the compute, HBM and a lower
+                          * bound of the step, fast (the search's first pass) */
+    struct tpu_xfmr_time_cache *cache; /* borrowed; NULL: none.  Collective times shared
+                                        * between runs on one pod (see below) */
+} tpu_xfmr_plan_t;
 
 /* A compute op of the step (every chip runs the same). */
 typedef struct tpu_xfmr_cost_op {
@@ -145,6 +203,7 @@ typedef struct tpu_xfmr_cost {
     double step_us, compute_us, mxu_us, vpu_us;
     double comm_us;         /* every call, one after the other */
     double exposed_comm_us; /* step - compute: the waits of the compute stream */
+    double fixed_us;        /* the plan's per-step fixed cost (in step_us) */
     double model_flops;     /* of the whole step over the pod (see the top) */
     double chip_flops;      /* matmul FLOPs of one chip */
     double mfu;
@@ -169,6 +228,26 @@ typedef struct tpu_xfmr_cost {
  */
 TPU_API tpu_status_t tpu_xfmr_cost_run(const tpu_pod_t *pod, const tpu_xfmr_config_t *model,
                                        const char *mesh, tpu_xfmr_cost_t *cost_p, tpu_err_t *err);
+/*
+ * A cache of the engine's collective times for runs on one pod (the search):
+ * collectives over the same groups of chips (every group, in member order),
+ * of the same kind, reduction and bytes share one time, whatever mesh made
+ * the groups (the rows of a cached time have no plan).  Not thread-safe.
+ */
+typedef struct tpu_xfmr_time_cache tpu_xfmr_time_cache_t;
+TPU_API tpu_xfmr_time_cache_t *tpu_xfmr_time_cache_create(void);
+TPU_API void tpu_xfmr_time_cache_destroy(tpu_xfmr_time_cache_t *cache);
+
+/* The plan of the trained model (issue 24). */
+TPU_API void tpu_xfmr_plan_init(tpu_xfmr_plan_t *plan);
+/*
+ * The same with 'plan' (NULL: tpu_xfmr_plan_init()'s).  Also TPU_ERR_INVALID
+ * for kv_heads that do not divide heads, or a kv width that does not split
+ * over tensor.
+ */
+TPU_API tpu_status_t tpu_xfmr_cost_run_plan(const tpu_pod_t *pod, const tpu_xfmr_config_t *model,
+                                            const tpu_xfmr_plan_t *plan, const char *mesh,
+                                            tpu_xfmr_cost_t *cost_p, tpu_err_t *err);
 /* Free what a run allocated; a zeroed struct is a no-op. */
 TPU_API void tpu_xfmr_cost_fini(tpu_xfmr_cost_t *cost);
 

@@ -47,7 +47,9 @@
 #include "report.h"
 #include "sink.h"
 #include "train_out.h"
+#include "train_plan.h"
 #include "train_run.h"
+#include "train_search.h"
 #include "train_xfmr_out.h"
 #include "watch.h"
 
@@ -73,6 +75,13 @@ tpu_status_t app_train_xfmr_check(const app_opts_t *o, tpu_err_t *err)
                            "--model-only runs without data: drop --data, --labels, --init and "
                            "--save");
     }
+    if (!o->model_only && app_xfmr_plan_given(o)) {
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "the real run trains only the model of issue 24 (MHA, GELU, sequential, "
+                           "SGD); --preset, --kv-heads, --head-dim, --mlp, --block, "
+                           "--tied-embeddings, --remat, --param-dtype, --optimizer, --search, "
+                           "--prefetch and --input-rate need --model-only");
+    }
     if (o->trace_measured) {
         return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
                            "--trace-measured with --model transformer: not yet");
@@ -93,6 +102,9 @@ typedef struct xrun {
     double *losses, *measured_us; /* [steps] */
     tpu_xfmr_report_t rep;        /* the last step's, local chip 0 */
     tpu_xfmr_cost_t cost;         /* the step cost model of the layout */
+    tpu_xfmr_plan_t plan;         /* the workload beyond the trained model (--model-only) */
+    app_xfmr_input_t input;       /* the input pipeline (--model-only with the plan) */
+    int plan_mode;                /* --model-only with a plan flag or --calibrated */
     char note[512];               /* where the run's collectives differ from the model's */
     double wall_us;
     uint64_t *hashes; /* [chips] by chip id: tpu_xfmr_pod_piece's, on the root */
@@ -389,6 +401,9 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
     app_json_array_end(j);
     app_train_json_num(j, "peak_bf16_flops", tpu_pod_chip(pod)->bf16_flops);
     app_xfmr_json(j, c, (uint64_t)tpu_pod_chip(pod)->hbm_bytes);
+    if (r->plan_mode) {
+        app_xfmr_plan_json(j, &r->plan, c, &r->input);
+    }
     if (!o->model_only) {
         /* The run's own figures beside the model's. */
         app_train_json_num(j, "run_compute_us", r->rep.compute_us);
@@ -426,6 +441,10 @@ static tpu_status_t read_flags(const app_opts_t *o, int nchips, xrun_t *r, tpu_e
     r->m.batch = o->batch > 0 ? o->batch : XDEF_BATCH;
     r->lr = o->lr >= 0 ? o->lr : XDEF_LR;
     r->steps = o->model_only ? 1 : o->steps;
+    if (app_xfmr_plan_read(o, &r->m, &r->plan, err) != TPU_OK) {
+        return TPU_ERR_INVALID;
+    }
+    r->plan_mode = o->model_only && (app_xfmr_plan_given(o) || o->calibrated);
     snprintf(r->mesh, sizeof(r->mesh), "data=%d", nchips);
     if (o->mesh != NULL) {
         snprintf(r->mesh, sizeof(r->mesh), "%s", o->mesh);
@@ -449,7 +468,7 @@ static tpu_status_t read_flags(const app_opts_t *o, int nchips, xrun_t *r, tpu_e
         return tpu_err_set(err, TPU_ERR_INVALID, "--dtype must be bf16 or f32, got '%s'",
                            o->precision);
     }
-    if (r->m.d_model % r->m.heads != 0) {
+    if (r->plan.head_dim == 0 && r->m.d_model % r->m.heads != 0) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--d-model %lld is not a multiple of --heads %lld",
                            (long long)r->m.d_model, (long long)r->m.heads);
     }
@@ -609,6 +628,11 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
         where.root = app_jobenv_root(); /* --model-only under mpirun: rank 0 prints */
     }
     status = read_flags(o, topo->nchips, &r, &err);
+    app_xfmr_plan_pod(o, pod, &r.plan);
+    if (status == TPU_OK && o->search) {
+        code = app_train_search(o, pod, &r.m, &r.plan, where.root);
+        goto out;
+    }
     if (status == TPU_OK && !o->model_only) {
         status = o->data != NULL ? load_data(o, &r, &err) : synth(&r, (uint64_t)o->seed, &err);
     }
@@ -632,7 +656,11 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
         status = make_pod(o, pod, x, job, &r, &p, &err);
     }
     if (status == TPU_OK) {
-        status = tpu_xfmr_cost_run(pod, &r.m, r.mesh, &r.cost, &err);
+        status = tpu_xfmr_cost_run_plan(pod, &r.m, &r.plan, r.mesh, &r.cost, &err);
+    }
+    if (status == TPU_OK && r.plan_mode) {
+        status = app_xfmr_fit_check(&r.cost, (uint64_t)chip->hbm_bytes, &err);
+        app_xfmr_input(o, pod, &r.cost, &r.input);
     }
     printer = app_train_agree(&where, &status, rank, nranks);
     if (status != TPU_OK) {
@@ -661,6 +689,9 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
                     r.cost.step_us, r.cost.compute_us, r.cost.exposed_comm_us);
         }
         app_xfmr_print(txt, &r.cost, (uint64_t)chip->hbm_bytes);
+        if (r.plan_mode) {
+            app_xfmr_input_print(txt, &r.input);
+        }
         if (r.note[0] != '\0') {
             fprintf(txt, "  note: the run's collectives differ from the model's: %s\n", r.note);
         }

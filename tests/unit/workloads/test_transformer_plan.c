@@ -1,0 +1,219 @@
+/*
+ * The planner's terms of the transformer step cost model (issue 25,
+ * tpu_xfmr_cost_run_plan()) against figures worked out by hand here: the
+ * parameters of GQA + swiglu and of tied embeddings, AdamW's state, model
+ * FLOPs (dense and the compiled step's causal attention), remat full's
+ * recomputed forward matmul FLOPs, the parallel block's single tensor psum,
+ * the presets, the compiled mode's causal half and fitted constants.
+ */
+#include "tpu/pod.h"
+#include "tpu/transformer_cost.h"
+#include "tpu/transformer_presets.h"
+
+#include "test_main.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static tpu_pod_t *make_pod(const char *shape)
+{
+    tpu_pod_spec_t spec;
+    tpu_pod_t *pod = NULL;
+    tpu_err_t err = {0};
+
+    tpu_pod_spec_init(&spec);
+    spec.chip = "v5e";
+    spec.shape = shape;
+    assert_int_equal(tpu_pod_create(&spec, &pod, &err), TPU_OK);
+    return pod;
+}
+
+/* L 2, D 64, H 4, kv 2, Dh 16, F 128, V 256, S 32, B 8; swiglu, f32. */
+static void small(tpu_xfmr_config_t *m, tpu_xfmr_plan_t *p)
+{
+    tpu_xfmr_config_init(m);
+    m->layers = 2;
+    m->d_model = 64;
+    m->heads = 4;
+    m->d_ff = 128;
+    m->vocab = 256;
+    m->seq = 32;
+    m->batch = 8;
+    m->precision = TPU_XFMR_F32;
+    tpu_xfmr_plan_init(p);
+    p->kv_heads = 2;
+    p->head_dim = 16;
+    p->mlp = TPU_XFMR_MLP_SWIGLU;
+}
+
+static uint64_t item(const tpu_xfmr_cost_t *c, const char *prefix)
+{
+    int k;
+
+    for (k = 0; k < c->nitems; k++) {
+        if (strncmp(c->items[k].what, prefix, strlen(prefix)) == 0) {
+            return c->items[k].bytes;
+        }
+    }
+    fail_msg("no HBM item '%s'", prefix);
+    return 0;
+}
+
+static void run(const tpu_pod_t *pod, const tpu_xfmr_config_t *m, const tpu_xfmr_plan_t *p,
+                const char *mesh, tpu_xfmr_cost_t *c)
+{
+    tpu_err_t err = {0};
+
+    memset(c, 0, sizeof(*c));
+    assert_int_equal(tpu_xfmr_cost_run_plan(pod, m, p, mesh, c, &err), TPU_OK);
+}
+
+static void params_and_flops(void **state)
+{
+    tpu_pod_t *pod = make_pod("1x1");
+    tpu_xfmr_config_t m;
+    tpu_xfmr_plan_t p;
+    tpu_xfmr_cost_t c;
+
+    (void)state;
+    small(&m, &p);
+    run(pod, &m, &p, NULL, &c);
+    /* embed 256*64 + pos 32*64 + 2 layers of (norm1 64, wq 64*64, wk 64*32, wv 64*32,
+     * wo 64*64, norm2 64, w1 64*128, w2 128*64, w3 64*128) + norm_f 64 + unembed 64*256:
+     * 16384 + 2048 + 2*36992 + 64 + 16384 = 108864 elements, f32 */
+    assert_int_equal(item(&c, "parameters"), 108864 * 4);
+    assert_int_equal(item(&c, "optimizer state (sgd"), 0);
+    /* N = 2*(2*64*4*16 + 2*64*2*16 + 3*64*128) + 64*256 = 90112; 6 N B S = 138412032;
+     * dense attention 12 L B S^2 H Dh = 12*2*8*1024*64 = 12582912 */
+    assert_true(c.model_flops == 138412032.0 + 12582912.0);
+    tpu_xfmr_cost_fini(&c);
+
+    p.tied = 1;
+    p.adamw = 1;
+    run(pod, &m, &p, NULL, &c);
+    assert_int_equal(item(&c, "parameters"), (108864 - 16384) * 4);
+    assert_int_equal(item(&c, "optimizer state (adamw"), 2 * (108864 - 16384) * 4);
+    tpu_xfmr_cost_fini(&c);
+
+    /* compiled: attention causal, 6 L B S^2 H Dh = 6291456 */
+    p.compiled = 1;
+    p.mxu_fraction = 1;
+    run(pod, &m, &p, NULL, &c);
+    assert_true(c.model_flops == 138412032.0 + 6291456.0);
+    tpu_xfmr_cost_fini(&c);
+    tpu_pod_destroy(pod);
+}
+
+static void remat_full(void **state)
+{
+    tpu_pod_t *pod = make_pod("1x1");
+    tpu_xfmr_config_t m;
+    tpu_xfmr_plan_t p;
+    tpu_xfmr_cost_t none, full, minimal;
+
+    (void)state;
+    small(&m, &p);
+    run(pod, &m, &p, NULL, &none);
+    p.remat = TPU_XFMR_REMAT_FULL;
+    run(pod, &m, &p, NULL, &full);
+    p.remat = TPU_XFMR_REMAT_MINIMAL;
+    run(pod, &m, &p, NULL, &minimal);
+    /* T = 256 tokens.  A layer's forward matmuls: q 2*256*64*64 = 2097152, k and v
+     * 2*2*256*64*32 = 2097152, wo 2097152, w1 w3 w2 3*2*256*64*128 = 12582912, and the
+     * attention 2 * 2*32*16*32 per sequence and head * 32 = 2097152: 20971520; two layers. */
+    assert_true(full.chip_flops - none.chip_flops == 2 * 20971520.0);
+    /* minimal recomputes only the attention's two matmuls: 2 * 2097152 */
+    assert_true(minimal.chip_flops - none.chip_flops == 2 * 2097152.0);
+    /* activations kept: full the layer inputs, 2 * T D (+ 3 T D + T for the head), f32 */
+    assert_int_equal(item(&full, "activations kept (remat full"),
+                     (2 * 256 * 64 + 3 * 256 * 64 + 256) * 4);
+    assert_true(full.model_flops == none.model_flops);
+    tpu_xfmr_cost_fini(&none);
+    tpu_xfmr_cost_fini(&full);
+    tpu_xfmr_cost_fini(&minimal);
+    tpu_pod_destroy(pod);
+}
+
+static int coll_count(const tpu_xfmr_cost_t *c, const char *what)
+{
+    int k, n = 0;
+
+    for (k = 0; k < c->ncolls; k++) {
+        n += strcmp(c->colls[k].what, what) == 0 ? c->colls[k].count : 0;
+    }
+    return n;
+}
+
+static void parallel_block(void **state)
+{
+    tpu_pod_t *pod = make_pod("1x2");
+    tpu_xfmr_config_t m;
+    tpu_xfmr_plan_t p;
+    tpu_xfmr_cost_t seq, par;
+
+    (void)state;
+    small(&m, &p);
+    run(pod, &m, &p, "tensor=2", &seq);
+    p.parallel_block = 1;
+    run(pod, &m, &p, "tensor=2", &par);
+    /* sequential: attn_out and mlp_out per layer forward, d_mlp_in and d_attn_in backward;
+     * parallel: mlp_out and d_attn_in only */
+    assert_int_equal(coll_count(&seq, "attn_out"), 2);
+    assert_int_equal(coll_count(&seq, "d_mlp_in"), 2);
+    assert_int_equal(coll_count(&par, "attn_out"), 0);
+    assert_int_equal(coll_count(&par, "d_mlp_in"), 0);
+    assert_int_equal(coll_count(&par, "mlp_out"), 2);
+    /* kv heads 2 over tensor 2: one per chip, k and v [T, 16] each */
+    tpu_xfmr_cost_fini(&seq);
+    tpu_xfmr_cost_fini(&par);
+    tpu_pod_destroy(pod);
+}
+
+static void presets(void **state)
+{
+    tpu_xfmr_config_t m;
+    tpu_xfmr_plan_t p;
+    tpu_err_t err = {0};
+
+    (void)state;
+    tpu_xfmr_config_init(&m);
+    tpu_xfmr_plan_init(&p);
+    /* Llama 2 70B (Touvron et al. 2023, table 1; config.json) */
+    assert_int_equal(tpu_xfmr_preset("llama2-70b", &m, &p, &err), TPU_OK);
+    assert_int_equal(m.layers, 80);
+    assert_int_equal(m.d_model, 8192);
+    assert_int_equal(m.heads, 64);
+    assert_int_equal(p.kv_heads, 8);
+    assert_int_equal(m.d_ff, 28672);
+    assert_int_equal(m.vocab, 32000);
+    assert_int_equal(p.mlp, TPU_XFMR_MLP_SWIGLU);
+    /* MaxText 16B (maxtext_mfu.md: L 32, d 5120, H 32, F 32768, dh 256, relu, parallel, tied) */
+    assert_int_equal(tpu_xfmr_preset("maxtext-default-16b", &m, &p, &err), TPU_OK);
+    assert_int_equal(m.layers * (4 * m.d_model * m.heads * p.head_dim + 2 * m.d_model * m.d_ff) +
+                         m.vocab * m.d_model,
+                     16273899520LL); /* 32*(167772160 + 335544320) + 167772160; the CSV: 16274101248
+                                        with the norms */
+    assert_true(p.parallel_block && p.tied && p.mlp == TPU_XFMR_MLP_RELU);
+    assert_int_equal(tpu_xfmr_preset("llama9", &m, &p, &err), TPU_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "gpt3-175b"));
+    assert_string_equal(tpu_xfmr_preset_name(0), "llama2-7b");
+    assert_null(tpu_xfmr_preset_name(1000));
+    tpu_xfmr_plan_fit("v7", &p);
+    assert_true(p.mxu_fraction == 1 && p.fixed_us == 0);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(params_and_flops),
+        cmocka_unit_test(remat_full),
+        cmocka_unit_test(parallel_block),
+        cmocka_unit_test(presets),
+    };
+    return tpu_test_main(argc, argv, "transformer plan", tests, sizeof tests / sizeof tests[0]);
+}
