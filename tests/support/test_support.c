@@ -107,3 +107,14 @@ tpu_vmem_t *tpu_test_vmem(const char *chip)
     }
     return vmem;
 }
+
+tpu_pod_t *tpu_test_pod(const char *chip, const char *shape)
+{
+    tpu_pod_spec_t spec;
+    tpu_pod_t *pod = NULL;
+
+    tpu_pod_spec_init(&spec);
+    spec.chip = chip;
+    spec.shape = shape;
+    return tpu_pod_create(&spec, &pod, NULL) == TPU_OK ? pod : NULL;
+}

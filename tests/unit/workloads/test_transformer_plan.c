@@ -11,6 +11,7 @@
 #include "tpu/transformer_presets.h"
 
 #include "test_main.h"
+#include "test_support.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,14 +23,9 @@
 
 static tpu_pod_t *make_pod(const char *shape)
 {
-    tpu_pod_spec_t spec;
-    tpu_pod_t *pod = NULL;
-    tpu_err_t err = {0};
+    tpu_pod_t *pod = tpu_test_pod("v5e", shape);
 
-    tpu_pod_spec_init(&spec);
-    spec.chip = "v5e";
-    spec.shape = shape;
-    assert_int_equal(tpu_pod_create(&spec, &pod, &err), TPU_OK);
+    assert_non_null(pod);
     return pod;
 }
 
