@@ -177,7 +177,8 @@ tpu_status_t tpu__hlo_parse_shape(parser_t *p, tpu_hlo_shape_t *sh, int in_signa
                 int ch = (unsigned char)p->s[q];
 
                 if (tpu__hlo_is_digit(ch)) {
-                    v = (v < 0 ? 0 : v * 10) + (ch - '0');
+                    /* Saturated: an index past any rank is simply not the default order. */
+                    v = v < 0 ? ch - '0' : v < INT32_MAX ? v * 10 + (ch - '0') : v;
                     continue;
                 }
                 if (v >= 0 && v != want--) {

@@ -13,5 +13,6 @@ clang -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -fsanitize=fuzzer,address,undefi
     -fno-sanitize-recover=undefined -I"$root/include" -I"$root/common" \
     "$root/tests/fuzz/fuzz_hlo.c" "$root"/emulator/replay/hlo_{lex,shape,groups,instr,parse,verify}.c \
     "$root/common/alloc.c" "$root/common/status.c" -o "$out/fuzz_hlo"
-"$out/fuzz_hlo" -max_total_time="$secs" -max_len=65536 -timeout=10 "$out/corpus_hlo" 2>&1 |
+"$out/fuzz_hlo" -max_total_time="$secs" -max_len=65536 -timeout=10 -artifact_prefix="$out/" \
+    "$out/corpus_hlo" 2>&1 |
     tail -5
