@@ -235,6 +235,9 @@ static tpu_status_t read_io_alias(parser_t *p, tpu_hlo_module_t *m, const char *
     int cap = 0;
     size_t i, j;
 
+    if (m->nio_alias > 0) {
+        return tpu__hlo_fail(p, "input_output_alias is given twice in the module's header");
+    }
     for (i = 0; i < n; i++) {
         int64_t out = -1, param = 0;
         tpu_status_t status;
