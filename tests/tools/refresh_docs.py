@@ -7,7 +7,9 @@ A runnable block is a fence opened with "```sh runnable"; its output is the
 block whose text contains TEXT (every one without --match) is run with bash
 from the repository's root, as docs_runnable_blocks runs it, and the text
 fence under it is replaced by what it printed (stdout then stderr).  A block
-with no text fence under it is run but nothing is pasted.  The page is written
+with no text fence under it is run but nothing is pasted.  The whole output
+replaces the fence: a page that shows part of a block's output (an elision,
+one file of several) is refreshed by hand, or with --match on the other blocks.  The page is written
 to a temporary file beside it and renamed into place, so a failure leaves it
 as it was.  Blocks that fail are named and the page is left unchanged.
 
@@ -64,7 +66,7 @@ def main(argv):
         if match is not None and match not in script:
             continue
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        r = subprocess.run(["bash", "-c", "set -o pipefail\n" + script], cwd=ROOT, env=env,
+        r = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             failed.append((script.splitlines()[0], r.returncode, r.stderr.strip()[-300:]))
