@@ -5,6 +5,8 @@
 #include "train_out.h"
 
 #include "faults.h"
+#include "jobenv.h"
+#include "launch.h"
 #include "units.h"
 
 #include <math.h>
@@ -124,4 +126,21 @@ void app_train_print_transport(FILE *txt, const tpu_pod_t *pod, int model_only, 
                        : "loopback (every chip in this process, real bytes)");
     app_faults_print(txt, pod, "fault: ");
     fflush(txt);
+}
+
+int app_train_close_sinks(app_sink_t *json, app_sink_t *csv, int failed, int code)
+{
+    tpu_err_t err = {0};
+
+    if (failed) {
+        app_sink_discard(csv);
+        app_sink_discard(json);
+        return code;
+    }
+    if (app_sink_close(csv, &err) != TPU_OK || app_sink_close(json, &err) != TPU_OK) {
+        app_sink_discard(json);
+        app_die_msg(err.msg);
+        return code == APP_EXIT_OK ? APP_EXIT_FAIL : code;
+    }
+    return code;
 }

@@ -9,6 +9,7 @@
 #include "tpu/pod.h"
 
 #include "json.h"
+#include "sink.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -24,5 +25,14 @@ void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r);
 
 /* The transport line and the pod's faults (train's header). */
 void app_train_print_transport(FILE *txt, const tpu_pod_t *pod, int model_only, int mpi);
+
+/*
+ * The end of a train run's output files (the MLP's and the transformer's): after
+ * a failure ('failed') both are discarded, so the files that were there stay as
+ * they were; otherwise each is closed (renamed into place) and a failed close
+ * is one line and APP_EXIT_FAIL.  Returns the exit code ('code' unless a close
+ * failed).
+ */
+int app_train_close_sinks(app_sink_t *json, app_sink_t *csv, int failed, int code);
 
 #endif /* APP_TRAIN_OUT_H */

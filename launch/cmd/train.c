@@ -552,13 +552,7 @@ out:
     if (status != TPU_OK && (printer < 0 ? r.where.root : printer == (mpi ? job->chip : 0))) {
         app_die_msg(err.msg);
     }
-    if (csv_sink.f != NULL) {
-        app_sink_close(&csv_sink, NULL);
-    }
-    if (sink.f != NULL && app_sink_close(&sink, &err) != TPU_OK && code == APP_EXIT_OK) {
-        code = APP_EXIT_FAIL;
-        app_die_msg(err.msg);
-    }
+    code = app_train_close_sinks(&sink, &csv_sink, status != TPU_OK, code);
     fflush(stdout);
     app_train_run_fini(&r);
     tpu_npy_fini(&x);

@@ -746,13 +746,7 @@ out:
     if (status != TPU_OK && (printer < 0 ? where.root : printer == rank)) {
         app_die_msg(err.msg);
     }
-    if (csv_sink.f != NULL) {
-        app_sink_close(&csv_sink, NULL);
-    }
-    if (sink.f != NULL && app_sink_close(&sink, &err) != TPU_OK && code == APP_EXIT_OK) {
-        code = APP_EXIT_FAIL;
-        app_die_msg(err.msg);
-    }
+    code = app_train_close_sinks(&sink, &csv_sink, status != TPU_OK, code);
     fflush(stdout);
     tpu_xfmr_pod_destroy(p);
     tpu_xfmr_cost_fini(&r.cost);
