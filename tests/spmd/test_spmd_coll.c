@@ -3,8 +3,9 @@
  * worked example of jax_collective_semantics.md (expected values from the JAX
  * docstrings and the docs' *_ref functions, written out here), over whole-axis
  * groups and over groups that are not whole torus axes (part of an axis, strided,
- * listed out of order through an explicit device order), plus modeled-time
- * equality between the sim and loopback transports and bad input.
+ * listed out of order through an explicit device order), the group ring cost and
+ * the orbit matrix: psum, all_gather and ppermute (psum_scatter, all_to_all and
+ * the rest are test_spmd_coll_scatter.c).
  */
 #include "tpu/chip.h"
 #include "tpu/coll.h"
@@ -12,6 +13,7 @@
 #include "tpu/spmd.h"
 #include "tpu/xport.h"
 
+#include "spmd_env.h"
 #include "test_main.h"
 
 #include <math.h>
@@ -25,94 +27,6 @@
 
 #include <cmocka.h>
 
-typedef struct env {
-    tpu_topo_t topo;
-    tpu_chip_spec_t chip;
-    tpu_link_model_t link;
-    tpu_mesh_t *mesh;
-    tpu_xport_t *x;
-    tpu_spmd_t *s;
-} env_t;
-
-/* A runtime on 'shape' (all axes wrapped when 'wrap'), mesh 'spec' (explicit
- * 'devices' when not NULL), loopback ('sim' 0) or sim transport. */
-static void env_open_slices(env_t *e, const char *shape, int wrap, int slices, const char *spec,
-                            const int32_t *devices, int sim)
-{
-    tpu_err_t err = {0};
-    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES] = {wrap, wrap, wrap}, naxes;
-
-    memset(e, 0, sizeof(*e));
-    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
-    assert_int_equal(tpu_topo_init(&e->topo, naxes, dims, w, slices, &err), TPU_OK);
-    assert_int_equal(tpu_chip_preset("v5e", &e->chip, &err), TPU_OK);
-    tpu_chip_link_model(&e->chip, &e->link);
-    if (tpu_mesh_create(&e->topo, spec, devices, devices ? e->topo.nchips : 0, &e->mesh, &err) !=
-        TPU_OK) {
-        fail_msg("mesh: %s", err.msg);
-    }
-    if (sim) {
-        assert_int_equal(tpu_xport_sim_create(e->topo.nchips, &e->x, &err), TPU_OK);
-    } else {
-        assert_int_equal(tpu_xport_loopback_create(e->topo.nchips, &e->x, &err), TPU_OK);
-    }
-    if (tpu_spmd_create(&e->topo, &e->link, &e->chip, e->mesh, e->x, NULL, &e->s, &err) != TPU_OK) {
-        fail_msg("spmd: %s", err.msg);
-    }
-}
-
-static void env_open(env_t *e, const char *shape, int wrap, const char *spec,
-                     const int32_t *devices, int sim)
-{
-    env_open_slices(e, shape, wrap, 1, spec, devices, sim);
-}
-
-static void env_close(env_t *e)
-{
-    tpu_spmd_destroy(e->s);
-    tpu_xport_destroy(e->x);
-    tpu_mesh_destroy(e->mesh);
-}
-
-/* An f32 array placed from 'host'. */
-static tpu_array_t *arr_f32(env_t *e, int ndims, const int64_t *shape, const char *spec,
-                            const float *host)
-{
-    tpu_err_t err = {0};
-    tpu_array_t *a = NULL;
-
-    if (tpu_array_create(e->s, ndims, shape, TPU_DTYPE_F32, spec, &a, &err) != TPU_OK) {
-        fail_msg("array: %s", err.msg);
-    }
-    assert_int_equal(tpu_array_place(a, host, &err), TPU_OK);
-    return a;
-}
-
-/* The shard of the chip at mesh position 'pos' (loopback: local index = chip). */
-static const float *shard_at(env_t *e, const tpu_array_t *a, int pos)
-{
-    return tpu_array_local(a, tpu_mesh_chip(e->mesh, pos));
-}
-
-static void expect_f32(const float *got, const float *want, int n)
-{
-    int i;
-
-    for (i = 0; i < n; i++) {
-        if (got[i] != want[i]) {
-            fail_msg("element %d: got %g, want %g", i, (double)got[i], (double)want[i]);
-        }
-    }
-}
-
-static void check(tpu_status_t status, const tpu_err_t *err)
-{
-    if (status != TPU_OK) {
-        fail_msg("%s", err->msg);
-    }
-}
-
-static const float f16[16] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 1, 2};
 
 /* s2 f1: mesh (i=4), P('i'): every block becomes [22,20,12,17]. */
 static void run_psum_f1(const char *shape, int wrap, const char *spec, const char *axes)
@@ -125,21 +39,21 @@ static void run_psum_f1(const char *shape, int wrap, const char *spec, const cha
     env_t e;
     int p;
 
-    env_open(&e, shape, wrap, spec, NULL, 0);
-    a = arr_f32(&e, 1, shp, axes, f16);
-    check(tpu_array_psum(a, axes, TPU_REDOP_SUM, &r, &err), &err);
+    spmd_env_open(&e, shape, wrap, spec, NULL, 0);
+    a = spmd_arr_f32(&e, 1, shp, axes, spmd_f16);
+    spmd_check(tpu_array_psum(a, axes, TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), want, 4);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), want, 4);
     }
     tpu_array_shape(r, got_shape);
     assert_int_equal(got_shape[0], 4);
-    check(tpu_array_gather(r, host, &err), &err);
-    expect_f32(host, want, 4);
+    spmd_check(tpu_array_gather(r, host, &err), &err);
+    spmd_expect_f32(host, want, 4);
     assert_int_equal(tpu_spmd_call_count(e.s), 1);
     assert_true(tpu_spmd_call_at(e.s, 0)->modeled_us > 0);
     tpu_array_destroy(r);
     tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 static void test_psum_f1(void **state)
@@ -167,27 +81,27 @@ static void test_psum_f2_f3(void **state)
     for (p = 0; p < 16; p++) {
         x[p] = (float)p;
     }
-    env_open(&e, "2x2", 0, "i=2,j=2", NULL, 0);
-    a = arr_f32(&e, 2, shp, "i,j", x);
-    check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
+    spmd_env_open(&e, "2x2", 0, "i=2,j=2", NULL, 0);
+    a = spmd_arr_f32(&e, 2, shp, "i,j", x);
+    spmd_check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), want_i[p % 2], 4);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), want_i[p % 2], 4);
     }
     tpu_array_spec_str(r, spec, sizeof(spec));
     assert_string_equal(spec, "None,j");
     tpu_array_shape(r, gs);
     assert_int_equal(gs[0], 2);
     assert_int_equal(gs[1], 4);
-    check(tpu_array_gather(r, host, &err), &err);
-    expect_f32(host, want_glob, 8);
+    spmd_check(tpu_array_gather(r, host, &err), &err);
+    spmd_expect_f32(host, want_glob, 8);
     tpu_array_destroy(r);
-    check(tpu_array_psum(a, "i,j", TPU_REDOP_SUM, &r, &err), &err);
+    spmd_check(tpu_array_psum(a, "i,j", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), want_ij, 4);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), want_ij, 4);
     }
     tpu_array_destroy(r);
     tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 /* s2/s3 docstrings: pmap over 4 devices, x = arange(4). */
@@ -202,21 +116,21 @@ static void test_psum_pmean_pmap(void **state)
     int p;
 
     (void)state;
-    env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = arr_f32(&e, 1, shp, "i", x);
-    check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
+    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
+    a = spmd_arr_f32(&e, 1, shp, "i", x);
+    spmd_check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), six, 1);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), six, 1);
     }
     tpu_array_destroy(r);
-    check(tpu_array_pmean(a, "i", &r, &err), &err);
+    spmd_check(tpu_array_pmean(a, "i", &r, &err), &err);
     for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), mean, 1);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), mean, 1);
     }
     assert_string_equal(tpu_spmd_call_at(e.s, 1)->name, "pmean");
     tpu_array_destroy(r);
     tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 /* s4 f4: mesh (i=4), x = [3,9,5,2]: tiled -> [3,9,5,2] everywhere; untiled -> (4,1). */
@@ -230,24 +144,24 @@ static void test_all_gather_f4(void **state)
     int p;
 
     (void)state;
-    env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = arr_f32(&e, 1, shp, "i", x);
-    check(tpu_array_all_gather(a, "i", 0, 1, &r, &err), &err);
+    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
+    a = spmd_arr_f32(&e, 1, shp, "i", x);
+    spmd_check(tpu_array_all_gather(a, "i", 0, 1, &r, &err), &err);
     for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), x, 4);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), x, 4);
     }
     tpu_array_destroy(r);
-    check(tpu_array_all_gather(a, "i", 0, 0, &r, &err), &err);
+    spmd_check(tpu_array_all_gather(a, "i", 0, 0, &r, &err), &err);
     assert_int_equal(tpu_array_ndims(r), 2);
     tpu_array_local_shape(r, ls);
     assert_int_equal(ls[0], 4);
     assert_int_equal(ls[1], 1);
     for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), x, 4);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), x, 4);
     }
     tpu_array_destroy(r);
     tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 /* s4: mesh (x=2, y=4), each device holds [pos]. */
@@ -262,19 +176,19 @@ static void test_all_gather_xy(void **state)
     int p;
 
     (void)state;
-    env_open(&e, "2x4", 1, "x=2,y=4", NULL, 0);
-    a = arr_f32(&e, 1, shp, "(x,y)", xy);
-    check(tpu_array_all_gather(a, "x,y", 0, 1, &r, &err), &err);
+    spmd_env_open(&e, "2x4", 1, "x=2,y=4", NULL, 0);
+    a = spmd_arr_f32(&e, 1, shp, "(x,y)", xy);
+    spmd_check(tpu_array_all_gather(a, "x,y", 0, 1, &r, &err), &err);
     for (p = 0; p < 8; p++) {
-        expect_f32(shard_at(&e, r, p), xy, 8);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), xy, 8);
     }
     tpu_array_destroy(r);
-    check(tpu_array_all_gather(a, "x", 0, 1, &r, &err), &err);
-    expect_f32(shard_at(&e, r, 1), x15, 2);
-    expect_f32(shard_at(&e, r, 5), x15, 2);
+    spmd_check(tpu_array_all_gather(a, "x", 0, 1, &r, &err), &err);
+    spmd_expect_f32(spmd_shard_at(&e, r, 1), x15, 2);
+    spmd_expect_f32(spmd_shard_at(&e, r, 5), x15, 2);
     tpu_array_destroy(r);
     tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 /* s4: ('y','x') is not the torus order of the mesh (x=2, y=4): the group algorithms. */
@@ -289,16 +203,16 @@ static void test_all_gather_yx(void **state)
     int p;
 
     (void)state;
-    env_open(&e, "2x4", 1, "x=2,y=4", NULL, 0);
-    a = arr_f32(&e, 1, shp, "(x,y)", xy);
-    check(tpu_array_all_gather(a, "y,x", 0, 1, &r, &err), &err);
+    spmd_env_open(&e, "2x4", 1, "x=2,y=4", NULL, 0);
+    a = spmd_arr_f32(&e, 1, shp, "(x,y)", xy);
+    spmd_check(tpu_array_all_gather(a, "y,x", 0, 1, &r, &err), &err);
     for (p = 0; p < 8; p++) {
-        expect_f32(shard_at(&e, r, p), yx, 8);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), yx, 8);
     }
     assert_non_null(strstr(tpu_spmd_call_at(e.s, 0)->algorithm, "group"));
     tpu_array_destroy(r);
     tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 /*
@@ -322,27 +236,27 @@ static void test_docstring_groups_0231(void **state)
 
     (void)state;
     for (wrap = 0; wrap < 2; wrap++) {
-        env_open(&e, "4", wrap, "g=2,m=2", devices, 0);
+        spmd_env_open(&e, "4", wrap, "g=2,m=2", devices, 0);
         /* Mesh position p holds row devices[p], so chip k holds row k. */
         for (p = 0; p < 4; p++) {
             for (c = 0; c < 4; c++) {
                 x[p * 4 + c] = (float)(devices[p] * 4 + c);
             }
         }
-        a = arr_f32(&e, 2, shp, "(g,m)", x);
-        check(tpu_array_all_gather(a, "m", 0, 1, &r, &err), &err);
-        expect_f32(tpu_array_local(r, 0), g02, 8);
-        expect_f32(tpu_array_local(r, 2), g02, 8);
-        expect_f32(tpu_array_local(r, 3), g31, 8);
-        expect_f32(tpu_array_local(r, 1), g31, 8);
+        a = spmd_arr_f32(&e, 2, shp, "(g,m)", x);
+        spmd_check(tpu_array_all_gather(a, "m", 0, 1, &r, &err), &err);
+        spmd_expect_f32(tpu_array_local(r, 0), g02, 8);
+        spmd_expect_f32(tpu_array_local(r, 2), g02, 8);
+        spmd_expect_f32(tpu_array_local(r, 3), g31, 8);
+        spmd_expect_f32(tpu_array_local(r, 1), g31, 8);
         tpu_array_destroy(r);
-        check(tpu_array_psum_scatter(a, "m", 1, 1, &r, &err), &err);
+        spmd_check(tpu_array_psum_scatter(a, "m", 1, 1, &r, &err), &err);
         for (c = 0; c < 4; c++) {
-            expect_f32(tpu_array_local(r, c), rs[c], 2);
+            spmd_expect_f32(tpu_array_local(r, c), rs[c], 2);
         }
         tpu_array_destroy(r);
         tpu_array_destroy(a);
-        env_close(&e);
+        spmd_env_close(&e);
     }
 }
 
@@ -367,23 +281,23 @@ static void test_psum_groups_0123(void **state)
     for (p = 0; p < 16; p++) {
         x16[p] = (float)p;
     }
-    env_open(&e, "4", 0, "g=2,i=2", NULL, 0);
-    a = arr_f32(&e, 1, shp1, "(g,i)", x4);
-    check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
+    spmd_env_open(&e, "4", 0, "g=2,i=2", NULL, 0);
+    a = spmd_arr_f32(&e, 1, shp1, "(g,i)", x4);
+    spmd_check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
-        expect_f32(tpu_array_local(r, p), &want4[p], 1);
+        spmd_expect_f32(tpu_array_local(r, p), &want4[p], 1);
     }
     tpu_array_destroy(r);
     tpu_array_destroy(a);
-    a = arr_f32(&e, 2, shp2, "(g,i)", x16);
-    check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
+    a = spmd_arr_f32(&e, 2, shp2, "(g,i)", x16);
+    spmd_check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
-        expect_f32(tpu_array_local(r, p), want16[p], 4);
+        spmd_expect_f32(tpu_array_local(r, p), want16[p], 4);
     }
     assert_non_null(strstr(tpu_spmd_call_at(e.s, 1)->algorithm, "group"));
     tpu_array_destroy(r);
     tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 /* s7 f7: mesh (i=4), x = arange(8), perm [(i, (i+1)%4)]: [6,7] [0,1] [2,3] [4,5]. */
@@ -399,11 +313,11 @@ static void test_ppermute_f7(void **state)
     int p;
 
     (void)state;
-    env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = arr_f32(&e, 1, shp, "i", x);
-    check(tpu_array_ppermute(a, "i", perm, 4, &r, &err), &err);
+    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
+    a = spmd_arr_f32(&e, 1, shp, "i", x);
+    spmd_check(tpu_array_ppermute(a, "i", perm, 4, &r, &err), &err);
     for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), want + 2 * p, 2);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), want + 2 * p, 2);
     }
     tpu_array_destroy(r);
     {
@@ -412,9 +326,9 @@ static void test_ppermute_f7(void **state)
         static const float want2[8] = {0, 1, 0, 0, 2, 3, 0, 0};
         double us;
 
-        check(tpu_array_ppermute(a, "i", self, 2, &r, &err), &err);
+        spmd_check(tpu_array_ppermute(a, "i", self, 2, &r, &err), &err);
         for (p = 0; p < 4; p++) {
-            expect_f32(shard_at(&e, r, p), want2 + 2 * p, 2);
+            spmd_expect_f32(spmd_shard_at(&e, r, p), want2 + 2 * p, 2);
         }
         tpu_array_destroy(r);
         us = tpu_spmd_call_at(e.s, 1)->modeled_us;
@@ -422,7 +336,7 @@ static void test_ppermute_f7(void **state)
         assert_true(fabs(us - (e.link.ici_latency + 8 / (e.link.ici_bw / 2)) * 1e6) <= 1e-9);
     }
     tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 /* s7: mesh (x=2, y=4): ppermute over 'y' by one, and over 'x' with [(0,1)] only. */
@@ -438,20 +352,20 @@ static void test_ppermute_xy(void **state)
     int p;
 
     (void)state;
-    env_open(&e, "2x4", 0, "x=2,y=4", NULL, 0);
-    a = arr_f32(&e, 1, shp, "(x,y)", v);
-    check(tpu_array_ppermute(a, "y", py, 4, &r, &err), &err);
+    spmd_env_open(&e, "2x4", 0, "x=2,y=4", NULL, 0);
+    a = spmd_arr_f32(&e, 1, shp, "(x,y)", v);
+    spmd_check(tpu_array_ppermute(a, "y", py, 4, &r, &err), &err);
     for (p = 0; p < 8; p++) {
         float want = (float)((p / 4) * 4 + (p % 4 + 3) % 4);
 
-        expect_f32(shard_at(&e, r, p), &want, 1);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), &want, 1);
     }
     tpu_array_destroy(r);
-    check(tpu_array_ppermute(a, "x", px, 1, &r, &err), &err);
+    spmd_check(tpu_array_ppermute(a, "x", px, 1, &r, &err), &err);
     for (p = 0; p < 8; p++) {
         float want = p < 4 ? 0.0f : (float)(p - 4);
 
-        expect_f32(shard_at(&e, r, p), &want, 1);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), &want, 1);
     }
     tpu_array_destroy(r);
     {
@@ -461,7 +375,7 @@ static void test_ppermute_xy(void **state)
         assert_non_null(strstr(err.msg, "index 1 twice as a target"));
     }
     tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 /*
@@ -481,9 +395,9 @@ static void run_data2_model8(int wrap)
     for (p = 0; p < 128; p++) {
         x[p] = (float)((p * 7) % 23);
     }
-    env_open(&e, "4x4", wrap, "data=2,model=8", NULL, 0);
-    a = arr_f32(&e, 1, shp, "(data,model)", x); /* position p holds x[8p, 8p+8) */
-    check(tpu_array_psum(a, "model", TPU_REDOP_SUM, &r, &err), &err);
+    spmd_env_open(&e, "4x4", wrap, "data=2,model=8", NULL, 0);
+    a = spmd_arr_f32(&e, 1, shp, "(data,model)", x); /* position p holds x[8p, 8p+8) */
+    spmd_check(tpu_array_psum(a, "model", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 16; p++) {
         for (j = 0; j < 8; j++) {
             float want = 0;
@@ -491,45 +405,46 @@ static void run_data2_model8(int wrap)
             for (k = 0; k < 8; k++) {
                 want += x[((p / 8) * 8 + k) * 8 + j];
             }
-            expect_f32((const float *)shard_at(&e, r, p) + j, &want, 1);
+            spmd_expect_f32((const float *)spmd_shard_at(&e, r, p) + j, &want, 1);
         }
     }
     tpu_array_destroy(r);
-    check(tpu_array_all_gather(a, "model", 0, 1, &r, &err), &err);
+    spmd_check(tpu_array_all_gather(a, "model", 0, 1, &r, &err), &err);
     for (p = 0; p < 16; p++) {
-        expect_f32(shard_at(&e, r, p), x + (p / 8) * 64, 64);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), x + (p / 8) * 64, 64);
     }
     tpu_array_destroy(r);
-    check(tpu_array_psum_scatter(a, "model", 0, 1, &r, &err), &err);
+    spmd_check(tpu_array_psum_scatter(a, "model", 0, 1, &r, &err), &err);
     for (p = 0; p < 16; p++) {
         float want = 0;
 
         for (k = 0; k < 8; k++) {
             want += x[((p / 8) * 8 + k) * 8 + p % 8];
         }
-        expect_f32(shard_at(&e, r, p), &want, 1);
+        spmd_expect_f32(spmd_shard_at(&e, r, p), &want, 1);
     }
     tpu_array_destroy(r);
-    check(tpu_array_all_to_all(a, "model", 0, 0, 1, &r, &err), &err);
+    spmd_check(tpu_array_all_to_all(a, "model", 0, 0, 1, &r, &err), &err);
     for (p = 0; p < 16; p++) {
         for (k = 0; k < 8; k++) {
             /* chunk k of the result: chunk (p%8) of member k's block */
-            expect_f32((const float *)shard_at(&e, r, p) + k, &x[((p / 8) * 8 + k) * 8 + p % 8], 1);
+            spmd_expect_f32((const float *)spmd_shard_at(&e, r, p) + k,
+                            &x[((p / 8) * 8 + k) * 8 + p % 8], 1);
         }
     }
     tpu_array_destroy(r);
     /* ('model','data'): all 16 chips, member order model-major. */
-    check(tpu_array_all_gather(a, "model,data", 0, 1, &r, &err), &err);
+    spmd_check(tpu_array_all_gather(a, "model,data", 0, 1, &r, &err), &err);
     for (p = 0; p < 16; p++) {
         for (k = 0; k < 16; k++) {
             int src = (k % 2) * 8 + k / 2;
 
-            expect_f32((const float *)shard_at(&e, r, p) + k * 8, x + src * 8, 8);
+            spmd_expect_f32((const float *)spmd_shard_at(&e, r, p) + k * 8, x + src * 8, 8);
         }
     }
     tpu_array_destroy(r);
     tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 static void test_data2_model8(void **state)
@@ -550,18 +465,18 @@ static double ring_us(const char *shape, int wrap, const char *spec, const char 
     tpu_coll_result_t res;
     env_t e;
 
-    env_open(&e, shape, wrap, spec, NULL, 1);
-    check(tpu_mesh_groups(e.mesh, axes, &g, &err), &err);
+    spmd_env_open(&e, shape, wrap, spec, NULL, 1);
+    spmd_check(tpu_mesh_groups(e.mesh, axes, &g, &err), &err);
     tpu_coll_desc_init(&d);
     d.kind = TPU_COLL_ALL_GATHER;
     d.groups = &g;
     d.bytes = bytes;
     snprintf(d.algo, sizeof(d.algo), "%s", algo);
-    check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
-    check(tpu_coll_plan_model(plan, &res, &err), &err);
+    spmd_check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
+    spmd_check(tpu_coll_plan_model(plan, &res, &err), &err);
     tpu_coll_plan_destroy(plan);
     tpu_groups_fini(&g);
-    env_close(&e);
+    spmd_env_close(&e);
     return res.modeled_us;
 }
 
@@ -635,8 +550,8 @@ static void test_orbit_matrix(void **state)
          * one window of the period (collectives/plan.c, orbit_period()). */
         w = i < sizeof(cases) / sizeof(cases[0]);
         c = i % (sizeof(cases) / sizeof(cases[0]));
-        env_open(&e, cases[c].shape, w, cases[c].mesh, NULL, 1);
-        check(tpu_mesh_groups(e.mesh, cases[c].axes, &g, &err), &err);
+        spmd_env_open(&e, cases[c].shape, w, cases[c].mesh, NULL, 1);
+        spmd_check(tpu_mesh_groups(e.mesh, cases[c].axes, &g, &err), &err);
         assert_true(!w || tpu_groups_period(&e.topo, &g, period) > 1);
         for (k = 0; k < sizeof(algos) / sizeof(algos[0]); k++) {
             tpu_coll_desc_t d;
@@ -652,8 +567,8 @@ static void test_orbit_matrix(void **state)
             d.groups = &g;
             d.bytes = (uint64_t)g.size * 24;
             snprintf(d.algo, sizeof(d.algo), "%s", algos[k].algo);
-            check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
-            check(tpu_coll_plan_model(plan, &res, &err), &err);
+            spmd_check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
+            spmd_check(tpu_coll_plan_model(plan, &res, &err), &err);
             /* Built and timed from one domain: fewer flows than the pod's. */
             if ((w || cases[c].open) && tpu_coll_plan_model_flows(plan) >= res.flows) {
                 fail_msg("%s %s over %s, wrap %d, %s %s: %lld flows built, %lld in the pod",
@@ -661,8 +576,8 @@ static void test_orbit_matrix(void **state)
                          algos[k].algo, (long long)tpu_coll_plan_model_flows(plan),
                          (long long)res.flows);
             }
-            check(tpu_coll_exec_create(plan, e.x, &ex, &err), &err);
-            check(tpu_coll_exec_run(ex, NULL, in, out, &us, &err), &err);
+            spmd_check(tpu_coll_exec_create(plan, e.x, &ex, &err), &err);
+            spmd_check(tpu_coll_exec_run(ex, NULL, in, out, &us, &err), &err);
             if (us != res.modeled_us) {
                 fail_msg("%s %s over %s, %s %s: model %.17g, every chip %.17g", cases[c].shape,
                          cases[c].mesh, cases[c].axes, tpu_coll_name(d.kind), algos[k].algo,
@@ -674,7 +589,7 @@ static void test_orbit_matrix(void **state)
             free(out);
         }
         tpu_groups_fini(&g);
-        env_close(&e);
+        spmd_env_close(&e);
     }
 }
 
@@ -690,10 +605,10 @@ static void test_orbit_equals_full(void **state)
     int t, i;
 
     (void)state;
-    env_open(&e, "8x8x8", 1, "data=16,model=32", NULL, 1);
-    check(tpu_mesh_groups(e.mesh, "model", &g, &err), &err);
-    check(tpu_xport_sim_create(512, &xs[0], &err), &err);
-    check(tpu_xport_loopback_create(512, &xs[1], &err), &err);
+    spmd_env_open(&e, "8x8x8", 1, "data=16,model=32", NULL, 1);
+    spmd_check(tpu_mesh_groups(e.mesh, "model", &g, &err), &err);
+    spmd_check(tpu_xport_sim_create(512, &xs[0], &err), &err);
+    spmd_check(tpu_xport_loopback_create(512, &xs[1], &err), &err);
     for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
         tpu_coll_desc_t d;
         tpu_coll_plan_t *plan = NULL;
@@ -704,8 +619,8 @@ static void test_orbit_equals_full(void **state)
         d.kind = kinds[k];
         d.groups = &g;
         d.bytes = 32 * 64;
-        check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
-        check(tpu_coll_plan_model(plan, &res, &err), &err);
+        spmd_check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
+        spmd_check(tpu_coll_plan_model(plan, &res, &err), &err);
         assert_true(res.flows < 512 * 64); /* one domain of the 16 groups, not all */
         tpu_coll_plan_sizes(plan, &in_b, &out_b);
         for (t = 0; t < 2; t++) {
@@ -717,8 +632,8 @@ static void test_orbit_equals_full(void **state)
                 in[i] = calloc(1, in_b);
                 out[i] = calloc(1, out_b);
             }
-            check(tpu_coll_exec_create(plan, xs[t], &ex, &err), &err);
-            check(tpu_coll_exec_run(ex, NULL, in, out, &us, &err), &err);
+            spmd_check(tpu_coll_exec_create(plan, xs[t], &ex, &err), &err);
+            spmd_check(tpu_coll_exec_run(ex, NULL, in, out, &us, &err), &err);
             if (us != res.modeled_us) {
                 fail_msg("%s: model %.17g, %s %.17g", tpu_coll_name(d.kind), res.modeled_us,
                          t ? "loopback" : "sim", us);
@@ -736,420 +651,7 @@ static void test_orbit_equals_full(void **state)
     tpu_xport_destroy(xs[0]);
     tpu_xport_destroy(xs[1]);
     tpu_groups_fini(&g);
-    env_close(&e);
-}
-
-/*
- * Groups across slices: on two slices of 2x2, psum and all_gather over every
- * axis and pair of axes of "dcn=2,data=2,model=2" and of "data=4,model=2" (data
- * spans the slices without a dcn axis), checked against the blocks of the group
- * members (tpu_mesh_groups), and the same modeled time on sim and loopback.
- */
-static void run_slices_mesh(const char *spec)
-{
-    float x[8 * 4];
-    int64_t shp[1] = {8 * 4};
-    tpu_err_t err = {0};
-    env_t e[2];
-    int a, b, p, t, k, j, naxes;
-
-    for (p = 0; p < 32; p++) {
-        x[p] = (float)(p * 5 % 11);
-    }
-    env_open_slices(&e[0], "2x2", 0, 2, spec, NULL, 0);
-    env_open_slices(&e[1], "2x2", 0, 2, spec, NULL, 1);
-    naxes = tpu_mesh_naxes(e[0].mesh);
-    for (a = 0; a < naxes; a++) {
-        for (b = -1; b < naxes; b++) {
-            char axes[64], all[64];
-            tpu_groups_t g;
-            double us[2][2];
-
-            if (a == b) {
-                continue;
-            }
-            snprintf(axes, sizeof(axes), "%s%s%s", tpu_mesh_axis_name(e[0].mesh, a),
-                     b >= 0 ? "," : "", b >= 0 ? tpu_mesh_axis_name(e[0].mesh, b) : "");
-            tpu_mesh_str(e[0].mesh, all, sizeof(all));
-            check(tpu_mesh_groups(e[0].mesh, axes, &g, &err), &err);
-            for (t = 0; t < 2; t++) {
-                tpu_array_t *arr, *r1, *r2;
-                char full[64];
-                int n = 0, i;
-
-                full[0] = '\0';
-                for (i = 0; i < naxes; i++) {
-                    n += snprintf(full + n, sizeof(full) - (size_t)n, "%s%s", i ? "," : "(",
-                                  tpu_mesh_axis_name(e[t].mesh, i));
-                }
-                snprintf(full + n, sizeof(full) - (size_t)n, ")");
-                arr = arr_f32(&e[t], 1, shp, full, x); /* position p holds x[4p, 4p+4) */
-                check(tpu_array_psum(arr, axes, TPU_REDOP_SUM, &r1, &err), &err);
-                check(tpu_array_all_gather(arr, axes, 0, 1, &r2, &err), &err);
-                us[t][0] = tpu_spmd_call_at(e[t].s, tpu_spmd_call_count(e[t].s) - 2)->modeled_us;
-                us[t][1] = tpu_spmd_call_at(e[t].s, tpu_spmd_call_count(e[t].s) - 1)->modeled_us;
-                for (k = 0; t == 0 && k < g.ngroups * g.size; k++) {
-                    int chip = g.chips[k];
-                    const int32_t *m = g.chips + (k / g.size) * g.size;
-                    const float *s1 = tpu_array_local(r1, chip), *s2 = tpu_array_local(r2, chip);
-
-                    for (j = 0; j < 4; j++) {
-                        float want = 0;
-
-                        for (i = 0; i < g.size; i++) {
-                            want += x[tpu_mesh_position(e[t].mesh, m[i]) * 4 + j];
-                        }
-                        expect_f32(s1 + j, &want, 1);
-                    }
-                    for (i = 0; i < g.size; i++) {
-                        expect_f32(s2 + 4 * i, x + tpu_mesh_position(e[t].mesh, m[i]) * 4, 4);
-                    }
-                }
-                tpu_array_destroy(r1);
-                tpu_array_destroy(r2);
-                tpu_array_destroy(arr);
-            }
-            if (us[0][0] != us[1][0] || us[0][1] != us[1][1]) {
-                fail_msg("%s over %s: loopback %.17g %.17g, sim %.17g %.17g", all, axes, us[0][0],
-                         us[0][1], us[1][0], us[1][1]);
-            }
-            tpu_groups_fini(&g);
-        }
-    }
-    env_close(&e[0]);
-    env_close(&e[1]);
-}
-
-static void test_slices(void **state)
-{
-    (void)state;
-    run_slices_mesh("dcn=2,data=2,model=2");
-    run_slices_mesh("data=4,model=2");
-    run_slices_mesh("model=2,dcn=2,data=2");
-}
-
-/* Groups handed to the collectives directly: bad sets are one clear error. */
-static void test_bad_groups(void **state)
-{
-    static const int32_t overlap[4] = {0, 1, 1, 2};
-    static const int32_t ids[6] = {0, 1, 2, 3, 0, 1};
-    static const int sizes[2] = {4, 2};
-    static const int32_t pairs_dup[4] = {0, 1, 2, 1};
-    tpu_groups_t g = {2, 2, (int32_t *)(uintptr_t)overlap}, g2;
-    tpu_coll_desc_t d;
-    tpu_coll_plan_t *plan = NULL;
-    tpu_err_t err = {0};
-    env_t e;
-
-    (void)state;
-    env_open(&e, "4", 1, "i=4", NULL, 1);
-    tpu_coll_desc_init(&d);
-    d.kind = TPU_COLL_ALL_GATHER;
-    d.bytes = 64;
-    d.groups = &g;
-    assert_int_equal(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), TPU_ERR_INVALID);
-    assert_string_equal(err.msg, "chip 1 is in group 0 and group 1");
-    tpu_err_clear(&err);
-    assert_int_equal(tpu_groups_from_lists(ids, sizes, 2, &g2, &err), TPU_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "group 0 has 4 chips, group 1 has 2"));
-    tpu_err_clear(&err);
-    d.kind = TPU_COLL_PPERMUTE;
-    d.groups = NULL;
-    d.pairs = pairs_dup;
-    d.npairs = 2;
-    assert_int_equal(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), TPU_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "chip 1 is the target of two pairs"));
-    tpu_err_clear(&err);
-    /* A group set that is a whole axis runs on the torus algorithms. */
-    check(tpu_mesh_groups(e.mesh, "i", &g2, &err), &err);
-    d.kind = TPU_COLL_PSUM;
-    d.pairs = NULL;
-    d.npairs = 0;
-    d.groups = &g2;
-    check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
-    assert_null(strstr(tpu_coll_plan_algo(plan), "group"));
-    assert_int_equal(tpu_coll_plan_desc(plan)->axes, 1u);
-    tpu_coll_plan_destroy(plan);
-    tpu_groups_fini(&g2);
-    env_close(&e);
-}
-
-/* s5 docstring: pmap, x = arange(16).reshape(4,4), row k on device k. */
-static void test_psum_scatter_pmap(void **state)
-{
-    static const float sums[4] = {24, 28, 32, 36};
-    int64_t shp[2] = {4, 4};
-    float x[16];
-    tpu_err_t err = {0};
-    tpu_array_t *a, *r = NULL;
-    env_t e;
-    int p;
-
-    (void)state;
-    for (p = 0; p < 16; p++) {
-        x[p] = (float)p;
-    }
-    env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = arr_f32(&e, 2, shp, "i", x); /* shards of shape (1, 4) */
-    /* Untiled over dimension 1 (of size 4 = G): device k gets sums[k]. */
-    check(tpu_array_psum_scatter(a, "i", 1, 0, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), &sums[p], 1);
-    }
-    tpu_array_destroy(r);
-    check(tpu_array_psum_scatter(a, "i", 1, 1, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), &sums[p], 1);
-    }
-    tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    env_close(&e);
-}
-
-/* s5 f6: mesh (i=4), the 16-element x, tiled: [22] [20] [12] [17]. */
-static void test_psum_scatter_f6(void **state)
-{
-    static const float want[4] = {22, 20, 12, 17};
-    int64_t shp[1] = {16};
-    float host[4];
-    tpu_err_t err = {0};
-    tpu_array_t *a, *r = NULL;
-    env_t e;
-    int p;
-
-    (void)state;
-    env_open(&e, "4", 0, "i=4", NULL, 0);
-    a = arr_f32(&e, 1, shp, "i", f16);
-    check(tpu_array_psum_scatter(a, "i", 0, 1, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), &want[p], 1);
-    }
-    check(tpu_array_gather(r, host, &err), &err);
-    expect_f32(host, want, 4);
-    tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    env_close(&e);
-}
-
-/* s6 f9: mesh (i=4), split_axis = concat_axis = 0, tiled. */
-static void test_all_to_all_f9(void **state)
-{
-    static const float want[16] = {3, 5, 5, 9, 1, 9, 3, 7, 4, 2, 5, 1, 1, 6, 8, 2};
-    int64_t shp[1] = {16};
-    float host[16];
-    tpu_err_t err = {0};
-    tpu_array_t *a, *r = NULL;
-    env_t e;
-    int p;
-
-    (void)state;
-    env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = arr_f32(&e, 1, shp, "i", f16);
-    check(tpu_array_all_to_all(a, "i", 0, 0, 1, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        expect_f32(shard_at(&e, r, p), want + 4 * p, 4);
-    }
-    check(tpu_array_gather(r, host, &err), &err);
-    expect_f32(host, want, 16);
-    tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    env_close(&e);
-}
-
-/*
- * s6 (the hlo/03 shape, scaled down): shard (2, 4, 8), all_to_all over 'y' (G=4)
- * with split_axis=2, concat_axis=1, tiled -> (2, 16, 2):
- *   out_me[a][k*4 + b][c] = in_k[a][b][me*2 + c].
- */
-static void test_all_to_all_split2_concat1(void **state)
-{
-    int64_t shp[3] = {4, 4, 8}, ls[3];
-    float x[128];
-    tpu_err_t err = {0};
-    tpu_array_t *a, *r = NULL;
-    env_t e;
-    int p, k, i, b, c;
-
-    (void)state;
-    for (i = 0; i < 128; i++) {
-        x[i] = (float)i;
-    }
-    env_open(&e, "2x4", 1, "z=2,y=4", NULL, 0);
-    /* P('z', None, None): shards (2, 4, 8), the same over y. Make them differ by
-     * resharding dimension 1 over nothing and giving each its own values. */
-    a = arr_f32(&e, 3, shp, "z", x);
-    for (p = 0; p < 8; p++) {
-        float *sh = (float *)(uintptr_t)shard_at(&e, a, p);
-
-        for (i = 0; i < 64; i++) {
-            sh[i] = (float)(p * 100 + i);
-        }
-    }
-    check(tpu_array_all_to_all(a, "y", 2, 1, 1, &r, &err), &err);
-    tpu_array_local_shape(r, ls);
-    assert_int_equal(ls[0], 2);
-    assert_int_equal(ls[1], 16);
-    assert_int_equal(ls[2], 2);
-    for (p = 0; p < 8; p++) {
-        const float *o = shard_at(&e, r, p);
-        int zc = p / 4, me = p % 4;
-
-        for (i = 0; i < 2; i++) {
-            for (k = 0; k < 4; k++) {
-                for (b = 0; b < 4; b++) {
-                    for (c = 0; c < 2; c++) {
-                        float want = (float)((zc * 4 + k) * 100 + (i * 4 + b) * 8 + me * 2 + c);
-
-                        assert_true(o[(i * 16 + k * 4 + b) * 2 + c] == want);
-                    }
-                }
-            }
-        }
-    }
-    tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    env_close(&e);
-}
-
-/*
- * s6, tiled=False: shards (4, 3) over i=4, split_axis=0, concat_axis=1 give shards
- * of shape insert(delete((4,3), 0), 1, 4) = (3, 4): out_me[j][k] = in_k[me][j].
- */
-static void test_all_to_all_untiled(void **state)
-{
-    int64_t shp[2] = {16, 3}, ls[2];
-    float x[48];
-    tpu_err_t err = {0};
-    tpu_array_t *a, *r = NULL;
-    env_t e;
-    int p, j, k;
-
-    (void)state;
-    for (p = 0; p < 48; p++) {
-        x[p] = (float)p;
-    }
-    env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = arr_f32(&e, 2, shp, "i", x); /* chip k holds rows 4k..4k+3 */
-    check(tpu_array_all_to_all(a, "i", 0, 1, 0, &r, &err), &err);
-    assert_int_equal(tpu_array_ndims(r), 2);
-    tpu_array_local_shape(r, ls);
-    assert_int_equal(ls[0], 3);
-    assert_int_equal(ls[1], 4);
-    for (p = 0; p < 4; p++) {
-        const float *o = shard_at(&e, r, p);
-
-        for (j = 0; j < 3; j++) {
-            for (k = 0; k < 4; k++) {
-                assert_true(o[j * 4 + k] == x[(4 * k + p) * 3 + j]);
-            }
-        }
-    }
-    tpu_array_destroy(r);
-    assert_int_equal(tpu_array_all_to_all(a, "i", 1, 0, 0, &r, &err), TPU_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "size 3, it must equal the group size 4"));
-    tpu_array_destroy(a);
-    env_close(&e);
-}
-
-/* s8: axis_index on mesh (i=4, j=2). */
-static void test_axis_index(void **state)
-{
-    tpu_err_t err = {0};
-    env_t e;
-    int c, idx, size;
-
-    (void)state;
-    env_open(&e, "4x2", 1, "i=4,j=2", NULL, 0);
-    for (c = 0; c < 8; c++) {
-        check(tpu_spmd_axis_index(e.s, "i,j", c, &idx, &size, &err), &err);
-        assert_int_equal(idx, tpu_mesh_position(e.mesh, c));
-        assert_int_equal(size, 8);
-        check(tpu_spmd_axis_index(e.s, "j", c, &idx, &size, &err), &err);
-        assert_int_equal(idx, tpu_mesh_position(e.mesh, c) % 2);
-    }
-    env_close(&e);
-}
-
-/* The same collectives on the sim transport model the same time, bit for bit. */
-static void test_sim_equals_loopback(void **state)
-{
-    static const char *const axes[] = {"i", "j", "i,j"};
-    int64_t shp[2] = {64, 64};
-    double t[2][3][3];
-    float *x = calloc(64 * 64, sizeof(float));
-    int sim, k;
-
-    (void)state;
-    for (sim = 0; sim < 2; sim++) {
-        tpu_err_t err = {0};
-        tpu_array_t *a, *r;
-        env_t e;
-
-        env_open(&e, "4x4", 1, "i=4,j=4", NULL, sim);
-        a = arr_f32(&e, 2, shp, "i,j", x);
-        for (k = 0; k < 3; k++) {
-            check(tpu_array_psum(a, axes[k], TPU_REDOP_SUM, &r, &err), &err);
-            tpu_array_destroy(r);
-            check(tpu_array_all_gather(a, axes[k], 0, 1, &r, &err), &err);
-            tpu_array_destroy(r);
-            check(tpu_array_all_to_all(a, axes[k], 1, 0, 1, &r, &err), &err);
-            tpu_array_destroy(r);
-        }
-        assert_int_equal(tpu_spmd_call_count(e.s), 9);
-        for (k = 0; k < 9; k++) {
-            t[sim][k / 3][k % 3] = tpu_spmd_call_at(e.s, k)->modeled_us;
-        }
-        tpu_array_destroy(a);
-        env_close(&e);
-    }
-    assert_memory_equal(t[0], t[1], sizeof(t[0]));
-    free(x);
-}
-
-static void test_bad_input(void **state)
-{
-    int64_t shp[2] = {6, 4};
-    tpu_err_t err = {0};
-    tpu_array_t *a = NULL, *r = NULL;
-    env_t e;
-
-    (void)state;
-    env_open(&e, "4x4", 1, "data=4,model=4", NULL, 0);
-    assert_int_equal(tpu_array_create(e.s, 2, shp, TPU_DTYPE_F32, "data", &a, &err),
-                     TPU_ERR_INVALID);
-    assert_string_equal(
-        err.msg, "array dimension 0 of size 6 does not divide over mesh axes data of size 4");
-    tpu_err_clear(&err);
-    assert_int_equal(tpu_array_create(e.s, 2, shp, TPU_DTYPE_F32, "None,data,model", &a, &err),
-                     TPU_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "more entries"));
-    tpu_err_clear(&err);
-    assert_int_equal(tpu_array_create(e.s, 2, shp, TPU_DTYPE_F32, "model,model", &a, &err),
-                     TPU_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "uses mesh axis 'model' for dimensions 0 and 1"));
-    tpu_err_clear(&err);
-    assert_int_equal(tpu_array_create(e.s, 2, shp, TPU_DTYPE_F32, "batch", &a, &err),
-                     TPU_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "unknown mesh axis 'batch'"));
-    tpu_err_clear(&err);
-    check(tpu_array_create(e.s, 2, shp, TPU_DTYPE_F32, "None,model", &a, &err), &err);
-    assert_int_equal(tpu_array_psum_scatter(a, "data", 0, 1, &r, &err), TPU_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "size 6, not divisible by the group size 4"));
-    tpu_err_clear(&err);
-    assert_int_equal(tpu_array_all_to_all(a, "data", 0, 1, 1, &r, &err), TPU_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "size 6, not divisible by the group size 4"));
-    tpu_array_destroy(a);
-    /* HBM: a v5e holds 16 GB; 5e9 f32 elements per chip do not fit. */
-    {
-        int64_t big[2] = {50000, 100000};
-
-        tpu_err_clear(&err);
-        assert_int_equal(tpu_array_create(e.s, 2, big, TPU_DTYPE_F32, "", &a, &err),
-                         TPU_ERR_RESOURCE_EXHAUSTED);
-        assert_non_null(strstr(err.msg, "requested"));
-        assert_non_null(strstr(err.msg, "capacity"));
-    }
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 int main(int argc, char **argv)
@@ -1160,14 +662,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_psum_pmean_pmap),
         cmocka_unit_test(test_all_gather_f4),
         cmocka_unit_test(test_all_gather_xy),
-        cmocka_unit_test(test_psum_scatter_pmap),
-        cmocka_unit_test(test_psum_scatter_f6),
-        cmocka_unit_test(test_all_to_all_f9),
-        cmocka_unit_test(test_all_to_all_split2_concat1),
-        cmocka_unit_test(test_all_to_all_untiled),
-        cmocka_unit_test(test_axis_index),
-        cmocka_unit_test(test_sim_equals_loopback),
-        cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_all_gather_yx),
         cmocka_unit_test(test_docstring_groups_0231),
         cmocka_unit_test(test_psum_groups_0123),
@@ -1177,8 +671,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_group_ring_cost),
         cmocka_unit_test(test_orbit_equals_full),
         cmocka_unit_test(test_orbit_matrix),
-        cmocka_unit_test(test_slices),
-        cmocka_unit_test(test_bad_groups),
     };
 
     return tpu_test_main(argc, argv, "spmd coll", tests, sizeof tests / sizeof tests[0]);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One job per file (STYLE.md R20), checked on every C source and header of the
-# library, the public headers and launch/: each opens with a comment (the file's
+# library, the public headers, launch/, the tests, bench/ and examples/: each opens with a comment (the file's
 # job, or for a header what its source does) and has at most 800 lines.
 set -u
 root=$1
@@ -16,6 +16,6 @@ while IFS= read -r f; do
         echo "$f: $n lines, over 800: a file of two jobs"
         bad=1
     fi
-done < <(find common topology collectives emulator launch include \( -name '*.c' -o -name '*.h' \) | sort)
+done < <(find common topology collectives emulator launch include tests bench examples \( -name '*.c' -o -name '*.h' \) | sort)
 [ $bad -eq 0 ] && echo "one job per file: every file opens with its job and has at most 800 lines"
 exit $bad
