@@ -642,7 +642,7 @@ int app_cmd_bench(app_ctx_t *ctx)
         fprintf(
             txt,
             "# %s\n# time: this host's wall time per call (the ranks' mean); model: TPU pod time "
-            "from the link model; --wide: also the modeled algbw, formula (published-formula "
+            "from the link model\n# --wide: also the modeled algbw, formula (published-formula "
             "time / model), the host path, the fastest and slowest rank\n",
             !o->check ? "results not checked (-c 0)"
             : failed  ? "FAILED (#wrong > 0)"
