@@ -112,10 +112,10 @@ static const char *const csv_cols[] = {"collective",
                                        "modeled_algbw_GBps",
                                        "modeled_busbw_GBps",
                                        "wrong",
-                                       "in_place_measured_us",
-                                       "in_place_algbw_GBps",
-                                       "in_place_busbw_GBps",
-                                       "in_place_wrong",
+                                       "inplace_measured_us",
+                                       "inplace_algbw_GBps",
+                                       "inplace_busbw_GBps",
+                                       "inplace_wrong",
                                        "mpi_us",
                                        "host_path"};
 
@@ -231,10 +231,10 @@ static void emit_row(const app_opts_t *o, FILE *txt, app_json_t *j, app_csv_t *c
         app_json_kfixed(j, "modeled_algbw_GBps", malg, 4);
         app_json_kfixed(j, "modeled_busbw_GBps", malg * bf, 4);
         app_json_kint(j, "wrong", row->wrong); /* -1: not checked (-c 0) */
-        app_json_kfixed(j, "in_place_measured_us", row->ip_us, 3);
-        app_json_kfixed(j, "in_place_algbw_GBps", ialg, 4);
-        app_json_kfixed(j, "in_place_busbw_GBps", ialg * bf, 4);
-        app_json_kint(j, "in_place_wrong", row->ip_wrong);
+        app_json_kfixed(j, "inplace_measured_us", row->ip_us, 3);
+        app_json_kfixed(j, "inplace_algbw_GBps", ialg, 4);
+        app_json_kfixed(j, "inplace_busbw_GBps", ialg * bf, 4);
+        app_json_kint(j, "inplace_wrong", row->ip_wrong);
         app_json_kstr(j, "host_path", row->host);
         if (o->compare_mpi && row->mpi_us > 0) {
             app_json_kfixed(j, "mpi_us", row->mpi_us, 3);
