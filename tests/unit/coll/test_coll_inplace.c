@@ -139,50 +139,48 @@ static int check_case(const tpu_topo_t *topo, const tpu_link_model_t *link,
     return 1;
 }
 
+/* One request of kind 'k' over 'mask' (group 'g'), size 's' of its list. */
+static void request(tpu_coll_desc_t *d, int k, unsigned mask, int g, int s)
+{
+    static const uint64_t psum_bytes[] = {12, 4096 + 6, 64 * 1024 + 8};
+
+    tpu_coll_desc_init(d);
+    d->kind = (tpu_coll_kind_t)k;
+    d->axes = mask;
+    d->dtype = k == TPU_COLL_PSUM ? (tpu_dtype_t)(s % TPU_DTYPE_COUNT) : TPU_DTYPE_F32;
+    d->shift = g > 2 ? 2 : 1;
+    d->bytes = k == TPU_COLL_PSUM ? psum_bytes[s] / (uint64_t)tpu_dtype_size(d->dtype) *
+                                        (uint64_t)tpu_dtype_size(d->dtype)
+                                  : (uint64_t)g * 12 * 4;
+}
+
+/* Every collective over every axis subset of a shape, the cost model's algorithm and
+ * every one of the registry; returns the cases run. */
 static int check_shape(const char *shape, const char *wrap, int slices)
 {
     tpu_err_t err = {0};
     tpu_topo_t topo;
     tpu_chip_spec_t chip;
     tpu_link_model_t link;
-    unsigned mask, all;
-    int k, cases = 0;
+    unsigned masks[32];
+    int naxes[32], nmasks, m, k, s, i, cases = 0;
 
     tpu_test_topo(&topo, shape, wrap, slices);
-    tpu_chip_preset("v5p", &chip, &err);
+    assert_int_equal(tpu_chip_preset("v5p", &chip, &err), TPU_OK);
     tpu_chip_link_model(&chip, &link);
-    all = ((1u << topo.naxes) - 1) | (slices > 1 ? TPU_AXIS_MASK_DCN : 0);
-    for (mask = 1; mask <= all; mask++) {
-        int g, naxes = 0, a;
-
-        if ((mask & all) != mask || (g = tpu_topo_group_size(&topo, mask)) < 2) {
-            continue;
-        }
-        for (a = 0; a <= TPU_AXIS_DCN; a++) {
-            naxes += (mask >> a) & 1;
-        }
+    nmasks = tpu_test_axis_masks(&topo, masks, naxes);
+    for (m = 0; m < nmasks; m++) {
         for (k = 0; k < TPU_COLL_COUNT; k++) {
-            static const uint64_t psum_bytes[] = {12, 4096 + 6, 64 * 1024 + 8};
-            int s, nsizes = k == TPU_COLL_PSUM ? 3 : 1;
-
-            if ((k == TPU_COLL_PPERMUTE && naxes != 1) || (k == TPU_COLL_P2P && mask != 1)) {
+            if ((k == TPU_COLL_PPERMUTE && naxes[m] != 1) || (k == TPU_COLL_P2P && masks[m] != 1)) {
                 continue;
             }
-            for (s = 0; s < nsizes; s++) {
+            for (s = 0; s < (k == TPU_COLL_PSUM ? 3 : 1); s++) {
                 tpu_coll_desc_t d;
                 char label[160];
-                int i;
 
-                tpu_coll_desc_init(&d);
-                d.kind = (tpu_coll_kind_t)k;
-                d.axes = mask;
-                d.dtype = k == TPU_COLL_PSUM ? (tpu_dtype_t)(s % TPU_DTYPE_COUNT) : TPU_DTYPE_F32;
-                d.shift = g > 2 ? 2 : 1;
-                d.bytes = k == TPU_COLL_PSUM ? psum_bytes[s] / (uint64_t)tpu_dtype_size(d.dtype) *
-                                                   (uint64_t)tpu_dtype_size(d.dtype)
-                                             : (uint64_t)g * 12 * 4;
+                request(&d, k, masks[m], tpu_topo_group_size(&topo, masks[m]), s);
                 snprintf(label, sizeof(label), "%s wrap %s slices %d %s axes %u %s %llu B", shape,
-                         wrap, slices, tpu_coll_name(d.kind), mask, tpu_dtype_name(d.dtype),
+                         wrap, slices, tpu_coll_name(d.kind), masks[m], tpu_dtype_name(d.dtype),
                          (unsigned long long)d.bytes);
                 cases += check_case(&topo, &link, &d, NULL, label);
                 for (i = 0; i < tpu_coll_algo_count(); i++) {
