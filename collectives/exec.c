@@ -50,6 +50,7 @@
 #include "build.h"
 #include "clock.h"
 #include "exec_engine.h"
+#include "exec_inplace.h"
 #include "exec_layout.h"
 #include "exec_sig.h"
 #include "exec_times.h"
@@ -249,6 +250,7 @@ void tpu_coll_exec_destroy(tpu_coll_exec_t *exec)
     tpu__free(exec->is_local);
     tpu__free(exec->local_index);
     tpu__free(exec->msg_id);
+    tpu__exec_stage_free(exec);
     tpu__shm_destroy(exec->shm);
     tpu__plan_sched_fini(&exec->data);
     tpu__free(exec);
@@ -416,6 +418,10 @@ tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t 
         }
     }
     ctx->last_shm = ctx->shm != NULL && tpu__shm_usable(ctx->shm, opts->call);
+    status = tpu__exec_stage_inputs(ctx, in, out, &in, err);
+    if (status != TPU_OK) {
+        return status;
+    }
     if (ctx->last_shm) {
         status = tpu__shm_run(ctx->shm, &ctx->sig, opts, in[0], out[0], err);
         if (status == TPU_OK) {

@@ -52,6 +52,10 @@ struct tpu_coll_exec {
     int last_shm;
     /* The row of the host plans whose plan is 'data' (host_algorithms.def), or NULL. */
     const tpu_host_algo_t *host;
+    /* In-place runs (exec_inplace.c): the copies of overlapping inputs, and the
+     * inputs a run reads; NULL until a run needs them. */
+    unsigned char *stage;
+    void **stage_in;
 };
 
 /* A run object's modeled times (for tests): the collective's end and the

@@ -252,6 +252,12 @@ TPU_API void tpu_coll_exec_destroy(tpu_coll_exec_t *exec);
  * Run the collective over the transport's local chips: 'in[i]' and 'out[i]' are
  * the buffers of local chip i (sizes from tpu_coll_plan_sizes()).  On return
  * '*modeled_us_p' is the collective's modeled time (the same on every chip).
+ * In place: 'in[i]' may overlap 'out[i]', as in NCCL (see
+ * tpu_coll_in_place_offsets() for NCCL's forms); the result is the same as
+ * out of place, bit for bit.  The paths that work in a buffer of their own or
+ * copy each piece of the input before writing that piece of the output need no
+ * copy; the message path that sends from the user's input first copies an
+ * overlapping input aside (one copy of the input per call).
  * @return TPU_OK, TPU_ERR_MISMATCH (chips in different collectives),
  *         TPU_ERR_TIMEOUT (watchdog; the message names the chips waited for),
  *         TPU_ERR_TRANSPORT, TPU_ERR_NO_MEMORY.
@@ -259,6 +265,21 @@ TPU_API void tpu_coll_exec_destroy(tpu_coll_exec_t *exec);
 TPU_API tpu_status_t tpu_coll_exec_run(tpu_coll_exec_t *exec, const tpu_coll_run_opts_t *opts,
                                        void *const *in, void *const *out, double *modeled_us_p,
                                        tpu_err_t *err);
+
+/*
+ * NCCL's in-place form of the collective for 'chip': one buffer of '*bytes_p'
+ * bytes holds the input at byte '*in_off_p' and receives the output at byte
+ * '*out_off_p'.  psum, all-to-all, ppermute, p2p: both at 0 (input == output);
+ * all-gather: the input at the chip's block of the output (its index in the
+ * group times the input bytes, NCCL's recvbuff + rank * sendcount); reduce-
+ * scatter: the output at the chip's block of the input (NCCL's sendbuff + rank *
+ * recvcount).  Pass 'buf + *in_off_p' and 'buf + *out_off_p' to
+ * tpu_coll_exec_run().
+ * @return TPU_OK, TPU_ERR_INVALID ('chip' is not a chip of the pod).
+ */
+TPU_API tpu_status_t tpu_coll_in_place_offsets(const tpu_coll_plan_t *plan, int chip,
+                                               uint64_t *in_off_p, uint64_t *out_off_p,
+                                               uint64_t *bytes_p, tpu_err_t *err);
 
 /*
  * How the host moved the bytes of the last run: "shm" (through the memory the

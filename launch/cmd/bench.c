@@ -12,6 +12,7 @@
 #include "tpu/dtype.h"
 
 #include "alloc.h"
+#include "bench_mpi.h"
 #include "clock.h"
 #include "csv.h"
 #include "desc.h"
@@ -34,8 +35,9 @@ typedef struct bench_row {
     uint64_t bytes, count;
     double modeled_us, ideal_us;
     double avg_us, min_us, max_us;
+    double ip_us; /* the in-place calls' mean time (the ranks' mean) */
     double mpi_us;
-    long wrong;
+    long wrong, ip_wrong;
     char algo[64];
     const char *host; /* the host path: "shm", "messages" or "mixed" (ranks differ) */
 } bench_row_t;
@@ -55,198 +57,6 @@ static double bus_factor(tpu_coll_kind_t kind, int n)
     }
 }
 
-static MPI_Datatype mpi_type(tpu_dtype_t d)
-{
-    return d == TPU_DTYPE_I32 ? MPI_INT : d == TPU_DTYPE_BF16 ? MPI_UINT16_T : MPI_FLOAT;
-}
-
-/*
- * bf16 reductions for the MPI baseline: MPI has no bf16 type, so a user reduces
- * 16-bit words with an operation of their own.  Each step widens both operands,
- * combines them in f32 and rounds to bf16 (what a user operation on bf16 words
- * does; tpuemu accumulates in f32 and rounds once, so the two may differ in the
- * last bit: the baseline's result is never checked, only timed).
- */
-#define BF16_OP(name, expr)                                                         \
-    static void name(void *in, void *inout, int *len, MPI_Datatype *type)           \
-    {                                                                               \
-        const uint16_t *a = in;                                                     \
-        uint16_t *b = inout;                                                        \
-        int i;                                                                      \
-                                                                                    \
-        (void)type;                                                                 \
-        for (i = 0; i < *len; i++) {                                                \
-            float x = tpu_dtype_bf16_to_f32(a[i]), y = tpu_dtype_bf16_to_f32(b[i]); \
-                                                                                    \
-            b[i] = tpu_dtype_f32_to_bf16(expr);                                     \
-        }                                                                           \
-    }
-BF16_OP(bf16_sum, x + y)
-BF16_OP(bf16_max, x > y ? x : y)
-BF16_OP(bf16_min, x < y ? x : y)
-#undef BF16_OP
-
-/* The MPI operation of a reduction; a user-defined one for bf16 (free it after). */
-static MPI_Op mpi_op(tpu_redop_t op, tpu_dtype_t d)
-{
-    MPI_Op user = MPI_OP_NULL;
-
-    if (d == TPU_DTYPE_BF16) {
-        MPI_Op_create(op == TPU_REDOP_MAX   ? bf16_max
-                      : op == TPU_REDOP_MIN ? bf16_min
-                                            : bf16_sum,
-                      1, &user);
-        return user;
-    }
-    return op == TPU_REDOP_MAX ? MPI_MAX : op == TPU_REDOP_MIN ? MPI_MIN : MPI_SUM;
-}
-
-/* A group communicator per collective group, for the host MPI baseline. */
-static MPI_Comm group_comm(app_job_t *job, const tpu_coll_desc_t *d)
-{
-    const tpu_topo_t *t = tpu_pod_topo(job->pod);
-    MPI_Comm group;
-
-    if (d->kind == TPU_COLL_P2P) {
-        /* The pair, the source first; the other ranks get MPI_COMM_NULL. */
-        int in = job->chip == d->src || job->chip == d->dst;
-
-        MPI_Comm_split(job->comm, in ? 0 : MPI_UNDEFINED, job->chip == d->src ? 0 : 1, &group);
-        return group;
-    }
-    MPI_Comm_split(job->comm, tpu_topo_group_member(t, d->axes, job->chip, 0),
-                   tpu_topo_group_index(t, d->axes, job->chip), &group);
-    return group;
-}
-
-/* The largest element count handed to MPI in one piece. */
-#define MPI_PIECE ((uint64_t)1 << 30)
-
-/*
- * A datatype of 'bytes' contiguous bytes, also past INT_MAX (1 MiB units and a
- * remainder), for the collectives that move whole blocks (no reduction).
- */
-static MPI_Datatype block_type(uint64_t bytes)
-{
-    MPI_Datatype t, unit, parts[2];
-    int lens[2] = {1, 1};
-    MPI_Aint disp[2];
-
-    if (bytes <= MPI_PIECE) {
-        MPI_Type_contiguous((int)bytes, MPI_BYTE, &t);
-    } else {
-        MPI_Type_contiguous(1 << 20, MPI_BYTE, &unit);
-        MPI_Type_contiguous((int)(bytes >> 20), unit, &parts[0]);
-        MPI_Type_contiguous((int)(bytes & ((1u << 20) - 1)), MPI_BYTE, &parts[1]);
-        disp[0] = 0;
-        disp[1] = (MPI_Aint)(bytes >> 20 << 20);
-        MPI_Type_create_struct(2, lens, disp, parts, &t);
-        MPI_Type_free(&unit);
-        MPI_Type_free(&parts[0]);
-        MPI_Type_free(&parts[1]);
-    }
-    MPI_Type_commit(&t);
-    return t;
-}
-
-/*
- * One call of the host MPI library's own collective on the same bytes over the
- * same group: this rank's wall time.  Counts never pass INT_MAX: reductions go in
- * pieces of MPI_PIECE elements (a reduce-scatter whose block is larger reduces
- * each block to its owner), whole blocks travel as one derived datatype.  p2p:
- * MPI_Send from the source, MPI_Recv at the destination (group: the pair, source
- * first); the other ranks (group MPI_COMM_NULL) time nothing, as in ours.
- */
-static double mpi_once(app_case_t *c, MPI_Comm group, int me)
-{
-    const tpu_coll_desc_t *d = &c->desc;
-    int n, es = tpu_dtype_size(d->dtype);
-    MPI_Datatype et = mpi_type(d->dtype), bt = MPI_DATATYPE_NULL;
-    MPI_Op op = MPI_OP_NULL;
-    uint64_t off, piece;
-    double t0;
-
-    if (group == MPI_COMM_NULL) {
-        return 0.0;
-    }
-    MPI_Comm_size(group, &n);
-    if (d->kind == TPU_COLL_PSUM || d->kind == TPU_COLL_REDUCE_SCATTER) {
-        op = mpi_op(d->op, d->dtype);
-    }
-    if (d->kind == TPU_COLL_ALL_GATHER || d->kind == TPU_COLL_ALL_TO_ALL) {
-        bt = block_type(d->kind == TPU_COLL_ALL_GATHER ? c->in_bytes : d->bytes / (uint64_t)n);
-    }
-    t0 = tpu__now_s();
-    switch (d->kind) {
-    case TPU_COLL_PSUM: {
-        uint64_t count = d->bytes / (uint64_t)es;
-
-        for (off = 0; off < count; off += piece) {
-            piece = count - off < MPI_PIECE ? count - off : MPI_PIECE;
-            MPI_Allreduce((char *)c->in + off * es, (char *)c->out + off * es, (int)piece, et, op,
-                          group);
-        }
-        break;
-    }
-    case TPU_COLL_ALL_GATHER:
-        MPI_Allgather(c->in, 1, bt, c->out, 1, bt, group);
-        break;
-    case TPU_COLL_REDUCE_SCATTER: {
-        uint64_t count = c->out_bytes / (uint64_t)es;
-        int r;
-
-        if (count <= MPI_PIECE) {
-            MPI_Reduce_scatter_block(c->in, c->out, (int)count, et, op, group);
-            break;
-        }
-        for (r = 0; r < n; r++) {
-            for (off = 0; off < count; off += piece) {
-                piece = count - off < MPI_PIECE ? count - off : MPI_PIECE;
-                MPI_Reduce((char *)c->in + ((uint64_t)r * count + off) * es,
-                           (char *)c->out + off * es, (int)piece, et, op, r, group);
-            }
-        }
-        break;
-    }
-    case TPU_COLL_ALL_TO_ALL:
-        MPI_Alltoall(c->in, 1, bt, c->out, 1, bt, group);
-        break;
-    case TPU_COLL_P2P: {
-        int r;
-
-        MPI_Comm_rank(group, &r);
-        for (off = 0; off < d->bytes; off += piece) {
-            piece = d->bytes - off < MPI_PIECE ? d->bytes - off : MPI_PIECE;
-            if (r == 0) {
-                MPI_Send((char *)c->in + off, (int)piece, MPI_BYTE, 1, 0, group);
-            } else {
-                MPI_Recv((char *)c->out + off, (int)piece, MPI_BYTE, 0, 0, group,
-                         MPI_STATUS_IGNORE);
-            }
-        }
-        break;
-    }
-    default: {
-        int to = ((me + d->shift) % n + n) % n, from = ((me - d->shift) % n + n) % n;
-
-        for (off = 0; off < d->bytes; off += piece) {
-            piece = d->bytes - off < MPI_PIECE ? d->bytes - off : MPI_PIECE;
-            MPI_Sendrecv((char *)c->in + off, (int)piece, MPI_BYTE, to, 0, (char *)c->out + off,
-                         (int)piece, MPI_BYTE, from, 0, group, MPI_STATUS_IGNORE);
-        }
-        break;
-    }
-    }
-    t0 = tpu__now_s() - t0;
-    if (bt != MPI_DATATYPE_NULL) {
-        MPI_Type_free(&bt);
-    }
-    if (d->dtype == TPU_DTYPE_BF16 && op != MPI_OP_NULL) {
-        MPI_Op_free(&op);
-    }
-    return t0;
-}
-
 /* Bytes at or above 'want' that the collective accepts (whole blocks of elements). */
 static uint64_t valid_bytes(const tpu_pod_t *pod, const tpu_coll_desc_t *d, uint64_t want)
 {
@@ -260,24 +70,27 @@ static uint64_t valid_bytes(const tpu_pod_t *pod, const tpu_coll_desc_t *d, uint
 }
 
 /*
- * The nccl-tests style table: nccl-tests' columns up to #wrong (the out-of-place
- * call, measured on this host), the modeled ones, then with --wide the fastest and
- * slowest rank, and with --compare-mpi the host MPI's time.  Without them a row is
- * 158 characters.
+ * The nccl-tests style table: nccl-tests' columns, in nccl-tests' widths, up to
+ * the in-place #wrong (measured on this host), then the modeled time, its bus
+ * bandwidth and the algorithm: 156 characters at most.  --wide adds the modeled
+ * algbw, the formula's share, the host path and the fastest and slowest rank's
+ * time; --compare-mpi adds those and the host MPI's time and the ratio.
  */
 enum {
-    BENCH_COLS = 15,
-    BENCH_WIDE = 17,
-    BENCH_ALL = 19
+    BENCH_COLS = 16,
+    BENCH_WIDE = 21,
+    BENCH_ALL = 23
 };
 static const app_col_t bench_cols[] = {
-    {"size", "(B)", 10, 0, 2},    {"count", "(elements)", 12, 0, 2},
+    {"size", "(B)", 10, 0, 0},    {"count", "(elements)", 12, 0, 2},
     {"type", "", 8, 0, 2},        {"redop", "", 6, 0, 2},
-    {"root", "", 4, 0, 2},        {"time", "(us)", 9, 0, 2},
-    {"algbw", "(GB/s)", 7, 0, 2}, {"busbw", "(GB/s)", 7, 0, 2},
-    {"#wrong", "", 6, 0, 2},      {"model", "(us)", 9, 0, 3},
-    {"algbw", "(GB/s)", 7, 0, 2}, {"busbw", "(GB/s)", 7, 0, 2},
-    {"formula", "(%)", 7, 0, 2},  {"algorithm", "", 18, 1, 2},
+    {"root", "", 6, 0, 2},        {"time", "(us)", 7, 0, 2},
+    {"algbw", "(GB/s)", 6, 0, 2}, {"busbw", "(GB/s)", 6, 0, 2},
+    {"#wrong", "", 6, 0, 1},      {"time", "(us)", 7, 0, 2},
+    {"algbw", "(GB/s)", 6, 0, 2}, {"busbw", "(GB/s)", 6, 0, 2},
+    {"#wrong", "", 6, 0, 1},      {"model", "(us)", 9, 0, 3},
+    {"busbw", "(GB/s)", 6, 0, 2}, {"algorithm", "", 18, 1, 2},
+    {"algbw", "(GB/s)", 7, 0, 2}, {"formula", "(%)", 7, 0, 2},
     {"host", "(path)", 8, 0, 2},  {"min", "(us)", 9, 0, 2},
     {"max", "(us)", 9, 0, 2},     {"mpi", "(us)", 9, 0, 2},
     {"ratio", "(x)", 6, 0, 2}};
@@ -299,8 +112,23 @@ static const char *const csv_cols[] = {"collective",
                                        "modeled_algbw_GBps",
                                        "modeled_busbw_GBps",
                                        "wrong",
+                                       "inplace_measured_us",
+                                       "inplace_algbw_GBps",
+                                       "inplace_busbw_GBps",
+                                       "inplace_wrong",
                                        "mpi_us",
                                        "host_path"};
+
+/* The columns a run prints ('*n_p' of them, into 'cols'): the algorithm, when it is the
+ * last, without the padding after it. */
+static void table_cols(const app_opts_t *o, app_col_t *cols, int *n_p)
+{
+    memcpy(cols, bench_cols, sizeof(bench_cols));
+    *n_p = o->compare_mpi ? BENCH_ALL : o->wide ? BENCH_WIDE : BENCH_COLS;
+    if (*n_p == BENCH_COLS) {
+        cols[BENCH_COLS - 1].width = 0;
+    }
+}
 
 /* nccl-tests' name of a type (float, bfloat16, int32, int8). */
 static const char *nccl_type(tpu_dtype_t d)
@@ -309,6 +137,12 @@ static const char *nccl_type(tpu_dtype_t d)
            : d == TPU_DTYPE_BF16 ? "bfloat16"
            : d == TPU_DTYPE_I32  ? "int32"
                                  : tpu_dtype_name(d);
+}
+
+/* A time as nccl-tests prints it: two decimals, one from 100 us, none from 10 ms. */
+static void nccl_time(char *cell, double us)
+{
+    snprintf(cell, 64, us >= 1e4 ? "%.0f" : us >= 100 ? "%.1f" : "%.2f", us);
 }
 
 /* nccl-tests' count: elements per rank for all-gather (sent), reduce-scatter (received)
@@ -344,33 +178,40 @@ static void emit_row(const app_opts_t *o, FILE *txt, app_json_t *j, app_csv_t *c
 {
     double bf = bus_factor(desc->kind, group);
     double malg = row->bytes / (row->modeled_us * 1e3), halg = row->bytes / (row->avg_us * 1e3);
+    double ialg = row->bytes / (row->ip_us * 1e3);
     char cell[BENCH_ALL][64];
     const char *cells[BENCH_ALL];
-    int i, wide = o->wide || o->compare_mpi, ncols = o->compare_mpi ? BENCH_ALL : BENCH_WIDE;
+    app_col_t cols[BENCH_ALL];
+    int i, ncols;
 
     snprintf(cell[0], 64, "%llu", (unsigned long long)row->bytes);
     snprintf(cell[1], 64, "%llu", (unsigned long long)row->count);
     snprintf(cell[2], 64, "%s", nccl_type(desc->dtype));
     snprintf(cell[3], 64, "%s", row_redop(desc));
     snprintf(cell[4], 64, "%d", desc->kind == TPU_COLL_P2P ? desc->src : -1);
-    snprintf(cell[5], 64, "%.2f", row->avg_us);
+    nccl_time(cell[5], row->avg_us);
     snprintf(cell[6], 64, "%.2f", halg);
     snprintf(cell[7], 64, "%.2f", halg * bf);
     snprintf(cell[8], 64, row->wrong < 0 ? "N/A" : "%ld", row->wrong);
-    snprintf(cell[9], 64, "%.3f", row->modeled_us);
-    snprintf(cell[10], 64, "%.2f", malg);
-    snprintf(cell[11], 64, "%.2f", malg * bf);
-    snprintf(cell[12], 64, "%.1f", 100 * row->ideal_us / row->modeled_us);
-    snprintf(cell[13], 64, "%s", row->algo);
-    snprintf(cell[14], 64, "%s", row->host);
-    snprintf(cell[15], 64, "%.2f", row->min_us);
-    snprintf(cell[16], 64, "%.2f", row->max_us);
-    snprintf(cell[17], 64, row->mpi_us > 0 ? "%.2f" : "-", row->mpi_us);
-    snprintf(cell[18], 64, row->mpi_us > 0 ? "%.2f" : "-", row->avg_us / row->mpi_us);
+    nccl_time(cell[9], row->ip_us);
+    snprintf(cell[10], 64, "%.2f", ialg);
+    snprintf(cell[11], 64, "%.2f", ialg * bf);
+    snprintf(cell[12], 64, row->ip_wrong < 0 ? "N/A" : "%ld", row->ip_wrong);
+    snprintf(cell[13], 64, "%.3f", row->modeled_us);
+    snprintf(cell[14], 64, "%.2f", malg * bf);
+    snprintf(cell[15], 64, "%s", row->algo);
+    snprintf(cell[16], 64, "%.2f", malg);
+    snprintf(cell[17], 64, "%.1f", 100 * row->ideal_us / row->modeled_us);
+    snprintf(cell[18], 64, "%s", row->host);
+    snprintf(cell[19], 64, "%.2f", row->min_us);
+    snprintf(cell[20], 64, "%.2f", row->max_us);
+    snprintf(cell[21], 64, row->mpi_us > 0 ? "%.2f" : "-", row->mpi_us);
+    snprintf(cell[22], 64, row->mpi_us > 0 ? "%.2f" : "-", row->avg_us / row->mpi_us);
     for (i = 0; i < BENCH_ALL; i++) {
         cells[i] = cell[i];
     }
-    app_table_row(txt, "  ", bench_cols, wide ? ncols : BENCH_COLS, cells);
+    table_cols(o, cols, &ncols);
+    app_table_row(txt, "  ", cols, ncols, cells);
     if (j != NULL) {
         app_json_object(j);
         app_json_kstr(j, "collective", tpu_coll_name(desc->kind));
@@ -390,6 +231,10 @@ static void emit_row(const app_opts_t *o, FILE *txt, app_json_t *j, app_csv_t *c
         app_json_kfixed(j, "modeled_algbw_GBps", malg, 4);
         app_json_kfixed(j, "modeled_busbw_GBps", malg * bf, 4);
         app_json_kint(j, "wrong", row->wrong); /* -1: not checked (-c 0) */
+        app_json_kfixed(j, "inplace_measured_us", row->ip_us, 3);
+        app_json_kfixed(j, "inplace_algbw_GBps", ialg, 4);
+        app_json_kfixed(j, "inplace_busbw_GBps", ialg * bf, 4);
+        app_json_kint(j, "inplace_wrong", row->ip_wrong);
         app_json_kstr(j, "host_path", row->host);
         if (o->compare_mpi && row->mpi_us > 0) {
             app_json_kfixed(j, "mpi_us", row->mpi_us, 3);
@@ -416,6 +261,10 @@ static void emit_row(const app_opts_t *o, FILE *txt, app_json_t *j, app_csv_t *c
         app_csv_fixed(csv, malg, 4);
         app_csv_fixed(csv, malg * bf, 4);
         app_csv_int(csv, row->wrong);
+        app_csv_fixed(csv, row->ip_us, 3);
+        app_csv_fixed(csv, ialg, 4);
+        app_csv_fixed(csv, ialg * bf, 4);
+        app_csv_int(csv, row->ip_wrong);
         if (row->mpi_us > 0) {
             app_csv_fixed(csv, row->mpi_us, 3);
         } else {
@@ -424,6 +273,58 @@ static void emit_row(const app_opts_t *o, FILE *txt, app_json_t *j, app_csv_t *c
         app_csv_str(csv, row->host);
         app_csv_end_row(csv);
     }
+}
+
+/*
+ * The in-place calls of a row, after the out-of-place ones, as nccl-tests makes
+ * them: the input inside the output buffer (tpu_coll_in_place_offsets), one
+ * untimed call first when the row has a warm-up, then 'iters' timed calls, each
+ * checked against the same reference.  '*sum_s_p': this rank's wall time of the
+ * timed calls; '*wrong_p': the elements that differed.
+ */
+static void in_place_calls(const app_case_t *c, app_job_t *job, const app_opts_t *o, int iters,
+                           int warm, double timeout, uint64_t *call, double *sum_s_p, long *wrong_p)
+
+{
+    tpu_err_t err = {0};
+    uint64_t ioff, ooff, size;
+    app_case_t ip = *c;
+    unsigned char *buf;
+    const char *corrupt = getenv("TPUEMU_TEST_CORRUPT"); /* tests only: flip a byte */
+    double modeled, wall;
+    int it;
+
+    *sum_s_p = 0;
+    *wrong_p = 0;
+    if (tpu_coll_in_place_offsets(c->plan, job->chip, &ioff, &ooff, &size, &err) != TPU_OK) {
+        app_job_fail(job, &err);
+    }
+    buf = tpu__malloc(size > 0 ? size : 1);
+    if (buf == NULL) {
+        app_job_abort(job, "out of memory for the in-place buffer of a bench row");
+    }
+    ip.in = buf + ioff;
+    ip.out = buf + ooff;
+    for (it = 0; it < warm + iters; it++) {
+        memset(buf, 0, size);
+        memcpy(ip.in, c->in, c->in_bytes);
+        app_job_barrier(job, "the barrier around a bench row");
+        if (app_case_run(&ip, job, (*call)++, 0, timeout, &modeled, &wall, &err) != TPU_OK) {
+            app_job_fail(job, &err);
+        }
+        if (corrupt != NULL && corrupt[0] == '2' && job->chip == 0 && it == warm &&
+            c->out_bytes > 0) {
+            ip.out[c->out_bytes / 2] ^= 0x40; /* the test of the in-place #wrong */
+        }
+        app_job_barrier(job, "the barrier around a bench row");
+        if (it >= warm) {
+            *sum_s_p += wall;
+        }
+        if (o->check) {
+            *wrong_p += app_case_wrong(&ip, job->chip);
+        }
+    }
+    tpu__free(buf);
 }
 
 int app_cmd_bench(app_ctx_t *ctx)
@@ -534,6 +435,10 @@ int app_cmd_bench(app_ctx_t *ctx)
             app_progress_init(&progress, job->chip == 0 && !o->quiet, nrows_all * nkinds, txt);
         }
         if (job->chip == 0) {
+            app_col_t hcols[BENCH_ALL];
+            int nhcols;
+
+            table_cols(o, hcols, &nhcols);
             app_progress_end(&progress);
             fprintf(txt,
                     "# %s over %s on %s %s (wrap %s), %d ranks, %d iterations after %d warm-up\n",
@@ -541,16 +446,14 @@ int app_cmd_bench(app_ctx_t *ctx)
                     tpu_pod_shape(job->pod), tpu_pod_wrap(job->pod), job->nranks, iters, warmup);
             app_faults_print(txt, job->pod, "# fault: ");
             fprintf(txt, "#\n");
-            fprintf(txt, "# %50s%-38s%s\n", "", "out-of-place (this host)", "modeled (TPU pod)");
-            app_table_header(txt, "# ", bench_cols,
-                             o->compare_mpi ? BENCH_ALL
-                             : o->wide      ? BENCH_WIDE
-                                            : BENCH_COLS);
+            fprintf(txt, "#%53s%-32s%-32s%s\n", "", "out-of-place (this host)",
+                    "in-place (this host)", "modeled (TPU pod)");
+            app_table_header(txt, "# ", hcols, nhcols);
         }
         for (b = (double)lo; b <= (double)hi * 1.0000001; b = next_size(b, o->factor, step)) {
             bench_row_t row;
             app_case_t c;
-            double modeled = 0, wall, sum = 0, mpi_sum = 0, vals[3];
+            double modeled = 0, wall, sum = 0, mpi_sum = 0, ip_sum = 0, vals[3];
             int it, group, compare, nshm;
             MPI_Comm gcomm = MPI_COMM_NULL;
 
@@ -589,7 +492,7 @@ int app_cmd_bench(app_ctx_t *ctx)
                 snprintf(host_what, sizeof(host_what), "the host MPI's own %s (--compare-mpi)",
                          tpu_coll_name(c.desc.kind));
                 app_job_guard_arm(job, timeout, "the groups of the host MPI's collectives");
-                gcomm = group_comm(job, &c.desc);
+                gcomm = app_bench_group_comm(job, &c.desc);
                 app_job_guard_disarm(job);
             }
             /* Ours and the host MPI's alternate call by call, so that both see the
@@ -626,7 +529,7 @@ int app_cmd_bench(app_ctx_t *ctx)
                     app_job_barrier(job, "the barrier around a bench row");
                     /* Armed and disarmed outside the timed call (mpi_once times itself). */
                     app_job_guard_arm(job, timeout, host_what);
-                    m = mpi_once(
+                    m = app_bench_mpi_once(
                         &c, gcomm,
                         tpu_topo_group_index(tpu_pod_topo(job->pod), c.desc.axes, job->chip));
                     app_job_guard_disarm(job);
@@ -635,6 +538,7 @@ int app_cmd_bench(app_ctx_t *ctx)
                     }
                 }
             }
+            in_place_calls(&c, job, o, iters, warmup > 0, timeout, &call, &ip_sum, &row.ip_wrong);
             if (compare) {
                 if (gcomm != MPI_COMM_NULL) {
                     MPI_Comm_free(&gcomm);
@@ -647,8 +551,14 @@ int app_cmd_bench(app_ctx_t *ctx)
                 row.mpi_us = -1;
             }
             sum /= iters;
+            ip_sum /= iters;
             app_job_allreduce(job, MPI_IN_PLACE, &row.wrong, 1, MPI_LONG, MPI_SUM,
                               "the results of a bench row");
+            app_job_allreduce(job, MPI_IN_PLACE, &row.ip_wrong, 1, MPI_LONG, MPI_SUM,
+                              "the results of a bench row");
+            app_job_allreduce(job, MPI_IN_PLACE, &ip_sum, 1, MPI_DOUBLE, MPI_SUM,
+                              "the results of a bench row");
+            row.ip_us = ip_sum / job->nranks * 1e6;
             app_job_allreduce(job, &modeled, &row.modeled_us, 1, MPI_DOUBLE, MPI_MAX,
                               "the results of a bench row");
             app_job_allreduce(job, &sum, &vals[0], 1, MPI_DOUBLE, MPI_MIN,
@@ -670,7 +580,7 @@ int app_cmd_bench(app_ctx_t *ctx)
             app_job_allreduce(job, MPI_IN_PLACE, &nshm, 1, MPI_INT, MPI_SUM,
                               "the results of a bench row");
             row.host = nshm == job->nranks ? "shm" : nshm == 0 ? "messages" : "mixed";
-            failed |= row.wrong != 0;
+            failed |= row.wrong != 0 || row.ip_wrong != 0;
             if (walls != NULL) {
                 /* Every rank's wall-clock calls, to rank 0, for --trace-measured (with the
                  * watchdog: a rank that never comes ends the job, naming it). */
@@ -682,12 +592,15 @@ int app_cmd_bench(app_ctx_t *ctx)
             if (job->chip == 0) {
                 app_progress_end(&progress);
                 if (!o->check) {
-                    row.wrong = -1;
+                    row.wrong = row.ip_wrong = -1;
                 }
                 emit_row(o, txt, j, csv, job->pod, &desc, axes, &row, group);
-                sec_busbw += row.bytes / (row.avg_us * 1e3) * bus_factor(desc.kind, group);
-                sec_wrong += row.wrong > 0 ? row.wrong : 0;
-                sec_rows++;
+                /* nccl-tests' average: over the out-of-place and the in-place calls */
+                sec_busbw += (row.bytes / (row.avg_us * 1e3) + row.bytes / (row.ip_us * 1e3)) *
+                             bus_factor(desc.kind, group);
+                sec_wrong +=
+                    (row.wrong > 0 ? row.wrong : 0) + (row.ip_wrong > 0 ? row.ip_wrong : 0);
+                sec_rows += 2;
                 fflush(txt);
                 if (app_report_active(&rep)) {
                     char size[32], name[96];
@@ -726,13 +639,14 @@ int app_cmd_bench(app_ctx_t *ctx)
         sec_rows = 0;
     }
     if (job->chip == 0) {
-        fprintf(txt,
-                "# %s\n# time: this host's wall time per call (the ranks' mean; --wide: min, "
-                "max); model: TPU pod time from the link model; formula: published-formula "
-                "time / model\n",
-                !o->check ? "results not checked (-c 0)"
-                : failed  ? "FAILED (#wrong > 0)"
-                          : "all results verified");
+        fprintf(
+            txt,
+            "# %s\n# time: this host's wall time per call (the ranks' mean); model: TPU pod time "
+            "from the link model\n# --wide: also the modeled algbw, formula (published-formula "
+            "time / model), the host path, the fastest and slowest rank\n",
+            !o->check ? "results not checked (-c 0)"
+            : failed  ? "FAILED (#wrong > 0)"
+                      : "all results verified");
         if (j != NULL) {
             app_json_array_end(j);
             app_json_kbool(j, "passed", !failed);

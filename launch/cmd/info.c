@@ -254,6 +254,27 @@ static void algorithms(FILE *out, app_json_t *j)
     }
 }
 
+/* --algorithms --csv: the registry, one row per algorithm. */
+static void algorithms_csv(FILE *f)
+{
+    static const char *const cols[] = {"collective", "algorithm", "summary"};
+    app_csv_t c;
+    int i;
+
+    app_csv_init(&c, f);
+    app_csv_header(&c, cols, 3);
+    for (i = 0; i < tpu_coll_algo_count(); i++) {
+        tpu_coll_kind_t kind;
+        const char *name, *summary;
+
+        tpu_coll_algo_at(i, &kind, &name, &summary);
+        app_csv_str(&c, tpu_coll_name(kind));
+        app_csv_str(&c, name);
+        app_csv_str(&c, summary);
+        app_csv_end_row(&c);
+    }
+}
+
 int app_cmd_info(app_ctx_t *ctx)
 {
     const app_opts_t *o = ctx->o;
@@ -285,14 +306,18 @@ int app_cmd_info(app_ctx_t *ctx)
             chips[n++] = tpu_chip_preset_at(i);
         }
     }
-    if (o->csv != NULL && !o->algorithms) {
+    if (o->csv != NULL) {
         if (app_sink_check(o->json, o->csv, &err) != TPU_OK ||
             app_sink_open(&sink, o->csv, &err) != TPU_OK) {
             app_die_msg(err.msg);
             code = APP_EXIT_USAGE;
             goto cleanup;
         }
-        chip_csv(sink.f, chips, n);
+        if (o->algorithms) {
+            algorithms_csv(sink.f);
+        } else {
+            chip_csv(sink.f, chips, n);
+        }
         if (app_sink_close(&sink, &err) != TPU_OK) {
             app_die_msg(err.msg);
             code = APP_EXIT_FAIL;

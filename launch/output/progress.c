@@ -64,7 +64,7 @@ static void duration(double s, char *buf, size_t len)
 void app_progress_update(app_progress_t *p, long done, const char *item)
 {
     double el = tpu__now_s() - p->t0, rate;
-    char line[256], e[24], eta[24];
+    char line[256], e[24], eta[24], r[24];
     int i, fill, n;
 
     app_interrupt_at(done, p->total, item); /* what an interrupt's line names */
@@ -80,13 +80,15 @@ void app_progress_update(app_progress_t *p, long done, const char *item)
     } else {
         snprintf(eta, sizeof(eta), "?");
     }
+    /* Items per second, in plain digits ("730/s", "4.2/s", "0.35/s", "0/s"). */
+    snprintf(r, sizeof(r), rate >= 100 || rate == 0 ? "%.0f" : rate >= 1 ? "%.1f" : "%.2f", rate);
     n = snprintf(line, sizeof(line), "\r[");
     for (i = 0; i < BAR; i++) {
         line[n++] = i < fill ? '#' : ' ';
     }
     n += snprintf(line + n, sizeof(line) - (size_t)n,
-                  "] %ld/%ld %3.0f%%, %s elapsed, ETA %s, %.2g/s  %-40.40s", done, p->total,
-                  100.0 * (double)done / (double)p->total, e, eta, rate, item != NULL ? item : "");
+                  "] %ld/%ld %3.0f%%, %s elapsed, ETA %s, %s/s  %-40.40s", done, p->total,
+                  100.0 * (double)done / (double)p->total, e, eta, r, item != NULL ? item : "");
     fputs(line, p->out);
     /* Blank what a longer line before left, then come back. */
     for (i = n; i < p->width; i++) {

@@ -235,7 +235,7 @@ static const char *link_stroke(const tpu_faults_t *faults, int l, int busiest)
     if (factor < 1) {
         return " stroke=\"#ff7f0e\" stroke-width=\"1.8\" stroke-dasharray=\"3 2\"";
     }
-    return l == busiest ? " stroke=\"#e8000b\" stroke-width=\"1.5\"" : "";
+    return l == busiest ? " stroke=\"#e8000b\" stroke-width=\"2\"" : "";
 }
 
 /* The legend lines of the faults, from y = 'y'; returns the height used. */
@@ -490,11 +490,17 @@ tpu_status_t app_svg_heatmap_busy_sink(app_sink_t *sink, const tpu_topo_t *t,
         }
     }
     fputs("</g>\n", f);
-    if (busiest >= 0) {
-        fprintf(f,
-                "<text x=\"%.1f\" y=\"%.1f\" fill=\"#e8000b\" font-weight=\"bold\" "
-                "stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">busiest: %s</text>\n",
-                mx + 4, my - 4, top);
+    /* The busiest link's label at the top right of its panel, clear of the grid (beside
+     * the link it would cross other links or a chip). */
+    for (p = 0; busiest >= 0 && p < npanels; p++) {
+        panel_origin(&L, p, &ox, &oy);
+        if (mx >= ox && mx < ox + L.panel_w && my >= oy && my < oy + L.panel_h) {
+            fprintf(f,
+                    "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#e8000b\" "
+                    "font-weight=\"bold\">busiest: %s</text>\n",
+                    ox + L.panel_w - 16, oy + 16, top);
+            break;
+        }
     }
     fputs("</svg>\n", f);
     return app_sink_close(sink, err);

@@ -121,3 +121,22 @@ void tpu_test_check_transports(const tpu_coll_plan_t *plan, const tpu_topo_t *to
                  res.modeled_us, lb, sim);
     }
 }
+
+int tpu_test_axis_masks(const tpu_topo_t *t, unsigned *masks, int *naxes)
+{
+    unsigned mask, all = ((1u << t->naxes) - 1) | (t->slices > 1 ? TPU_AXIS_MASK_DCN : 0);
+    int n = 0, a;
+
+    for (mask = 1; mask <= all && n < 32; mask++) {
+        if ((mask & all) != mask || tpu_topo_group_size(t, mask) < 2) {
+            continue;
+        }
+        masks[n] = mask;
+        naxes[n] = 0;
+        for (a = 0; a <= TPU_AXIS_DCN; a++) {
+            naxes[n] += (mask >> a) & 1;
+        }
+        n++;
+    }
+    return n;
+}

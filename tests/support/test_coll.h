@@ -13,6 +13,11 @@
 /* 'shape' ("4x4"), 'wrap' ("all", "none", "x,z") and 'slices' into '*t'. */
 void tpu_test_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slices);
 
+/* The axis masks of 't' whose groups have two chips or more (dcn too when it has
+ * slices), increasing, into 'masks' (room for 32) with the axes each names in
+ * 'naxes'; returns how many. */
+int tpu_test_axis_masks(const tpu_topo_t *t, unsigned *masks, int *naxes);
+
 /*
  * Model 'plan', run it twice over the loopback transport (the run object's
  * buffers reused) and once over sim, from index-tagged data; fail with 'label'
