@@ -95,9 +95,12 @@ tpu_status_t app_train_xfmr_check(const app_opts_t *o, tpu_err_t *err)
             "--tied-embeddings, --remat, --param-dtype, --optimizer and --search need "
             "--model-only");
     }
-    if (o->trace_measured) {
-        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
-                           "--trace-measured with --model transformer: not yet");
+    if (o->trace_measured && o->model_only) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--trace-measured needs measured steps: drop it with --model-only");
+    }
+    if (o->trace_measured && o->trace == NULL) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--trace-measured needs --trace FILE");
     }
     if ((o->data == NULL) != (o->labels == NULL)) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--data and --labels go together");
@@ -114,6 +117,8 @@ typedef struct xrun {
     double *losses, *measured_us; /* [steps] */
     double *wait_us;              /* [steps]: the loop's measured wait for each batch */
     double wait_mean_us;
+    double t0; /* the run's clock for --trace-measured (wall clock, s) */
+    int nchips_pod;
     tpu_xfmr_report_t rep;  /* the last step's, local chip 0 */
     tpu_xfmr_cost_t cost;   /* the step cost model of the layout */
     tpu_xfmr_plan_t plan;   /* the workload beyond the trained model (--model-only) */
@@ -320,7 +325,7 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
     app_json_array_end(j);
     app_train_json_num(j, "peak_bf16_flops", tpu_pod_chip(pod)->bf16_flops);
     app_xfmr_json(j, c, (uint64_t)tpu_pod_chip(pod)->hbm_bytes);
-    if (r->plan_mode || !o->model_only) {
+    if (r->plan_mode) {
         app_xfmr_plan_json(j, &r->plan, c, &r->input);
     }
     if (!o->model_only) {
@@ -342,7 +347,7 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
         }
         app_json_array_end(j);
         app_json_kfixed(j, "measured_us", r->wall_us, 1);
-        app_xfmr_wait_json(j, r->wait_us, r->steps);
+        app_xfmr_wait_json(j, &r->input, r->wait_us, r->steps);
     }
     app_json_kfixed(j, "wall_s", tpu__now_s() - wall0, 3);
     app_json_object_end(j);
@@ -524,16 +529,23 @@ static tpu_status_t run_steps(const app_opts_t *o, tpu_xfmr_pod_t *p, app_prefet
     app_progress_init(&progress, w->root && !o->quiet, r->steps, txt);
     for (t = 0; t < r->steps && status == TPU_OK; t++) {
         const int32_t *const *x, *const *y;
-        double w0;
+        double span[4], w0 = tpu__now_s();
         char item[32];
 
         snprintf(item, sizeof(item), "step %d", t);
         app_progress_update(&progress, t, item);
         app_prefetch_take(pf, &x, &y, &r->wait_us[t]);
+        span[0] = (w0 - r->t0) * 1e6;
+        span[1] = r->wait_us[t];
         w0 = tpu__now_s();
         status = tpu_xfmr_pod_step_shards(p, x, y, r->lr, &r->rep, err);
         r->measured_us[t] = (tpu__now_s() - w0) * 1e6;
         app_prefetch_release(pf);
+        span[2] = (w0 - r->t0) * 1e6;
+        span[3] = r->measured_us[t];
+        if (o->trace_measured && status == TPU_OK) {
+            app_xfmr_trace_measured(rep, w->job, r->nchips_pod, t, span);
+        }
         r->wall_us += r->measured_us[t];
         r->wait_mean_us += r->wait_us[t] / r->steps;
         r->losses[t] = r->rep.loss;
@@ -644,6 +656,8 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
     if (o->model_only) {
         status = rep != NULL ? app_xfmr_trace(rep, &r.cost, 0, &err) : TPU_OK;
     } else {
+        r.t0 = wall0;
+        r.nchips_pod = topo->nchips;
         status = run_steps(o, p, pf, &where, &r, rep, txt, &err);
         if (status == TPU_OK) {
             status = piece_hashes(p, job, &r, &err);

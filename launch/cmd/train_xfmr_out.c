@@ -10,6 +10,7 @@
 #include "faults.h"
 #include "train_out.h"
 #include "units.h"
+#include "watch.h"
 
 #include <string.h>
 
@@ -308,10 +309,28 @@ void app_xfmr_wait_print(FILE *txt, const app_xfmr_input_t *in, const double *wa
             sum / steps, steps, top, in->input_us, in->input_bound ? " (input-bound)" : "");
 }
 
-void app_xfmr_wait_json(app_json_t *j, const double *wait_us, int steps)
+void app_xfmr_wait_json(app_json_t *j, const app_xfmr_input_t *in, const double *wait_us, int steps)
 {
+    const struct {
+        const char *key;
+        double v;
+    } model[] = {
+        {"pcie_us", in->pcie_us}, {"producer_us", in->produce_us}, {"input_us", in->input_us}};
     double sum = 0;
     int s;
+
+    /* The modeled pipeline as the planner writes it (train_plan.c), then the measured waits. */
+    app_json_kobject(j, "input");
+    app_json_kint(j, "hosts", in->hosts);
+    app_json_kint(j, "chips_per_host", in->chips_per_host);
+    app_json_kint(j, "prefetch", in->prefetch);
+    for (s = 0; s < (int)(sizeof(model) / sizeof(model[0])); s++) {
+        app_json_kfixed(j, model[s].key, model[s].v, 3);
+    }
+    app_json_kbool(j, "hidden", in->hidden);
+    app_json_kbool(j, "input_bound", in->input_bound);
+    app_json_kfixed(j, "step_us", in->step_us, 3);
+    app_json_object_end(j);
 
     app_json_karray(j, "step_input_wait_measured_us");
     for (s = 0; s < steps; s++) {
@@ -320,4 +339,30 @@ void app_xfmr_wait_json(app_json_t *j, const double *wait_us, int steps)
     }
     app_json_array_end(j);
     app_json_kfixed(j, "input_wait_measured_us", sum / steps, 1);
+}
+
+void app_xfmr_trace_measured(app_report_t *rep, struct app_job *job, int nchips, int s,
+                             const double span[4])
+{
+    double *all = NULL;
+    char name[48];
+    int c;
+
+    if (job != NULL) {
+        all = rep != NULL ? tpu__calloc(4 * (size_t)nchips, sizeof(double)) : NULL;
+        if (rep != NULL && all == NULL) {
+            app_job_abort(job, "out of host memory for the measured trace");
+        }
+        app_job_gather(job, span, 4 * (int)sizeof(double), all, 0,
+                       "the gather of the measured steps");
+    }
+    for (c = 0; rep != NULL && c < nchips; c++) {
+        const double *v = all != NULL ? all + 4 * c : span;
+
+        snprintf(name, sizeof(name), "input of step %d", s);
+        app_report_measured_input(rep, c, name, v[0], v[1]);
+        snprintf(name, sizeof(name), "step %d", s);
+        app_report_measured_step(rep, c, name, v[2], v[3]);
+    }
+    tpu__free(all);
 }

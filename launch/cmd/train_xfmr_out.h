@@ -42,10 +42,21 @@ void app_xfmr_csv(FILE *f, const tpu_pod_t *pod, const tpu_xfmr_cost_t *c,
 /*
  * A real run's input pipeline as measured ('wait_us' [steps], the loop's wait
  * for each batch) beside the model's 'in': the line, and the JSON members
- * input_wait_measured_us (the mean) and step_input_wait_measured_us.
+ * "input" (the model's, with the planner's keys), step_input_wait_measured_us
+ * and input_wait_measured_us (their mean).
  */
 void app_xfmr_wait_print(FILE *txt, const app_xfmr_input_t *in, const double *wait_us, int steps,
                          double input_rate);
-void app_xfmr_wait_json(app_json_t *j, const double *wait_us, int steps);
+void app_xfmr_wait_json(app_json_t *j, const app_xfmr_input_t *in, const double *wait_us,
+                        int steps);
+/*
+ * --trace-measured: step 's' of this process's chips waited for its batch and
+ * ran as 'span' says (wait start, wait, step start, step; us on the run's
+ * clock).  Under a job every rank's span is gathered to the root (every rank
+ * calls); in one process every chip of the pod shows the process's.  'rep'
+ * NULL off the root.
+ */
+void app_xfmr_trace_measured(app_report_t *rep, struct app_job *job, int nchips, int s,
+                             const double span[4]);
 
 #endif /* APP_TRAIN_XFMR_OUT_H */
