@@ -21,7 +21,11 @@
  * synthetic task from --seed: 4 B sequences, each an arithmetic progression
  * modulo V, x[i] = (a + i d) mod V with a random start a in [0, V) and a random
  * stride d in 1..4, and the targets the next element, y[i] = x[i + 1] (the
- * model must read the stride from the context: attention).  Weights: --init
+ * model must read the stride from the context: attention), train_tokens.c.
+ * Each step's batch comes through the input pipeline (train_prefetch.c): each
+ * local chip's window of it, read ahead by a reader thread (--prefetch) at the
+ * host's --input-rate, the loop's wait for it measured beside the modeled
+ * input (train_plan.c).  Weights: --init
  * DIR (the files of transformer.md), else random from --seed.  --save DIR
  * writes the final weights (every chip's piece gathered into the whole
  * parameter) and losses.npy [steps].
@@ -639,7 +643,7 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
     if (status == TPU_OK && r.plan_mode) {
         status = app_xfmr_fit_check(&r.cost, (uint64_t)chip->hbm_bytes, &err);
     }
-    if (status == TPU_OK && (r.plan_mode || !o->model_only)) {
+    if (status == TPU_OK) {
         app_xfmr_input(o, pod, &r.cost, &r.input);
     }
     if (status == TPU_OK && !o->model_only) {
