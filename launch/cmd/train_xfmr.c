@@ -120,15 +120,14 @@ typedef struct xrun {
     app_tokens_t tok;             /* --data and --labels mapped, or the synthetic task */
     double *losses, *measured_us; /* [steps] */
     double *wait_us;              /* [steps]: the loop's measured wait for each batch */
-    double wait_mean_us;
-    double t0; /* the run's clock for --trace-measured (wall clock, s) */
-    int nchips_pod;
-    tpu_xfmr_report_t rep;  /* the last step's, local chip 0 */
-    tpu_xfmr_cost_t cost;   /* the step cost model of the layout */
-    tpu_xfmr_plan_t plan;   /* the workload beyond the trained model (--model-only) */
-    app_xfmr_input_t input; /* the input pipeline, modeled (plan mode and real runs) */
-    int plan_mode;          /* --model-only with a plan flag or --calibrated */
-    char note[512];         /* where the run's collectives differ from the model's */
+    double t0;                    /* --trace-measured's clock: the run's start (wall clock, s) */
+    int nchips_pod;               /* the pod's chips: the measured trace's processes */
+    tpu_xfmr_report_t rep;        /* the last step's, local chip 0 */
+    tpu_xfmr_cost_t cost;         /* the step cost model of the layout */
+    tpu_xfmr_plan_t plan;         /* the workload beyond the trained model (--model-only) */
+    app_xfmr_input_t input;       /* the input pipeline, modeled */
+    int plan_mode;                /* --model-only with a plan flag or --calibrated */
+    char note[512];               /* where the run's collectives differ from the model's */
     double wall_us;
     uint64_t *hashes; /* [chips] by chip id: tpu_xfmr_pod_piece's, on the root */
     int *pieces;      /* [chips] */
@@ -551,7 +550,6 @@ static tpu_status_t run_steps(const app_opts_t *o, tpu_xfmr_pod_t *p, app_prefet
             app_xfmr_trace_measured(rep, w->job, r->nchips_pod, t, span);
         }
         r->wall_us += r->measured_us[t];
-        r->wait_mean_us += r->wait_us[t] / r->steps;
         r->losses[t] = r->rep.loss;
         if (status != TPU_OK || !w->root) {
             continue;
