@@ -133,6 +133,18 @@ def rate(tpuemu, scratch, mpirun):
         fail("the wait at 256 tokens/s %s is not longer than unlimited %s" % (ws, wf))
     if slow["losses"] != fast["losses"]:
         fail("the rate changed the losses: %s, %s" % (slow["losses"], fast["losses"]))
+    # A bad id in rows 4..7 (data index 1: ranks 2 and 3) while ranks 0 and 1 have started
+    # their readers at 1 token/s: one line naming it, exit 2, the readers stopped, no hang.
+    vals = [1] * (8 * 16)
+    vals[5 * 16 + 3] = 48
+    write_i32(scratch + "/bad.npy", 8, 16, vals)
+    p = subprocess.run(mpirun + [tpuemu] + ARGS + ["--steps", "2", "--input-rate", "1", "--data",
+                                                  scratch + "/bad.npy", "--labels",
+                                                  scratch + "/bad.npy"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("tpuemu:")]
+    if p.returncode == 0 or len(lines) != 1 or "row 5, column 3" not in lines[0]:
+        fail("a bad id on ranks 2 and 3: exit %d, %s" % (p.returncode, p.stderr))
     for pf in ["0", "2"]:
         interrupted([tpuemu] + ARGS + ["--steps", "3", "--input-rate", "1", "--prefetch", pf],
                     "--prefetch " + pf)
