@@ -94,7 +94,7 @@ static void *reader(void *arg)
         }
         pthread_mutex_unlock(&pf->mu);
         t0 = now_s();
-        /* The slot is the reader's alone: not among the filled ones, not the one taken. */
+        /* The slot is the reader's alone: the filled ones (the taken one among them) are others. */
         until = t0 + fill(pf, s % pf->nslots, s);
         ts = at_s(until);
         pthread_mutex_lock(&pf->mu);
