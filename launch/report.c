@@ -281,6 +281,14 @@ void app_report_measured_step(app_report_t *r, int chip, const char *name, doubl
     }
 }
 
+void app_report_measured_input(app_report_t *r, int chip, const char *name, double start_us,
+                               double dur_us)
+{
+    if (r->trace != NULL) {
+        app_trace_measured(r->trace, chip, "input", name, start_us, dur_us);
+    }
+}
+
 tpu_status_t app_report_close(app_report_t *r, tpu_err_t *err)
 {
     tpu_status_t status = TPU_OK, s2;

@@ -72,6 +72,9 @@ void app_report_measured(app_report_t *r, int chip, const char *name, double sta
 /* The same for a measured step (train). */
 void app_report_measured_step(app_report_t *r, int chip, const char *name, double start_us,
                               double dur_us);
+/* The same for a step's wait for its input batch (train --model transformer). */
+void app_report_measured_input(app_report_t *r, int chip, const char *name, double start_us,
+                               double dur_us);
 /* Finish the trace and write the heatmap; the first write error.  'err' NULL: the
  * command failed; nothing more is written and the files are removed
  * (app_sink_discard), so no partial trace or empty heatmap is left behind. */

@@ -205,19 +205,28 @@ const tpu_xfmr_config_t *tpu__xfmr_comm_config(const xfmr_comm_t *c, int i)
     return i >= 0 && i < c->nlocal ? &c->chips[i].cfg : NULL;
 }
 
-void tpu__xfmr_comm_slice(const xfmr_comm_t *c, int i, const int32_t *tok, int32_t *out)
+void tpu__xfmr_comm_window(const xfmr_comm_t *c, int i, int64_t *row0_p, int64_t *rows_p,
+                           int64_t *col0_p, int64_t *cols_p)
 {
     const tpu_xfmr_config_t *cfg = &c->chips[i].cfg;
-    const int64_t s0 = cfg->seq_range.lo, sl = cfg->seq_range.hi - s0, S = cfg->seq;
     const int *k = c->chips[i].coord;
-    const int64_t row0 =
-        (((int64_t)k[XFMR_AXIS_DCN] * c->size[XFMR_AXIS_DATA] + k[XFMR_AXIS_DATA]) *
-             c->size[XFMR_AXIS_FSDP] +
-         k[XFMR_AXIS_FSDP]) *
-        cfg->batch;
-    int64_t b;
 
-    for (b = 0; b < cfg->batch; b++) {
+    *row0_p = (((int64_t)k[XFMR_AXIS_DCN] * c->size[XFMR_AXIS_DATA] + k[XFMR_AXIS_DATA]) *
+                   c->size[XFMR_AXIS_FSDP] +
+               k[XFMR_AXIS_FSDP]) *
+              cfg->batch;
+    *rows_p = cfg->batch;
+    *col0_p = cfg->seq_range.lo;
+    *cols_p = cfg->seq_range.hi - cfg->seq_range.lo;
+}
+
+void tpu__xfmr_comm_slice(const xfmr_comm_t *c, int i, const int32_t *tok, int32_t *out)
+{
+    const int64_t S = c->chips[i].cfg.seq;
+    int64_t row0, rows, s0, sl, b;
+
+    tpu__xfmr_comm_window(c, i, &row0, &rows, &s0, &sl);
+    for (b = 0; b < rows; b++) {
         memcpy(out + b * sl, tok + (row0 + b) * S + s0, (size_t)sl * sizeof(int32_t));
     }
 }

@@ -110,6 +110,10 @@ const tpu_xfmr_config_t *tpu__xfmr_comm_config(const xfmr_comm_t *c, int i);
  * [B, S] (rows of its data index, columns of its positions) into 'out'.
  */
 void tpu__xfmr_comm_slice(const xfmr_comm_t *c, int i, const int32_t *tok, int32_t *out);
+/* Local chip i's window of the global batch [B, S]: rows row0_p[0] + [0, rows), columns
+ * col0_p[0] + [0, cols). */
+void tpu__xfmr_comm_window(const xfmr_comm_t *c, int i, int64_t *row0_p, int64_t *rows_p,
+                           int64_t *col0_p, int64_t *cols_p);
 
 /* Work of one local chip, run on its own thread by tpu__xfmr_comm_run. */
 typedef tpu_status_t (*xfmr_comm_fn_t)(void *arg, int local, tpu_err_t *err);

@@ -153,6 +153,45 @@ tpu_status_t tpu_xfmr_pod_step(tpu_xfmr_pod_t *p, const int32_t *x, const int32_
     return status;
 }
 
+int tpu_xfmr_pod_shard(const tpu_xfmr_pod_t *p, int i, int64_t *row0_p, int64_t *rows_p,
+                       int64_t *col0_p, int64_t *cols_p)
+{
+    if (i < 0 || i >= p->nxfs) {
+        return -1;
+    }
+    tpu__xfmr_comm_window(&p->c, i, row0_p, rows_p, col0_p, cols_p);
+    return 0;
+}
+
+typedef struct shards_arg {
+    tpu_xfmr_pod_t *p;
+    const int32_t *const *x, *const *y;
+    double lr;
+} shards_arg_t;
+
+/* Local chip i's step on its own window. */
+static tpu_status_t step_shard(void *arg, int i, tpu_err_t *err)
+{
+    shards_arg_t *s = arg;
+
+    return tpu_xfmr_step(s->p->xfs[i], s->x[i], s->y[i], s->lr, &s->p->reps[i], err);
+}
+
+tpu_status_t tpu_xfmr_pod_step_shards(tpu_xfmr_pod_t *p, const int32_t *const *x,
+                                      const int32_t *const *y, double lr, tpu_xfmr_report_t *rep_p,
+                                      tpu_err_t *err)
+{
+    shards_arg_t s = {p, x, y, lr};
+    tpu_status_t status;
+
+    tpu__xfmr_comm_log_clear(&p->c);
+    status = tpu__xfmr_comm_run(&p->c, step_shard, &s, err);
+    if (status == TPU_OK && rep_p != NULL) {
+        *rep_p = p->reps[0];
+    }
+    return status;
+}
+
 int64_t tpu_xfmr_pod_colls(const tpu_xfmr_pod_t *p)
 {
     return tpu__xfmr_comm_log_count(&p->c);

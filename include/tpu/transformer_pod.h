@@ -89,6 +89,24 @@ TPU_API int tpu_xfmr_pod_piece(tpu_xfmr_pod_t *p, int i, int *piece_p, uint64_t 
 TPU_API tpu_status_t tpu_xfmr_pod_step(tpu_xfmr_pod_t *p, const int32_t *x, const int32_t *y,
                                        double lr, tpu_xfmr_report_t *rep_p, tpu_err_t *err);
 
+/*
+ * Local chip i's window of the global batch [B, S] (what it reads of a step's
+ * tokens): rows *row0_p + [0, *rows_p), columns *col0_p + [0, *cols_p).  -1
+ * for an i out of range, else 0.
+ */
+TPU_API int tpu_xfmr_pod_shard(const tpu_xfmr_pod_t *p, int i, int64_t *row0_p, int64_t *rows_p,
+                               int64_t *col0_p, int64_t *cols_p);
+
+/*
+ * tpu_xfmr_pod_step with each local chip's own window instead of the global
+ * batch: x[i], y[i] are local chip i's [rows, cols] of tpu_xfmr_pod_shard (a
+ * rank holds its share of the batch, never the whole); the same step, bit for
+ * bit.
+ */
+TPU_API tpu_status_t tpu_xfmr_pod_step_shards(tpu_xfmr_pod_t *p, const int32_t *const *x,
+                                              const int32_t *const *y, double lr,
+                                              tpu_xfmr_report_t *rep_p, tpu_err_t *err);
+
 /* The collectives of the last step: their number and row k (0 <= k < count). */
 TPU_API int64_t tpu_xfmr_pod_colls(const tpu_xfmr_pod_t *p);
 TPU_API void tpu_xfmr_pod_coll(const tpu_xfmr_pod_t *p, int64_t k, tpu_xfmr_coll_t *row);

@@ -21,7 +21,11 @@
  * synthetic task from --seed: 4 B sequences, each an arithmetic progression
  * modulo V, x[i] = (a + i d) mod V with a random start a in [0, V) and a random
  * stride d in 1..4, and the targets the next element, y[i] = x[i + 1] (the
- * model must read the stride from the context: attention).  Weights: --init
+ * model must read the stride from the context: attention), train_tokens.c.
+ * Each step's batch comes through the input pipeline (train_prefetch.c): each
+ * local chip's window of it, read ahead by a reader thread (--prefetch) at the
+ * host's --input-rate, the loop's wait for it measured beside the modeled
+ * input (train_plan.c).  Weights: --init
  * DIR (the files of transformer.md), else random from --seed.  --save DIR
  * writes the final weights (every chip's piece gathered into the whole
  * parameter) and losses.npy [steps].
@@ -48,8 +52,10 @@
 #include "sink.h"
 #include "train_out.h"
 #include "train_plan.h"
+#include "train_prefetch.h"
 #include "train_run.h"
 #include "train_search.h"
+#include "train_tokens.h"
 #include "train_xfmr_out.h"
 #include "watch.h"
 
@@ -63,6 +69,16 @@
 #define XDEF_BATCH 16
 #define XDEF_LR    0.1
 
+/* A planner flag is given that the real run does not honour (it runs the input pipeline). */
+static int plan_given(const app_opts_t *o)
+{
+    app_opts_t q = *o;
+
+    q.prefetch = 2;
+    q.input_rate = -1;
+    return app_xfmr_plan_given(&q);
+}
+
 tpu_status_t app_train_xfmr_check(const app_opts_t *o, tpu_err_t *err)
 {
     if (o->hidden > 0 || o->strategy != NULL) {
@@ -75,16 +91,20 @@ tpu_status_t app_train_xfmr_check(const app_opts_t *o, tpu_err_t *err)
                            "--model-only runs without data: drop --data, --labels, --init and "
                            "--save");
     }
-    if (!o->model_only && app_xfmr_plan_given(o)) {
-        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
-                           "the real run trains only the model of issue 24 (MHA, GELU, sequential, "
-                           "SGD); --preset, --kv-heads, --head-dim, --mlp, --block, "
-                           "--tied-embeddings, --remat, --param-dtype, --optimizer, --search, "
-                           "--prefetch and --input-rate need --model-only");
+    if (!o->model_only && plan_given(o)) {
+        return tpu_err_set(
+            err, TPU_ERR_UNSUPPORTED,
+            "the real run trains only the model of issue 24 (MHA, GELU, sequential, "
+            "SGD); --preset, --kv-heads, --head-dim, --mlp, --block, "
+            "--tied-embeddings, --remat, --param-dtype, --optimizer and --search need "
+            "--model-only");
     }
-    if (o->trace_measured) {
-        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
-                           "--trace-measured with --model transformer: not yet");
+    if (o->trace_measured && o->model_only) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--trace-measured needs measured steps: drop it with --model-only");
+    }
+    if (o->trace_measured && o->trace == NULL) {
+        return tpu_err_set(err, TPU_ERR_INVALID, "--trace-measured needs --trace FILE");
     }
     if ((o->data == NULL) != (o->labels == NULL)) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--data and --labels go together");
@@ -97,13 +117,15 @@ typedef struct xrun {
     int steps;
     double lr;
     char mesh[128];
-    int32_t *x, *y; /* [rows, S] */
-    int64_t rows;
+    app_tokens_t tok;             /* --data and --labels mapped, or the synthetic task */
     double *losses, *measured_us; /* [steps] */
+    double *wait_us;              /* [steps]: the loop's measured wait for each batch */
+    double t0;                    /* --trace-measured's clock: the run's start (wall clock, s) */
+    int nchips_pod;               /* the pod's chips: the measured trace's processes */
     tpu_xfmr_report_t rep;        /* the last step's, local chip 0 */
     tpu_xfmr_cost_t cost;         /* the step cost model of the layout */
     tpu_xfmr_plan_t plan;         /* the workload beyond the trained model (--model-only) */
-    app_xfmr_input_t input;       /* the input pipeline (--model-only with the plan) */
+    app_xfmr_input_t input;       /* the input pipeline, modeled */
     int plan_mode;                /* --model-only with a plan flag or --calibrated */
     char note[512];               /* where the run's collectives differ from the model's */
     double wall_us;
@@ -111,101 +133,6 @@ typedef struct xrun {
     int *pieces;      /* [chips] */
     int nchips;
 } xrun_t;
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* The synthetic task (see the top): 4 B progressions modulo V. */
-static tpu_status_t synth(xrun_t *r, uint64_t seed, tpu_err_t *err)
-{
-    const int64_t S = r->m.seq, V = r->m.vocab, n = 4 * r->m.batch;
-    uint64_t s = seed * 0x2545f4914f6cdd1dull + 24;
-    int64_t b, i;
-
-    r->x = tpu__malloc((size_t)(n * S) * sizeof(int32_t));
-    r->y = tpu__malloc((size_t)(n * S) * sizeof(int32_t));
-    if (r->x == NULL || r->y == NULL) {
-        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the synthetic tokens");
-    }
-    for (b = 0; b < n; b++) {
-        int64_t a = (int64_t)(splitmix(&s) % (uint64_t)V), d = 1 + (int64_t)(splitmix(&s) % 4);
-
-        for (i = 0; i < S; i++) {
-            r->x[b * S + i] = (int32_t)((a + i * d) % V);
-            r->y[b * S + i] = (int32_t)((a + (i + 1) * d) % V);
-        }
-    }
-    r->rows = n;
-    return TPU_OK;
-}
-
-/* A token file: int32 or int64 [rows, S], every id in [0, V) (named by row and column). */
-static tpu_status_t load_tokens(const char *path, const char *what, const tpu_xfmr_config_t *m,
-                                int32_t **tok_p, int64_t *rows_p, tpu_err_t *err)
-{
-    tpu_npy_t f;
-    tpu_status_t status = tpu_npy_read(path, &f, err);
-    int32_t *t;
-    int64_t i;
-
-    if (status != TPU_OK) {
-        return status;
-    }
-    if (f.type == TPU_NPY_F32 || f.ndim != 2 || f.shape[1] != m->seq || f.shape[0] < 1) {
-        status = tpu_err_set(err, TPU_ERR_INVALID,
-                             "%s: %s must be int32 token ids of shape [rows, %lld] (--seq), got "
-                             "%s of %d dimensions",
-                             path, what, (long long)m->seq, tpu_npy_type_name(f.type), f.ndim);
-        goto out;
-    }
-    t = tpu__malloc((size_t)f.count * sizeof(int32_t));
-    if (t == NULL) {
-        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for %s", path);
-        goto out;
-    }
-    for (i = 0; i < f.count; i++) {
-        int64_t v = f.type == TPU_NPY_I64 ? ((int64_t *)f.data)[i] : ((int32_t *)f.data)[i];
-
-        /* Out of int32: the check below names it as an id out of range. */
-        t[i] = v < INT32_MIN || v > INT32_MAX ? -1 : (int32_t)v;
-    }
-    status = tpu_xfmr_check_tokens(t, f.shape[0], f.shape[1], m->vocab, path, err);
-    if (status != TPU_OK) {
-        tpu__free(t);
-        goto out;
-    }
-    *tok_p = t;
-    *rows_p = f.shape[0];
-out:
-    tpu_npy_fini(&f);
-    return status;
-}
-
-static tpu_status_t load_data(const app_opts_t *o, xrun_t *r, tpu_err_t *err)
-{
-    int64_t ny = 0;
-    tpu_status_t status = load_tokens(o->data, "the tokens", &r->m, &r->x, &r->rows, err);
-
-    if (status == TPU_OK) {
-        status = load_tokens(o->labels, "the targets", &r->m, &r->y, &ny, err);
-    }
-    if (status == TPU_OK && ny != r->rows) {
-        status = tpu_err_set(err, TPU_ERR_INVALID, "%s has %lld rows but %s has %lld", o->labels,
-                             (long long)ny, o->data, (long long)r->rows);
-    }
-    if (status == TPU_OK && r->rows < r->m.batch) {
-        status = tpu_err_set(err, TPU_ERR_INVALID,
-                             "%s has %lld rows, fewer than one batch of %lld (--batch)", o->data,
-                             (long long)r->rows, (long long)r->m.batch);
-    }
-    return status;
-}
 
 /*
  * Parameter p whole on the root: the local chips' pieces (loopback), or every
@@ -423,6 +350,7 @@ static void write_json(app_json_t *j, const app_opts_t *o, const tpu_pod_t *pod,
         }
         app_json_array_end(j);
         app_json_kfixed(j, "measured_us", r->wall_us, 1);
+        app_xfmr_wait_json(j, &r->input, r->wait_us, r->steps);
     }
     app_json_kfixed(j, "wall_s", tpu__now_s() - wall0, 3);
     app_json_object_end(j);
@@ -474,7 +402,8 @@ static tpu_status_t read_flags(const app_opts_t *o, int nchips, xrun_t *r, tpu_e
     }
     r->losses = tpu__calloc((size_t)r->steps, sizeof(double));
     r->measured_us = tpu__calloc((size_t)r->steps, sizeof(double));
-    return r->losses != NULL && r->measured_us != NULL
+    r->wait_us = tpu__calloc((size_t)r->steps, sizeof(double));
+    return r->losses != NULL && r->measured_us != NULL && r->wait_us != NULL
                ? TPU_OK
                : tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the losses");
 }
@@ -552,9 +481,49 @@ static tpu_status_t open_report(const app_opts_t *o, const tpu_pod_t *pod, const
     return app_report_open(rep, o, pod, title, err);
 }
 
+/*
+ * The input pipeline of the local chips: each one's window of the batch (its
+ * ids checked in every batch the run reads), the reader started at --prefetch
+ * and this process's share of its host's --input-rate.
+ */
+static tpu_status_t open_input(const app_opts_t *o, tpu_xfmr_pod_t *p, xrun_t *r,
+                               app_prefetch_t **pf_p, tpu_err_t *err)
+{
+    const int n = tpu_xfmr_pod_nlocal(p);
+    app_tokens_window_t *win = tpu__calloc((size_t)n, sizeof(*win));
+    app_prefetch_opts_t po;
+    tpu_status_t status = TPU_OK;
+    int i;
+
+    if (win == NULL) {
+        return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the input windows");
+    }
+    for (i = 0; i < n && status == TPU_OK; i++) {
+        app_tokens_window_t *w = &win[i];
+
+        tpu_xfmr_pod_shard(p, i, &w->row0, &w->rows, &w->col0, &w->cols);
+        if (o->data != NULL) {
+            status = app_tokens_check(&r->tok, w, r->steps, r->m.vocab, o->data, o->labels, err);
+        }
+    }
+    memset(&po, 0, sizeof(po));
+    po.src = &r->tok;
+    po.nwin = n;
+    po.win = win;
+    po.depth = o->prefetch;
+    po.steps = r->steps;
+    po.tokens_per_s = o->input_rate > 0 ? o->input_rate * n / r->input.chips_per_host : 0;
+    if (status == TPU_OK) {
+        status = app_prefetch_create(&po, pf_p, err);
+    }
+    tpu__free(win);
+    return status;
+}
+
 /* The steps of a real run, each with its line, the report's times from the run's log. */
-static tpu_status_t run_steps(const app_opts_t *o, tpu_xfmr_pod_t *p, const app_train_where_t *w,
-                              xrun_t *r, app_report_t *rep, FILE *txt, tpu_err_t *err)
+static tpu_status_t run_steps(const app_opts_t *o, tpu_xfmr_pod_t *p, app_prefetch_t *pf,
+                              const app_train_where_t *w, xrun_t *r, app_report_t *rep, FILE *txt,
+                              tpu_err_t *err)
 {
     app_progress_t progress;
     tpu_status_t status = TPU_OK;
@@ -562,15 +531,24 @@ static tpu_status_t run_steps(const app_opts_t *o, tpu_xfmr_pod_t *p, const app_
 
     app_progress_init(&progress, w->root && !o->quiet, r->steps, txt);
     for (t = 0; t < r->steps && status == TPU_OK; t++) {
-        int64_t row = tpu_xfmr_batch_row(r->rows, r->m.batch, t);
-        double w0 = tpu__now_s();
+        const int32_t *const *x, *const *y;
+        double span[4], w0 = tpu__now_s();
         char item[32];
 
         snprintf(item, sizeof(item), "step %d", t);
         app_progress_update(&progress, t, item);
-        status =
-            tpu_xfmr_pod_step(p, r->x + row * r->m.seq, r->y + row * r->m.seq, r->lr, &r->rep, err);
+        app_prefetch_take(pf, &x, &y, &r->wait_us[t]);
+        span[0] = (w0 - r->t0) * 1e6;
+        span[1] = r->wait_us[t];
+        w0 = tpu__now_s();
+        status = tpu_xfmr_pod_step_shards(p, x, y, r->lr, &r->rep, err);
         r->measured_us[t] = (tpu__now_s() - w0) * 1e6;
+        app_prefetch_release(pf);
+        span[2] = (w0 - r->t0) * 1e6;
+        span[3] = r->measured_us[t];
+        if (o->trace_measured && status == TPU_OK) {
+            app_xfmr_trace_measured(rep, w->job, r->nchips_pod, t, span);
+        }
         r->wall_us += r->measured_us[t];
         r->losses[t] = r->rep.loss;
         if (status != TPU_OK || !w->root) {
@@ -586,9 +564,9 @@ static tpu_status_t run_steps(const app_opts_t *o, tpu_xfmr_pod_t *p, const app_
             app_progress_end(&progress);
             fprintf(txt,
                     "step %4d  loss %-12.6g modeled %12.3f us (compute %.3f, exposed comm %.3f)  "
-                    "measured %10.1f us\n",
+                    "measured %10.1f us, input wait %.1f us\n",
                     t, r->rep.loss, r->cost.step_us, r->cost.compute_us, r->cost.exposed_comm_us,
-                    r->measured_us[t]);
+                    r->measured_us[t], r->wait_us[t]);
             fflush(txt);
         }
     }
@@ -609,6 +587,7 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
     app_report_t report, *rep = NULL;
     tpu_xport_t *x = NULL;
     tpu_xfmr_pod_t *p = NULL;
+    app_prefetch_t *pf = NULL;
     tpu_err_t err = {0};
     tpu_status_t status;
     xrun_t r;
@@ -634,7 +613,8 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
         goto out;
     }
     if (status == TPU_OK && !o->model_only) {
-        status = o->data != NULL ? load_data(o, &r, &err) : synth(&r, (uint64_t)o->seed, &err);
+        status = o->data != NULL ? app_tokens_open(&r.tok, o->data, o->labels, &r.m, &err)
+                                 : app_tokens_synth(&r.tok, &r.m, (uint64_t)o->seed, &err);
     }
     if (status == TPU_OK && !mpi && !o->model_only) {
         status = tpu_xport_loopback_create(topo->nchips, &x, &err);
@@ -660,7 +640,12 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
     }
     if (status == TPU_OK && r.plan_mode) {
         status = app_xfmr_fit_check(&r.cost, (uint64_t)chip->hbm_bytes, &err);
+    }
+    if (status == TPU_OK) {
         app_xfmr_input(o, pod, &r.cost, &r.input);
+    }
+    if (status == TPU_OK && !o->model_only) {
+        status = open_input(o, p, &r, &pf, &err);
     }
     printer = app_train_agree(&where, &status, rank, nranks);
     if (status != TPU_OK) {
@@ -673,7 +658,9 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
     if (o->model_only) {
         status = rep != NULL ? app_xfmr_trace(rep, &r.cost, 0, &err) : TPU_OK;
     } else {
-        status = run_steps(o, p, &where, &r, rep, txt, &err);
+        r.t0 = wall0;
+        r.nchips_pod = topo->nchips;
+        status = run_steps(o, p, pf, &where, &r, rep, txt, &err);
         if (status == TPU_OK) {
             status = piece_hashes(p, job, &r, &err);
         }
@@ -689,8 +676,11 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
                     r.cost.step_us, r.cost.compute_us, r.cost.exposed_comm_us);
         }
         app_xfmr_print(txt, &r.cost, (uint64_t)chip->hbm_bytes);
-        if (r.plan_mode) {
+        if (r.plan_mode || !o->model_only) {
             app_xfmr_input_print(txt, &r.input);
+        }
+        if (!o->model_only) {
+            app_xfmr_wait_print(txt, &r.input, r.wait_us, r.steps, o->input_rate);
         }
         if (r.note[0] != '\0') {
             fprintf(txt, "  note: the run's collectives differ from the model's: %s\n", r.note);
@@ -725,8 +715,9 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
         }
     }
     if (csv_sink.f != NULL) {
-        app_xfmr_csv(csv_sink.f, pod, &r.cost, o->model_only ? 1 : r.steps,
-                     o->model_only ? NULL : r.losses, o->model_only ? NULL : r.measured_us);
+        app_xfmr_csv(csv_sink.f, pod, &r.cost, &r.input, o->model_only ? 1 : r.steps,
+                     o->model_only ? NULL : r.losses, o->model_only ? NULL : r.measured_us,
+                     o->model_only ? NULL : r.wait_us);
         if (app_sink_close(&csv_sink, &err) != TPU_OK) {
             code = APP_EXIT_FAIL;
             app_die_msg(err.msg);
@@ -750,8 +741,9 @@ out:
     fflush(stdout);
     tpu_xfmr_pod_destroy(p);
     tpu_xfmr_cost_fini(&r.cost);
-    tpu__free(r.x);
-    tpu__free(r.y);
+    app_prefetch_destroy(pf);
+    app_tokens_fini(&r.tok);
+    tpu__free(r.wait_us);
     tpu__free(r.losses);
     tpu__free(r.measured_us);
     tpu__free(r.hashes);

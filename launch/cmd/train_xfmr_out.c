@@ -10,6 +10,7 @@
 #include "faults.h"
 #include "train_out.h"
 #include "units.h"
+#include "watch.h"
 
 #include <string.h>
 
@@ -246,11 +247,23 @@ tpu_status_t app_xfmr_trace(app_report_t *r, const tpu_xfmr_cost_t *c, int s, tp
     return status;
 }
 
-void app_xfmr_csv(FILE *f, const tpu_pod_t *pod, const tpu_xfmr_cost_t *c, int steps,
-                  const double *losses, const double *measured_us)
+/* v[s] with one decimal, or an empty cell when v is NULL. */
+static void cell(app_csv_t *csv, const double *v, int s)
 {
-    static const char *const cols[] = {
-        "step", "loss", "step_us", "compute_us", "comm_us", "exposed_comm_us", "measured_us"};
+    if (v != NULL) {
+        app_csv_fixed(csv, v[s], 1);
+    } else {
+        app_csv_empty(csv);
+    }
+}
+
+void app_xfmr_csv(FILE *f, const tpu_pod_t *pod, const tpu_xfmr_cost_t *c,
+                  const app_xfmr_input_t *in, int steps, const double *losses,
+                  const double *measured_us, const double *wait_us)
+{
+    static const char *const cols[] = {"step",        "loss",     "step_us",
+                                       "compute_us",  "comm_us",  "exposed_comm_us",
+                                       "measured_us", "input_us", "input_wait_measured_us"};
     app_csv_t csv;
     int s;
 
@@ -268,11 +281,88 @@ void app_xfmr_csv(FILE *f, const tpu_pod_t *pod, const tpu_xfmr_cost_t *c, int s
         app_csv_fixed(&csv, c->compute_us, 6);
         app_csv_fixed(&csv, c->comm_us, 6);
         app_csv_fixed(&csv, c->exposed_comm_us, 6);
-        if (measured_us != NULL) {
-            app_csv_fixed(&csv, measured_us[s], 1);
-        } else {
-            app_csv_empty(&csv);
-        }
+        cell(&csv, measured_us, s);
+        app_csv_fixed(&csv, in->input_us, 6);
+        cell(&csv, wait_us, s);
         app_csv_end_row(&csv);
     }
+}
+
+void app_xfmr_wait_print(FILE *txt, const app_xfmr_input_t *in, const double *wait_us, int steps,
+                         double input_rate)
+{
+    double sum = 0, top = 0;
+    char rate[64] = "unlimited";
+    int s;
+
+    for (s = 0; s < steps; s++) {
+        sum += wait_us[s];
+        top = wait_us[s] > top ? wait_us[s] : top;
+    }
+    if (input_rate > 0) {
+        snprintf(rate, sizeof(rate), "%g tokens/s per host", input_rate);
+    }
+    fprintf(txt,
+            "  input (measured): %s, producer %s: the step waited %.1f us for its batch "
+            "(mean of %d steps; the longest %.1f us), the model's input %.3f us%s\n",
+            in->prefetch > 0 ? "a reader thread" : "read by the step (--prefetch 0)", rate,
+            sum / steps, steps, top, in->input_us, in->input_bound ? " (input-bound)" : "");
+}
+
+void app_xfmr_wait_json(app_json_t *j, const app_xfmr_input_t *in, const double *wait_us, int steps)
+{
+    const struct {
+        const char *key;
+        double v;
+    } model[] = {
+        {"pcie_us", in->pcie_us}, {"producer_us", in->produce_us}, {"input_us", in->input_us}};
+    double sum = 0;
+    int s;
+
+    /* The modeled pipeline as the planner writes it (train_plan.c), then the measured waits. */
+    app_json_kobject(j, "input");
+    app_json_kint(j, "hosts", in->hosts);
+    app_json_kint(j, "chips_per_host", in->chips_per_host);
+    app_json_kint(j, "prefetch", in->prefetch);
+    for (s = 0; s < (int)(sizeof(model) / sizeof(model[0])); s++) {
+        app_json_kfixed(j, model[s].key, model[s].v, 3);
+    }
+    app_json_kbool(j, "hidden", in->hidden);
+    app_json_kbool(j, "input_bound", in->input_bound);
+    app_json_kfixed(j, "step_us", in->step_us, 3);
+    app_json_object_end(j);
+
+    app_json_karray(j, "step_input_wait_measured_us");
+    for (s = 0; s < steps; s++) {
+        app_json_fixed(j, wait_us[s], 1);
+        sum += wait_us[s];
+    }
+    app_json_array_end(j);
+    app_json_kfixed(j, "input_wait_measured_us", sum / steps, 1);
+}
+
+void app_xfmr_trace_measured(app_report_t *rep, struct app_job *job, int nchips, int s,
+                             const double span[4])
+{
+    double *all = NULL;
+    char name[48];
+    int c;
+
+    if (job != NULL) {
+        all = rep != NULL ? tpu__calloc(4 * (size_t)nchips, sizeof(double)) : NULL;
+        if (rep != NULL && all == NULL) {
+            app_job_abort(job, "out of host memory for the measured trace");
+        }
+        app_job_gather(job, span, 4 * (int)sizeof(double), all, 0,
+                       "the gather of the measured steps");
+    }
+    for (c = 0; rep != NULL && c < nchips; c++) {
+        const double *v = all != NULL ? all + 4 * c : span;
+
+        snprintf(name, sizeof(name), "input of step %d", s);
+        app_report_measured_input(rep, c, name, v[0], v[1]);
+        snprintf(name, sizeof(name), "step %d", s);
+        app_report_measured_step(rep, c, name, v[2], v[3]);
+    }
+    tpu__free(all);
 }

@@ -13,6 +13,7 @@
 
 #include "json.h"
 #include "report.h"
+#include "train_plan.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -32,9 +33,30 @@ void app_xfmr_json(app_json_t *j, const tpu_xfmr_cost_t *c, uint64_t capacity);
 tpu_status_t app_xfmr_trace(app_report_t *r, const tpu_xfmr_cost_t *c, int s, tpu_err_t *err);
 /*
  * The CSV of the steps (the pod columns, step, loss, step_us, compute_us, comm_us, exposed_comm_us,
- * measured_us): 'losses' and 'measured_us' NULL for a model-only step.
+ * measured_us, input_us, input_wait_measured_us): 'losses', 'measured_us' and 'wait_us' NULL for
+ * a model-only step; 'in' the modeled input pipeline.
  */
-void app_xfmr_csv(FILE *f, const tpu_pod_t *pod, const tpu_xfmr_cost_t *c, int steps,
-                  const double *losses, const double *measured_us);
+void app_xfmr_csv(FILE *f, const tpu_pod_t *pod, const tpu_xfmr_cost_t *c,
+                  const app_xfmr_input_t *in, int steps, const double *losses,
+                  const double *measured_us, const double *wait_us);
+/*
+ * A real run's input pipeline as measured ('wait_us' [steps], the loop's wait
+ * for each batch) beside the model's 'in': the line, and the JSON members
+ * "input" (the model's, with the planner's keys), step_input_wait_measured_us
+ * and input_wait_measured_us (their mean).
+ */
+void app_xfmr_wait_print(FILE *txt, const app_xfmr_input_t *in, const double *wait_us, int steps,
+                         double input_rate);
+void app_xfmr_wait_json(app_json_t *j, const app_xfmr_input_t *in, const double *wait_us,
+                        int steps);
+/*
+ * --trace-measured: step 's' of this process's chips waited for its batch and
+ * ran as 'span' says (wait start, wait, step start, step; us on the run's
+ * clock).  Under a job every rank's span is gathered to the root (every rank
+ * calls); in one process every chip of the pod shows the process's.  'rep'
+ * NULL off the root.
+ */
+void app_xfmr_trace_measured(app_report_t *rep, struct app_job *job, int nchips, int s,
+                             const double span[4]);
 
 #endif /* APP_TRAIN_XFMR_OUT_H */

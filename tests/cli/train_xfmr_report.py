@@ -105,7 +105,8 @@ def main(argv):
     rows = list(csv.DictReader(open(csvf)))
     if len(rows) != 2 or list(rows[0].keys()) != ["chip", "topology", "wrap", "slices", "step",
                                                   "loss", "step_us", "compute_us", "comm_us",
-                                                  "exposed_comm_us", "measured_us"]:
+                                                  "exposed_comm_us", "measured_us", "input_us",
+                                                  "input_wait_measured_us"]:
         fail("csv %s" % rows)
     if not close(float(rows[1]["step_us"]), real["step_us"], 1e-6):
         fail("csv step_us %s, JSON step_us %g" % (rows[1]["step_us"], real["step_us"]))
