@@ -2,12 +2,14 @@
 #include "info.h"
 
 #include "csv.h"
+#include "faults.h"
 #include "jobenv.h"
 #include "json.h"
 #include "podsetup.h"
 #include "sink.h"
 #include "table.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The members of one chip, into the object 'j' has open. */
@@ -216,6 +218,96 @@ static void dump_topology(FILE *out, const tpu_pod_t *pod)
     }
 }
 
+/* --dump-topology --json: the pod and, under "torus", every chip with its coordinates
+ * and directed links (as dump_topology() prints them). */
+static void topology_json(app_json_t *j, const tpu_pod_t *pod)
+{
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+    int chip, a, d;
+
+    app_json_document(j, "info");
+    app_json_kstr(j, "topology", tpu_pod_shape(pod));
+    app_json_kstr(j, "wrap", tpu_pod_wrap(pod));
+    app_json_kint(j, "slices", t->slices);
+    app_json_kint(j, "chips", t->nchips);
+    app_json_karray(j, "torus");
+    for (chip = 0; chip < t->nchips; chip++) {
+        int c[TPU_MAX_AXES];
+
+        tpu_topo_coords(t, chip, c);
+        app_json_object(j);
+        app_json_kint(j, "chip", chip);
+        app_json_kint(j, "slice", tpu_topo_slice_of(t, chip));
+        app_json_karray(j, "coords");
+        for (a = 0; a < t->naxes; a++) {
+            app_json_int(j, c[a]);
+        }
+        app_json_array_end(j);
+        app_json_karray(j, "neighbors");
+        for (a = 0; a < t->naxes; a++) {
+            for (d = 1; d >= -1; d -= 2) {
+                int link = tpu_topo_link(t, chip, a, d);
+                char dir[8];
+
+                if (link >= 0) {
+                    snprintf(dir, sizeof(dir), "%c%s", d > 0 ? '+' : '-', tpu_topo_axis_name(a));
+                    app_json_object(j);
+                    app_json_kstr(j, "dir", dir);
+                    app_json_kint(j, "neighbor", tpu_topo_neighbor(t, chip, a, d));
+                    app_json_kint(j, "link_id", link);
+                    app_json_object_end(j);
+                }
+            }
+        }
+        app_json_array_end(j);
+        app_json_object_end(j);
+    }
+    app_json_array_end(j);
+    app_json_object_end(j);
+}
+
+/* --dump-topology --csv: one row per directed link, after the pod columns. */
+static void topology_csv(FILE *f, const tpu_pod_t *pod)
+{
+    static const char *const cols[] = {"chip_id", "slice", "coords", "dir", "neighbor", "link_id"};
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+    app_csv_t c;
+    int chip, a, d;
+
+    app_csv_init(&c, f);
+    app_csv_pod_header(&c, cols, 6);
+    for (chip = 0; chip < t->nchips; chip++) {
+        int xyz[TPU_MAX_AXES];
+        char coords[64];
+        size_t at = 0;
+
+        tpu_topo_coords(t, chip, xyz);
+        coords[0] = '\0';
+        for (a = 0; a < t->naxes && at < sizeof(coords); a++) {
+            at += (size_t)snprintf(coords + at, sizeof(coords) - at, "%s%d", a ? " " : "", xyz[a]);
+        }
+        for (a = 0; a < t->naxes; a++) {
+            for (d = 1; d >= -1; d -= 2) {
+                int link = tpu_topo_link(t, chip, a, d);
+                char dir[8];
+
+                if (link < 0) {
+                    continue;
+                }
+                snprintf(dir, sizeof(dir), "%c%s", d > 0 ? '+' : '-', tpu_topo_axis_name(a));
+                app_csv_pod(&c, pod);
+                app_csv_int(&c, chip);
+                app_csv_int(&c, tpu_topo_slice_of(t, chip));
+                app_csv_str(&c, coords);
+                app_csv_str(&c, dir);
+                app_csv_int(&c, tpu_topo_neighbor(t, chip, a, d));
+                app_csv_int(&c, link);
+                app_csv_end_row(&c);
+            }
+        }
+    }
+}
+
 /* The algorithm registry as a table, or as JSON {"algorithms": [...]}. */
 static void algorithms(FILE *out, app_json_t *j)
 {
@@ -295,7 +387,7 @@ int app_cmd_info(app_ctx_t *ctx)
             return APP_EXIT_USAGE;
         }
     }
-    if (o->dump_topology) {
+    if (o->dump_topology && o->json == NULL && o->csv == NULL) {
         dump_topology(txt, pod);
         goto cleanup;
     }
@@ -313,7 +405,9 @@ int app_cmd_info(app_ctx_t *ctx)
             code = APP_EXIT_USAGE;
             goto cleanup;
         }
-        if (o->algorithms) {
+        if (o->dump_topology) {
+            topology_csv(sink.f, pod);
+        } else if (o->algorithms) {
             algorithms_csv(sink.f);
         } else {
             chip_csv(sink.f, chips, n);
@@ -345,7 +439,9 @@ int app_cmd_info(app_ctx_t *ctx)
         goto cleanup;
     }
     app_json_init(&j, sink.f);
-    if (o->algorithms) {
+    if (o->dump_topology) {
+        topology_json(&j, pod);
+    } else if (o->algorithms) {
         algorithms(NULL, &j);
     } else if (n == 1) {
         app_json_document(&j, "info");
