@@ -57,6 +57,7 @@ int app_job_start(const app_opts_t *o, int *argc, char ***argv, app_job_t *job)
     job->comm = MPI_COMM_NULL;
     job->watch = MPI_COMM_NULL;
     job->timeout = o->timeout > 0 ? o->timeout : 60;
+    job->timeout_given = job->timeout;
     for (r = 0; r < APP_JOB_RING; r++) {
         job->ring[r] = MPI_REQUEST_NULL;
     }

@@ -21,6 +21,7 @@
 #include "watch_monitor.h"
 
 #include "alloc.h"
+#include "interrupt.h"
 #include "job.h"
 #include "jobenv.h"
 #include "watch.h"
@@ -281,7 +282,7 @@ void app_job_monitor_fork(app_job_t *job)
 
 int app_job_monitor_start(app_job_t *job)
 {
-    char marker[256];
+    char marker[256], me[96];
     int pid = (int)getpid(), *pids = NULL, *wranks = NULL, i, nn, nr, ok;
     mon_rank_t *ranks = NULL;
     MPI_Comm node;
@@ -291,19 +292,23 @@ int app_job_monitor_start(app_job_t *job)
                         &node);
     MPI_Comm_rank(node, &nr);
     MPI_Comm_size(node, &nn);
-    if (nr == 0 && !app_job_test_nomem("monitor")) {
+    /* Every rank learns the pids of its node (its SIGTERM handler looks for a lost one,
+     * interrupt.c); the first rank also the world ranks, for the monitor. */
+    if (!app_job_test_nomem("monitor")) {
         pids = tpu__malloc((size_t)nn * sizeof(int));
-        wranks = tpu__malloc((size_t)nn * sizeof(int));
-        ranks = tpu__calloc((size_t)nn, sizeof(*ranks));
+        if (nr == 0) {
+            wranks = tpu__malloc((size_t)nn * sizeof(int));
+            ranks = tpu__calloc((size_t)nn, sizeof(*ranks));
+        }
     }
-    /* The first rank's buffers receive the gathers: every rank learns first whether
-     * they exist (a gather into NULL crashed rank 0 and left the others in the gather). */
-    ok = nr != 0 || (pids != NULL && wranks != NULL && ranks != NULL);
+    /* The buffers receive the gathers: every rank learns first whether they exist (a
+     * gather into NULL crashed rank 0 and left the others in the gather). */
+    ok = pids != NULL && (nr != 0 || (wranks != NULL && ranks != NULL));
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!ok) {
         goto out;
     }
-    MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, node);
+    MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, node);
     MPI_Gather(&job->world_rank, 1, MPI_INT, wranks, 1, MPI_INT, 0, node);
     if (job->world_rank == 0) {
         snprintf(marker, sizeof(marker), "/tmp/tpuemu-%d.abort", pid);
@@ -313,6 +318,9 @@ int app_job_monitor_start(app_job_t *job)
     /* Every rank says when the runtime ends it. */
     term_file(marker, job->world_rank, term_path, sizeof(term_path));
     signal(SIGTERM, on_term);
+    /* The interrupt's line goes in front of it (under mpirun one rank prints it). */
+    app_watch_chip_name(job, job->world_rank, me, sizeof(me));
+    app_interrupt_job(marker, me, job->world_rank, pids, nn);
     if (nr == 0 && job->monitor_fd >= 0) {
         if (job->world_rank == 0) {
             job->local_pids = tpu__calloc((size_t)job->nranks, sizeof(int));

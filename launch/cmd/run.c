@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "csv.h"
 #include "faults.h"
+#include "interrupt.h"
 #include "job.h"
 #include "json.h"
 #include "run_train.h"
@@ -277,6 +278,12 @@ int app_cmd_run(app_ctx_t *ctx)
             }
             if (app_case_init(&c, job, &desc, &err) != TPU_OK) {
                 app_job_abort(job, err.msg);
+            }
+            {
+                char item[64]; /* what an interrupt's line names */
+
+                snprintf(item, sizeof(item), "%s %s", rows[i].name, s == 0 ? "small" : "large");
+                app_interrupt_at((long)(2 * i + s), (long)(2 * nrows), item);
             }
             app_job_barrier(job, "the barrier around a verified collective");
             if (walls != NULL) {
