@@ -38,6 +38,8 @@ static char job_me[128];
 static char job_rank[16];
 static int job_pids[APP_INTERRUPT_MAX_PIDS];
 static int job_npids;
+/* During an MPI job's start-up: the file a rank ended by the runtime leaves (jobenv.h). */
+static char start_term[300];
 
 static void say(const char *s)
 {
@@ -115,6 +117,13 @@ static void on_signal(int sig, siginfo_t *si, void *ctx)
         say("; no output file written (an earlier one is as it was)\n");
     }
     app_sink_remove_temps();
+    if (start_term[0] != '\0') {
+        int fd = open(start_term, O_WRONLY | O_CREAT, 0600);
+
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
     (void)sigaction(sig, sig == SIGINT ? &old_int : &old_term, NULL);
     (void)raise(sig);
 }
@@ -177,5 +186,11 @@ void app_interrupt_job(const char *marker, const char *me, int world_rank, const
         job_pids[job_npids++] = pids[i];
     }
     snprintf(job_marker, sizeof(job_marker), "%s", marker);
+    app_interrupt_install();
+}
+
+void app_interrupt_start(const char *term_path)
+{
+    snprintf(start_term, sizeof(start_term), "%s", term_path);
     app_interrupt_install();
 }

@@ -24,6 +24,9 @@ void app_interrupt_install(void);
  */
 void app_interrupt_job(const char *marker, const char *me, int world_rank, const int *pids,
                        int npids);
+/* During an MPI job's start-up: the signal leaves the file 'term_path' (the
+ * runtime ended this rank: it is not the one lost; jobenv.h, watch_monitor.c). */
+void app_interrupt_start(const char *term_path);
 /* 'done' of 'total' items finished, 'item' running (may be NULL): for the line. */
 void app_interrupt_at(long done, long total, const char *item);
 

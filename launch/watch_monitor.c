@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +190,134 @@ static void say_lost(const mon_rank_t *ranks, int i, const char *how)
             ranks[i].name, ranks[i].pid, host, how);
 }
 
+/*
+ * The start-up, before the rank that forked the monitor sends the table of its
+ * node's ranks: each rank of the node wrote its pid into its start-up file
+ * before MPI_Init (jobenv.h), and a rank the runtime ends leaves a second file.
+ * A rank gone without it was lost during the start-up: name it by world rank
+ * (its chip is not known yet).
+ */
+static void start_lost(const char *prefix, int lsize)
+{
+    char path[300], host[256] = "";
+    int l, pid, rank;
+    FILE *f;
+
+    for (l = 0; l < lsize; l++) {
+        snprintf(path, sizeof(path), "%s.%d", prefix, l);
+        f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        if (fscanf(f, "%d %d", &pid, &rank) != 2) {
+            pid = 0;
+        }
+        fclose(f);
+        snprintf(path, sizeof(path), "%s.%d.term", prefix, l);
+        if (pid > 0 && pid_gone(pid) && access(path, F_OK) != 0) {
+            gethostname(host, sizeof(host) - 1);
+            fprintf(stderr,
+                    "tpuemu: lost MPI rank %d (pid %d on node %s) during start-up (before the "
+                    "ranks' agreement on the job, so before it had a chip): the process died; "
+                    "the job ends\n",
+                    rank, pid, host);
+            return;
+        }
+    }
+}
+
+/* Remove this node's start-up files, once their ranks are gone. */
+static void start_cleanup(void)
+{
+    char prefix[200], path[300];
+    int l, lsize = app_jobenv_local_size();
+
+    if (app_jobenv_start_prefix(prefix, sizeof(prefix)) != 0) {
+        return;
+    }
+    for (l = 0; l < lsize; l++) {
+        int pid = 0, rank, waits;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s.%d", prefix, l);
+        if ((f = fopen(path, "r")) != NULL) {
+            if (fscanf(f, "%d %d", &pid, &rank) != 2) {
+                pid = 0;
+            }
+            fclose(f);
+        }
+        /* (its file may still come: wait 10 s at most for the rank to be gone) */
+        for (waits = 0; pid > 0 && waits < 200 && !pid_gone(pid); waits++) {
+            app_watch_nap(50000000);
+        }
+        unlink(path);
+        snprintf(path, sizeof(path), "%s.%d.term", prefix, l);
+        unlink(path);
+    }
+}
+
+/* Wait for the table's first word ('*n_p'), watching the start-up; -1 when the
+ * rank ended first (cleanly, 'q', or not). */
+static int start_phase(int fd, int *n_p)
+{
+    char prefix[200];
+    int lsize = app_jobenv_local_size(),
+        have = app_jobenv_start_prefix(prefix, sizeof(prefix)) == 0;
+    unsigned char first[sizeof(int)];
+    struct pollfd pfd;
+
+    for (;;) {
+        ssize_t got;
+
+        pfd.fd = fd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, 50) == 0) {
+            if (have) {
+                /* A rank of the node gone while the others still start: it was lost.
+                 * Only the first such line (the others are ended by the runtime). */
+                char path[300];
+                int l, gone = 0;
+
+                for (l = 0; l < lsize && !gone; l++) {
+                    int pid = 0, rank;
+                    FILE *f;
+
+                    snprintf(path, sizeof(path), "%s.%d", prefix, l);
+                    if ((f = fopen(path, "r")) != NULL) {
+                        gone = fscanf(f, "%d %d", &pid, &rank) == 2 && pid > 0 && pid_gone(pid);
+                        fclose(f);
+                    }
+                }
+                if (gone) {
+                    app_watch_nap(30000000); /* a rank ended by the runtime leaves its file */
+                    start_lost(prefix, lsize);
+                    return -1;
+                }
+            }
+            continue;
+        }
+        got = read(fd, first, 1);
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got <= 0) {
+            /* The forking rank closed the pipe without a word: it died in start-up, or
+             * a rank of its node did and the runtime ended it. */
+            if (have) {
+                app_watch_nap(30000000);
+                start_lost(prefix, lsize);
+            }
+            return -1;
+        }
+        if (first[0] == 'q' || read_all(fd, first + 1, sizeof(first) - 1) != 0) {
+            return -1;
+        }
+        memcpy(n_p, first, sizeof(int));
+        return 0;
+    }
+}
+
 /* The monitor process: never returns.  'parent' is the rank that forked it (ranks[0]). */
 static void monitor(int fd, int parent)
 {
@@ -199,8 +328,9 @@ static void monitor(int fd, int parent)
 
     setsid();
     signal(SIGPIPE, SIG_IGN);
-    if (read_all(fd, &n, sizeof(n)) != 0 || n <= 0 || n > TPU_MAX_CHIPS ||
+    if (start_phase(fd, &n) != 0 || n <= 0 || n > TPU_MAX_CHIPS ||
         read_all(fd, marker, sizeof(marker)) != 0) {
+        start_cleanup();
         _exit(0);
     }
     ranks = tpu__calloc((size_t)n, sizeof(*ranks));
@@ -228,6 +358,7 @@ static void monitor(int fd, int parent)
              * they are gone. */
             node_gone(ranks, n);
             mon_cleanup(marker, ranks, n);
+            start_cleanup();
             _exit(0);
         }
         for (i = 1; i < n; i++) {
@@ -237,6 +368,7 @@ static void monitor(int fd, int parent)
                 if (read(fd, &byte, 1) == 1 && byte == 'q') {
                     node_gone(ranks, n);
                     mon_cleanup(marker, ranks, n);
+                    start_cleanup();
                     _exit(0);
                 }
                 i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n) : -1;
@@ -249,6 +381,7 @@ static void monitor(int fd, int parent)
                  * it and the SIGTERM files they left. */
                 node_gone(ranks, n);
                 mon_cleanup(marker, ranks, n);
+                start_cleanup();
                 _exit(0);
             }
         }
