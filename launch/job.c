@@ -309,7 +309,7 @@ int app_job_report_close(app_job_t *job, app_report_t *rep)
         }
     }
     app_job_bcast(job, &status, 1, MPI_INT, 0, "writing the trace and heatmap files");
-    return status != TPU_OK ? APP_EXIT_FAIL : -1;
+    return status == TPU_ERR_IO ? APP_EXIT_OUTPUT : status != TPU_OK ? APP_EXIT_FAIL : -1;
 }
 
 int app_job_close(app_job_t *job, app_json_t *json, app_sink_t *json_sink, app_sink_t *csv_sink)
@@ -331,7 +331,7 @@ int app_job_close(app_job_t *job, app_json_t *json, app_sink_t *json_sink, app_s
         status = err.status;
     }
     app_job_bcast(job, &status, 1, MPI_INT, 0, "closing the output files");
-    return status != TPU_OK ? APP_EXIT_FAIL : -1;
+    return status == TPU_ERR_IO ? APP_EXIT_OUTPUT : status != TPU_OK ? APP_EXIT_FAIL : -1;
 }
 
 int app_job_outputs_open(app_job_t *job, const app_opts_t *o, const char *cmd, app_report_t *rep,

@@ -455,6 +455,11 @@ int app_job_monitor_start(app_job_t *job)
     app_watch_chip_name(job, job->world_rank, me, sizeof(me));
     app_interrupt_job(marker, me, job->world_rank, pids, nn);
     if (nr == 0 && job->monitor_fd >= 0) {
+        struct sigaction ign, old;
+
+        memset(&ign, 0, sizeof(ign));
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ign, &old); /* (a killed monitor: restored below) */
         if (job->world_rank == 0) {
             job->local_pids = tpu__calloc((size_t)job->nranks, sizeof(int));
         }
@@ -473,6 +478,7 @@ int app_job_monitor_start(app_job_t *job)
             close(job->monitor_fd);
             job->monitor_fd = -1;
         }
+        sigaction(SIGPIPE, &old, NULL);
     }
 out:
     MPI_Comm_free(&node);
@@ -491,10 +497,16 @@ void app_job_monitor_stop(app_job_t *job)
 {
     if (job->monitor_fd >= 0) {
         unsigned char q = 'q';
+        struct sigaction ign, old;
 
+        /* A monitor that was killed must not end a finished run with SIGPIPE (141). */
+        memset(&ign, 0, sizeof(ign));
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ign, &old);
         if (write(job->monitor_fd, &q, 1) != 1) {
             /* the monitor is gone already */
         }
+        sigaction(SIGPIPE, &old, NULL);
         close(job->monitor_fd);
         job->monitor_fd = -1;
     }

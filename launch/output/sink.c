@@ -260,6 +260,14 @@ tpu_status_t app_sink_check_paths(const app_sink_path_t *outs, int nouts,
 }
 
 /* Close the stream; its temporary file, if any, is renamed into place when 'keep'. */
+/* An output could not be written (app_sink_output_failed). */
+static int output_failed;
+
+int app_sink_output_failed(void)
+{
+    return output_failed;
+}
+
 static tpu_status_t finish(app_sink_t *sink, int keep, tpu_err_t *err)
 {
     int bad, saved, slot;
@@ -290,6 +298,7 @@ static tpu_status_t finish(app_sink_t *sink, int keep, tpu_err_t *err)
         tpu__free(tmp);
     }
     if (bad && keep) {
+        output_failed = 1;
         return tpu_err_set(err, TPU_ERR_IO, "cannot write '%s': %s",
                            strcmp(sink->path, "-") == 0 ? "stdout" : sink->path,
                            saved ? strerror(saved) : "write error");
@@ -322,6 +331,7 @@ tpu_status_t app_sink_close_stdout(tpu_err_t *err)
         bad = 1;
     }
     if (bad) {
+        output_failed = 1;
         return tpu_err_set(err, TPU_ERR_IO, "cannot write stdout: %s",
                            errno ? strerror(errno) : "write error");
     }

@@ -55,6 +55,9 @@ tpu_status_t app_sink_check_paths(const app_sink_path_t *outs, int nouts,
 void app_sink_remove_temps(void);
 /* At exit: flush and close stdout; a write error (a full disk, a closed pipe) is an error. */
 tpu_status_t app_sink_close_stdout(tpu_err_t *err);
+/* 1 once an output (a file or stdout) could not be written: the run exits with
+ * APP_EXIT_OUTPUT, whichever command's path found it. */
+int app_sink_output_failed(void);
 /* Both on stdout would mix two documents: refuse it. */
 tpu_status_t app_sink_check(const char *json, const char *csv, tpu_err_t *err);
 
