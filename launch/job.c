@@ -58,6 +58,20 @@ static void start_file(void)
     app_interrupt_start(path);
 }
 
+/* The job is ready (the monitor has the table of the node's ranks): the start-up
+ * file is not needed any more. */
+static void start_file_remove(void)
+{
+    char prefix[200], path[300];
+    int local = app_jobenv_local_rank();
+
+    app_interrupt_start("");
+    if (app_jobenv_start_prefix(prefix, sizeof(prefix)) == 0 && local >= 0) {
+        snprintf(path, sizeof(path), "%s.%d", prefix, local);
+        unlink(path);
+    }
+}
+
 /*
  * For tests: TPUEMU_TEST_LOSE_AT_START=R:WHEN kills world rank R (SIGKILL) during
  * the start-up, WHEN 'before' (before MPI_Init) or 'init' (right after it, before
@@ -196,6 +210,7 @@ int app_job_start(const app_opts_t *o, int *argc, char ***argv, app_job_t *job)
     if (status != TPU_OK) {
         app_job_abort(job, err.msg);
     }
+    start_file_remove();
     app_job_guard_disarm(job);
     return -1;
 }
