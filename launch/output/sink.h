@@ -33,6 +33,15 @@ tpu_status_t app_sink_open(app_sink_t *sink, const char *path, tpu_err_t *err);
  * is not open does nothing.
  */
 tpu_status_t app_sink_close(app_sink_t *sink, tpu_err_t *err);
+/*
+ * For a file that a function writes by name (a .npy of train --save): create an
+ * empty temporary file beside 'path' and return its name in '*tmp_p' (owned by
+ * the sink module until app_sink_temp_finish(); SIGINT and SIGTERM remove it).
+ */
+tpu_status_t app_sink_temp_create(const char *path, char **tmp_p, tpu_err_t *err);
+/* Rename 'tmp' onto 'path' ('keep'), or remove it; frees 'tmp'.  Error: "cannot
+ * write 'PATH': REASON" (the temporary file is removed). */
+tpu_status_t app_sink_temp_finish(const char *path, char *tmp, int keep, tpu_err_t *err);
 /* The command failed: close, and remove the temporary file (the old file, a
  * device, a FIFO or stdout stays), so that no partial document is left behind. */
 void app_sink_discard(app_sink_t *sink);
