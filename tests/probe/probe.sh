@@ -14,6 +14,8 @@
 #   rank-killed  under mpirun, exit 137 with one "lost chip" (or, at start-up, "lost MPI
 #             rank") line (--inject crash, TPUEMU_TEST_LOSE_AT_START)
 #   no-line   a failure with no "tpuemu:" line at all
+#   warned    exit 0 with one "tpuemu: warning:" line and a JSON document on stdout that parses
+#             (an extreme but valid value, docs/limits.md)
 #   crash     a signal or an exit code >= 128 not sent by the probe
 #   hang      no end within the timeout
 #   sanitizer an AddressSanitizer / UBSan report
@@ -56,7 +58,8 @@ classify() {
         echo inf-nan
         return
     fi
-    lines=$(printf '%s\n' "$out" | grep -c '^tpuemu: ')
+    # (a warning is not an error line: docs/limits.md)
+    lines=$(printf '%s\n' "$out" | grep '^tpuemu: ' | grep -vc '^tpuemu: warning: ')
     if [ "$sent" = mpisig ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then
         if [ "$lines" -eq 1 ] && printf '%s\n' "$out" | grep -q '^tpuemu: interrupted by SIG'; then
             echo interrupted
@@ -306,6 +309,35 @@ done
 printf 'chip:\n  base: v5e\n  hbm_bytes: 99999999G\ntopology: 2x2\n' >y.yaml
 run exit-2 model --config y.yaml
 
+# Extreme but valid values: one warning line, exit 0, the JSON on stdout still parses.
+warn_case() {
+    local rc out cls=warned
+    out=$(timeout -k 2 "$T" "$tpuemu" "$@" --json - 2>&1 >"$D/stdout" </dev/null)
+    rc=$?
+    if [ "$rc" -ne 0 ] || [ "$(printf '%s\n' "$out" | grep -c '^tpuemu: warning: ')" -ne 1 ] ||
+        ! python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$D/stdout" 2>/dev/null; then
+        cls=$(classify "$rc" "$out" "" "$*")
+        [ "$cls" = ok ] && cls=unwarned
+    fi
+    n=$((n + 1))
+    count[$cls]=$((${count[$cls]:-0} + 1))
+    if [ "$cls" != warned ]; then
+        bad=$((bad + 1))
+        [ -n "$verbose" ] && printf '%s (expected warned, exit %s): %s\n    %s\n' "$cls" "$rc" "$*" "$(printf '%s' "$out" | head -2)"
+    fi
+}
+for a in "--ici-bw 1e14" "--ici-bw 1e4" "--dcn-bw 1e13" "--dcn-bw 1e5" "--pcie-bw 1e15" \
+    "--nic-bw 1e4" "--reduce-bw 1e15" "--ici-latency-us 1000" "--dcn-latency-us 5000" \
+    "--msg-cost-us 100"; do
+    # shellcheck disable=SC2086
+    warn_case model --topology 2x2 $a
+done
+for kv in "hbm_bytes: 100000G" "hbm_bytes: 100M" "hbm_bw: 1e15" "bf16_flops: 1e18" "bf16_flops: 1e11"; do
+    printf 'chip:\n  base: v5e\n  %s\ntopology: 2x2\n' "$kv" >y.yaml
+    warn_case model --config y.yaml
+done
+warn_case info --chip v7 --topology 16x24x24 --slices 101
+
 # YAML files: every bad fixture, and hostile documents.
 for y in "$FIX"/config/*.yaml; do
     run exit-2 model --config "$y"
@@ -450,8 +482,8 @@ if [ "$mode" = full ]; then
 fi
 
 printf 'probe (%s): %d cases\n' "$mode" "$n"
-for k in ok exit-1 exit-2 exit-3 exit-4 exit-130 exit-143 interrupted rank-killed crash hang \
-    sanitizer multiline no-line inf-nan bad-exit unexpected; do
+for k in ok warned exit-1 exit-2 exit-3 exit-4 exit-130 exit-143 interrupted rank-killed crash hang \
+    sanitizer multiline no-line inf-nan bad-exit unwarned unexpected; do
     [ -n "${count[$k]:-}" ] && printf '  %-10s %d\n' "$k" "${count[$k]}"
 done
 [ "$bad" -eq 0 ] || { echo "FAIL: $bad cases crashed, hung, or ended outside their class"; exit 1; }
