@@ -142,10 +142,19 @@ static void print_pod(const app_opts_t *o, app_job_t *job, FILE *txt, app_json_t
     }
     split = app_place_split_hosts(job->pod, all, &example);
     if (split) {
+        /* A host's chips in this pod: its block, cut by a smaller topology (4 of a v5e
+         * host's 4x2 on a 2x2). */
+        int per_host = 1;
+
+        for (a = 0; a < t->naxes; a++) {
+            int h = chip->host_dims[a] > 0 ? chip->host_dims[a] : 1;
+
+            per_host *= h < t->dims[a] ? h : t->dims[a];
+        }
         fprintf(txt,
                 "warning: %d emulated TPU hosts span several MPI nodes (host %d first); fill "
                 "nodes with whole hosts of %d ranks\n",
-                split, example, tpu_chip_per_host(chip));
+                split, example, per_host);
     }
     if (j != NULL) {
         app_json_document(j, "run");
