@@ -41,7 +41,16 @@ static const extreme_field_t fields[] = {
 
 static double field_of(const tpu_chip_spec_t *c, const extreme_field_t *f)
 {
-    return *(const double *)(const void *)((const char *)c + f->offset);
+    double v = *(const double *)(const void *)((const char *)c + f->offset);
+
+    /* A preset's 0 is the default: the figure it stands for. */
+    if (v == 0 && f->offset == offsetof(tpu_chip_spec_t, reduce_bw)) {
+        return c->hbm_bw / 3;
+    }
+    if (v == 0 && f->offset == offsetof(tpu_chip_spec_t, nic_bw)) {
+        return c->dcn_bw * tpu_chip_per_host(c);
+    }
+    return v;
 }
 
 /* One field against the presets' range: prints a line when extreme; returns 1 then. */
@@ -51,7 +60,7 @@ static int check_field(const tpu_chip_spec_t *chip, const extreme_field_t *f, FI
     const char *lo_name = "", *hi_name = "";
     int i;
 
-    if (v <= 0) {
+    if (*(const double *)(const void *)((const char *)chip + f->offset) <= 0) {
         return 0; /* 0: not modeled, or the default */
     }
     for (i = 0; i < tpu_chip_preset_count(); i++) {
