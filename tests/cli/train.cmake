@@ -97,4 +97,4 @@ tpu_train_bad(init_hidden "init/w1\\.npy: w1 must have shape \\[784,128\\], got 
 # train --save: temporary files renamed into place once all are complete; a failed or
 # interrupted save leaves the old checkpoint (train_save.sh).
 add_test(NAME cli_train_save COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_save.sh ${TPUEMU})
-set_tests_properties(cli_train_save PROPERTIES LABELS cli TIMEOUT 60)
+set_tests_properties(cli_train_save PROPERTIES LABELS "cli;probe" TIMEOUT 60)
