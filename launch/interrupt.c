@@ -2,8 +2,8 @@
  * The SIGINT / SIGTERM handler of the program (see interrupt.h).  The line is
  * composed outside the handler (app_interrupt_at) into one of two buffers and
  * published by an index, so that the handler only calls write(), open(),
- * read(), kill(), getppid(), unlink() (in app_sink_remove_temps), sigaction()
- * and raise(), all async-signal-safe.
+ * read(), access(), nanosleep(), kill(), getppid(), unlink() (in
+ * app_sink_remove_temps), sigaction() and raise(), all async-signal-safe.
  *
  * Under mpirun one rank prints.  Open MPI's runtime ends the ranks with SIGTERM
  * (and SIGKILL a second or so later) in three cases: mpirun was interrupted, a
@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static char lines[2][256];
@@ -79,7 +80,7 @@ static int pid_gone(int pid)
 }
 
 /* Under mpirun: is this the rank that says the job was interrupted? */
-static int job_printer(void)
+static int job_printer(int from_runtime)
 {
     int me = (int)getpid(), i, fd;
 
@@ -89,6 +90,19 @@ static int job_printer(void)
     for (i = 0; i < job_npids; i++) {
         if (job_pids[i] != me && job_pids[i] > 0 && pid_gone(job_pids[i])) {
             return 0; /* a rank of this node is lost: the monitor names it */
+        }
+    }
+    if (from_runtime) {
+        /* The runtime's SIGTERM may follow a loss on another node whose monitor, on a
+         * shared /tmp, marks the job: wait 0.3 s for it (the SIGKILL comes 1 s after
+         * the SIGTERM by default: odls_base_sigkill_timeout). */
+        struct timespec ts = {0, 50000000};
+
+        for (i = 0; i < 6; i++) {
+            if (access(job_marker, F_OK) == 0) {
+                return 0;
+            }
+            nanosleep(&ts, NULL);
         }
     }
     fd = open(job_marker, O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -102,14 +116,14 @@ static int job_printer(void)
 
 static void on_signal(int sig, siginfo_t *si, void *ctx)
 {
-    int k = current;
+    int k = current, from_runtime = si != NULL && si->si_pid == getppid();
 
     (void)ctx;
-    if (printer || job_printer()) {
+    if (printer || job_printer(from_runtime)) {
         say("tpuemu: interrupted by ");
         say(sig == SIGINT ? "SIGINT" : "SIGTERM");
         if (!printer) {
-            say(si != NULL && si->si_pid == getppid() ? " (mpirun ended the job)" : job_me);
+            say(from_runtime ? " (mpirun ended the job)" : job_me);
         }
         if (k >= 0) {
             say(lines[k]);
@@ -193,4 +207,9 @@ void app_interrupt_start(const char *term_path)
 {
     snprintf(start_term, sizeof(start_term), "%s", term_path);
     app_interrupt_install();
+}
+
+void app_interrupt_job_end(void)
+{
+    job_marker[0] = '\0';
 }

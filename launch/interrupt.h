@@ -24,6 +24,9 @@ void app_interrupt_install(void);
  */
 void app_interrupt_job(const char *marker, const char *me, int world_rank, const int *pids,
                        int npids);
+/* The job ends (MPI_Finalize): a SIGTERM from here on is the runtime's after a
+ * rank's exit, and no rank prints. */
+void app_interrupt_job_end(void);
 /* During an MPI job's start-up: the signal leaves the file 'term_path' (the
  * runtime ended this rank: it is not the one lost; jobenv.h, watch_monitor.c). */
 void app_interrupt_start(const char *term_path);

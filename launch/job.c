@@ -242,6 +242,7 @@ int app_job_end(app_job_t *job, int code)
     tpu__free(job->local_pids);
     job->local_pids = NULL;
     app_job_monitor_stop(job);
+    app_interrupt_job_end();
     /* MPI_Finalize waits for every rank too. */
     app_job_guard_arm(job, job->timeout > START_S ? job->timeout : START_S,
                       "the end of the job (MPI_Finalize)");

@@ -180,10 +180,22 @@ static void mon_cleanup(const char *marker, const mon_rank_t *ranks, int n)
     }
 }
 
-/* The line that names the lost rank 'i' of this node. */
-static void say_lost(const mon_rank_t *ranks, int i, const char *how)
+/* The line that names the lost rank 'i' of this node; first the job's marker, so that
+ * the ranks the runtime ends then say nothing (interrupt.c; on a /tmp that nodes
+ * share, those of the other nodes too). */
+static void say_lost(const char *marker, const mon_rank_t *ranks, int i, const char *how)
 {
-    char host[256] = "";
+    char host[256] = "", line[16];
+    int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL, 0600), n;
+
+    if (fd >= 0) {
+        /* this node's first rank wrote it: this monitor removes it (mon_cleanup) */
+        n = snprintf(line, sizeof(line), "%d\n", ranks[0].rank);
+        if (write(fd, line, (size_t)n) != n) {
+            /* an empty marker still marks the end */
+        }
+        close(fd);
+    }
 
     gethostname(host, sizeof(host) - 1);
     fprintf(stderr, "tpuemu: lost %s (pid %d on node %s): the process died%s; the job ends\n",
@@ -350,7 +362,7 @@ static void monitor(int fd, int parent)
                 app_watch_nap(20000000);
                 i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n) : -1;
                 if (i >= 0) {
-                    say_lost(ranks, i, "");
+                    say_lost(marker, ranks, i, "");
                 }
             }
             /* Even after a clean 'q' the runtime may still end ranks of this node (mpirun
@@ -373,7 +385,7 @@ static void monitor(int fd, int parent)
                 }
                 i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n) : -1;
                 if (i >= 0) {
-                    say_lost(ranks, i, " (killed or crashed)");
+                    say_lost(marker, ranks, i, " (killed or crashed)");
                 }
                 /* An abort in progress (or the runtime ending this node's ranks after a
                  * loss, which mpirun names too): keep the marker until the ranks of this
