@@ -58,7 +58,7 @@ static int check_field(const tpu_chip_spec_t *chip, const extreme_field_t *f, FI
 {
     double v = field_of(chip, f), lo = 0, hi = 0;
     const char *lo_name = "", *hi_name = "";
-    int i;
+    int i, high;
 
     if (*(const double *)(const void *)((const char *)chip + f->offset) <= 0) {
         return 0; /* 0: not modeled, or the default */
@@ -76,23 +76,18 @@ static int check_field(const tpu_chip_spec_t *chip, const extreme_field_t *f, FI
             lo_name = p->name;
         }
     }
-    if (hi > 0 && v > APP_EXTREME_FACTOR * hi) {
-        fprintf(out,
-                "tpuemu: warning: %s %g %s is %.0fx the largest real chip's (%s: %g %s), over "
-                "%gx: no real chip comes near it (docs/limits.md); going on\n",
-                f->name, v * f->scale, f->unit, v / hi, hi_name, hi * f->scale, f->unit,
-                APP_EXTREME_FACTOR);
-        return 1;
+    high = hi > 0 && v > APP_EXTREME_FACTOR * hi;
+    if (!high && !(f->lower && lo > 0 && v < lo / APP_EXTREME_FACTOR)) {
+        return 0;
     }
-    if (f->lower && lo > 0 && v < lo / APP_EXTREME_FACTOR) {
-        fprintf(out,
-                "tpuemu: warning: %s %g %s is 1/%.0f of the smallest real chip's (%s: %g %s), "
-                "under 1/%g: no real chip comes near it (docs/limits.md); going on\n",
-                f->name, v * f->scale, f->unit, lo / v, lo_name, lo * f->scale, f->unit,
-                APP_EXTREME_FACTOR);
-        return 1;
-    }
-    return 0;
+    fprintf(out,
+            "tpuemu: warning: %s %g %s is %s%.0f%s real chip's (%s: %g %s), %s%g%s: no real "
+            "chip comes near it (docs/limits.md); going on\n",
+            f->name, v * f->scale, f->unit, high ? "" : "1/", high ? v / hi : lo / v,
+            high ? "x the largest" : " of the smallest", high ? hi_name : lo_name,
+            (high ? hi : lo) * f->scale, f->unit, high ? "over " : "under 1/", APP_EXTREME_FACTOR,
+            high ? "x" : "");
+    return 1;
 }
 
 int app_extremes_warn(const tpu_pod_t *pod, FILE *out)
