@@ -601,6 +601,9 @@ out:
     for (p = 0; p < TPU_MLP_NPARAMS; p++) {
         tpu__free(init[p]);
     }
+    if (code == APP_EXIT_FAIL && app_sink_output_failed()) {
+        code = APP_EXIT_OUTPUT; /* rank 0's outputs: every rank exits with it (below) */
+    }
     if (mpi) {
         /* A failure every rank saw the same way (bad input) ends the job cleanly. */
         int worst = code;

@@ -479,6 +479,10 @@ if [ "$mode" = full ]; then
     mpi 4 exit-3 bench --topology 2x2 --max-bytes 4K --json /dev/full
     mpi 4 exit-3 run --topology 2x2 --csv /dev/full
     mpi 4 exit-3 replay m.hlo --topology 2x2 --json /dev/full
+    mpi 4 exit-3 train --topology 2x2 --steps 2 --hidden 64 --batch 16 --json /dev/full
+    mpi 4 exit-3 train --topology 2x2 --steps 2 --hidden 64 --batch 16 --trace /dev/full
+    mpi 4 exit-3 train --topology 2x2 --steps 2 --model transformer --csv /dev/full
+    mpi 4 exit-3 bench --topology 2x2 --max-bytes 4K --heatmap /dev/full
 fi
 
 printf 'probe (%s): %d cases\n' "$mode" "$n"
