@@ -119,6 +119,8 @@ static void on_signal(int sig, siginfo_t *si, void *ctx)
     int k = current, from_runtime = si != NULL && si->si_pid == getppid();
 
     (void)ctx;
+    /* First the temporary files: under mpirun a SIGKILL follows within a second. */
+    app_sink_remove_temps();
     if (printer || job_printer(from_runtime)) {
         say("tpuemu: interrupted by ");
         say(sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -130,7 +132,6 @@ static void on_signal(int sig, siginfo_t *si, void *ctx)
         }
         say("; no output file written (an earlier one is as it was)\n");
     }
-    app_sink_remove_temps();
     if (start_term[0] != '\0') {
         int fd = open(start_term, O_WRONLY | O_CREAT, 0600);
 
