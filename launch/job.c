@@ -3,6 +3,7 @@
 
 #include "alloc.h"
 #include "clock.h"
+#include "interrupt.h"
 #include "jobenv.h"
 #include "podsetup.h"
 #include "watch.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The least bound of the guard of the start and the end of a job (app_job_guard_arm):
  * MPI start-up and hwloc take seconds on a loaded node, whatever --timeout says. */
@@ -29,6 +31,61 @@ static void parse_inject(const char *text, app_job_t *job)
     if (text != NULL) {
         sscanf(text, "%5[a-z]:chip=%d,call=%ld", kind, &job->crash_chip, &job->crash_call);
         job->crash_stop = strcmp(kind, "stop") == 0;
+    }
+}
+
+/*
+ * Before MPI_Init, this rank's start-up file (its pid and world rank, read by the
+ * monitor, which names a rank lost during start-up: watch_monitor.c), and the
+ * file its signal handler leaves when the runtime ends it then.
+ */
+static void start_file(void)
+{
+    char prefix[200], path[300];
+    int local = app_jobenv_local_rank();
+    FILE *f;
+
+    if (app_jobenv_start_prefix(prefix, sizeof(prefix)) != 0 || local < 0) {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s.%d", prefix, local);
+    f = fopen(path, "w");
+    if (f != NULL) {
+        fprintf(f, "%d %d\n", (int)getpid(), app_job_env_rank());
+        fclose(f);
+    }
+    snprintf(path, sizeof(path), "%s.%d.term", prefix, local);
+    app_interrupt_start(path);
+}
+
+/* The job is ready (the monitor has the table of the node's ranks): the start-up
+ * file is not needed any more. */
+static void start_file_remove(void)
+{
+    char prefix[200], path[300];
+    int local = app_jobenv_local_rank();
+
+    app_interrupt_start("");
+    if (app_jobenv_start_prefix(prefix, sizeof(prefix)) == 0 && local >= 0) {
+        snprintf(path, sizeof(path), "%s.%d", prefix, local);
+        unlink(path);
+    }
+}
+
+/*
+ * For tests: TPUEMU_TEST_LOSE_AT_START=R:WHEN kills world rank R (SIGKILL) during
+ * the start-up, WHEN 'before' (before MPI_Init) or 'init' (right after it, before
+ * the ranks' agreements).
+ */
+static void lose_at_start(const char *when)
+{
+    const char *v = getenv("TPUEMU_TEST_LOSE_AT_START");
+    char at[16] = "";
+    int rank = -1;
+
+    if (v != NULL && sscanf(v, "%d:%15s", &rank, at) == 2 && rank == app_job_env_rank() &&
+        strcmp(at, when) == 0) {
+        raise(SIGKILL);
     }
 }
 
@@ -57,12 +114,16 @@ int app_job_start(const app_opts_t *o, int *argc, char ***argv, app_job_t *job)
     job->comm = MPI_COMM_NULL;
     job->watch = MPI_COMM_NULL;
     job->timeout = o->timeout > 0 ? o->timeout : 60;
+    job->timeout_given = job->timeout;
     for (r = 0; r < APP_JOB_RING; r++) {
         job->ring[r] = MPI_REQUEST_NULL;
     }
     parse_inject(o->inject, job);
+    start_file();
     app_job_monitor_fork(job);
+    lose_at_start("before");
     MPI_Init(argc, argv);
+    lose_at_start("init");
     MPI_Comm_rank(MPI_COMM_WORLD, &job->world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job->nranks);
     /* The agreements below are blocking collectives: a rank stopped now would leave
@@ -149,6 +210,7 @@ int app_job_start(const app_opts_t *o, int *argc, char ***argv, app_job_t *job)
     if (status != TPU_OK) {
         app_job_abort(job, err.msg);
     }
+    start_file_remove();
     app_job_guard_disarm(job);
     return -1;
 }
@@ -180,6 +242,7 @@ int app_job_end(app_job_t *job, int code)
     tpu__free(job->local_pids);
     job->local_pids = NULL;
     app_job_monitor_stop(job);
+    app_interrupt_job_end();
     /* MPI_Finalize waits for every rank too. */
     app_job_guard_arm(job, job->timeout > START_S ? job->timeout : START_S,
                       "the end of the job (MPI_Finalize)");
@@ -262,7 +325,7 @@ int app_job_report_close(app_job_t *job, app_report_t *rep)
         }
     }
     app_job_bcast(job, &status, 1, MPI_INT, 0, "writing the trace and heatmap files");
-    return status != TPU_OK ? APP_EXIT_FAIL : -1;
+    return status == TPU_ERR_IO ? APP_EXIT_OUTPUT : status != TPU_OK ? APP_EXIT_FAIL : -1;
 }
 
 int app_job_close(app_job_t *job, app_json_t *json, app_sink_t *json_sink, app_sink_t *csv_sink)
@@ -284,7 +347,7 @@ int app_job_close(app_job_t *job, app_json_t *json, app_sink_t *json_sink, app_s
         status = err.status;
     }
     app_job_bcast(job, &status, 1, MPI_INT, 0, "closing the output files");
-    return status != TPU_OK ? APP_EXIT_FAIL : -1;
+    return status == TPU_ERR_IO ? APP_EXIT_OUTPUT : status != TPU_OK ? APP_EXIT_FAIL : -1;
 }
 
 int app_job_outputs_open(app_job_t *job, const app_opts_t *o, const char *cmd, app_report_t *rep,

@@ -29,6 +29,8 @@ typedef struct app_job {
     app_place_t place;
     /* The whole-job watchdog (watch.c). */
     double timeout;        /* seconds any wait may last; 0: none */
+    double timeout_given;  /* --timeout as the user gave it (60 by default): the lines quote it */
+    double waited_before;  /* seconds a collective's own watchdog waited before app_job_fail */
     MPI_Comm watch;        /* progress messages to rank 0 */
     uint64_t point;        /* sync points this rank has entered */
     uint64_t sent;         /* progress messages sent */

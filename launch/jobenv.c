@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int app_jobenv_launched(void)
 {
@@ -39,6 +40,31 @@ int app_jobenv_local_rank(void)
                                        "PMI_LOCAL_RANK"};
 
     return env_int(vars, sizeof(vars) / sizeof(vars[0]));
+}
+
+int app_jobenv_local_size(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                       "PMI_LOCAL_SIZE"};
+
+    return env_int(vars, sizeof(vars) / sizeof(vars[0]));
+}
+
+int app_jobenv_start_prefix(char *buf, size_t len)
+{
+    static const char *const vars[] = {"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"};
+    const char *id = NULL;
+    size_t i;
+
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]) && id == NULL; i++) {
+        id = getenv(vars[i]);
+    }
+    /* (a job id that is not a plain word is not used in a path) */
+    if (id == NULL || *id == '\0' || strlen(id) > 64 || strpbrk(id, "/ .") != NULL) {
+        return -1;
+    }
+    snprintf(buf, len, "/tmp/tpuemu-start-%s", id);
+    return 0;
 }
 
 int app_jobenv_root(void)

@@ -19,10 +19,20 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Exit codes: 0 success, 1 a failed check or run, 2 bad input. */
-#define APP_EXIT_OK    0
-#define APP_EXIT_FAIL  1
-#define APP_EXIT_USAGE 2
+/*
+ * Exit codes, one per class of failure (docs/errors.md): 0 success, 1 a failure
+ * of the run itself (a wrong result, out of memory, an internal error), 2 bad
+ * input (refused before the work), 3 an output that could not be written (a
+ * file or stdout, once the run has started), 4 a timeout (the watchdog ended
+ * the job: a rank stopped, stuck or too slow).  SIGINT and SIGTERM end the
+ * program with 130 and 143 (128 + the signal); a lost rank ends an MPI job with
+ * mpirun's status for it (137 for SIGKILL).
+ */
+#define APP_EXIT_OK      0
+#define APP_EXIT_FAIL    1
+#define APP_EXIT_USAGE   2
+#define APP_EXIT_OUTPUT  3
+#define APP_EXIT_TIMEOUT 4
 
 /* The watchdog's --timeout S (run, bench, train, replay): seconds any wait may last. */
 #define APP_TIMEOUT_MIN_S 0.1

@@ -9,7 +9,7 @@
  * for transparent huge pages on blocks of 4 MiB and more (madvise; Linux only,
  * a hint the kernel may ignore): 15,000 faults instead of 37,000 there.  The library allocates
  * through this hook (tpu/alloc.h); small blocks are plain malloc.  At exit,
- * stdout is flushed and closed, and a write error there fails the run.
+ * stdout is flushed and closed, and a write error there fails the run (exit 3).
  */
 #ifdef __linux__
 #define _DEFAULT_SOURCE /* madvise() and MADV_HUGEPAGE */
@@ -77,8 +77,13 @@ int main(int argc, char **argv)
     if (app_sink_close_stdout(&err) != TPU_OK) {
         app_die_msg(err.msg);
         if (code == APP_EXIT_OK) {
-            code = APP_EXIT_FAIL;
+            code = APP_EXIT_OUTPUT;
         }
+    }
+    /* One exit code per class: an output that could not be written is 3 wherever the
+     * command found it (docs/errors.md). */
+    if (code == APP_EXIT_FAIL && app_sink_output_failed()) {
+        code = APP_EXIT_OUTPUT;
     }
     return code;
 }

@@ -4,6 +4,8 @@
  */
 #include "podsetup.h"
 
+#include "extremes.h"
+
 #include <string.h>
 
 /*
@@ -191,6 +193,7 @@ tpu_status_t app_pod_setup(const app_opts_t *o, tpu_pod_t **pod_p, tpu_err_t *er
         }
         return tpu_err_set(err, status, "%s", e.msg);
     }
+    app_extremes_warn(pod, stderr); /* valid, but far from any real chip or pod */
     *pod_p = pod;
     return TPU_OK;
 }

@@ -140,7 +140,7 @@ int app_train_close_sinks(app_sink_t *json, app_sink_t *csv, int failed, int cod
     if (app_sink_close(csv, &err) != TPU_OK || app_sink_close(json, &err) != TPU_OK) {
         app_sink_discard(json);
         app_die_msg(err.msg);
-        return code == APP_EXIT_OK ? APP_EXIT_FAIL : code;
+        return code == APP_EXIT_OK || code == APP_EXIT_FAIL ? APP_EXIT_OUTPUT : code;
     }
     return code;
 }

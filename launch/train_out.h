@@ -30,7 +30,7 @@ void app_train_print_transport(FILE *txt, const tpu_pod_t *pod, int model_only, 
  * The end of a train run's output files (the MLP's and the transformer's): after
  * a failure ('failed') both are discarded, so the files that were there stay as
  * they were; otherwise each is closed (renamed into place) and a failed close
- * is one line and APP_EXIT_FAIL.  Returns the exit code ('code' unless a close
+ * is one line and APP_EXIT_OUTPUT.  Returns the exit code ('code' unless a close
  * failed).
  */
 int app_train_close_sinks(app_sink_t *json, app_sink_t *csv, int failed, int code);

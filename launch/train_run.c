@@ -47,6 +47,14 @@ int app_train_agree(const app_train_where_t *w, tpu_status_t *status_p, int rank
     if (w->comm == MPI_COMM_NULL) {
         return *status_p != TPU_OK ? rank : -1;
     }
+    if (*status_p == TPU_ERR_TIMEOUT && w->job != NULL) {
+        /* A collective of the step spent --timeout already: a second full wait here
+         * ended a stopped rank's job after twice the --timeout given. */
+        tpu_err_t e = {0};
+
+        tpu_err_set(&e, TPU_ERR_TIMEOUT, "a collective of the training step timed out");
+        app_job_fail(w->job, &e);
+    }
     reduce_one(w, &first, MPI_INT, MPI_MIN, "the check for errors");
     if (first == nranks) {
         return -1;
@@ -216,6 +224,10 @@ tpu_status_t app_train_run_steps(app_train_run_t *r, int gather, FILE *txt, int 
         app_progress_update(&progress, s, item);
 
         status = tpu_mlp_step(r->mlp, s, &rep, err);
+        if (status == TPU_ERR_TIMEOUT && r->where.job != NULL) {
+            app_progress_end(&progress);
+            app_job_fail(r->where.job, err); /* names the chip behind, ends the job */
+        }
         if (status != TPU_OK) {
             app_progress_end(&progress);
             return status;

@@ -105,13 +105,18 @@ int app_watch_mark_abort(const app_job_t *job)
     return 1;
 }
 
-void app_job_abort(app_job_t *job, const char *msg)
+void app_job_abort_code(app_job_t *job, int code, const char *msg)
 {
     if (app_watch_mark_abort(job)) {
         fprintf(stderr, "tpuemu: %s\n", msg);
         fflush(stderr);
     }
-    MPI_Abort(MPI_COMM_WORLD, APP_EXIT_FAIL);
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+void app_job_abort(app_job_t *job, const char *msg)
+{
+    app_job_abort_code(job, APP_EXIT_FAIL, msg);
 }
 
 /* Rank 0: record that world rank 'r' is at point 'p' and waits for 'waits'. */
@@ -325,13 +330,15 @@ static void blame(app_job_t *job, const char *what, double waited)
     int r, worst, waiters = 0;
     double now;
 
+    /* The collective's own watchdog waited its --timeout before this wait (app_job_fail). */
+    waited += job->waited_before;
     if (job->world_rank != 0) {
         app_watch_chip_name(job, 0, name, sizeof(name));
         snprintf(msg, sizeof(msg),
                  "%s is behind or stopped: chip %d waited %.1f s (--timeout %g) at %s and %s, "
                  "which watches the job, did not end it; ending the job",
-                 name, job->chip, waited, job->timeout, what, name);
-        app_job_abort(job, msg);
+                 name, job->chip, waited, job->timeout_given, what, name);
+        app_job_abort_code(job, APP_EXIT_TIMEOUT, msg);
         return;
     }
     drain(job);
@@ -343,8 +350,8 @@ static void blame(app_job_t *job, const char *what, double waited)
                  "chips %s are silent: chip %d waited %.1f s (--timeout %g) at %s and they have "
                  "said nothing for over %.0f s; they are lost, stopped or unreachable (a node or "
                  "its network down?); ending the job",
-                 list, job->chip, waited, job->timeout, what, SILENT_S);
-        app_job_abort(job, msg);
+                 list, job->chip, waited, job->timeout_given, what, SILENT_S);
+        app_job_abort_code(job, APP_EXIT_TIMEOUT, msg);
     }
     /* Everyone reached the point, but one stopped inside the wait: the silent one. */
     for (r = 1; r < job->nranks && worst < 0; r++) {
@@ -360,15 +367,15 @@ static void blame(app_job_t *job, const char *what, double waited)
             snprintf(msg, sizeof(msg),
                      "%s is behind: it reached %s but has been silent for %.1f s (--timeout %g); "
                      "it is stopped or stuck; ending the job",
-                     name, what, now - job->peers[r].heard, job->timeout);
-            app_job_abort(job, msg);
+                     name, what, now - job->peers[r].heard, job->timeout_given);
+            app_job_abort_code(job, APP_EXIT_TIMEOUT, msg);
         }
     }
     if (worst < 0) {
         snprintf(msg, sizeof(msg),
                  "every chip reached %s, but it did not complete within %.1f s (--timeout %g); "
                  "ending the job",
-                 what, waited, job->timeout);
+                 what, waited, job->timeout_given);
     } else {
         char others[64] = "";
 
@@ -380,11 +387,11 @@ static void blame(app_job_t *job, const char *what, double waited)
                  "%s is behind: it has not reached %s after %.1f s (--timeout %g; it is %llu "
                  "sync point(s) back, silent for %.1f s%s); it is stopped, stuck or too slow; "
                  "ending the job",
-                 name, what, waited, job->timeout,
+                 name, what, waited, job->timeout_given,
                  (unsigned long long)(job->point - job->peers[worst].seen),
                  now - job->peers[worst].heard, others);
     }
-    app_job_abort(job, msg);
+    app_job_abort_code(job, APP_EXIT_TIMEOUT, msg);
 }
 
 void app_job_wait(app_job_t *job, MPI_Request *req, const char *what)
@@ -482,6 +489,7 @@ void app_job_fail(app_job_t *job, const tpu_err_t *err)
      * itself wait for another.  Every live chip meets here within seconds; the
      * chip that never comes is the one behind, and rank 0 names it.
      */
+    job->waited_before = job->timeout_given;
     job->timeout = job->timeout < FAIL_WAIT_S ? job->timeout : FAIL_WAIT_S;
     snprintf(what, sizeof(what), "the end of a collective that timed out (%s)", err->msg);
     /* On the watchdog's communicator, not job->comm: a chip whose part of the
@@ -490,5 +498,6 @@ void app_job_fail(app_job_t *job, const tpu_err_t *err)
     app_watch_enter(job, APP_JOB_WAIT_ALL);
     MPI_Ibarrier(job->watch != MPI_COMM_NULL ? job->watch : job->comm, &req);
     app_job_wait(job, &req, what);
-    app_job_abort(job, err->msg); /* every chip came: a deadlock among live chips */
+    /* every chip came: a deadlock among live chips */
+    app_job_abort_code(job, APP_EXIT_TIMEOUT, err->msg);
 }

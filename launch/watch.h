@@ -50,6 +50,8 @@ int app_job_behind(const app_job_peer_t *peers, int n, uint64_t point, double no
 
 /* A failure one rank found that the others may not see: print it, abort the job. */
 void app_job_abort(app_job_t *job, const char *msg);
+/* The same, with exit code 'code' (APP_EXIT_*): mpirun exits with it. */
+void app_job_abort_code(app_job_t *job, int code, const char *msg);
 /* A collective failed: abort with its message, or for a timeout find the chip behind. */
 void app_job_fail(app_job_t *job, const tpu_err_t *err);
 /* Enter the next sync point (tells rank 0). */

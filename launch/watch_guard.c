@@ -80,7 +80,7 @@ static void guard_fire(union sigval v)
         fprintf(stderr, "tpuemu: %s\n", msg);
         fflush(stderr);
     }
-    _exit(APP_EXIT_FAIL);
+    _exit(APP_EXIT_TIMEOUT);
 }
 
 void app_job_guard_arm(app_job_t *job, double seconds, const char *what)

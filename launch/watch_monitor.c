@@ -21,12 +21,14 @@
 #include "watch_monitor.h"
 
 #include "alloc.h"
+#include "interrupt.h"
 #include "job.h"
 #include "jobenv.h"
 #include "watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,14 +180,154 @@ static void mon_cleanup(const char *marker, const mon_rank_t *ranks, int n)
     }
 }
 
-/* The line that names the lost rank 'i' of this node. */
-static void say_lost(const mon_rank_t *ranks, int i, const char *how)
+/* The line that names the lost rank 'i' of this node; first the job's marker, so that
+ * the ranks the runtime ends then say nothing (interrupt.c; on a /tmp that nodes
+ * share, those of the other nodes too). */
+static void say_lost(const char *marker, const mon_rank_t *ranks, int i, const char *how)
 {
-    char host[256] = "";
+    char host[256] = "", line[16];
+    int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL, 0600), n;
+
+    if (fd >= 0) {
+        /* this node's first rank wrote it: this monitor removes it (mon_cleanup) */
+        n = snprintf(line, sizeof(line), "%d\n", ranks[0].rank);
+        if (write(fd, line, (size_t)n) != n) {
+            /* an empty marker still marks the end */
+        }
+        close(fd);
+    }
 
     gethostname(host, sizeof(host) - 1);
     fprintf(stderr, "tpuemu: lost %s (pid %d on node %s): the process died%s; the job ends\n",
             ranks[i].name, ranks[i].pid, host, how);
+}
+
+/*
+ * The start-up, before the rank that forked the monitor sends the table of its
+ * node's ranks: each rank of the node wrote its pid into its start-up file
+ * before MPI_Init (jobenv.h), and a rank the runtime ends leaves a second file.
+ * A rank gone without it was lost during the start-up: name it by world rank
+ * (its chip is not known yet).
+ */
+static void start_lost(const char *prefix, int lsize)
+{
+    char path[300], host[256] = "";
+    int l, pid, rank;
+    FILE *f;
+
+    for (l = 0; l < lsize; l++) {
+        snprintf(path, sizeof(path), "%s.%d", prefix, l);
+        f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        if (fscanf(f, "%d %d", &pid, &rank) != 2) {
+            pid = 0;
+        }
+        fclose(f);
+        snprintf(path, sizeof(path), "%s.%d.term", prefix, l);
+        if (pid > 0 && pid_gone(pid) && access(path, F_OK) != 0) {
+            gethostname(host, sizeof(host) - 1);
+            fprintf(stderr,
+                    "tpuemu: lost MPI rank %d (pid %d on node %s) during start-up (before the "
+                    "ranks' agreement on the job, so before it had a chip): the process died; "
+                    "the job ends\n",
+                    rank, pid, host);
+            return;
+        }
+    }
+}
+
+/* Remove this node's start-up files, once their ranks are gone. */
+static void start_cleanup(void)
+{
+    char prefix[200], path[300];
+    int l, lsize = app_jobenv_local_size();
+
+    if (app_jobenv_start_prefix(prefix, sizeof(prefix)) != 0) {
+        return;
+    }
+    for (l = 0; l < lsize; l++) {
+        int pid = 0, rank, waits;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s.%d", prefix, l);
+        if ((f = fopen(path, "r")) != NULL) {
+            if (fscanf(f, "%d %d", &pid, &rank) != 2) {
+                pid = 0;
+            }
+            fclose(f);
+        }
+        /* (its file may still come: wait 10 s at most for the rank to be gone) */
+        for (waits = 0; pid > 0 && waits < 200 && !pid_gone(pid); waits++) {
+            app_watch_nap(50000000);
+        }
+        unlink(path);
+        snprintf(path, sizeof(path), "%s.%d.term", prefix, l);
+        unlink(path);
+    }
+}
+
+/* Wait for the table's first word ('*n_p'), watching the start-up; -1 when the
+ * rank ended first (cleanly, 'q', or not). */
+static int start_phase(int fd, int *n_p)
+{
+    char prefix[200];
+    int lsize = app_jobenv_local_size(),
+        have = app_jobenv_start_prefix(prefix, sizeof(prefix)) == 0;
+    unsigned char first[sizeof(int)];
+    struct pollfd pfd;
+
+    for (;;) {
+        ssize_t got;
+
+        pfd.fd = fd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, 50) == 0) {
+            if (have) {
+                /* A rank of the node gone while the others still start: it was lost.
+                 * Only the first such line (the others are ended by the runtime). */
+                char path[300];
+                int l, gone = 0;
+
+                for (l = 0; l < lsize && !gone; l++) {
+                    int pid = 0, rank;
+                    FILE *f;
+
+                    snprintf(path, sizeof(path), "%s.%d", prefix, l);
+                    if ((f = fopen(path, "r")) != NULL) {
+                        gone = fscanf(f, "%d %d", &pid, &rank) == 2 && pid > 0 && pid_gone(pid);
+                        fclose(f);
+                    }
+                }
+                if (gone) {
+                    app_watch_nap(30000000); /* a rank ended by the runtime leaves its file */
+                    start_lost(prefix, lsize);
+                    return -1;
+                }
+            }
+            continue;
+        }
+        got = read(fd, first, 1);
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got <= 0) {
+            /* The forking rank closed the pipe without a word: it died in start-up, or
+             * a rank of its node did and the runtime ended it. */
+            if (have) {
+                app_watch_nap(30000000);
+                start_lost(prefix, lsize);
+            }
+            return -1;
+        }
+        if (first[0] == 'q' || read_all(fd, first + 1, sizeof(first) - 1) != 0) {
+            return -1;
+        }
+        memcpy(n_p, first, sizeof(int));
+        return 0;
+    }
 }
 
 /* The monitor process: never returns.  'parent' is the rank that forked it (ranks[0]). */
@@ -198,8 +340,9 @@ static void monitor(int fd, int parent)
 
     setsid();
     signal(SIGPIPE, SIG_IGN);
-    if (read_all(fd, &n, sizeof(n)) != 0 || n <= 0 || n > TPU_MAX_CHIPS ||
+    if (start_phase(fd, &n) != 0 || n <= 0 || n > TPU_MAX_CHIPS ||
         read_all(fd, marker, sizeof(marker)) != 0) {
+        start_cleanup();
         _exit(0);
     }
     ranks = tpu__calloc((size_t)n, sizeof(*ranks));
@@ -219,7 +362,7 @@ static void monitor(int fd, int parent)
                 app_watch_nap(20000000);
                 i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n) : -1;
                 if (i >= 0) {
-                    say_lost(ranks, i, "");
+                    say_lost(marker, ranks, i, "");
                 }
             }
             /* Even after a clean 'q' the runtime may still end ranks of this node (mpirun
@@ -227,6 +370,7 @@ static void monitor(int fd, int parent)
              * they are gone. */
             node_gone(ranks, n);
             mon_cleanup(marker, ranks, n);
+            start_cleanup();
             _exit(0);
         }
         for (i = 1; i < n; i++) {
@@ -236,11 +380,12 @@ static void monitor(int fd, int parent)
                 if (read(fd, &byte, 1) == 1 && byte == 'q') {
                     node_gone(ranks, n);
                     mon_cleanup(marker, ranks, n);
+                    start_cleanup();
                     _exit(0);
                 }
                 i = access(marker, F_OK) != 0 ? lost_rank(marker, ranks, n) : -1;
                 if (i >= 0) {
-                    say_lost(ranks, i, " (killed or crashed)");
+                    say_lost(marker, ranks, i, " (killed or crashed)");
                 }
                 /* An abort in progress (or the runtime ending this node's ranks after a
                  * loss, which mpirun names too): keep the marker until the ranks of this
@@ -248,6 +393,7 @@ static void monitor(int fd, int parent)
                  * it and the SIGTERM files they left. */
                 node_gone(ranks, n);
                 mon_cleanup(marker, ranks, n);
+                start_cleanup();
                 _exit(0);
             }
         }
@@ -281,7 +427,7 @@ void app_job_monitor_fork(app_job_t *job)
 
 int app_job_monitor_start(app_job_t *job)
 {
-    char marker[256];
+    char marker[256], me[96];
     int pid = (int)getpid(), *pids = NULL, *wranks = NULL, i, nn, nr, ok;
     mon_rank_t *ranks = NULL;
     MPI_Comm node;
@@ -291,19 +437,23 @@ int app_job_monitor_start(app_job_t *job)
                         &node);
     MPI_Comm_rank(node, &nr);
     MPI_Comm_size(node, &nn);
-    if (nr == 0 && !app_job_test_nomem("monitor")) {
+    /* Every rank learns the pids of its node (its SIGTERM handler looks for a lost one,
+     * interrupt.c); the first rank also the world ranks, for the monitor. */
+    if (!app_job_test_nomem("monitor")) {
         pids = tpu__malloc((size_t)nn * sizeof(int));
-        wranks = tpu__malloc((size_t)nn * sizeof(int));
-        ranks = tpu__calloc((size_t)nn, sizeof(*ranks));
+        if (nr == 0) {
+            wranks = tpu__malloc((size_t)nn * sizeof(int));
+            ranks = tpu__calloc((size_t)nn, sizeof(*ranks));
+        }
     }
-    /* The first rank's buffers receive the gathers: every rank learns first whether
-     * they exist (a gather into NULL crashed rank 0 and left the others in the gather). */
-    ok = nr != 0 || (pids != NULL && wranks != NULL && ranks != NULL);
+    /* The buffers receive the gathers: every rank learns first whether they exist (a
+     * gather into NULL crashed rank 0 and left the others in the gather). */
+    ok = pids != NULL && (nr != 0 || (wranks != NULL && ranks != NULL));
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!ok) {
         goto out;
     }
-    MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, node);
+    MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, node);
     MPI_Gather(&job->world_rank, 1, MPI_INT, wranks, 1, MPI_INT, 0, node);
     if (job->world_rank == 0) {
         snprintf(marker, sizeof(marker), "/tmp/tpuemu-%d.abort", pid);
@@ -313,7 +463,15 @@ int app_job_monitor_start(app_job_t *job)
     /* Every rank says when the runtime ends it. */
     term_file(marker, job->world_rank, term_path, sizeof(term_path));
     signal(SIGTERM, on_term);
+    /* The interrupt's line goes in front of it (under mpirun one rank prints it). */
+    app_watch_chip_name(job, job->world_rank, me, sizeof(me));
+    app_interrupt_job(marker, me, job->world_rank, pids, nn);
     if (nr == 0 && job->monitor_fd >= 0) {
+        struct sigaction ign, old;
+
+        memset(&ign, 0, sizeof(ign));
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ign, &old); /* (a killed monitor: restored below) */
         if (job->world_rank == 0) {
             job->local_pids = tpu__calloc((size_t)job->nranks, sizeof(int));
         }
@@ -332,6 +490,7 @@ int app_job_monitor_start(app_job_t *job)
             close(job->monitor_fd);
             job->monitor_fd = -1;
         }
+        sigaction(SIGPIPE, &old, NULL);
     }
 out:
     MPI_Comm_free(&node);
@@ -350,10 +509,16 @@ void app_job_monitor_stop(app_job_t *job)
 {
     if (job->monitor_fd >= 0) {
         unsigned char q = 'q';
+        struct sigaction ign, old;
 
+        /* A monitor that was killed must not end a finished run with SIGPIPE (141). */
+        memset(&ign, 0, sizeof(ign));
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ign, &old);
         if (write(job->monitor_fd, &q, 1) != 1) {
             /* the monitor is gone already */
         }
+        sigaction(SIGPIPE, &old, NULL);
         close(job->monitor_fd);
         job->monitor_fd = -1;
     }

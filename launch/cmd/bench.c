@@ -469,9 +469,10 @@ int app_cmd_bench(app_ctx_t *ctx)
                 }
                 return app_job_end(job, APP_EXIT_USAGE);
             }
-            if (job->chip == 0) {
+            {
                 char item[96], size[32];
 
+                /* Every rank: an interrupt's line names the row (the bar is chip 0's). */
                 app_report_size((unsigned long long)desc.bytes, size, sizeof(size));
                 snprintf(item, sizeof(item), "%s %s", tpu_coll_name(desc.kind), size);
                 app_progress_update(&progress, rows_total, item);

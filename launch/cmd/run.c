@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "csv.h"
 #include "faults.h"
+#include "interrupt.h"
 #include "job.h"
 #include "json.h"
 #include "run_train.h"
@@ -141,10 +142,19 @@ static void print_pod(const app_opts_t *o, app_job_t *job, FILE *txt, app_json_t
     }
     split = app_place_split_hosts(job->pod, all, &example);
     if (split) {
+        /* A host's chips in this pod: its block, cut by a smaller topology (4 of a v5e
+         * host's 4x2 on a 2x2). */
+        int per_host = 1;
+
+        for (a = 0; a < t->naxes; a++) {
+            int h = chip->host_dims[a] > 0 ? chip->host_dims[a] : 1;
+
+            per_host *= h < t->dims[a] ? h : t->dims[a];
+        }
         fprintf(txt,
                 "warning: %d emulated TPU hosts span several MPI nodes (host %d first); fill "
                 "nodes with whole hosts of %d ranks\n",
-                split, example, tpu_chip_per_host(chip));
+                split, example, per_host);
     }
     if (j != NULL) {
         app_json_document(j, "run");
@@ -277,6 +287,12 @@ int app_cmd_run(app_ctx_t *ctx)
             }
             if (app_case_init(&c, job, &desc, &err) != TPU_OK) {
                 app_job_abort(job, err.msg);
+            }
+            {
+                char item[64]; /* what an interrupt's line names */
+
+                snprintf(item, sizeof(item), "%s %s", rows[i].name, s == 0 ? "small" : "large");
+                app_interrupt_at((long)(2 * i + s), (long)(2 * nrows), item);
             }
             app_job_barrier(job, "the barrier around a verified collective");
             if (walls != NULL) {

@@ -42,6 +42,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -250,34 +251,74 @@ static tpu_status_t load_init(const char *dir, int64_t H, float *init[TPU_MLP_NP
     return TPU_OK;
 }
 
+/*
+ * --save DIR: every parameter and losses.npy, each written under a temporary name
+ * beside its file and renamed into place once all are complete, so that a failed
+ * or interrupted save leaves the old checkpoint as it was (and no partial file).
+ */
 static tpu_status_t save_all(const char *dir, int64_t H, float *const w[TPU_MLP_NPARAMS],
                              const float *losses, int steps, tpu_err_t *err)
 {
-    char path[1024];
+    char path[TPU_MLP_NPARAMS + 1][1024], *tmp[TPU_MLP_NPARAMS + 1] = {NULL};
+    sigset_t block, saved;
     int64_t n = steps;
+    tpu_status_t status = TPU_OK;
     int p;
 
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--save %s: cannot create it: %s", dir,
                            strerror(errno));
     }
-    for (p = 0; p < TPU_MLP_NPARAMS; p++) {
-        int64_t shape[2];
-        int nd = tpu_mlp_param_shape(H, p, shape);
-        tpu_status_t status;
+    for (p = 0; p <= TPU_MLP_NPARAMS; p++) {
+        struct stat st;
 
-        snprintf(path, sizeof(path), "%s/%s.npy", dir, tpu_mlp_param_name(p));
-        status = tpu_npy_write(path, TPU_NPY_F32, nd, shape, w[p], err);
-        if (status != TPU_OK) {
-            return status;
+        snprintf(path[p], sizeof(path[p]), "%s/%s.npy", dir,
+                 p < TPU_MLP_NPARAMS ? tpu_mlp_param_name(p) : "losses");
+        if (stat(path[p], &st) == 0 && !S_ISREG(st.st_mode)) {
+            return tpu_err_set(err, TPU_ERR_IO, "--save: cannot write '%s': not a regular file",
+                               path[p]);
         }
     }
-    snprintf(path, sizeof(path), "%s/losses.npy", dir);
-    return tpu_npy_write(path, TPU_NPY_F32, 1, &n, losses, err);
+    for (p = 0; p <= TPU_MLP_NPARAMS && status == TPU_OK; p++) {
+        status = app_sink_temp_create(path[p], &tmp[p], err);
+        if (status == TPU_OK && p < TPU_MLP_NPARAMS) {
+            int64_t shape[2];
+            int nd = tpu_mlp_param_shape(H, p, shape);
+
+            status = tpu_npy_write(tmp[p], TPU_NPY_F32, nd, shape, w[p], err);
+        } else if (status == TPU_OK) {
+            status = tpu_npy_write(tmp[p], TPU_NPY_F32, 1, &n, losses, err);
+        }
+        if (status != TPU_OK && tmp[p] != NULL) {
+            /* The library's message names the temporary file: name the file instead. */
+            char why[TPU_ERR_MSG_LEN];
+            const char *at = strstr(err->msg, ": ");
+
+            snprintf(why, sizeof(why), "%s", at != NULL ? at + 2 : err->msg);
+            tpu_err_set(err, TPU_ERR_IO, "--save: cannot write '%s': %s", path[p], why);
+            status = TPU_ERR_IO;
+        }
+    }
+    /* Every file is complete: rename them all, with no signal in between. */
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &saved);
+    for (p = 0; p <= TPU_MLP_NPARAMS; p++) {
+        if (tmp[p] != NULL &&
+            app_sink_temp_finish(path[p], tmp[p], status == TPU_OK, err) != TPU_OK) {
+            status = TPU_ERR_IO;
+        }
+    }
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+    return status;
 }
 
 static int exit_code(tpu_status_t status)
 {
+    if (status == TPU_ERR_IO) {
+        return APP_EXIT_OUTPUT; /* --save's files */
+    }
     return status == TPU_ERR_INVALID || status == TPU_ERR_RESOURCE_EXHAUSTED ? APP_EXIT_USAGE
                                                                              : APP_EXIT_FAIL;
 }
@@ -587,6 +628,9 @@ out:
     tpu__free(y);
     for (p = 0; p < TPU_MLP_NPARAMS; p++) {
         tpu__free(init[p]);
+    }
+    if (code == APP_EXIT_FAIL && app_sink_output_failed()) {
+        code = APP_EXIT_OUTPUT; /* rank 0's outputs: every rank exits with it (below) */
     }
     if (mpi) {
         /* A failure every rank saw the same way (bad input) ends the job cleanly. */

@@ -28,6 +28,9 @@ static struct {
     char *volatile tmp;
 } temps[MAX_TEMPS];
 
+/* An output could not be written (app_sink_output_failed). */
+static int output_failed;
+
 void app_sink_remove_temps(void)
 {
     int i;
@@ -101,6 +104,57 @@ static tpu_status_t open_temp(app_sink_t *sink, const char *path, const struct s
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "cannot write '%s': %s", path, strerror(errno));
     }
     temps[slot].f = sink->f;
+    return TPU_OK;
+}
+
+/* A file that a library function writes by name (temps[].f is this sentinel). */
+static FILE *const by_name = (FILE *)&temps;
+
+tpu_status_t app_sink_temp_create(const char *path, char **tmp_p, tpu_err_t *err)
+{
+    app_sink_t sink = {NULL, path};
+    struct stat st;
+    int exists = stat(path, &st) == 0, slot;
+    tpu_status_t status = open_temp(&sink, path, exists ? &st : NULL, err);
+
+    if (status != TPU_OK) {
+        return status;
+    }
+    for (slot = 0; slot < MAX_TEMPS && temps[slot].f != sink.f; slot++) {
+    }
+    temps[slot].f = by_name;
+    *tmp_p = temps[slot].tmp;
+    if (fclose(sink.f) != 0) {
+        return app_sink_temp_finish(path, *tmp_p, 0, err) == TPU_OK
+                   ? tpu_err_set(err, TPU_ERR_IO, "cannot write '%s': %s", path, strerror(errno))
+                   : TPU_ERR_IO;
+    }
+    return TPU_OK;
+}
+
+tpu_status_t app_sink_temp_finish(const char *path, char *tmp, int keep, tpu_err_t *err)
+{
+    int slot, saved = 0;
+
+    for (slot = 0; slot < MAX_TEMPS && temps[slot].tmp != tmp; slot++) {
+    }
+    if (slot == MAX_TEMPS || tmp == NULL) {
+        return TPU_OK;
+    }
+    if (keep && rename(tmp, path) != 0) {
+        saved = errno;
+        keep = 0;
+    }
+    if (!keep) {
+        (void)unlink(tmp);
+    }
+    temps[slot].tmp = NULL;
+    temps[slot].f = NULL;
+    tpu__free(tmp);
+    if (saved != 0) {
+        output_failed = 1;
+        return tpu_err_set(err, TPU_ERR_IO, "cannot write '%s': %s", path, strerror(saved));
+    }
     return TPU_OK;
 }
 
@@ -260,6 +314,11 @@ tpu_status_t app_sink_check_paths(const app_sink_path_t *outs, int nouts,
 }
 
 /* Close the stream; its temporary file, if any, is renamed into place when 'keep'. */
+int app_sink_output_failed(void)
+{
+    return output_failed;
+}
+
 static tpu_status_t finish(app_sink_t *sink, int keep, tpu_err_t *err)
 {
     int bad, saved, slot;
@@ -290,6 +349,7 @@ static tpu_status_t finish(app_sink_t *sink, int keep, tpu_err_t *err)
         tpu__free(tmp);
     }
     if (bad && keep) {
+        output_failed = 1;
         return tpu_err_set(err, TPU_ERR_IO, "cannot write '%s': %s",
                            strcmp(sink->path, "-") == 0 ? "stdout" : sink->path,
                            saved ? strerror(saved) : "write error");
@@ -322,6 +382,7 @@ tpu_status_t app_sink_close_stdout(tpu_err_t *err)
         bad = 1;
     }
     if (bad) {
+        output_failed = 1;
         return tpu_err_set(err, TPU_ERR_IO, "cannot write stdout: %s",
                            errno ? strerror(errno) : "write error");
     }

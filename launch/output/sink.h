@@ -33,6 +33,15 @@ tpu_status_t app_sink_open(app_sink_t *sink, const char *path, tpu_err_t *err);
  * is not open does nothing.
  */
 tpu_status_t app_sink_close(app_sink_t *sink, tpu_err_t *err);
+/*
+ * For a file that a function writes by name (a .npy of train --save): create an
+ * empty temporary file beside 'path' and return its name in '*tmp_p' (owned by
+ * the sink module until app_sink_temp_finish(); SIGINT and SIGTERM remove it).
+ */
+tpu_status_t app_sink_temp_create(const char *path, char **tmp_p, tpu_err_t *err);
+/* Rename 'tmp' onto 'path' ('keep'), or remove it; frees 'tmp'.  Error: "cannot
+ * write 'PATH': REASON" (the temporary file is removed). */
+tpu_status_t app_sink_temp_finish(const char *path, char *tmp, int keep, tpu_err_t *err);
 /* The command failed: close, and remove the temporary file (the old file, a
  * device, a FIFO or stdout stays), so that no partial document is left behind. */
 void app_sink_discard(app_sink_t *sink);
@@ -55,6 +64,9 @@ tpu_status_t app_sink_check_paths(const app_sink_path_t *outs, int nouts,
 void app_sink_remove_temps(void);
 /* At exit: flush and close stdout; a write error (a full disk, a closed pipe) is an error. */
 tpu_status_t app_sink_close_stdout(tpu_err_t *err);
+/* 1 once an output (a file or stdout) could not be written: the run exits with
+ * APP_EXIT_OUTPUT, whichever command's path found it. */
+int app_sink_output_failed(void);
 /* Both on stdout would mix two documents: refuse it. */
 tpu_status_t app_sink_check(const char *json, const char *csv, tpu_err_t *err);
 

@@ -94,3 +94,7 @@ tpu_train_bad(init_shape "init_bad/w2\\.npy: w2 must have shape \\[64,64\\], got
   --topology 1x1 --batch 64 --hidden 64 --init ${TRAIN_DATA}/init_bad)
 tpu_train_bad(init_hidden "init/w1\\.npy: w1 must have shape \\[784,128\\], got \\[784,64\\]"
   --topology 1x1 --batch 64 --hidden 128 --init ${TRAIN_DATA}/init)
+# train --save: temporary files renamed into place once all are complete; a failed or
+# interrupted save leaves the old checkpoint (train_save.sh).
+add_test(NAME cli_train_save COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_save.sh ${TPUEMU})
+set_tests_properties(cli_train_save PROPERTIES LABELS "cli;probe" TIMEOUT 60)

@@ -54,6 +54,6 @@ done
 # 4. A full disk through stdout.
 out=$("$tpuemu" info 2>&1 >/dev/full)
 rc=$?
-[ "$rc" -eq 1 ] || fail "info > /dev/full: exit $rc"
+[ "$rc" -eq 3 ] || fail "info > /dev/full: exit $rc"
 [ "$out" = "tpuemu: cannot write stdout: No space left on device" ] || fail "info > /dev/full: '$out'"
 echo ok

@@ -6,8 +6,16 @@
 # Each case runs under a timeout and gets one class:
 #   ok        exit 0                    exit-1    exit 1 (a failure found while running)
 #   exit-2    exit 2 (bad input, refused before the work; docs/errors.md)
+#   exit-3    exit 3 (an output that could not be written)
+#   exit-4    exit 4 (a timeout: the watchdog ended the job)
 #   exit-130/143  ended by SIGINT/SIGTERM (the probe's own signal)
-#   rank-killed  under mpirun, exit 137 with one "lost chip" line (--inject crash)
+#   interrupted  under mpirun, a SIGTERM or SIGINT the probe sent (to mpirun or one rank):
+#             non-zero exit and one "interrupted by" line
+#   rank-killed  under mpirun, exit 137 with one "lost chip" (or, at start-up, "lost MPI
+#             rank") line (--inject crash, TPUEMU_TEST_LOSE_AT_START)
+#   no-line   a failure with no "tpuemu:" line at all
+#   warned    exit 0 with one "tpuemu: warning:" line and a JSON document on stdout that parses
+#             (an extreme but valid value, docs/limits.md)
 #   crash     a signal or an exit code >= 128 not sent by the probe
 #   hang      no end within the timeout
 #   sanitizer an AddressSanitizer / UBSan report
@@ -16,7 +24,7 @@
 #   bad-exit  an exit code outside the classes above
 #   unexpected  the case names the classes it may end in, and it ended in another
 # Prints the counts by class; exits 1 when any case is crash, hang, sanitizer,
-# multiline, inf-nan, bad-exit or unexpected (-v: print each such case).
+# multiline, no-line, inf-nan, bad-exit or unexpected (-v: print each such case).
 set -u
 tpuemu=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 mode=${2:-fast}
@@ -50,10 +58,25 @@ classify() {
         echo inf-nan
         return
     fi
+    # (a warning is not an error line: docs/limits.md)
+    lines=$(printf '%s\n' "$out" | grep '^tpuemu: ' | grep -vc '^tpuemu: warning: ')
+    if [ "$sent" = mpisig ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then
+        if [ "$lines" -eq 1 ] && printf '%s\n' "$out" | grep -q '^tpuemu: interrupted by SIG'; then
+            echo interrupted
+        elif [ "$lines" -eq 0 ]; then
+            echo no-line
+        else
+            echo multiline
+        fi
+        return
+    fi
+    if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && [ "$lines" -eq 0 ]; then
+        echo no-line
+        return
+    fi
     case $rc in
     0) echo ok; return ;;
-    1 | 2)
-        lines=$(printf '%s\n' "$out" | grep -c '^tpuemu: ')
+    1 | 2 | 3 | 4)
         if [ "$lines" -ne 1 ]; then
             echo multiline
         else
@@ -69,7 +92,8 @@ classify() {
         ;;
     137)
         # under mpirun: the status of a rank killed by SIGKILL (--inject crash), named by a line
-        if [ "$sent" = mpi ] && [ "$(printf '%s\n' "$out" | grep -c '^tpuemu: lost chip')" -eq 1 ]; then
+        if [ "$sent" = mpi ] && [ "$lines" -eq 1 ] &&
+            printf '%s\n' "$out" | grep -qE '^tpuemu: lost (chip|MPI rank)'; then
             echo rank-killed
             return
         fi
@@ -115,7 +139,7 @@ record() {
     cls=$(classify "$rc" "$out" "$sent" "$what")
     n=$((n + 1))
     case $cls in
-    crash | hang | sanitizer | multiline | inf-nan | bad-exit) ok=1 ;;
+    crash | hang | sanitizer | multiline | inf-nan | bad-exit | no-line) ok=1 ;;
     *)
         [ "$expect" = any ] && expect=ok/exit-1/exit-2
         ok=1
@@ -161,6 +185,54 @@ $out"
     fi
     record "ok/exit-130/exit-143/exit-1" "$rc" "$out" "$sig" "kill -$sig after ${after}s: $*"
     rm -rf "$D/sig"
+}
+
+# mpi_event NP EXPECT EVENT ARGS...: under mpirun -n NP, once the job prints its first line of
+# output, EVENT happens: TERM|INT (to mpirun), TERM@R|INT@R|STOP@R (to world rank R), monitor
+# (rank 0's monitor process killed); the error lines of every rank count.  With --json, the
+# file holds OLD before and must hold OLD or a whole JSON document after, with no temporary
+# file beside it.
+mpi_event() {
+    local np=$1 expect=$2 ev=$3 rc out mp p r target sent=mpi
+    shift 3
+    mkdir -p "$D/ev"
+    echo OLD >"$D/ev/old.json"
+    timeout -k 2 $((T + 40)) "${MPIRUN[@]}" -n "$np" "$tpuemu" "$@" >"$D/ev/out" 2>"$D/ev/err" </dev/null &
+    mp=$!
+    for _ in $(seq 1 300); do
+        [ -s "$D/ev/out" ] && break
+        kill -0 "$mp" 2>/dev/null || break
+        sleep 0.1
+    done
+    sleep 0.5
+    # (mpirun runs under timeout: the ranks are its grandchildren)
+    target=
+    for p in $(pgrep -P "$(pgrep -P "$mp" | head -1)"); do
+        r=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+        case $ev in
+        *@"$r") target=$p ;;
+        monitor) [ "$r" = 0 ] && target=$(pgrep -P "$p" | head -1) ;;
+        esac
+    done
+    case $ev in
+    TERM | INT) kill -s "$ev" "$(pgrep -P "$mp" | head -1)"; sent=mpisig ;;
+    STOP@*) [ -n "$target" ] && kill -STOP "$target" ;;
+    *@*) [ -n "$target" ] && kill -s "${ev%@*}" "$target"; sent=mpisig ;;
+    monitor) [ -n "$target" ] && kill -9 "$target" ;;
+    esac
+    wait "$mp"
+    rc=$?
+    out=$(grep -E '^tpuemu: |Sanitizer|runtime error:' "$D/ev/err")
+    if ls -A "$D/ev" | grep -q '\.tmp'; then
+        out="tpuemu: a temporary file was left behind
+$out"
+    fi
+    if [ "$(cat "$D/ev/old.json")" != OLD ] && ! python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$D/ev/old.json" 2>/dev/null; then
+        out="tpuemu: a partial file replaced the old one
+$out"
+    fi
+    record "$expect" "$rc" "$out" "$sent" "mpirun -n $np [$ev] $*"
+    rm -rf "$D/ev"
 }
 
 # ---------------------------------------------------------------- inputs
@@ -237,6 +309,35 @@ done
 printf 'chip:\n  base: v5e\n  hbm_bytes: 99999999G\ntopology: 2x2\n' >y.yaml
 run exit-2 model --config y.yaml
 
+# Extreme but valid values: one warning line, exit 0, the JSON on stdout still parses.
+warn_case() {
+    local rc out cls=warned
+    out=$(timeout -k 2 "$T" "$tpuemu" "$@" --json - 2>&1 >"$D/stdout" </dev/null)
+    rc=$?
+    if [ "$rc" -ne 0 ] || [ "$(printf '%s\n' "$out" | grep -c '^tpuemu: warning: ')" -ne 1 ] ||
+        ! python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$D/stdout" 2>/dev/null; then
+        cls=$(classify "$rc" "$out" "" "$*")
+        [ "$cls" = ok ] && cls=unwarned
+    fi
+    n=$((n + 1))
+    count[$cls]=$((${count[$cls]:-0} + 1))
+    if [ "$cls" != warned ]; then
+        bad=$((bad + 1))
+        [ -n "$verbose" ] && printf '%s (expected warned, exit %s): %s\n    %s\n' "$cls" "$rc" "$*" "$(printf '%s' "$out" | head -2)"
+    fi
+}
+for a in "--ici-bw 1e14" "--ici-bw 1e4" "--dcn-bw 1e13" "--dcn-bw 1e5" "--pcie-bw 1e15" \
+    "--nic-bw 1e4" "--reduce-bw 1e15" "--ici-latency-us 1000" "--dcn-latency-us 5000" \
+    "--msg-cost-us 100"; do
+    # shellcheck disable=SC2086
+    warn_case model --topology 2x2 $a
+done
+for kv in "hbm_bytes: 100000G" "hbm_bytes: 100M" "hbm_bw: 1e15" "bf16_flops: 1e18" "bf16_flops: 1e11"; do
+    printf 'chip:\n  base: v5e\n  %s\ntopology: 2x2\n' "$kv" >y.yaml
+    warn_case model --config y.yaml
+done
+warn_case info --chip v7 --topology 16x24x24 --slices 101
+
 # YAML files: every bad fixture, and hostile documents.
 for y in "$FIX"/config/*.yaml; do
     run exit-2 model --config "$y"
@@ -305,12 +406,25 @@ run exit-2 model --topology 2x2 --json missing/dir/o.json
 run exit-2 model --topology 2x2 --json fifo
 run ok model --topology 2x2 --json /dev/null --csv /dev/null
 out=$(timeout 10 "$tpuemu" info 2>&1 >/dev/full)
-record exit-1 $? "$out" "" "info > /dev/full"
+record exit-3 $? "$out" "" "info > /dev/full"
 out=$(timeout 10 "$tpuemu" model --topology 2x2 2>&1 >/dev/full)
-record exit-1 $? "$out" "" "model > /dev/full"
+record exit-3 $? "$out" "" "model > /dev/full"
 cp "$HLO" m.hlo
 out=$(timeout 10 "$tpuemu" replay m.hlo --topology 2x2 --json /dev/full 2>&1 >/dev/null)
-record exit-1 $? "$out" "" "replay --json /dev/full"
+record exit-3 $? "$out" "" "replay --json /dev/full"
+# Every command's outputs on a full disk: exit 3 (docs/errors.md), one line.
+for c in "train --topology 2x2 --steps 1 --hidden 64 --batch 16" "model --op matmul --m 8 --k 8 --n 8" \
+    "info --chip v5e" "replay m.hlo --topology 2x2" "model --topology 2x2 --collective all-gather" \
+    "train --topology 2x2 --model-only --model transformer"; do
+    # shellcheck disable=SC2086
+    out=$(timeout 20 "$tpuemu" $c 2>&1 >/dev/full)
+    record exit-3 $? "$out" "" "$c > /dev/full"
+    for f in --json --csv; do
+        # shellcheck disable=SC2086
+        out=$(timeout 20 "$tpuemu" $c $f /dev/full 2>&1 >/dev/null)
+        record exit-3 $? "$out" "" "$c $f /dev/full"
+    done
+done
 
 # Commands and options.
 for a in "" "modle" "help nope" "--bogus" "model --bytes" "model --quiet=yes" "--version x" \
@@ -327,11 +441,11 @@ if [ "$mode" = full ]; then
     mpi 4 exit-2 run --topology 2x2 --bogus
     mpi 4 exit-2 run --topology 4x4
     mpi 4 rank-killed run --topology 2x2 --inject crash:chip=1,call=3
-    mpi 4 exit-1 run --topology 2x2 --inject stop:chip=2,call=3 --timeout 2
+    mpi 4 exit-4 run --topology 2x2 --inject stop:chip=2,call=3 --timeout 2
     mpi 4 rank-killed bench --topology 2x2 --max-bytes 4K --inject crash:chip=3,call=0
     mpi 4 rank-killed replay m.hlo --topology 2x2 --inject crash:chip=1,call=2
-    mpi 4 exit-1 replay m.hlo --topology 2x2 --inject stop:chip=0,call=1 --timeout 2
-    mpi 4 exit-1 bench --topology 2x2 --max-bytes 4K --inject stop:chip=1,call=2 --timeout 2
+    mpi 4 exit-4 replay m.hlo --topology 2x2 --inject stop:chip=0,call=1 --timeout 2
+    mpi 4 exit-4 bench --topology 2x2 --max-bytes 4K --inject stop:chip=1,call=2 --timeout 2
     mpi 4 exit-2 replay "$FIX/hlo/bad/nested6.hlo" --topology 2x2
     mpi 4 exit-2 replay "$FIX/hlo/bad/dup_groups.hlo" --topology 2x2
     out=$(timeout 60 "${MPIRUN[@]}" -n 2 "$tpuemu" bench --topology 2x2 --chunks 1 : \
@@ -342,8 +456,38 @@ if [ "$mode" = full ]; then
     record exit-2 "$([ -n "$out" ] && echo 2 || echo 0)" "$out" "" "ranks with and without --iters"
 fi
 
+# Interrupted, stopped and dying MPI jobs (docs/errors.md): one line each, the classes' codes.
+if [ "$mode" = full ]; then
+    TR=(train --topology 2x2 --steps 1000000 --hidden 64 --batch 16)
+    BE=(bench --topology 2x2 --iters 400)
+    for ev in TERM INT TERM@1 TERM@0 INT@3; do
+        mpi_event 4 interrupted "$ev" "${TR[@]}" --json "$D/ev/old.json"
+        mpi_event 4 interrupted "$ev" "${BE[@]}" --json "$D/ev/old.json"
+    done
+    for r in 1 2 3; do
+        mpi_event 4 exit-4 "STOP@$r" "${TR[@]}" --timeout 3
+    done
+    mpi_event 4 exit-4 STOP@2 "${BE[@]}" --timeout 3
+    mpi_event 4 ok monitor bench --topology 2x2 --max-bytes 64K --iters 100 --json "$D/ev/old.json"
+    for w in 3:init 0:init 1:before 2:before; do
+        out=$(TPUEMU_TEST_LOSE_AT_START=$w timeout 60 "${MPIRUN[@]}" -x TPUEMU_TEST_LOSE_AT_START \
+            -n 4 "$tpuemu" run --topology 2x2 2>&1 >/dev/null </dev/null)
+        rc=$?
+        record rank-killed "$rc" "$(printf '%s\n' "$out" | grep -E '^tpuemu: ')" mpi \
+            "rank lost at start-up ($w)"
+    done
+    mpi 4 exit-3 bench --topology 2x2 --max-bytes 4K --json /dev/full
+    mpi 4 exit-3 run --topology 2x2 --csv /dev/full
+    mpi 4 exit-3 replay m.hlo --topology 2x2 --json /dev/full
+    mpi 4 exit-3 train --topology 2x2 --steps 2 --hidden 64 --batch 16 --json /dev/full
+    mpi 4 exit-3 train --topology 2x2 --steps 2 --hidden 64 --batch 16 --trace /dev/full
+    mpi 4 exit-3 train --topology 2x2 --steps 2 --model transformer --csv /dev/full
+    mpi 4 exit-3 bench --topology 2x2 --max-bytes 4K --heatmap /dev/full
+fi
+
 printf 'probe (%s): %d cases\n' "$mode" "$n"
-for k in ok exit-1 exit-2 exit-130 exit-143 rank-killed crash hang sanitizer multiline inf-nan bad-exit unexpected; do
+for k in ok warned exit-1 exit-2 exit-3 exit-4 exit-130 exit-143 interrupted rank-killed crash hang \
+    sanitizer multiline no-line inf-nan bad-exit unwarned unexpected; do
     [ -n "${count[$k]:-}" ] && printf '  %-10s %d\n' "$k" "${count[$k]}"
 done
 [ "$bad" -eq 0 ] || { echo "FAIL: $bad cases crashed, hung, or ended outside their class"; exit 1; }
