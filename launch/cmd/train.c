@@ -28,6 +28,7 @@
 #include "tpu/pod.h"
 
 #include "alloc.h"
+#include "ckpt.h"
 #include "clock.h"
 #include "csv.h"
 #include "faults.h"
@@ -40,12 +41,9 @@
 #include "train_xfmr.h"
 #include "watch.h"
 
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define NIN  TPU_MLP_IN
 #define NOUT TPU_MLP_OUT
@@ -251,66 +249,33 @@ static tpu_status_t load_init(const char *dir, int64_t H, float *init[TPU_MLP_NP
     return TPU_OK;
 }
 
-/*
- * --save DIR: every parameter and losses.npy, each written under a temporary name
- * beside its file and renamed into place once all are complete, so that a failed
- * or interrupted save leaves the old checkpoint as it was (and no partial file).
- */
+/* --save DIR: every parameter and losses.npy, whole or not at all (ckpt.h). */
 static tpu_status_t save_all(const char *dir, int64_t H, float *const w[TPU_MLP_NPARAMS],
                              const float *losses, int steps, tpu_err_t *err)
 {
-    char path[TPU_MLP_NPARAMS + 1][1024], *tmp[TPU_MLP_NPARAMS + 1] = {NULL};
-    sigset_t block, saved;
+    const char *names[TPU_MLP_NPARAMS + 1];
+    app_ckpt_t ck;
     int64_t n = steps;
-    tpu_status_t status = TPU_OK;
+    tpu_status_t status;
     int p;
 
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        return tpu_err_set(err, TPU_ERR_INVALID, "--save %s: cannot create it: %s", dir,
-                           strerror(errno));
+    for (p = 0; p < TPU_MLP_NPARAMS; p++) {
+        names[p] = tpu_mlp_param_name(p);
     }
-    for (p = 0; p <= TPU_MLP_NPARAMS; p++) {
-        struct stat st;
+    names[TPU_MLP_NPARAMS] = "losses";
+    status = app_ckpt_begin(&ck, dir, names, TPU_MLP_NPARAMS + 1, err);
+    for (p = 0; p < TPU_MLP_NPARAMS && status == TPU_OK; p++) {
+        int64_t shape[2];
+        int nd = tpu_mlp_param_shape(H, p, shape);
 
-        snprintf(path[p], sizeof(path[p]), "%s/%s.npy", dir,
-                 p < TPU_MLP_NPARAMS ? tpu_mlp_param_name(p) : "losses");
-        if (stat(path[p], &st) == 0 && !S_ISREG(st.st_mode)) {
-            return tpu_err_set(err, TPU_ERR_IO, "--save: cannot write '%s': not a regular file",
-                               path[p]);
-        }
+        status = app_ckpt_write(&ck, p, nd, shape, w[p], err);
     }
-    for (p = 0; p <= TPU_MLP_NPARAMS && status == TPU_OK; p++) {
-        status = app_sink_temp_create(path[p], &tmp[p], err);
-        if (status == TPU_OK && p < TPU_MLP_NPARAMS) {
-            int64_t shape[2];
-            int nd = tpu_mlp_param_shape(H, p, shape);
-
-            status = tpu_npy_write(tmp[p], TPU_NPY_F32, nd, shape, w[p], err);
-        } else if (status == TPU_OK) {
-            status = tpu_npy_write(tmp[p], TPU_NPY_F32, 1, &n, losses, err);
-        }
-        if (status != TPU_OK && tmp[p] != NULL) {
-            /* The library's message names the temporary file: name the file instead. */
-            char why[TPU_ERR_MSG_LEN];
-            const char *at = strstr(err->msg, ": ");
-
-            snprintf(why, sizeof(why), "%s", at != NULL ? at + 2 : err->msg);
-            tpu_err_set(err, TPU_ERR_IO, "--save: cannot write '%s': %s", path[p], why);
-            status = TPU_ERR_IO;
-        }
+    if (status == TPU_OK) {
+        status = app_ckpt_write(&ck, TPU_MLP_NPARAMS, 1, &n, losses, err);
     }
-    /* Every file is complete: rename them all, with no signal in between. */
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigprocmask(SIG_BLOCK, &block, &saved);
-    for (p = 0; p <= TPU_MLP_NPARAMS; p++) {
-        if (tmp[p] != NULL &&
-            app_sink_temp_finish(path[p], tmp[p], status == TPU_OK, err) != TPU_OK) {
-            status = TPU_ERR_IO;
-        }
+    if (app_ckpt_finish(&ck, status == TPU_OK, err) != TPU_OK) {
+        status = TPU_ERR_IO;
     }
-    sigprocmask(SIG_SETMASK, &saved, NULL);
     return status;
 }
 

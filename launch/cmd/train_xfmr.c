@@ -42,6 +42,7 @@
 #include "tpu/transformer_pod.h"
 
 #include "alloc.h"
+#include "ckpt.h"
 #include "clock.h"
 #include "config_yaml.h"
 #include "faults.h"
@@ -59,11 +60,9 @@
 #include "train_xfmr_out.h"
 #include "watch.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* The transformer's defaults where the MLP's rows differ or give none. */
 #define XDEF_BATCH 16
@@ -187,38 +186,53 @@ static tpu_status_t gather_param(tpu_xfmr_pod_t *p, app_job_t *job, int pi, floa
     return TPU_OK;
 }
 
-/* --save DIR: every parameter whole (written by the root) and losses.npy. */
+/* --save DIR: every parameter whole (gathered on every rank, written by the root) and
+ * losses.npy, whole or not at all (ckpt.h). */
 static tpu_status_t save_all(const char *dir, tpu_xfmr_pod_t *p, app_job_t *job, const xrun_t *r,
                              int root, tpu_err_t *err)
 {
     int np = tpu_xfmr_param_count(&r->m), pi;
+    char(*names)[TPU_XFMR_NAME_LEN] = tpu__calloc((size_t)np + 1, sizeof(*names));
+    const char **list = tpu__calloc((size_t)np + 1, sizeof(*list));
     tpu_status_t status = TPU_OK;
-    char path[1024];
+    app_ckpt_t ck;
     int64_t n = r->steps;
 
-    if (root && mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        status = tpu_err_set(err, TPU_ERR_INVALID, "--save %s: cannot create it: %s", dir,
-                             strerror(errno));
+    memset(&ck, 0, sizeof(ck));
+    if (names == NULL || list == NULL) {
+        status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for --save's file names");
+        goto out;
     }
     for (pi = 0; pi < np; pi++) {
-        char name[TPU_XFMR_NAME_LEN];
+        int64_t shape[2];
+
+        tpu_xfmr_param_info(&r->m, pi, names[pi], shape);
+        list[pi] = names[pi];
+    }
+    list[np] = "losses";
+    if (root) {
+        status = app_ckpt_begin(&ck, dir, list, np + 1, err);
+    }
+    /* Every rank takes part in every gather, whatever the root's status. */
+    for (pi = 0; pi < np; pi++) {
         int64_t shape[2] = {1, 1}, w2[2];
-        int nd = tpu_xfmr_param_info(&r->m, pi, name, shape);
+        int nd = tpu_xfmr_param_info(&r->m, pi, names[pi], shape);
         float *whole;
 
         w2[0] = shape[0];
         w2[1] = shape[1];
         whole = tpu__calloc((size_t)(w2[0] * w2[1]), sizeof(float));
         if (whole == NULL) {
-            return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory to gather %s", name);
+            status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory to gather %s", names[pi]);
+            goto out;
         }
         if (gather_param(p, job, pi, whole, w2, err) != TPU_OK) {
             tpu__free(whole);
-            return err->status;
+            status = err->status;
+            goto out;
         }
         if (root && status == TPU_OK) {
-            snprintf(path, sizeof(path), "%s/%s.npy", dir, name);
-            status = tpu_npy_write(path, TPU_NPY_F32, nd, shape, whole, err);
+            status = app_ckpt_write(&ck, pi, nd, shape, whole, err);
         }
         tpu__free(whole);
     }
@@ -227,15 +241,21 @@ static tpu_status_t save_all(const char *dir, tpu_xfmr_pod_t *p, app_job_t *job,
         int s;
 
         if (l == NULL) {
-            return tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the losses");
+            status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "no memory for the losses");
+            goto out;
         }
         for (s = 0; s < r->steps; s++) {
             l[s] = (float)r->losses[s];
         }
-        snprintf(path, sizeof(path), "%s/losses.npy", dir);
-        status = tpu_npy_write(path, TPU_NPY_F32, 1, &n, l, err);
+        status = app_ckpt_write(&ck, np, 1, &n, l, err);
         tpu__free(l);
     }
+out:
+    if (app_ckpt_finish(&ck, status == TPU_OK, err) != TPU_OK) {
+        status = TPU_ERR_IO;
+    }
+    tpu__free(list);
+    tpu__free(names);
     return status;
 }
 
@@ -438,6 +458,9 @@ static tpu_status_t make_pod(const app_opts_t *o, const tpu_pod_t *pod, tpu_xpor
 
 static int exit_code(tpu_status_t status)
 {
+    if (status == TPU_ERR_IO) {
+        return APP_EXIT_OUTPUT; /* --save's files */
+    }
     return status == TPU_ERR_INVALID || status == TPU_ERR_RESOURCE_EXHAUSTED ||
                    status == TPU_ERR_UNSUPPORTED
                ? APP_EXIT_USAGE

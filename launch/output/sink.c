@@ -21,8 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Temporary files still open, by stream, also read in a signal handler. */
-#define MAX_TEMPS 16
+/* Temporary files still open, by stream, also read in a signal handler: room for
+ * every file of a transformer checkpoint (train --save writes one a parameter). */
+#define MAX_TEMPS 4096
 static struct {
     FILE *f;
     char *volatile tmp;

@@ -96,5 +96,10 @@ tpu_train_bad(init_hidden "init/w1\\.npy: w1 must have shape \\[784,128\\], got 
   --topology 1x1 --batch 64 --hidden 128 --init ${TRAIN_DATA}/init)
 # train --save: temporary files renamed into place once all are complete; a failed or
 # interrupted save leaves the old checkpoint (train_save.sh).
-add_test(NAME cli_train_save COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_save.sh ${TPUEMU})
-set_tests_properties(cli_train_save PROPERTIES LABELS "cli;probe" TIMEOUT 60)
+add_test(NAME cli_train_save COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_save.sh ${TPUEMU} 7
+  --topology 2x2 --hidden 64 --batch 16)
+# The same for the transformer's checkpoint (20 parameters of the default two layers).
+add_test(NAME cli_train_save_transformer COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_save.sh
+  ${TPUEMU} 21 --model transformer --topology 2x2 --mesh data=2,tensor=2)
+set_tests_properties(cli_train_save cli_train_save_transformer PROPERTIES LABELS "cli;probe"
+  TIMEOUT 60)
