@@ -99,6 +99,10 @@ struct tpu_xfmr_cost_engine {
     int per_layer;    /* parameters of a layer: 8, 9 with swiglu's gate */
     int gather_bytes; /* fsdp's gathered weights and their gradients: 4, or (compiled) the
                        * matmul dtype's when smaller (XLA converts before the all-gather) */
+    unsigned long long axes_known; /* bit m: axes_of() of mask m is known (below) */
+    char axes_names[32][64], axes_layout[32][64];
+    int axes_g[32];
+    unsigned axes_left[32];
 };
 
 typedef struct tpu_xfmr_cost_engine eng_t;

@@ -29,5 +29,6 @@ set(TPU_WORKLOAD_SOURCES
   workloads/transformer_pod.c
   workloads/transformer_cost.c
   workloads/transformer_cost_prog.c
+  workloads/transformer_cost_time.c
   workloads/transformer_hbm.c
   workloads/transformer_presets.c)
