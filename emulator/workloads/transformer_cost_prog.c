@@ -264,6 +264,21 @@ enum {
     V_VMEM = 2
 }; /* a VPU pass over activations; over VMEM-resident scores */
 
+/* "a: b" into dst (cap bytes), cut short; no printf (it runs for every op). */
+static void join(char *dst, size_t cap, const char *a, const char *b)
+{
+    const char *parts[3] = {a, ": ", b};
+    size_t n = 0;
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        for (const char *q = parts[i]; *q != '\0' && n + 1 < cap; q++) {
+            dst[n++] = *q;
+        }
+    }
+    dst[n] = '\0';
+}
+
 static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *what, int mxu, int vop,
                            int64_t m, int64_t k, int64_t n, int64_t count, int vpu_flags,
                            tpu_err_t *err)
@@ -309,16 +324,7 @@ static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *wha
     }
     op = &c->ops[c->nops];
     memset(op, 0, sizeof(*op));
-    { /* "sect: what", cut short (no printf: every op) */
-        size_t a = strlen(sect), b = strlen(what), w = sizeof(op->what) - 1;
-
-        a = a < w ? a : w;
-        memcpy(op->what, sect, a);
-        memcpy(op->what + a, ": ", a + 2 <= w ? 2 : w - a);
-        a = a + 2 <= w ? a + 2 : w;
-        memcpy(op->what + a, what, b < w - a ? b : w - a);
-        op->what[a + (b < w - a ? b : w - a)] = '\0';
-    }
+    join(op->what, sizeof(op->what), sect, what);
     op->mxu = mxu;
     op->vpu_op = mxu ? -1 : vop;
     op->m = m;
