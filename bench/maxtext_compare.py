@@ -8,7 +8,9 @@ place; use_for_check=yes, model fields present) run
 
 with that row's chip, slice shape, slices, mesh and workload flags, and print
 the predicted step time against implied_step_time_s (the step its measured MFU
-implies) with the error.  With --search also run --search for the row and say
+implies) with the error, and the hardware FLOP utilisation the measurement
+implies: the model's chip_flops (what one chip executes: remat's recomputation
+and flash's recomputed scores counted) over implied step x peak.  With --search also run --search for the row and say
 whether the fastest layout is MaxText's or a faster one, and by how much.
 
     bench/maxtext_compare.py --tpuemu build/tpuemu [--csv PATH] [--markdown]
@@ -69,16 +71,16 @@ def run(tpuemu, args):
 
 def show(a, row):
     """One row of the table, as soon as it is known."""
-    rid, cfg, mesh, step, implied, e, mfu, note = row
+    rid, cfg, mesh, step, implied, e, mfu, hfu, note = row
     if step is None:
         print("%s %s: failed: %s" % (rid, cfg, mfu), flush=True)
     elif a.markdown:
-        print("| %s | %s | %s | %.3f | %.3f | %+.1f%% | %.1f%% |%s" % (
-            rid, cfg, mesh, step, implied, e, 100 * mfu, (" %s |" % note) if a.search else ""),
-            flush=True)
+        print("| %s | %s | %s | %.3f | %.3f | %+.1f%% | %.1f%% | %.1f%% |%s" % (
+            rid, cfg, mesh, step, implied, e, 100 * mfu, 100 * hfu,
+            (" %s |" % note) if a.search else ""), flush=True)
     else:
-        print("%-5s %-40s %-28s predicted %8.3f s  implied %8.3f s  error %+6.1f%%  %s" % (
-            rid, cfg, mesh, step, implied, e, note), flush=True)
+        print("%-5s %-40s %-28s predicted %8.3f s  implied %8.3f s  error %+6.1f%%  "
+              "HFU %4.1f%%  %s" % (rid, cfg, mesh, step, implied, e, 100 * hfu, note), flush=True)
 
 
 def main():
@@ -94,9 +96,9 @@ def main():
     out = []
     worst = 0.0
     if a.markdown:
-        print("| row | config | mesh | predicted step (s) | implied step (s) | error | predicted MFU |%s"
-              % (" search |" if a.search else ""))
-        print("|---|---|---|---|---|---|---|%s" % ("---|" if a.search else ""))
+        print("| row | config | mesh | predicted step (s) | implied step (s) | error | predicted MFU "
+              "| measured HFU |%s" % (" search |" if a.search else ""))
+        print("|---|---|---|---|---|---|---|---|%s" % ("---|" if a.search else ""))
     for r in rows:
         args = flags_of(r)
         d, err = run(a.tpuemu, args)
@@ -105,7 +107,7 @@ def main():
             r["chip"], r["topology"], r["slices"], r["model_name"].replace("maxtext-default-", ""),
             r["per_device_batch_size"], r["remat_policy"])
         if d is None:
-            out.append((r["id"], cfg, mesh_of(r), None, implied, None, err, ""))
+            out.append((r["id"], cfg, mesh_of(r), None, implied, None, err, None, ""))
             worst = float("inf")
             show(a, out[-1])
             continue
@@ -129,7 +131,8 @@ def main():
                         "search: %s remat %s, %.1f%% faster" % (
                             best["mesh"], best["remat"],
                             100.0 * (d["step_us"] / best["step_us"] - 1)))
-        out.append((r["id"], cfg, mesh_of(r), step, implied, e, d["mfu"], note))
+        hfu = d["chip_flops"] / (implied * d["peak_bf16_flops"])
+        out.append((r["id"], cfg, mesh_of(r), step, implied, e, d["mfu"], hfu, note))
         show(a, out[-1])
     print("%d rows, largest |error| %.1f%%" % (len(out), worst))
     if a.tolerance is not None and worst > a.tolerance:

@@ -14,6 +14,7 @@
 #include "tpu/vpu.h"
 
 #include "alloc.h"
+#include "transformer_cost_time.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -263,6 +264,21 @@ enum {
     V_VMEM = 2
 }; /* a VPU pass over activations; over VMEM-resident scores */
 
+/* "a: b" into dst (cap bytes), cut short; no printf (it runs for every op). */
+static void join(char *dst, size_t cap, const char *a, const char *b)
+{
+    const char *parts[3] = {a, ": ", b};
+    size_t n = 0;
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        for (const char *q = parts[i]; *q != '\0' && n + 1 < cap; q++) {
+            dst[n++] = *q;
+        }
+    }
+    dst[n] = '\0';
+}
+
 static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *what, int mxu, int vop,
                            int64_t m, int64_t k, int64_t n, int64_t count, int vpu_flags,
                            tpu_err_t *err)
@@ -308,7 +324,7 @@ static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *wha
     }
     op = &c->ops[c->nops];
     memset(op, 0, sizeof(*op));
-    snprintf(op->what, sizeof(op->what), "%s: %s", sect, what);
+    join(op->what, sizeof(op->what), sect, what);
     op->mxu = mxu;
     op->vpu_op = mxu ? -1 : vop;
     op->m = m;
@@ -327,74 +343,6 @@ static tpu_status_t add_op(tpu_xfmr_cost_t *c, const char *sect, const char *wha
 
 /* ---- collectives ---- */
 
-/* The axes of 'mask' that are in the mesh with a size above 1: the spec's names in the
- * mesh's order, the torus layout, the group size.  0 when none is left. */
-static unsigned axes_of(const eng_t *e, unsigned mask, char *names, char *layout, size_t len,
-                        int *g_p)
-{
-    unsigned left = 0;
-    int order[A_COUNT], n = 0, i, j, g = 1;
-    size_t ln = 0, ll = 0;
-
-    for (i = 0; i < A_COUNT; i++) {
-        if ((mask & BIT(i)) && e->size[i] > 1) {
-            order[n++] = i;
-        }
-    }
-    for (i = 1; i < n; i++) { /* the mesh's order */
-        for (j = i; j > 0 && e->mesh_idx[order[j]] < e->mesh_idx[order[j - 1]]; j--) {
-            int t = order[j];
-
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
-    }
-    names[0] = layout[0] = '\0';
-    for (i = 0; i < n; i++) {
-        char lay[48];
-        int a = order[i];
-
-        tpu_mesh_axis_layout(e->mesh, e->mesh_idx[a], lay, sizeof(lay));
-        ln += (size_t)snprintf(names + ln, len - (ln < len ? ln : len), "%s%s", i ? "," : "",
-                               e->name[a]);
-        ll += (size_t)snprintf(layout + ll, len - (ll < len ? ll : len), "%s%s", i ? "," : "", lay);
-        left |= BIT(a);
-        g *= e->size[a];
-    }
-    *g_p = g;
-    return left;
-}
-
-/* The engine's time of the row's collective of 'count' elements (its own convention). */
-static tpu_status_t engine_time(eng_t *e, tpu_xfmr_cost_coll_t *row, uint64_t count, tpu_err_t *err)
-{
-    const tpu_spmd_call_t *call;
-    tpu_status_t status;
-
-    if (row->kind == TPU_COLL_ALL_GATHER) {
-        status = tpu_spmd_all_gather(e->spmd, row->mesh_axis, TPU_DTYPE_F32,
-                                     count / (uint64_t)row->group_size, NULL, NULL, err);
-    } else if (row->kind == TPU_COLL_REDUCE_SCATTER) {
-        status = tpu_spmd_psum_scatter(e->spmd, row->mesh_axis, TPU_DTYPE_F32, TPU_REDOP_SUM, count,
-                                       NULL, NULL, err);
-    } else {
-        status =
-            tpu_spmd_psum(e->spmd, row->mesh_axis, TPU_DTYPE_F32, row->op, count, NULL, NULL, err);
-    }
-    if (status != TPU_OK) {
-        return status;
-    }
-    call = tpu_spmd_call_at(e->spmd, tpu_spmd_call_count(e->spmd) - 1);
-    if (call != NULL) {
-        row->bytes = call->bytes;
-        row->modeled_us = call->modeled_us;
-        row->plan = call->plan;
-        snprintf(row->algorithm, sizeof(row->algorithm), "%s", call->algorithm);
-    }
-    tpu_spmd_log_clear(e->spmd);
-    return TPU_OK;
-}
-
 /*
  * One call of collective 'hook' over the axes 'mask' (dropping those of size 1)
  * of 'count' f32 elements, at 'index', scheduled as 'pk' (for 'unit').  Calls of
@@ -407,19 +355,17 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
     eng_t *e = c->engine;
     char names[64], layout[64];
     tpu_xfmr_cost_coll_t *row = NULL;
-    tpu_groups_t gr;
     tpu_status_t status;
     int g, k;
 
-    if (axes_of(e, mask, names, layout, sizeof(names), &g) == 0 || count == 0) {
+    if (tpu__xfmr_axes_of(e, mask, names, layout, sizeof(names), &g) == 0 || count == 0) {
         return TPU_OK; /* every group is one chip */
     }
     for (k = 0; k < c->ncolls; k++) {
         row = &c->colls[k];
-        if (strcmp(row->what, hooks[hook].name) == 0 && row->kind == kind &&
-            row->op == hooks[hook].op && strcmp(row->mesh_axis, names) == 0 &&
-            row->exposed == exposed && row->group_size == g &&
-            row->bytes == count * sizeof(float)) {
+        if (row->bytes == count * sizeof(float) && row->kind == kind && row->group_size == g &&
+            row->exposed == exposed && row->op == hooks[hook].op &&
+            strcmp(row->what, hooks[hook].name) == 0 && strcmp(row->mesh_axis, names) == 0) {
             break;
         }
     }
@@ -445,36 +391,8 @@ static tpu_status_t add_call(tpu_xfmr_cost_t *c, int hook, tpu_coll_kind_t kind,
             c->ncolls++;
             goto called;
         }
-        memset(&gr, 0, sizeof(gr));
-        status = tpu_mesh_groups(e->mesh, names, &gr, err);
-        if (status != TPU_OK) {
-            return status;
-        }
-        tpu_groups_str(&gr, row->group_ids, (int)sizeof(row->group_ids));
         row->exposed = exposed;
-        {
-            char key[320];
-            uint64_t h = 14695981039346656037ull; /* FNV-1a of every group's chips */
-            int64_t i;
-
-            for (i = 0; i < (int64_t)gr.ngroups * gr.size; i++) {
-                h = (h ^ (uint64_t)(uint32_t)gr.chips[i]) * 1099511628211ull;
-            }
-            snprintf(key, sizeof(key), "%016llx|%d|%s|%d|%d|%llu", (unsigned long long)h,
-                     gr.ngroups, row->axes, (int)row->kind, (int)row->op,
-                     (unsigned long long)count);
-            if (tpu__xfmr_cache_get(e->plan.cache, key, &row->modeled_us, row->algorithm,
-                                    sizeof(row->algorithm))) {
-                status = TPU_OK;
-            } else {
-                status = tpu__xfmr_cost_spmd(c, err);
-                status = status == TPU_OK ? engine_time(e, row, count, err) : status;
-                if (status == TPU_OK) {
-                    tpu__xfmr_cache_put(e->plan.cache, key, row->modeled_us, row->algorithm);
-                }
-            }
-        }
-        tpu_groups_fini(&gr);
+        status = tpu__xfmr_row_time(c, row, count, err);
         if (status != TPU_OK) {
             return status;
         }
@@ -527,6 +445,13 @@ static int64_t shard(const eng_t *e, int p)
     return (piece(e, p) + f - 1) / f;
 }
 
+/* The f32 elements (the engine's count) of parameter p's fsdp gather or reduce-scatter in
+ * the gathered dtype: each shard's bytes rounded up to 4, so that it divides over fsdp. */
+static uint64_t fsdp_count(const eng_t *e, int p)
+{
+    return (uint64_t)((shard(e, p) * e->gather_bytes + 3) / 4 * e->size[A_FSDP]);
+}
+
 static int first_param(const eng_t *e, int unit)
 {
     return unit == 0 ? 0 : 2 + e->per_layer * (unit - 1);
@@ -548,8 +473,7 @@ static tpu_status_t gather_unit(tpu_xfmr_cost_t *c, int unit, int slot, tpu_err_
         return TPU_OK;
     }
     for (p = first_param(e, unit); p < first_param(e, unit) + unit_params(e, unit); p++) {
-        status = add_call(c, H_GATHER, TPU_COLL_ALL_GATHER, BIT(A_FSDP),
-                          (uint64_t)(shard(e, p) * e->size[A_FSDP] * e->gather_bytes / 4), p,
+        status = add_call(c, H_GATHER, TPU_COLL_ALL_GATHER, BIT(A_FSDP), fsdp_count(e, p), p,
                           P_GATHER, slot, slot == 0, err);
         if (status != TPU_OK) {
             break;
@@ -574,8 +498,7 @@ static tpu_status_t grads_unit_of(tpu_xfmr_cost_t *c, int unit, int tail, tpu_er
         unsigned mask = hooks[H_GRAD].axes & ~(r->seq_split ? BIT(A_SEQ) : 0u);
 
         if (e->size[A_FSDP] > 1 && !tail) {
-            status = add_call(c, H_GRAD, TPU_COLL_REDUCE_SCATTER, BIT(A_FSDP),
-                              (uint64_t)(shard(e, p) * e->size[A_FSDP] * e->gather_bytes / 4), p,
+            status = add_call(c, H_GRAD, TPU_COLL_REDUCE_SCATTER, BIT(A_FSDP), fsdp_count(e, p), p,
                               P_GRAD, 0, 0, err);
         }
         if (status == TPU_OK && late == tail) {

@@ -99,6 +99,11 @@ struct tpu_xfmr_cost_engine {
     int per_layer;    /* parameters of a layer: 8, 9 with swiglu's gate */
     int gather_bytes; /* fsdp's gathered weights and their gradients: 4, or (compiled) the
                        * matmul dtype's when smaller (XLA converts before the all-gather) */
+    /* tpu__xfmr_axes_of() of each set of A_* axes (a mask below 32), once known (bit m) */
+    unsigned long long axes_known;
+    char axes_names[32][64], axes_layout[32][64];
+    int axes_g[32];
+    unsigned axes_left[32];
 };
 
 typedef struct tpu_xfmr_cost_engine eng_t;

@@ -8,7 +8,8 @@
 # what must divide; transformer_comm.c: its collectives over
 # the mesh, the chips in lock step; transformer_pod.c: its public face for the
 # command line; transformer_cost.c, transformer_cost_prog.c: its step cost on a
-# pod from a mesh alone; transformer_hbm.c: its HBM items; transformer_presets.c:
+# pod from a mesh alone; transformer_cost_time.c: the engine's time of each of its
+# collectives; transformer_hbm.c: its HBM items; transformer_presets.c:
 # published model shapes and the planner's fitted constants).  Included by emulator/CMakeLists.txt; names
 # are relative to emulator/.
 set(TPU_WORKLOAD_SOURCES
@@ -29,5 +30,6 @@ set(TPU_WORKLOAD_SOURCES
   workloads/transformer_pod.c
   workloads/transformer_cost.c
   workloads/transformer_cost_prog.c
+  workloads/transformer_cost_time.c
   workloads/transformer_hbm.c
   workloads/transformer_presets.c)

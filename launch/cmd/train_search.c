@@ -8,7 +8,9 @@
  * dimension does not divide over, or that do not fit the chip's HBM, are
  * dropped; the rest are ranked by step time (a first pass without the
  * collectives bounds each step from below, so only the layouts that can reach
- * the top 10 are modeled in full).  Printed: the top 10 (layout,
+ * the top 10 are modeled in full; one whose collective the engine cannot plan,
+ * out of memory, is left out and counted, with the first one's message).
+ * Printed: the top 10 (layout,
  * step, MFU, communication share, exposed communication, HBM peak) and why
  * the best beats the next; --json writes those modeled in full, ranked, under
  * 'layouts'.
@@ -23,6 +25,8 @@
 #include "json.h"
 #include "sink.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,9 +63,10 @@ static void spec(char *buf, size_t len, int dcn, int d, int f, int s, int t)
     }
 }
 
-/* One layout modeled; 0 when a dimension does not divide over an axis. */
+/* One layout modeled; 0 when a dimension does not divide over an axis (or, in full, when
+ * the engine cannot plan one of its collectives: its message into 'why'). */
 static int model_one(const tpu_pod_t *pod, const tpu_xfmr_config_t *m, const tpu_xfmr_plan_t *p,
-                     int bound, layout_t *l)
+                     int bound, layout_t *l, char *why, size_t len)
 {
     tpu_xfmr_plan_t q = *p;
     tpu_xfmr_cost_t c;
@@ -70,6 +75,7 @@ static int model_one(const tpu_pod_t *pod, const tpu_xfmr_config_t *m, const tpu
     q.remat = (tpu_xfmr_remat_t)l->remat;
     q.bound_only = bound;
     if (tpu_xfmr_cost_run_plan(pod, m, &q, l->mesh, &c, &e) != TPU_OK) {
+        snprintf(why, len, "%s", e.msg);
         return 0;
     }
     l->step_us = c.step_us;
@@ -91,8 +97,11 @@ static int model_one(const tpu_pod_t *pod, const tpu_xfmr_config_t *m, const tpu
  */
 static tpu_status_t search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_xfmr_config_t *m,
                            const tpu_xfmr_plan_t *p, layout_t **out, int *n_p, int *tried_p,
-                           int *full_p, tpu_err_t *err)
+                           int *full_p, int *failed_p, char *first_why, size_t why_len,
+                           tpu_err_t *err)
 {
+    char why[TPU_ERR_MSG_LEN];
+
     const int chips = tpu_pod_topo(pod)->nchips, dcn = o->slices > 1 ? o->slices : 1;
     const int per = chips / dcn;
     const uint64_t cap = (uint64_t)tpu_pod_chip(pod)->hbm_bytes;
@@ -132,7 +141,7 @@ static tpu_status_t search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_
                     spec(l->mesh, sizeof(l->mesh), dcn, per / t / s / f, f, s, t);
                     l->remat = r;
                     tried++;
-                    n += model_one(pod, m, p, 1, l) && l->hbm_peak <= cap;
+                    n += model_one(pod, m, p, 1, l, why, sizeof(why)) && l->hbm_peak <= cap;
                 }
             }
         }
@@ -156,10 +165,16 @@ static tpu_status_t search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_
                 break;
             }
         }
-        model_one(pod, m, p, 0, &ls[i]);
+        if (!model_one(pod, m, p, 0, &ls[i], why, sizeof(why))) { /* not ranked */
+            if ((*failed_p)++ == 0) {
+                snprintf(first_why, why_len, "%s: %s", ls[i].mesh, why);
+            }
+            ls[i].step_us = HUGE_VAL;
+        }
         full++;
     }
-    qsort(ls, (size_t)full, sizeof(*ls), by_step);
+    qsort(ls, (size_t)full, sizeof(*ls), by_step); /* the unmodeled last */
+    full -= *failed_p;
     tpu_xfmr_time_cache_destroy(q.cache);
     *out = ls;
     *n_p = full;
@@ -168,7 +183,8 @@ static tpu_status_t search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_
     return TPU_OK;
 }
 
-static void print(FILE *txt, const layout_t *ls, int n, int tried, int fit)
+static void print(FILE *txt, const layout_t *ls, int n, int tried, int fit, int failed,
+                  const char *why)
 {
     int i;
 
@@ -176,6 +192,10 @@ static void print(FILE *txt, const layout_t *ls, int n, int tried, int fit)
             "search: %d layouts, %d fit HBM, %d modeled in full (the others bounded out by "
             "their compute alone); the fastest %d:\n",
             tried, fit, n, n < 10 ? n : 10);
+    if (failed > 0) {
+        fprintf(txt, "  %d layouts left out: the engine could not model them (the first, %s)\n",
+                failed, why);
+    }
     fprintf(txt, "  %-4s %-44s %-8s %14s %7s %10s %14s %10s\n", "rank", "mesh", "remat", "step_us",
             "mfu", "comm_share", "exposed_us", "hbm_GiB");
     for (i = 0; i < n && i < 10; i++) {
@@ -236,13 +256,22 @@ int app_train_search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_xfmr_c
     app_sink_t sink = {NULL, NULL};
     layout_t *ls = NULL;
     tpu_err_t err = {0};
-    int n = 0, tried = 0, fit = 0, code = APP_EXIT_OK;
+    int n = 0, tried = 0, fit = 0, failed = 0, code = APP_EXIT_OK;
+    char why[TPU_ERR_MSG_LEN + 100] = "";
     tpu_status_t status = app_sink_check(o->json, o->csv, &err);
 
     if (status == TPU_OK && o->csv != NULL) {
         status = tpu_err_set(&err, TPU_ERR_INVALID, "--search writes no CSV: use --json");
     }
-    status = status == TPU_OK ? search(o, pod, m, p, &ls, &n, &tried, &fit, &err) : status;
+    status = status == TPU_OK
+                 ? search(o, pod, m, p, &ls, &n, &tried, &fit, &failed, why, sizeof(why), &err)
+                 : status;
+    if (status == TPU_OK && n == 0 && failed > 0) {
+        status = tpu_err_set(&err, TPU_ERR_RESOURCE_EXHAUSTED,
+                             "search: the engine could not model any of the %d layouts that fit "
+                             "(the first, %s)",
+                             failed, why);
+    }
     if (status == TPU_OK && n == 0) {
         status = tpu_err_set(&err, TPU_ERR_RESOURCE_EXHAUSTED,
                              "search: none of the %d layouts fits the chip's HBM (or divides the "
@@ -257,7 +286,7 @@ int app_train_search(const app_opts_t *o, const tpu_pod_t *pod, const tpu_xfmr_c
         return status == TPU_ERR_NO_MEMORY ? APP_EXIT_FAIL : APP_EXIT_USAGE;
     }
     if (root && !o->quiet) {
-        print(txt, ls, n, tried, fit);
+        print(txt, ls, n, tried, fit, failed, why);
     }
     if (root && o->json != NULL) {
         app_json_t j;

@@ -7,6 +7,8 @@ usage: planner_check.py TPUEMU
   best one's step equal to a direct --model-only run of its mesh and remat, the
   counts consistent (tried >= fit >= listed), the text's top line naming it;
 - input: the producer time and the input-bound step worked out by hand;
+- every listed layout's step equal to a direct run (the search's shared times);
+- an odd bf16 fsdp shard gathered as whole f32 words (worked out by hand);
 - a preset with a flag beside it: the flag wins.
 """
 import json
@@ -45,6 +47,14 @@ best = ls[0]
 one = json.loads(run(BASE + ["--mesh", best["mesh"], "--remat", best["remat"], "--json", "-"]))
 check(abs(one["step_us"] - best["step_us"]) < 1e-3 * best["step_us"],
       "the best layout's step equals a direct run (%s vs %s)" % (one["step_us"], best["step_us"]))
+# The search shares collective times between layouts whose axes make the same groups
+# (data=4 and fsdp=4 both sum the loss over the four chips): every listed layout's step
+# equals a direct run of it, which times each collective afresh.
+for l in ls[1:]:
+    one = json.loads(run(BASE + ["--mesh", l["mesh"], "--remat", l["remat"], "--json", "-"]))
+    check(abs(one["step_us"] - l["step_us"]) < 1e-3 * l["step_us"],
+          "%s remat %s: a direct run's step %s, the search's %s" % (
+              l["mesh"], l["remat"], one["step_us"], l["step_us"]))
 text = run(BASE + ["--search"])
 check(("1    " + best["mesh"]) in text, "the text's first row is the best layout")
 check("best: " + best["mesh"] in text, "the text names why the best wins")
@@ -60,6 +70,16 @@ check(abs(i["step_us"] - 128000.0) < 1e-6, "the step is the input's 128000 us")
 d = json.loads(run(BASE + ["--input-rate", "1000", "--prefetch", "0", "--json", "-"]))
 check(abs(d["input"]["step_us"] - (d["step_us"] + 128000.0)) < 1e-3,
       "prefetch 0 adds the input to the step")
+
+# An fsdp shard of an odd number of bf16 elements: a norm of D = 66 over fsdp=6 is 11
+# elements (22 bytes) a chip, gathered as whole f32 words: 24 bytes a chip, 144 in all.
+d = json.loads(run(["train", "--model", "transformer", "--model-only", "--chip", "v5e",
+                    "--topology", "2x3", "--layers", "1", "--d-model", "66", "--heads", "6",
+                    "--d-ff", "132", "--vocab", "66", "--seq", "12", "--batch", "6",
+                    "--calibrated", "--mesh", "fsdp=6", "--json", "-"]))
+rows = [(c["name"], c["collective"], c["bytes"]) for c in d["collectives"]]
+check(("gather", "all-gather", 144) in rows and ("grad", "reduce-scatter", 144) in rows,
+      "the odd bf16 shard's gather and reduce-scatter move 144 bytes (%s)" % rows)
 
 # A preset with a flag beside it: the flag wins.
 d = json.loads(run(["train", "--model", "transformer", "--model-only", "--chip", "v5p",
