@@ -126,10 +126,11 @@ def main():
                 note = "search: " + serr
             else:
                 best = sd["layouts"][0]
-                same = best["mesh"] == mesh_of(r) and best["remat"] == r["remat_policy"]
+                best_mesh = ",".join("%s=%d" % kv for kv in best["mesh"].items())
+                same = best_mesh == mesh_of(r) and best["remat"] == r["remat_policy"]
                 note = ("search: MaxText's layout" if same else
                         "search: %s remat %s, %.1f%% faster" % (
-                            best["mesh"], best["remat"],
+                            best_mesh, best["remat"],
                             100.0 * (d["step_us"] / best["step_us"] - 1)))
         hfu = d["chip_flops"] / (implied * d["peak_bf16_flops"])
         out.append((r["id"], cfg, mesh_of(r), step, implied, e, d["mfu"], hfu, note))

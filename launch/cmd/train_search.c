@@ -220,13 +220,32 @@ static void print(FILE *txt, const layout_t *ls, int n, int tried, int fit, int 
     }
 }
 
+/* "data=4,fsdp=64" as the map "mesh": {"data": 4, "fsdp": 64}, as every document has it. */
+static void mesh_json(app_json_t *j, const char *mesh)
+{
+    const char *at = mesh;
+
+    app_json_kobject(j, "mesh");
+    while (*at != '\0') {
+        const char *eq = strchr(at, '='), *end = strchr(at, ',');
+        char axis[32];
+
+        if (eq == NULL || (end != NULL && end < eq)) {
+            break;
+        }
+        snprintf(axis, sizeof(axis), "%.*s", (int)(eq - at), at);
+        app_json_kint(j, axis, strtol(eq + 1, NULL, 10));
+        at = end != NULL ? end + 1 : eq + strlen(eq);
+    }
+    app_json_object_end(j);
+}
+
 static void write_json(app_json_t *j, const tpu_pod_t *pod, const layout_t *ls, int n, int tried,
                        int fit)
 {
     int i;
 
-    app_json_object(j);
-    app_json_kstr(j, "command", "train");
+    app_json_document(j, "train");
     app_pod_json_header(j, pod);
     app_json_kstr(j, "model", "transformer");
     app_json_kbool(j, "search", 1);
@@ -235,7 +254,7 @@ static void write_json(app_json_t *j, const tpu_pod_t *pod, const layout_t *ls, 
     app_json_karray(j, "layouts");
     for (i = 0; i < n; i++) {
         app_json_object(j);
-        app_json_kstr(j, "mesh", ls[i].mesh);
+        mesh_json(j, ls[i].mesh);
         app_json_kstr(j, "remat", remat_names[ls[i].remat]);
         app_json_kfixed(j, "step_us", ls[i].step_us, 3);
         app_json_kfixed(j, "compute_us", ls[i].compute_us, 3);

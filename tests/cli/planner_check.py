@@ -27,6 +27,11 @@ def check(cond, what):
         fails.append(what)
 
 
+def mesh(layout):
+    """A ranked layout's mesh map as the --mesh flag spells it (data=4,fsdp=64)."""
+    return ",".join("%s=%d" % (k, v) for k, v in layout["mesh"].items())
+
+
 def run(args):
     p = subprocess.run([T] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        timeout=120)
@@ -44,20 +49,20 @@ check(all(ls[i]["step_us"] <= ls[i + 1]["step_us"] for i in range(len(ls) - 1)),
 check(all(l["hbm_peak_bytes"] <= 16 * 2**30 for l in ls), "every layout fits v5e HBM")
 check(d["tried"] >= d["fit"] >= len(ls), "tried >= fit >= listed")
 best = ls[0]
-one = json.loads(run(BASE + ["--mesh", best["mesh"], "--remat", best["remat"], "--json", "-"]))
+one = json.loads(run(BASE + ["--mesh", mesh(best), "--remat", best["remat"], "--json", "-"]))
 check(abs(one["step_us"] - best["step_us"]) < 1e-3 * best["step_us"],
       "the best layout's step equals a direct run (%s vs %s)" % (one["step_us"], best["step_us"]))
 # The search shares collective times between layouts whose axes make the same groups
 # (data=4 and fsdp=4 both sum the loss over the four chips): every listed layout's step
 # equals a direct run of it, which times each collective afresh.
 for l in ls[1:]:
-    one = json.loads(run(BASE + ["--mesh", l["mesh"], "--remat", l["remat"], "--json", "-"]))
+    one = json.loads(run(BASE + ["--mesh", mesh(l), "--remat", l["remat"], "--json", "-"]))
     check(abs(one["step_us"] - l["step_us"]) < 1e-3 * l["step_us"],
           "%s remat %s: a direct run's step %s, the search's %s" % (
-              l["mesh"], l["remat"], one["step_us"], l["step_us"]))
+              mesh(l), l["remat"], one["step_us"], l["step_us"]))
 text = run(BASE + ["--search"])
-check(("1    " + best["mesh"]) in text, "the text's first row is the best layout")
-check("best: " + best["mesh"] in text, "the text names why the best wins")
+check(("1    " + mesh(best)) in text, "the text's first row is the best layout")
+check("best: " + mesh(best) in text, "the text names why the best wins")
 
 # Input: batch 8 of 16 tokens over data=4 is 32 tokens a chip; a v5e host has 4 chips
 # (128 tokens); at 1000 tokens/s the producer takes 128000 us, far above the step.
