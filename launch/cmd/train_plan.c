@@ -12,8 +12,8 @@
  * unlimited by default).  The input time is the larger of the two.  With
  * --prefetch N >= 1 the next batches load while the step runs: the input is
  * hidden when it takes no longer than the step, and otherwise sets the step
- * ("input-bound"); with --prefetch 0 it adds to the step.  The real prefetch
- * thread under mpirun is not built.
+ * ("input-bound"); with --prefetch 0 it adds to the step.  The real run's
+ * reader thread is launch/train_prefetch.c.
  */
 #include "train_plan.h"
 
@@ -188,6 +188,11 @@ void app_xfmr_plan_json(app_json_t *j, const tpu_xfmr_plan_t *p, const tpu_xfmr_
     app_json_kfixed(j, "mxu_fraction", p->mxu_fraction, 4);
     app_json_kfixed(j, "fixed_us", c->fixed_us, 3);
     app_json_object_end(j);
+    app_xfmr_input_json(j, in);
+}
+
+void app_xfmr_input_json(app_json_t *j, const app_xfmr_input_t *in)
+{
     app_json_kobject(j, "input");
     app_json_kint(j, "hosts", in->hosts);
     app_json_kint(j, "chips_per_host", in->chips_per_host);

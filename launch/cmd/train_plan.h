@@ -42,5 +42,7 @@ void app_xfmr_input(const app_opts_t *o, const tpu_pod_t *pod, const tpu_xfmr_co
 void app_xfmr_input_print(FILE *txt, const app_xfmr_input_t *in);
 void app_xfmr_plan_json(app_json_t *j, const tpu_xfmr_plan_t *p, const tpu_xfmr_cost_t *c,
                         const app_xfmr_input_t *in);
+/* The modeled pipeline alone, the member "input" (the planner's and the real run's). */
+void app_xfmr_input_json(app_json_t *j, const app_xfmr_input_t *in);
 
 #endif /* APP_CMD_TRAIN_PLAN_H */

@@ -311,27 +311,10 @@ void app_xfmr_wait_print(FILE *txt, const app_xfmr_input_t *in, const double *wa
 
 void app_xfmr_wait_json(app_json_t *j, const app_xfmr_input_t *in, const double *wait_us, int steps)
 {
-    const struct {
-        const char *key;
-        double v;
-    } model[] = {
-        {"pcie_us", in->pcie_us}, {"producer_us", in->produce_us}, {"input_us", in->input_us}};
     double sum = 0;
     int s;
 
-    /* The modeled pipeline as the planner writes it (train_plan.c), then the measured waits. */
-    app_json_kobject(j, "input");
-    app_json_kint(j, "hosts", in->hosts);
-    app_json_kint(j, "chips_per_host", in->chips_per_host);
-    app_json_kint(j, "prefetch", in->prefetch);
-    for (s = 0; s < (int)(sizeof(model) / sizeof(model[0])); s++) {
-        app_json_kfixed(j, model[s].key, model[s].v, 3);
-    }
-    app_json_kbool(j, "hidden", in->hidden);
-    app_json_kbool(j, "input_bound", in->input_bound);
-    app_json_kfixed(j, "step_us", in->step_us, 3);
-    app_json_object_end(j);
-
+    app_xfmr_input_json(j, in);
     app_json_karray(j, "step_input_wait_measured_us");
     for (s = 0; s < steps; s++) {
         app_json_fixed(j, wait_us[s], 1);
