@@ -2,7 +2,6 @@
 #include "ckpt.h"
 
 #include "alloc.h"
-
 #include "sink.h"
 
 #include <errno.h>
