@@ -277,7 +277,16 @@ tpu_status_t tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps)
             t->floor_chain = t->chain_max;
         }
         for (i = first; i < last; i++) {
-            t->start[i - first] = ready_of(t, sc, &sc->flows[i], &t->off[i - first]);
+            const tpu_flow_t *f = &sc->flows[i];
+
+            if (i > first && f->ndeps > 0 && f->dep_first == f[-1].dep_first &&
+                f->ndeps == f[-1].ndeps) {
+                /* The list of the flow before (a shared list): the same maxima. */
+                t->start[i - first] = t->start[i - first - 1];
+                t->off[i - first] = t->off[i - first - 1];
+                continue;
+            }
+            t->start[i - first] = ready_of(t, sc, f, &t->off[i - first]);
         }
         if (tpu__linkmodel_step(&t->lm, &sc->flows[first], last - first, t->start, &t->links[first],
                                 t->lat, t->off) != TPU_OK) {
