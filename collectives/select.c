@@ -37,6 +37,9 @@ static const int chunk_choices[] = {1, 2, 4, 8, 16};
 #define TPU_SELECT_TREE_FIRST 5e5
 /* The largest model schedule built, in flows (about 100 bytes each). */
 #define TPU_MAX_MODEL_FLOWS 3e7
+/* The most bytes the walk may hold for one step (tpu__timing_step_bytes()): a
+ * schedule that needs more is refused before the walk starts. */
+#define TPU_MAX_STEP_BYTES 3e9
 /* How much modeled time a deeper pipeline must save to be chosen (a fraction). */
 #define TPU_SELECT_SLACK 0.01
 /* The most candidates compared. */
@@ -412,6 +415,21 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                     continue;
                 }
                 status = build_choice(p, algo, chunks, cd->split, &cd->ps, err);
+                if (status == TPU_OK) {
+                    /* The walk's memory, before it starts: refused like a shape. */
+                    double need = tpu__timing_step_bytes(&p->topo, &cd->ps);
+
+                    if (need > TPU_MAX_STEP_BYTES) {
+                        tpu__plan_sched_fini(&cd->ps);
+                        status = tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                                             "%s over %d chips with %s: one step of its schedule "
+                                             "needs about %.1f GB in the link model's walk, more "
+                                             "than the %.0f GB this build times; use fewer chips "
+                                             "or another algorithm",
+                                             tpu_coll_name(desc->kind), p->group, algo->name,
+                                             need / 1e9, TPU_MAX_STEP_BYTES / 1e9);
+                    }
+                }
                 if (status == TPU_ERR_UNSUPPORTED && (desc->algo[0] == '\0' || c > 0)) {
                     /* The algorithm does not take this shape (the snake ring: open axes,
                      * an even group); the others are the choice. */
