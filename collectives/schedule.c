@@ -152,7 +152,7 @@ static int shares_prev(const tpu_sched_t *sched, const int64_t *old, int64_t i)
 {
     const tpu_flow_t *f, *g;
 
-    if (i == 0) {
+    if (i == 0 || !sched->shared_deps) {
         return 0;
     }
     f = &sched->flows[old[i]];
@@ -200,13 +200,12 @@ tpu_status_t tpu__sched_sort(tpu_sched_t *sched)
     /* The dependency lists in the new flow order, renumbered; a list that the flow
      * before shares (tpu__sched_concat()) stays shared.  Counted first: a shared list
      * whose flows the sort separates is written once per run of them. */
-    for (i = 0; i < n; i++) {
-        const tpu_flow_t *f = &sched->flows[old[i]];
-
+    for (i = 0; i < n && sched->shared_deps; i++) {
         if (!shares_prev(sched, old, i)) {
-            nd += f->ndeps;
+            nd += sched->flows[old[i]].ndeps;
         }
     }
+    nd = sched->shared_deps ? nd : sched->ndeps;
     deps = tpu__malloc((size_t)(nd ? nd : 1) * sizeof(*deps));
     if (deps == NULL) {
         goto out;
@@ -536,6 +535,7 @@ tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second, co
 
                 if (fill[key] > 0) {
                     /* The list of an earlier flow from the same chip and stream. */
+                    first->shared_deps = 1;
                     first->flows[idx].dep_first = fill[key] - 1;
                     first->flows[idx].ndeps = count[key];
                 } else if (count[key] > 0) {

@@ -94,6 +94,7 @@ typedef struct tpu_sched {
     int64_t cap_deps;
     int32_t nsteps;
     int32_t nstreams;
+    int shared_deps; /* 1: some flows share a dependency list (tpu__sched_concat()) */
     /* Per-chip preparation: copy [src_off, +len) of the send buffer into the receive
      * buffer at dst_off.  Offsets are relative to the chip's own group position: the
      * executor adds copy_shift * (index of the chip in its group) to both. */

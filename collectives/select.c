@@ -417,7 +417,7 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                 status = build_choice(p, algo, chunks, cd->split, &cd->ps, err);
                 if (status == TPU_OK) {
                     /* The walk's memory, before it starts: refused like a shape. */
-                    double need = tpu__timing_step_bytes(&p->topo, &cd->ps);
+                    double need = tpu__timing_step_bytes(&p->topo, &cd->ps, TPU_MAX_STEP_BYTES);
 
                     if (need > TPU_MAX_STEP_BYTES) {
                         tpu__plan_sched_fini(&cd->ps);

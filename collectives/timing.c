@@ -201,14 +201,22 @@ double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const
     return end + t->chain_max + t->launch;
 }
 
-double tpu__timing_step_bytes(const tpu_topo_t *topo, const tpu_plan_sched_t *ps)
+double tpu__timing_step_bytes(const tpu_topo_t *topo, const tpu_plan_sched_t *ps, double limit)
 {
-    double most = 0;
-    int s;
+    double most = 0, reach = 4;
+    int s, a;
 
+    /* The longest route, for a bound that spares counting most schedules. */
+    for (a = 0; a < topo->naxes; a++) {
+        reach += topo->wrap[a] ? topo->dims[a] / 2 : topo->dims[a] - 1;
+    }
     for (s = 0; !ps->lines && s < ps->s.nsteps; s++) {
         int64_t n = 0, i, first = ps->step_start[s];
         int mixed = 0;
+
+        if ((double)(ps->step_start[s + 1] - first) * reach * 92 <= limit) {
+            continue; /* within the limit even if every route were the longest */
+        }
 
         for (i = first; i < ps->step_start[s + 1]; i++) {
             const tpu_flow_t *f = &ps->s.flows[i];

@@ -60,9 +60,10 @@ double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const
  * route lengths before the walk allocates anything: 12 bytes per (flow, link)
  * crossing in the step's route tables (a DCN flow: its ports and NICs), and 80
  * more per crossing when the step's flows differ in size or wait for others
- * (processor sharing then keeps an entry per crossing, linkmodel.h).
+ * (processor sharing then keeps an entry per crossing, linkmodel.h).  Only the
+ * steps that could need more than 'limit' are counted: 0 when none can.
  */
-double tpu__timing_step_bytes(const tpu_topo_t *topo, const tpu_plan_sched_t *ps);
+double tpu__timing_step_bytes(const tpu_topo_t *topo, const tpu_plan_sched_t *ps, double limit);
 
 tpu_status_t tpu__time_schedule(const tpu_topo_t *topo, const tpu_link_model_t *link,
                                 const tpu_plan_sched_t *ps, double *seconds_p,
