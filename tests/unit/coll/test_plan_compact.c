@@ -18,6 +18,7 @@
 
 #include "linkmodel.h"
 #include "plan.h"
+#include "test_coll.h"
 #include "test_main.h"
 #include "timing.h"
 
@@ -138,28 +139,17 @@ static void compact_case(const char *shape, const char *wrap, const char *mesh_s
     tpu_groups_t groups;
     tpu_plan_sched_t exact;
     seen_t a, b;
-    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto;
     int64_t i;
     double ta, tb;
 
-    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
-    assert_int_equal(tpu_topo_parse_wrap(wrap, naxes, w, &is_auto, &err), TPU_OK);
-    assert_int_equal(tpu_topo_init(&topo, naxes, dims, w, 1, &err), TPU_OK);
+    tpu_test_topo(&topo, shape, wrap, 1);
     assert_int_equal(tpu_chip_preset("v5p", &chip, NULL), TPU_OK);
     tpu_chip_link_model(&chip, &link);
     memset(&groups, 0, sizeof(groups));
     tpu_coll_desc_init(&d);
     d.kind = TPU_COLL_PSUM;
     snprintf(d.algo, sizeof(d.algo), "%s", "group_direct");
-    if (mesh_spec != NULL) {
-        assert_int_equal(tpu_mesh_create(&topo, mesh_spec, NULL, 0, &mesh, &err), TPU_OK);
-        assert_int_equal(tpu_mesh_groups(mesh, axes, &groups, &err), TPU_OK);
-        d.groups = &groups;
-        d.bytes = (uint64_t)groups.size * 256 * 4;
-    } else {
-        assert_int_equal(tpu_topo_parse_axes(&topo, axes, &d.axes, &err), TPU_OK);
-        d.bytes = (uint64_t)tpu_topo_group_size(&topo, d.axes) * 256 * 4;
-    }
+    tpu_test_coll_target(&topo, mesh_spec, axes, 256 * 4, &mesh, &groups, &d);
     if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
         print_error("%s %s %s: %s\n", shape, wrap, axes, err.msg);
         fail();
