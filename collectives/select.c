@@ -139,6 +139,34 @@ static double model_flows(const tpu_coll_plan_t *p)
     }
 }
 
+/*
+ * What the walk would hold for the one step of a named group_direct (every member
+ * to every other at once, from the chips of one domain), estimated before it is
+ * built as tpu__timing_step_bytes() counts it after: the mean route of a member
+ * pair (a quarter of a wrapped axis, a third of an open one) times 12 bytes per
+ * crossing, 92 when blocks of two sizes share the links (an all-to-all splits a
+ * block at the tie of an even wrapped axis).  0 for any other algorithm.
+ */
+static double direct_step_bytes(const tpu_coll_plan_t *p)
+{
+    double domain = p->topo.nchips, hops = 0;
+    int a, halves = 0;
+
+    if (p->desc.groups != NULL || strcmp(p->desc.algo, "group_direct") != 0 ||
+        p->desc.kind == TPU_COLL_PSUM) {
+        return 0; /* the psum's is bounded by its flows (model_flows()) */
+    }
+    for (a = 0; a < p->topo.naxes; a++) {
+        if (p->desc.axes & (1u << a)) {
+            hops += p->topo.wrap[a] ? p->topo.dims[a] / 4.0 : p->topo.dims[a] / 3.0;
+            halves |= p->topo.wrap[a] && p->topo.dims[a] % 2 == 0;
+        }
+        domain = p->orbit ? domain * p->period[a] / p->topo.dims[a] : domain;
+    }
+    return domain * (p->group - 1) * hops *
+           (p->desc.kind == TPU_COLL_ALL_TO_ALL && halves ? 92 : 12);
+}
+
 /* The flows of a tree schedule (allgather_tree.c): a block per member, per order and
  * chunk, of every chip built (psum: twice). */
 static double tree_flows(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks)
@@ -366,6 +394,14 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                            "use wrapped axes (--wrap all) or fewer chips",
                            tpu_coll_name(desc->kind), p->group, model_flows(p) / 1e6,
                            TPU_MAX_MODEL_FLOWS / 1e6);
+    }
+    if (direct_step_bytes(p) > TPU_MAX_STEP_BYTES) {
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "%s over %d chips with group_direct: its one step needs about %.1f GB "
+                           "in the link model's walk, more than the %.0f GB this build times; use "
+                           "fewer chips or another algorithm",
+                           tpu_coll_name(desc->kind), p->group, direct_step_bytes(p) / 1e9,
+                           TPU_MAX_STEP_BYTES / 1e9);
     }
     cand = tpu__calloc(TPU_SELECT_MAX_CAND, sizeof(*cand));
     if (cand == NULL) {
