@@ -167,6 +167,18 @@ static double direct_step_bytes(const tpu_coll_plan_t *p)
            (p->desc.kind == TPU_COLL_ALL_TO_ALL && halves ? 92 : 12);
 }
 
+/* The refusal of a schedule whose step would need 'need' bytes in the walk. */
+static tpu_status_t walk_too_big(const tpu_coll_plan_t *p, const char *algo, double need,
+                                 tpu_err_t *err)
+{
+    return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                       "%s over %d chips with %s: one step of its schedule needs about %.1f GB "
+                       "in the link model's walk, more than the %.0f GB this build times; use "
+                       "fewer chips or another algorithm",
+                       tpu_coll_name(p->desc.kind), p->group, algo, need / 1e9,
+                       TPU_MAX_STEP_BYTES / 1e9);
+}
+
 /* The flows of a tree schedule (allgather_tree.c): a block per member, per order and
  * chunk, of every chip built (psum: twice). */
 static double tree_flows(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks)
@@ -396,12 +408,7 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                            TPU_MAX_MODEL_FLOWS / 1e6);
     }
     if (direct_step_bytes(p) > TPU_MAX_STEP_BYTES) {
-        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
-                           "%s over %d chips with group_direct: its one step needs about %.1f GB "
-                           "in the link model's walk, more than the %.0f GB this build times; use "
-                           "fewer chips or another algorithm",
-                           tpu_coll_name(desc->kind), p->group, direct_step_bytes(p) / 1e9,
-                           TPU_MAX_STEP_BYTES / 1e9);
+        return walk_too_big(p, "group_direct", direct_step_bytes(p), err);
     }
     cand = tpu__calloc(TPU_SELECT_MAX_CAND, sizeof(*cand));
     if (cand == NULL) {
@@ -457,13 +464,7 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
 
                     if (need > TPU_MAX_STEP_BYTES) {
                         tpu__plan_sched_fini(&cd->ps);
-                        status = tpu_err_set(err, TPU_ERR_UNSUPPORTED,
-                                             "%s over %d chips with %s: one step of its schedule "
-                                             "needs about %.1f GB in the link model's walk, more "
-                                             "than the %.0f GB this build times; use fewer chips "
-                                             "or another algorithm",
-                                             tpu_coll_name(desc->kind), p->group, algo->name,
-                                             need / 1e9, TPU_MAX_STEP_BYTES / 1e9);
+                        status = walk_too_big(p, algo->name, need, err);
                     }
                 }
                 if (status == TPU_ERR_UNSUPPORTED && (desc->algo[0] == '\0' || c > 0)) {
