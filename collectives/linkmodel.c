@@ -145,15 +145,25 @@ tpu_status_t tpu__linkmodel_init(tpu_linkmodel_t *lm, const tpu_topo_t *topo,
     lm->stamp = tpu__calloc(n, sizeof(int32_t));
     lm->mixed = tpu__malloc(n);
     lm->touched = tpu__malloc(n * sizeof(int32_t));
+    lm->xyz =
+        tpu__malloc((size_t)(topo->nchips > 0 ? topo->nchips : 1) * TPU_MAX_AXES * sizeof(int16_t));
     lm->rres = tpu__calloc((size_t)route_cap, sizeof(int32_t));
     lm->rw = tpu__calloc((size_t)route_cap, sizeof(double));
     if (lm->bw == NULL || lm->free == NULL || lm->busy == NULL || lm->bytes == NULL ||
         lm->sum == NULL || lm->s0 == NULL || lm->e0 == NULL || lm->nfree == NULL ||
         lm->iv == NULL || lm->ivx == NULL || lm->niv == NULL || lm->civ == NULL ||
         lm->ivhint == NULL || lm->ivend == NULL || lm->stamp == NULL || lm->mixed == NULL ||
-        lm->touched == NULL || lm->rres == NULL || lm->rw == NULL) {
+        lm->touched == NULL || lm->xyz == NULL || lm->rres == NULL || lm->rw == NULL) {
         tpu__linkmodel_fini(lm);
         return TPU_ERR_NO_MEMORY;
+    }
+    for (c = 0; c < topo->nchips; c++) {
+        int xyz[TPU_MAX_AXES];
+
+        tpu_topo_coords(topo, c, xyz);
+        for (a = 0; a < TPU_MAX_AXES; a++) {
+            lm->xyz[(size_t)c * TPU_MAX_AXES + a] = (int16_t)xyz[a];
+        }
     }
     for (r = 0; r < lm->port0; r++) {
         lm->bw[r] = link->ici_bw / 2 * eff;
@@ -246,6 +256,7 @@ void tpu__linkmodel_fini(tpu_linkmodel_t *lm)
     tpu__free(lm->orbit);
     tpu__free(lm->orbit_chip);
     tpu__free(lm->route_scratch);
+    tpu__free(lm->xyz);
     memset(lm, 0, sizeof(*lm));
 }
 
@@ -336,11 +347,57 @@ static int link_res(const tpu_linkmodel_t *lm, int l)
     return lm->orbit != NULL ? lm->orbit[l] : l;
 }
 
-/* The ICI route of a flow, from 'from' (the chip where its ICI part starts). */
+/*
+ * The ICI route of a flow, from 'from' (the chip where its ICI part starts).  With
+ * no failed link it is the dimension-order route of tpu_topo_route(), found here
+ * from the table of coordinates without a division: the same runs (an axis'
+ * shortest way, the tie's direction at half a wrapped even axis).
+ */
 static void flow_route(const tpu_linkmodel_t *lm, const tpu_flow_t *f, int from, tpu_route_t *route)
 {
-    tpu_faults_route(lm->link.faults, lm->topo, from, f->dst, tpu__axis_orders[f->order], f->tie,
-                     lm->route_scratch, route);
+    const tpu_topo_t *topo = lm->topo;
+    const int16_t *cs = lm->xyz + (size_t)from * TPU_MAX_AXES;
+    const int16_t *cd = lm->xyz + (size_t)f->dst * TPU_MAX_AXES;
+    const int *order = tpu__axis_orders[f->order];
+    int i;
+
+    if (lm->route_scratch != NULL) {
+        tpu_faults_route(lm->link.faults, topo, from, f->dst, order, f->tie, lm->route_scratch,
+                         route);
+        return;
+    }
+    route->src = from;
+    route->dst = f->dst;
+    route->nseg = 0;
+    route->nhops = 0;
+    for (i = 0; i < TPU_MAX_AXES; i++) {
+        int a = order[i], n, fwd, dir, hops;
+
+        if (a >= topo->naxes) {
+            continue;
+        }
+        n = topo->dims[a];
+        fwd = cd[a] - cs[a];
+        if (!topo->wrap[a]) {
+            dir = fwd >= 0 ? 1 : -1;
+            hops = fwd >= 0 ? fwd : -fwd;
+        } else {
+            fwd += fwd < 0 ? n : 0;
+            dir = fwd <= n - fwd ? 1 : -1;
+            hops = fwd <= n - fwd ? fwd : n - fwd;
+            if ((n & 1) == 0 && fwd == n / 2) {
+                dir = f->tie < 0 ? -1 : 1; /* the tie distance */
+            }
+        }
+        if (hops == 0) {
+            continue;
+        }
+        route->seg[route->nseg].axis = (int8_t)a;
+        route->seg[route->nseg].dir = (int8_t)dir;
+        route->seg[route->nseg].hops = (int16_t)hops;
+        route->nseg++;
+        route->nhops += hops;
+    }
 }
 
 /* Where the ICI part of flow 'f' starts: its src, or after DCN the chip in dst's slice. */
@@ -397,8 +454,10 @@ int tpu__linkmodel_flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, doub
         flow_route(lm, f, chip, &route);
         /* Hop by hop from the coordinates of the chip the hop leaves, counted along
          * the run (the links tpu_topo_link() and tpu_topo_neighbor() give). */
-        tpu_topo_coords(lm->topo, chip, c);
-        slice = tpu_topo_slice_of(lm->topo, chip);
+        for (s = 0; s < TPU_MAX_AXES; s++) {
+            c[s] = lm->xyz[(size_t)chip * TPU_MAX_AXES + s];
+        }
+        slice = lm->topo->slices > 1 ? tpu_topo_slice_of(lm->topo, chip) : 0;
         for (s = 0; s < route.nseg; s++) {
             int a = route.seg[s].axis, dir = route.seg[s].dir, len = lm->topo->dims[a];
 
@@ -406,7 +465,8 @@ int tpu__linkmodel_flow_resources(tpu_linkmodel_t *lm, const tpu_flow_t *f, doub
                 lm->rres[n] = link_res(lm, link_at(lm->topo, slice, c, a, dir));
                 lm->rw[n++] = bytes;
                 lat += lm->link.ici_latency;
-                c[a] = (c[a] + dir + len) % len;
+                c[a] += dir;
+                c[a] = c[a] == len ? 0 : c[a] < 0 ? len - 1 : c[a];
             }
         }
     }

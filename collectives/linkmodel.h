@@ -37,6 +37,7 @@ typedef struct tpu_linkmodel {
     int32_t *orbit;         /* orbit mode: link -> the link that stands for its orbit, or NULL */
     int32_t *orbit_chip;    /* orbit mode: chip -> the chip of the domain that stands for it */
     int32_t *route_scratch; /* with failed links: the search of tpu_faults_route(), or NULL */
+    int16_t *xyz;           /* per chip: its coordinates (TPU_MAX_AXES each), counted once */
     int nres;               /* ICI links (or classes), host ports, host NICs, VPUs */
     int port0;              /* first chip host port (PCIe; 2 per chip: out, in) */
     int nic0;               /* first host NIC (2 per host: out, in) */

@@ -101,6 +101,21 @@ tpu_status_t tpu__linkmodel_busy_add(tpu_linkmodel_t *lm, int32_t r, double a, d
     if (!(b > a)) {
         return TPU_OK;
     }
+    if (n > 0 && a == lm->ivend[r]) {
+        /* The most common case, from the dense end alone: [a, b) extends the last
+         * interval (what the merge below does, without reading the list first). */
+        iv[2 * (n - 1) + 1] = b;
+        lm->ivend[r] = b;
+        return TPU_OK;
+    }
+    if ((n == 0 || a > lm->ivend[r]) && n < (lm->ivx[r] != NULL ? lm->civ[r] : TPU_LM_IV_INLINE)) {
+        /* After every interval, with room: appended. */
+        iv[2 * n] = a;
+        iv[2 * n + 1] = b;
+        lm->niv[r] = n + 1;
+        lm->ivend[r] = b;
+        return TPU_OK;
+    }
     /* The first interval that ends at or after a, and the first that starts after b. */
     for (i = tpu__linkmodel_busy_first_after(lm, r, a); i > 0 && iv[2 * (i - 1) + 1] >= a; i--) {
     }

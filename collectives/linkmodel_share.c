@@ -44,6 +44,19 @@ static tpu_status_t add_entry(tpu_linkmodel_t *lm, int32_t r, int32_t k, double 
  * is short, else a merge of its ascending runs, pairwise, through lm's scratch
  * (a few runs: a few passes, where a full sort would take log2(len) of them).
  */
+/* Copy one record of 'size' bytes: the walk's two record sizes as fixed-size copies
+ * (inlined), any other by memcpy. */
+static void copy_rec(unsigned char *to, const unsigned char *from, size_t size)
+{
+    if (size == sizeof(tpu_lm_entry_t)) {
+        memcpy(to, from, sizeof(tpu_lm_entry_t));
+    } else if (size == sizeof(tpu_lm_batch_t)) {
+        memcpy(to, from, sizeof(tpu_lm_batch_t));
+    } else {
+        memcpy(to, from, size);
+    }
+}
+
 tpu_status_t tpu__linkmodel_sort_group(tpu_linkmodel_t *lm, void *base, int64_t len, size_t size,
                                        int (*cmp)(const void *, const void *))
 {
@@ -104,9 +117,9 @@ tpu_status_t tpu__linkmodel_sort_group(tpu_linkmodel_t *lm, void *base, int64_t 
             /* Ties take the left run first: stable (no two records compare equal). */
             while (a < am && b < bm) {
                 if (cmp(from + (size_t)b * size, from + (size_t)a * size) < 0) {
-                    memcpy(to + (size_t)o++ * size, from + (size_t)b++ * size, size);
+                    copy_rec(to + (size_t)o++ * size, from + (size_t)b++ * size, size);
                 } else {
-                    memcpy(to + (size_t)o++ * size, from + (size_t)a++ * size, size);
+                    copy_rec(to + (size_t)o++ * size, from + (size_t)a++ * size, size);
                 }
             }
             memcpy(to + (size_t)o * size, from + (size_t)a * size, (size_t)(am - a) * size);

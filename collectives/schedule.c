@@ -147,6 +147,19 @@ static void permute_flows(tpu_sched_t *sched, int64_t *newidx)
     }
 }
 
+/* Does flow old[i] have the same (shared) dependency list as flow old[i - 1]? */
+static int shares_prev(const tpu_sched_t *sched, const int64_t *old, int64_t i)
+{
+    const tpu_flow_t *f, *g;
+
+    if (i == 0 || !sched->shared_deps) {
+        return 0;
+    }
+    f = &sched->flows[old[i]];
+    g = &sched->flows[old[i - 1]];
+    return f->ndeps > 0 && f->ndeps == g->ndeps && f->dep_first == g->dep_first;
+}
+
 /*
  * Stable counting sort of the flows by step.  Dependencies are renumbered, and
  * the dependency lists are rewritten in the new flow order so that each flow's
@@ -154,7 +167,7 @@ static void permute_flows(tpu_sched_t *sched, int64_t *newidx)
  */
 tpu_status_t tpu__sched_sort(tpu_sched_t *sched)
 {
-    int64_t n = sched->nflows, i;
+    int64_t n = sched->nflows, i, j, m;
     int64_t *pos = NULL, *newidx = NULL, *old = NULL;
     int32_t *deps = NULL;
     int64_t nd = 0;
@@ -171,8 +184,7 @@ tpu_status_t tpu__sched_sort(tpu_sched_t *sched)
     pos = tpu__calloc((size_t)sched->nsteps + 1, sizeof(*pos));
     newidx = tpu__malloc((size_t)(n ? n : 1) * sizeof(*newidx));
     old = tpu__malloc((size_t)(n ? n : 1) * sizeof(*old));
-    deps = tpu__malloc((size_t)(sched->ndeps ? sched->ndeps : 1) * sizeof(*deps));
-    if (pos == NULL || newidx == NULL || old == NULL || deps == NULL) {
+    if (pos == NULL || newidx == NULL || old == NULL) {
         goto out;
     }
     for (i = 0; i < n; i++) {
@@ -185,20 +197,39 @@ tpu_status_t tpu__sched_sort(tpu_sched_t *sched)
         newidx[i] = pos[sched->flows[i].step]++;
         old[newidx[i]] = i;
     }
-    /* The dependency lists in the new flow order, renumbered. */
-    for (i = 0; i < n; i++) {
+    /* The dependency lists in the new flow order, renumbered; a list that the flow
+     * before shares (tpu__sched_concat()) stays shared.  Counted first: a shared list
+     * whose flows the sort separates is written once per run of them. */
+    for (i = 0; i < n && sched->shared_deps; i++) {
+        if (!shares_prev(sched, old, i)) {
+            nd += sched->flows[old[i]].ndeps;
+        }
+    }
+    nd = sched->shared_deps ? nd : sched->ndeps;
+    deps = tpu__malloc((size_t)(nd ? nd : 1) * sizeof(*deps));
+    if (deps == NULL) {
+        goto out;
+    }
+    for (nd = 0, i = 0; i < n; i = j) {
         tpu_flow_t *f = &sched->flows[old[i]];
         int32_t k, first = f->dep_first;
 
-        f->dep_first = (int32_t)nd;
         for (k = 0; k < f->ndeps; k++) {
-            deps[nd++] = (int32_t)newidx[sched->deps[first + k]];
+            deps[nd + k] = (int32_t)newidx[sched->deps[first + k]];
         }
+        /* This flow and the run of those after it with the same list. */
+        for (j = i + 1; j < n && shares_prev(sched, old, j); j++) {
+        }
+        for (m = i; m < j; m++) {
+            sched->flows[old[m]].dep_first = (int32_t)nd;
+        }
+        nd += f->ndeps;
     }
     permute_flows(sched, newidx);
     tpu__free(sched->deps);
     sched->deps = deps;
-    sched->cap_deps = sched->ndeps;
+    sched->ndeps = nd;
+    sched->cap_deps = nd;
     deps = NULL;
     status = TPU_OK;
 out:
@@ -464,14 +495,21 @@ tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second, co
         {
             int64_t nd = second->ndeps;
 
+            /* Each (src, stream) list is written once; 'fill' now marks the written. */
+            memset(fill, 0, ((size_t)nkeys + 1) * sizeof(*fill));
             for (i = 0; i < second->nflows; i++) {
-                if (second->flows[i].ndeps == 0 && (local == NULL || local[second->flows[i].src])) {
-                    nd += count[second->flows[i].src * nstreams + second->flows[i].stream];
+                int key = second->flows[i].src * nstreams + second->flows[i].stream;
+
+                if (second->flows[i].ndeps == 0 && (local == NULL || local[second->flows[i].src]) &&
+                    !fill[key]) {
+                    nd += count[key];
+                    fill[key] = 1;
                 }
             }
             if (tpu__sched_reserve(first, second->nflows, nd) != TPU_OK) {
                 goto out;
             }
+            memset(fill, 0, ((size_t)nkeys + 1) * sizeof(*fill));
         }
         for (i = 0; i < second->nflows; i++) {
             tpu_flow_t f = second->flows[i];
@@ -495,8 +533,16 @@ tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second, co
             } else if (local == NULL || local[f.src]) {
                 int key = f.src * nstreams + f.stream;
 
-                if (tpu__sched_add_deps(first, idx, byk + start[key], count[key]) != TPU_OK) {
-                    goto out;
+                if (fill[key] > 0) {
+                    /* The list of an earlier flow from the same chip and stream. */
+                    first->shared_deps = 1;
+                    first->flows[idx].dep_first = fill[key] - 1;
+                    first->flows[idx].ndeps = count[key];
+                } else if (count[key] > 0) {
+                    fill[key] = (int32_t)first->ndeps + 1;
+                    if (tpu__sched_add_deps(first, idx, byk + start[key], count[key]) != TPU_OK) {
+                        goto out;
+                    }
                 }
             }
         }

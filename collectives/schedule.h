@@ -46,7 +46,8 @@ typedef struct tpu_flow {
     int32_t src;       /* chip id */
     int32_t dst;       /* chip id */
     int32_t step;      /* flows of one step share links; steps run in order */
-    int32_t dep_first; /* index of the first dependency in sched->deps */
+    int32_t dep_first; /* index of the first dependency in sched->deps (flows may share a
+                        * list: a psum's gather flows from one chip, tpu__sched_concat()) */
     int32_t ndeps;     /* number of dependencies (flows that must arrive at src first) */
     int32_t stream;    /* the pipeline stream (ordering x chunk) the flow belongs to */
     uint8_t reduce;    /* 1: dst adds into its buffer; 0: dst copies */
@@ -93,6 +94,7 @@ typedef struct tpu_sched {
     int64_t cap_deps;
     int32_t nsteps;
     int32_t nstreams;
+    int shared_deps; /* 1: some flows share a dependency list (tpu__sched_concat()) */
     /* Per-chip preparation: copy [src_off, +len) of the send buffer into the receive
      * buffer at dst_off.  Offsets are relative to the chip's own group position: the
      * executor adds copy_shift * (index of the chip in its group) to both. */
@@ -154,7 +156,8 @@ tpu_status_t tpu__sched_add_deps(tpu_sched_t *sched, int64_t f, const int32_t *d
 /* Sort flows by (step, src, dst) and renumber dependencies. */
 tpu_status_t tpu__sched_sort(tpu_sched_t *sched);
 /*
- * Turn the all-gather 'ag' into the reduce-scatter that is its time reversal
+ * Turn the all-gather 'ag' (whose flows share no dependency list) into the
+ * reduce-scatter that is its time reversal
  * (each flow runs backwards, reducing, and depends on the flows that depended on
  * it), written in step order.  Writes a new schedule into 'rs', with room for
  * 'room' more flows (a concatenation to come) so that they are added without a copy.
@@ -170,7 +173,9 @@ tpu_status_t tpu__sched_reverse_in_place(tpu_sched_t *s);
  * dependencies when the part was built (they are that chip's), and only a send
  * waits for its dependencies (exec_engine.c).  Without this, every flow into a chip
  * would depend on all the first part's flows into its sender: N^2 dependencies
- * for the tree psum's part on N chips.
+ * for the tree psum's part on N chips.  The flows of 'second' from one chip and
+ * stream share one list (a direct psum over groups of G: one list of G - 1 for
+ * the G - 1 gather flows of a chip, not G - 1 copies).
  */
 tpu_status_t tpu__sched_concat(tpu_sched_t *first, const tpu_sched_t *second, const uint8_t *local);
 

@@ -37,6 +37,9 @@ static const int chunk_choices[] = {1, 2, 4, 8, 16};
 #define TPU_SELECT_TREE_FIRST 5e5
 /* The largest model schedule built, in flows (about 100 bytes each). */
 #define TPU_MAX_MODEL_FLOWS 3e7
+/* The most bytes the walk may hold for one step (tpu__timing_step_bytes()): a
+ * schedule that needs more is refused before the walk starts. */
+#define TPU_MAX_STEP_BYTES 3e9
 /* How much modeled time a deeper pipeline must save to be chosen (a fraction). */
 #define TPU_SELECT_SLACK 0.01
 /* The most candidates compared. */
@@ -134,6 +137,46 @@ static double model_flows(const tpu_coll_plan_t *p)
     default:
         return flow_estimate(p, 1);
     }
+}
+
+/*
+ * What the walk would hold for the one step of a named group_direct (every member
+ * to every other at once, from the chips of one domain), estimated before it is
+ * built as tpu__timing_step_bytes() counts it after: the mean route of a member
+ * pair (a quarter of a wrapped axis, a third of an open one) times 12 bytes per
+ * crossing, 92 when blocks of two sizes share the links (an all-to-all splits a
+ * block at the tie of an even wrapped axis).  0 for any other algorithm.
+ */
+static double direct_step_bytes(const tpu_coll_plan_t *p)
+{
+    double domain = p->topo.nchips, hops = 0;
+    int a, halves = 0;
+
+    if (p->desc.groups != NULL || strcmp(p->desc.algo, "group_direct") != 0 ||
+        p->desc.kind == TPU_COLL_PSUM) {
+        return 0; /* the psum's is bounded by its flows (model_flows()) */
+    }
+    for (a = 0; a < p->topo.naxes; a++) {
+        if (p->desc.axes & (1u << a)) {
+            hops += p->topo.wrap[a] ? p->topo.dims[a] / 4.0 : p->topo.dims[a] / 3.0;
+            halves |= p->topo.wrap[a] && p->topo.dims[a] % 2 == 0;
+        }
+        domain = p->orbit ? domain * p->period[a] / p->topo.dims[a] : domain;
+    }
+    return domain * (p->group - 1) * hops *
+           (p->desc.kind == TPU_COLL_ALL_TO_ALL && halves ? 92 : 12);
+}
+
+/* The refusal of a schedule whose step would need 'need' bytes in the walk. */
+static tpu_status_t walk_too_big(const tpu_coll_plan_t *p, const char *algo, double need,
+                                 tpu_err_t *err)
+{
+    return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                       "%s over %d chips with %s: one step of its schedule needs about %.1f GB "
+                       "in the link model's walk, more than the %.0f GB this build times; use "
+                       "fewer chips or another algorithm",
+                       tpu_coll_name(p->desc.kind), p->group, algo, need / 1e9,
+                       TPU_MAX_STEP_BYTES / 1e9);
 }
 
 /* The flows of a tree schedule (allgather_tree.c): a block per member, per order and
@@ -364,6 +407,9 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                            tpu_coll_name(desc->kind), p->group, model_flows(p) / 1e6,
                            TPU_MAX_MODEL_FLOWS / 1e6);
     }
+    if (direct_step_bytes(p) > TPU_MAX_STEP_BYTES) {
+        return walk_too_big(p, "group_direct", direct_step_bytes(p), err);
+    }
     cand = tpu__calloc(TPU_SELECT_MAX_CAND, sizeof(*cand));
     if (cand == NULL) {
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "out of memory choosing the %s algorithm",
@@ -412,6 +458,15 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                     continue;
                 }
                 status = build_choice(p, algo, chunks, cd->split, &cd->ps, err);
+                if (status == TPU_OK) {
+                    /* The walk's memory, before it starts: refused like a shape. */
+                    double need = tpu__timing_step_bytes(&p->topo, &cd->ps, TPU_MAX_STEP_BYTES);
+
+                    if (need > TPU_MAX_STEP_BYTES) {
+                        tpu__plan_sched_fini(&cd->ps);
+                        status = walk_too_big(p, algo->name, need, err);
+                    }
+                }
                 if (status == TPU_ERR_UNSUPPORTED && (desc->algo[0] == '\0' || c > 0)) {
                     /* The algorithm does not take this shape (the snake ring: open axes,
                      * an even group); the others are the choice. */

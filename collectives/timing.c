@@ -55,14 +55,13 @@ tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu
         return TPU_ERR_NO_MEMORY;
     }
     t->launch = link->launch > 0 ? link->launch : 0;
-    t->arrival = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
     t->links = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
     t->chain = tpu__calloc((size_t)ps->s.nflows + 1, sizeof(double));
     t->start = tpu__calloc((size_t)maxstep, sizeof(double));
     t->lat = tpu__calloc((size_t)maxstep, sizeof(double));
     t->off = tpu__calloc((size_t)maxstep, sizeof(double));
-    if (t->arrival == NULL || t->start == NULL || t->links == NULL || t->chain == NULL ||
-        t->lat == NULL || t->off == NULL) {
+    if (t->start == NULL || t->links == NULL || t->chain == NULL || t->lat == NULL ||
+        t->off == NULL) {
         tpu__timing_fini(t);
         return TPU_ERR_NO_MEMORY;
     }
@@ -71,14 +70,13 @@ tpu_status_t tpu__timing_init(tpu_timing_t *t, const tpu_topo_t *topo, const tpu
 
 void tpu__timing_fini(tpu_timing_t *t)
 {
-    tpu__free(t->arrival);
     tpu__free(t->links);
     tpu__free(t->chain);
     tpu__free(t->lat);
     tpu__free(t->off);
     tpu__free(t->start);
     tpu__free(t->obs_links);
-    t->arrival = t->start = t->links = t->chain = t->lat = t->off = NULL;
+    t->start = t->links = t->chain = t->lat = t->off = NULL;
     t->obs_links = NULL;
     t->obs = NULL;
     tpu__linkmodel_fini(&t->lm);
@@ -119,7 +117,7 @@ static void observe_flow(tpu_timing_t *t, const tpu_sched_t *sc, int64_t i, int6
     ev.step = f->step;
     ev.stream = f->stream;
     ev.start_s = t->start[i - first];
-    ev.end_s = t->arrival[i];
+    ev.end_s = t->links[i] + t->chain[i]; /* its arrival: bytes, then its chain */
     ev.dcn = f->kind == TPU_ROUTE_DCN;
     ev.nlinks =
         tpu__linkmodel_flow_links(&t->lm, f, t->obs_links, t->obs_cap, &ev.src_host, &ev.dst_host);
@@ -203,6 +201,37 @@ double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const
     return end + t->chain_max + t->launch;
 }
 
+double tpu__timing_step_bytes(const tpu_topo_t *topo, const tpu_plan_sched_t *ps, double limit)
+{
+    double most = 0, reach = 4;
+    int s, a;
+
+    /* The longest route, for a bound that spares counting most schedules. */
+    for (a = 0; a < topo->naxes; a++) {
+        reach += topo->wrap[a] ? topo->dims[a] / 2 : topo->dims[a] - 1;
+    }
+    for (s = 0; !ps->lines && s < ps->s.nsteps; s++) {
+        int64_t n = 0, i, first = ps->step_start[s];
+        int mixed = 0;
+
+        if ((double)(ps->step_start[s + 1] - first) * reach * 92 <= limit) {
+            continue; /* within the limit even if every route were the longest */
+        }
+
+        for (i = first; i < ps->step_start[s + 1]; i++) {
+            const tpu_flow_t *f = &ps->s.flows[i];
+
+            n += f->kind == TPU_ROUTE_DCN ? 4 : tpu_topo_hops(topo, f->src, f->dst);
+            mixed |= f->ndeps > 0 ||
+                     tpu__span_bytes(&f->span) != tpu__span_bytes(&ps->s.flows[first].span);
+        }
+        if ((double)n * (mixed ? 92 : 12) > most) {
+            most = (double)n * (mixed ? 92 : 12);
+        }
+    }
+    return most;
+}
+
 tpu_status_t tpu__time_schedule(const tpu_topo_t *topo, const tpu_link_model_t *link,
                                 const tpu_plan_sched_t *ps, double *seconds_p,
                                 tpu_coll_result_t *res)
@@ -277,7 +306,16 @@ tpu_status_t tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps)
             t->floor_chain = t->chain_max;
         }
         for (i = first; i < last; i++) {
-            t->start[i - first] = ready_of(t, sc, &sc->flows[i], &t->off[i - first]);
+            const tpu_flow_t *f = &sc->flows[i];
+
+            if (i > first && f->ndeps > 0 && f->dep_first == f[-1].dep_first &&
+                f->ndeps == f[-1].ndeps) {
+                /* The list of the flow before (a shared list): the same maxima. */
+                t->start[i - first] = t->start[i - first - 1];
+                t->off[i - first] = t->off[i - first - 1];
+                continue;
+            }
+            t->start[i - first] = ready_of(t, sc, f, &t->off[i - first]);
         }
         if (tpu__linkmodel_step(&t->lm, &sc->flows[first], last - first, t->start, &t->links[first],
                                 t->lat, t->off) != TPU_OK) {
@@ -285,7 +323,6 @@ tpu_status_t tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps)
         }
         for (i = first; i < last; i++) {
             t->chain[i] = t->off[i - first] + t->lat[i - first];
-            t->arrival[i] = t->links[i] + t->chain[i];
             t->start[i - first] += t->off[i - first];
             if (t->chain[i] > t->chain_max) {
                 t->chain_max = t->chain[i];

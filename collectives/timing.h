@@ -13,7 +13,6 @@
 
 typedef struct tpu_timing {
     tpu_linkmodel_t lm;
-    double *arrival;  /* per flow: modeled arrival at its destination, seconds */
     double *links;    /* per flow: its arrival in the walk of the bytes (no hop latency) */
     double *chain;    /* per flow: the hop latency of its chain of dependencies, its own too */
     double *lat;      /* per flow of the current step: its own hop latency */
@@ -56,6 +55,16 @@ double tpu__timing_local_end(const tpu_timing_t *t, const tpu_sched_t *sc, const
  * 'res' (may be NULL) gets the per-axis link statistics.
  * @return TPU_OK or TPU_ERR_NO_MEMORY (no message: the caller names the schedule).
  */
+/*
+ * About the most bytes the walk holds for one step of 'ps', counted from its
+ * route lengths before the walk allocates anything: 12 bytes per (flow, link)
+ * crossing in the step's route tables (a DCN flow: its ports and NICs), and 80
+ * more per crossing when the step's flows differ in size or wait for others
+ * (processor sharing then keeps an entry per crossing, linkmodel.h).  Only the
+ * steps that could need more than 'limit' are counted: 0 when none can.
+ */
+double tpu__timing_step_bytes(const tpu_topo_t *topo, const tpu_plan_sched_t *ps, double limit);
+
 tpu_status_t tpu__time_schedule(const tpu_topo_t *topo, const tpu_link_model_t *link,
                                 const tpu_plan_sched_t *ps, double *seconds_p,
                                 tpu_coll_result_t *res);

@@ -84,25 +84,31 @@ tpu_status_t tpu__ring_allgather(const tpu_algo_args_t *args, const tpu_groups_t
         built[i] = (uint8_t)tpu__algo_in_domain(args, i);
     }
     for (t = 1; t <= T && status == TPU_OK; t++) {
-        int half = G % 2 == 0 && t == G / 2;
+        int half = G % 2 == 0 && t == G / 2, sh = (t - 1) % G;
 
         for (g = 0; g < gr->ngroups && status == TPU_OK; g++) {
             const int32_t *m = gr->chips + (int64_t)g * G;
 
             for (i = 0; i < G && status == TPU_OK; i++) {
                 for (di = 0; di < 2; di++) {
-                    int dir = di == 0 ? 1 : -1;
-                    int src = m[i], dst = m[((i + dir) % G + G) % G];
-                    int pred = m[((i - dir) % G + G) % G];
-                    int origin = (((i - dir * (t - 1)) % G) + G) % G;
+                    /* Member indices modulo G by a comparison (each sum is within one
+                     * G of [0, G)): the loop visits every member of every step. */
+                    int dir = di == 0 ? 1 : -1, jn = i + dir, jp = i - dir, origin;
+                    int src = m[i], dst, pred;
                     tpu_flow_t f;
                     int64_t idx;
 
+                    jn = jn == G ? 0 : jn < 0 ? G - 1 : jn;
+                    dst = m[jn];
                     cur[src * 2 + di] = -1;
                     if (!built[src] ||
                         (args->local != NULL && !args->local[src] && !args->local[dst])) {
                         continue;
                     }
+                    jp = jp == G ? 0 : jp < 0 ? G - 1 : jp;
+                    pred = m[jp];
+                    origin = i - dir * sh; /* (i - dir (t - 1)) mod G */
+                    origin += origin < 0 ? G : origin >= G ? -G : 0;
                     memset(&f, 0, sizeof(f));
                     f.src = src;
                     f.dst = dst;

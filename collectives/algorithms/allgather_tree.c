@@ -109,7 +109,7 @@ static int chip_at(const tree_ctx_t *t, int u, const int *c)
 {
     const tpu_topo_t *topo = t->topo;
 
-    return tpu_topo_slice_of(topo, u) * topo->chips_per_slice +
+    return (topo->slices > 1 ? tpu_topo_slice_of(topo, u) * topo->chips_per_slice : 0) +
            (c[0] * topo->dims[1] + c[1]) * topo->dims[2] + c[2];
 }
 
@@ -155,9 +155,9 @@ static int place(const tree_ctx_t *t, int u, int o, child_t *ch, int *depth_p, i
     for (j = 0; j < t->d; j++) {
         int a = t->axes[t->ord[j]], n = topo->dims[a];
 
-        k[j] = cu[a] - co[a];
+        k[j] = cu[a] - co[a]; /* in (-n, n): normalized without a division */
         if (topo->wrap[a]) {
-            k[j] = ((k[j] % n) + n) % n;
+            k[j] += k[j] < 0 ? n : 0;
             k[j] = k[j] > n / 2 ? k[j] - n : k[j];
         }
         depth += k[j] < 0 ? -k[j] : k[j];
@@ -247,12 +247,15 @@ static int image(const tree_ctx_t *t, int w, int x)
     for (a = 0; a < topo->naxes; a++) {
         int n = topo->dims[a];
 
+        /* Coordinates are in [0, n): each sum below is within one n of it. */
         if (args->rep >= 0) {
-            cx[a] = ((cx[a] - cw[a] + cr[a]) % n + n) % n;
+            cx[a] = cx[a] - cw[a] + cr[a];
+            cx[a] += cx[a] < 0 ? n : cx[a] >= n ? -n : 0;
         } else if ((args->reflect & (1u << a)) && cw[a] >= n / 2) {
             cx[a] = n - 1 - cx[a];
         } else {
-            cx[a] = ((cx[a] - (cw[a] - cw[a] % args->period[a])) % n + n) % n;
+            cx[a] = cx[a] - (cw[a] - cw[a] % args->period[a]);
+            cx[a] += cx[a] < 0 ? n : 0;
         }
     }
     /* Symmetries act within a slice (the model's shortcuts are off across slices). */

@@ -22,6 +22,23 @@ void tpu_test_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slice
     assert_int_equal(tpu_topo_init(t, naxes, dims, w, slices, &err), TPU_OK);
 }
 
+void tpu_test_coll_target(const tpu_topo_t *topo, const char *mesh_spec, const char *axes,
+                          uint64_t per_member, tpu_mesh_t **mesh, tpu_groups_t *groups,
+                          tpu_coll_desc_t *d)
+{
+    tpu_err_t err = {0};
+
+    if (mesh_spec != NULL) {
+        assert_int_equal(tpu_mesh_create(topo, mesh_spec, NULL, 0, mesh, &err), TPU_OK);
+        assert_int_equal(tpu_mesh_groups(*mesh, axes, groups, &err), TPU_OK);
+        d->groups = groups;
+        d->bytes = (uint64_t)groups->size * per_member;
+    } else {
+        assert_int_equal(tpu_topo_parse_axes(topo, axes, &d->axes, &err), TPU_OK);
+        d->bytes = (uint64_t)tpu_topo_group_size(topo, d->axes) * per_member;
+    }
+}
+
 /* Index-tagged data: element i of chip c is (c * 64 + i) % 4096 (exact in f32, i32;
  * bf16 takes it modulo 256).  'arg' points to the dtype. */
 static void fill(int chip, void *buf, uint64_t bytes, void *arg)

@@ -8,7 +8,10 @@
 #define TPU_TEST_COLL_H
 
 #include "tpu/coll.h"
+#include "tpu/mesh.h"
 #include "tpu/topo.h"
+
+#include <stdint.h>
 
 /* 'shape' ("4x4"), 'wrap' ("all", "none", "x,z") and 'slices' into '*t'. */
 void tpu_test_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slices);
@@ -17,6 +20,15 @@ void tpu_test_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slice
  * slices), increasing, into 'masks' (room for 32) with the axes each names in
  * 'naxes'; returns how many. */
 int tpu_test_axis_masks(const tpu_topo_t *t, unsigned *masks, int *naxes);
+
+/*
+ * Point 'd' at the groups of the mesh axes 'axes' of 'mesh_spec' (the mesh and the
+ * groups into '*mesh' and '*groups', for the caller to free), or with 'mesh_spec'
+ * NULL at the torus axes 'axes'; d->bytes = the group size times 'per_member'.
+ */
+void tpu_test_coll_target(const tpu_topo_t *topo, const char *mesh_spec, const char *axes,
+                          uint64_t per_member, tpu_mesh_t **mesh, tpu_groups_t *groups,
+                          tpu_coll_desc_t *d);
 
 /*
  * Model 'plan', run it twice over the loopback transport (the run object's

@@ -21,6 +21,7 @@
 #include "build.h"
 #include "exec.h"
 #include "plan.h"
+#include "test_coll.h"
 #include "test_main.h"
 #include "timing.h"
 
@@ -575,15 +576,7 @@ static int orbit_case(const char *shape, const char *wrap, const char *mesh_spec
     tpu_coll_desc_init(&d);
     d.kind = kind;
     snprintf(d.algo, sizeof(d.algo), "%s", algo);
-    if (mesh_spec != NULL) {
-        assert_int_equal(tpu_mesh_create(&topo, mesh_spec, NULL, 0, &mesh, &err), TPU_OK);
-        assert_int_equal(tpu_mesh_groups(mesh, axes, &groups, &err), TPU_OK);
-        d.groups = &groups;
-        d.bytes = (uint64_t)groups.size * 3 * 4;
-    } else {
-        assert_int_equal(tpu_topo_parse_axes(&topo, axes, &d.axes, &err), TPU_OK);
-        d.bytes = (uint64_t)tpu_topo_group_size(&topo, d.axes) * 3 * 4;
-    }
+    tpu_test_coll_target(&topo, mesh_spec, axes, 3 * 4, &mesh, &groups, &d);
     if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
         print_error("%s %s %s %s %s: %s\n", shape, wrap, axes, tpu_coll_name(kind), algo, err.msg);
         fail();
