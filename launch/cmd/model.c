@@ -188,9 +188,14 @@ int app_cmd_model(app_ctx_t *ctx)
 
         app_report_size((unsigned long long)desc.bytes, size, sizeof(size));
         snprintf(name, sizeof(name), "%s %s", tpu_coll_name(desc.kind), size);
-        snprintf(title, sizeof(title), "tpuemu model: %s over %s on %s %s (wrap %s)", name,
-                 o->axes ? o->axes : "all axes", tpu_pod_chip(pod)->name, tpu_pod_shape(pod),
-                 tpu_pod_wrap(pod));
+        /* The axes as resolved (the default is every torus axis, not dcn). */
+        if (tpu_coll_plan_desc(plan)->kind == TPU_COLL_P2P) {
+            snprintf(axes, sizeof(axes), "%s", o->axes ? o->axes : "its pairs");
+        } else {
+            tpu_topo_axes_str(tpu_coll_plan_desc(plan)->axes, axes, sizeof(axes));
+        }
+        snprintf(title, sizeof(title), "tpuemu model: %s over %s on %s %s (wrap %s)", name, axes,
+                 tpu_pod_chip(pod)->name, tpu_pod_shape(pod), tpu_pod_wrap(pod));
         if (app_report_open(&rep, o, pod, title, &err) != TPU_OK) {
             app_die_msg(err.msg);
             code = err.status == TPU_ERR_INVALID ? APP_EXIT_USAGE : APP_EXIT_FAIL;
