@@ -200,7 +200,7 @@ void app_xfmr_input_json(app_json_t *j, const app_xfmr_input_t *in)
     app_json_kfixed(j, "pcie_us", in->pcie_us, 3);
     app_json_kfixed(j, "producer_us", in->produce_us, 3);
     app_json_kfixed(j, "input_us", in->input_us, 3);
-    app_json_kbool(j, "hidden", in->hidden);
+    app_json_kbool(j, "input_hidden", in->hidden);
     app_json_kbool(j, "input_bound", in->input_bound);
     app_json_kfixed(j, "step_us", in->step_us, 3);
     app_json_object_end(j);

@@ -70,7 +70,7 @@ d = json.loads(run(BASE + ["--input-rate", "1000", "--json", "-"]))
 i = d["input"]
 check(i["chips_per_host"] == 4 and i["hosts"] == 1, "one host of four chips")
 check(abs(i["producer_us"] - 128000.0) < 1e-6, "producer 128000 us (%s)" % i["producer_us"])
-check(i["input_bound"] and not i["hidden"], "input-bound")
+check(i["input_bound"] and not i["input_hidden"], "input-bound")
 check(abs(i["step_us"] - 128000.0) < 1e-6, "the step is the input's 128000 us")
 d = json.loads(run(BASE + ["--input-rate", "1000", "--prefetch", "0", "--json", "-"]))
 check(abs(d["input"]["step_us"] - (d["step_us"] + 128000.0)) < 1e-3,
