@@ -15,8 +15,10 @@
  * choose; "pairs" for ppermute gives the shift by one along x as explicit pairs.
  * AXES: "x,y" etc. (default: every axis; ppermute: x).  With MESH (a mesh spec,
  * "data=64,model=140"), AXES names mesh axes and the collective runs over their
- * groups (tpu_mesh_groups), as JAX's replica groups.
+ * groups (tpu_mesh_groups), as JAX's replica groups.  The chip is v5p (its
+ * preset's link model: the modeled figure is 'tpuemu model --chip v5p''s).
  */
+#include "tpu/chip.h"
 #include "tpu/coll.h"
 #include "tpu/mesh.h"
 #include "tpu/topo.h"
@@ -64,12 +66,13 @@ int main(int argc, char **argv)
     tpu_err_t err = {0};
     tpu_topo_t topo;
     tpu_link_model_t link;
+    tpu_chip_spec_t spec;
     tpu_coll_desc_t d;
     tpu_coll_plan_t *plan = NULL;
     tpu_coll_exec_t *exec = NULL;
     tpu_coll_result_t res;
     tpu_xport_t x;
-    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto, a, chip;
+    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto, chip;
     int32_t *pairs = NULL;
     tpu_mesh_t *mesh = NULL;
     tpu_groups_t groups;
@@ -87,14 +90,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_scale: %s\n", err.msg);
         return 2;
     }
-    memset(&link, 0, sizeof(link));
-    link.ici_bw = 90e9; /* v5p-like: 90 GB/s per link, 1 us per hop */
-    link.ici_latency = 1e-6;
-    link.dcn_bw = 6.25e9;
-    link.dcn_latency = 10e-6;
-    for (a = 0; a < TPU_MAX_AXES; a++) {
-        link.host_dims[a] = 1;
+    /* v5p's link model, as 'tpuemu model --chip v5p' times it. */
+    if (tpu_chip_preset("v5p", &spec, &err) != TPU_OK) {
+        fprintf(stderr, "bench_scale: %s\n", err.msg);
+        return 2;
     }
+    tpu_chip_link_model(&spec, &link);
     tpu_coll_desc_init(&d);
     if (tpu_coll_parse(argv[3], &d.kind, &err) != TPU_OK) {
         fprintf(stderr, "bench_scale: %s\n", err.msg);
