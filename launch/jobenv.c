@@ -53,7 +53,7 @@ int app_jobenv_local_size(void)
 int app_jobenv_start_prefix(char *buf, size_t len)
 {
     static const char *const vars[] = {"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"};
-    const char *id = NULL;
+    const char *id = NULL, *dir;
     size_t i;
 
     for (i = 0; i < sizeof(vars) / sizeof(vars[0]) && id == NULL; i++) {
@@ -63,7 +63,12 @@ int app_jobenv_start_prefix(char *buf, size_t len)
     if (id == NULL || *id == '\0' || strlen(id) > 64 || strpbrk(id, "/ .") != NULL) {
         return -1;
     }
-    snprintf(buf, len, "/tmp/tpuemu-start-%s", id);
+    /* TMPDIR as the job's ranks and monitor see it (one node shares it), else /tmp. */
+    dir = getenv("TMPDIR");
+    if (dir == NULL || dir[0] != '/' || strlen(dir) > 100) {
+        dir = "/tmp";
+    }
+    snprintf(buf, len, "%s/tpuemu-start-%s", dir, id);
     return 0;
 }
 

@@ -3,11 +3,15 @@
  * errors found (a full disk shows only at fflush/fclose, so every byte written is
  * checked there).  A regular file is written to a temporary name beside it
  * (DIR/.NAME.tmpXXXXXX) and renamed into place when complete, so that a failed or
- * interrupted run leaves the old file as it was and no partial one; SIGINT and
- * SIGTERM remove the temporary files before the process ends (interrupt.c).  A FIFO or device
+ * interrupted run leaves the old file as it was and no partial one.  Where the
+ * file system has them (Linux O_TMPFILE), a stream is written to a file with no
+ * name, which even SIGKILL leaves nothing of, linked to the temporary name only to
+ * be renamed at once; else SIGINT and SIGTERM remove the named temporary files
+ * before the process ends (interrupt.c).  A FIFO or device
  * is opened in place, without blocking: one that no process reads is an error,
  * not a hang.  Two outputs on one file, or an output on an input, are refused.
  */
+#define _GNU_SOURCE /* O_TMPFILE (Linux); without it the named temporary file */
 #include "sink.h"
 
 #include "alloc.h"
@@ -16,9 +20,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Temporary files still open, by stream, also read in a signal handler: room for
@@ -26,7 +32,8 @@
 #define MAX_TEMPS 4096
 static struct {
     FILE *f;
-    char *volatile tmp;
+    char *volatile tmp; /* the temporary name (anon: its pattern until the link) */
+    int anon;           /* an O_TMPFILE file: no name on disk until finish() */
 } temps[MAX_TEMPS];
 
 /* An output could not be written (app_sink_output_failed). */
@@ -37,7 +44,7 @@ void app_sink_remove_temps(void)
     int i;
 
     for (i = 0; i < MAX_TEMPS; i++) {
-        if (temps[i].tmp != NULL) {
+        if (temps[i].tmp != NULL && !temps[i].anon) {
             (void)unlink(temps[i].tmp);
         }
     }
@@ -57,8 +64,56 @@ static char *temp_name(const char *path)
     return name;
 }
 
+/* An unnamed file in the folder of 'path' (O_TMPFILE); -1 where there is none. */
+static int open_anon(const char *path)
+{
+#ifdef O_TMPFILE
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+
+    if (slash == NULL) {
+        snprintf(dir, sizeof(dir), ".");
+    } else {
+        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    }
+    return open(dir, O_TMPFILE | O_WRONLY, 0600);
+#else
+    (void)path;
+    return -1;
+#endif
+}
+
+/*
+ * Give the unnamed file 'fd' the temporary name 'tmp' (its XXXXXX filled in, as
+ * mkstemp would), so that it can be renamed into place.  0, or -1 with errno.
+ */
+static int link_anon(int fd, char *tmp)
+{
+    static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    char proc[64], *x = tmp + strlen(tmp) - 6;
+    unsigned long v = (unsigned long)getpid() * 2654435761UL ^ (unsigned long)time(NULL);
+    int tries, i;
+
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    for (tries = 0; tries < 100; tries++) {
+        unsigned long r = v + (unsigned long)tries * 40503UL;
+
+        for (i = 0; i < 6; i++) {
+            x[i] = digits[r % 36];
+            r /= 36;
+        }
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+            return 0;
+        }
+        if (errno != EEXIST) {
+            return -1;
+        }
+    }
+    return -1;
+}
+
 /* Open a regular (or not yet existing) file through a temporary name. */
-static tpu_status_t open_temp(app_sink_t *sink, const char *path, const struct stat *old,
+static tpu_status_t open_temp(app_sink_t *sink, const char *path, const struct stat *old, int anon,
                               tpu_err_t *err)
 {
     int fd, slot;
@@ -82,7 +137,11 @@ static tpu_status_t open_temp(app_sink_t *sink, const char *path, const struct s
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     sigprocmask(SIG_BLOCK, &block, &saved);
-    fd = mkstemp(tmp);
+    fd = anon ? open_anon(path) : -1;
+    temps[slot].anon = fd >= 0;
+    if (fd < 0) {
+        fd = mkstemp(tmp);
+    }
     if (fd >= 0) {
         temps[slot].tmp = tmp;
     }
@@ -99,7 +158,9 @@ static tpu_status_t open_temp(app_sink_t *sink, const char *path, const struct s
     sink->f = fdopen(fd, "w");
     if (sink->f == NULL) {
         close(fd);
-        unlink(tmp);
+        if (!temps[slot].anon) {
+            unlink(tmp);
+        }
         temps[slot].tmp = NULL;
         tpu__free(tmp);
         return tpu_err_set(err, TPU_ERR_NO_MEMORY, "cannot write '%s': %s", path, strerror(errno));
@@ -116,7 +177,7 @@ tpu_status_t app_sink_temp_create(const char *path, char **tmp_p, tpu_err_t *err
     app_sink_t sink = {NULL, path};
     struct stat st;
     int exists = stat(path, &st) == 0, slot;
-    tpu_status_t status = open_temp(&sink, path, exists ? &st : NULL, err);
+    tpu_status_t status = open_temp(&sink, path, exists ? &st : NULL, 0, err);
 
     if (status != TPU_OK) {
         return status;
@@ -172,7 +233,7 @@ tpu_status_t app_sink_open(app_sink_t *sink, const char *path, tpu_err_t *err)
     }
     exists = stat(path, &st) == 0;
     if (!exists || S_ISREG(st.st_mode)) {
-        return open_temp(sink, path, exists ? &st : NULL, err);
+        return open_temp(sink, path, exists ? &st : NULL, 1, err);
     }
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0666);
     if (fd < 0) {
@@ -328,13 +389,29 @@ static tpu_status_t finish(app_sink_t *sink, int keep, tpu_err_t *err)
     errno = 0;
     bad = fflush(f) != 0 || ferror(f);
     saved = errno;
+    for (slot = 0; slot < MAX_TEMPS && (temps[slot].tmp == NULL || temps[slot].f != f); slot++) {
+    }
+    if (slot < MAX_TEMPS && temps[slot].anon) {
+        sigset_t block, old;
+
+        /* Kept: the unnamed file takes its temporary name now (renamed below);
+         * no signal between the name and its registration as one to remove. */
+        sigemptyset(&block);
+        sigaddset(&block, SIGINT);
+        sigaddset(&block, SIGTERM);
+        sigprocmask(SIG_BLOCK, &block, &old);
+        if (keep && !bad && link_anon(fileno(f), temps[slot].tmp) != 0) {
+            bad = 1;
+            saved = errno;
+        }
+        temps[slot].anon = !keep || bad; /* no name on disk: nothing to remove */
+        sigprocmask(SIG_SETMASK, &old, NULL);
+    }
     if (f != stdout && fclose(f) != 0 && !bad) {
         bad = 1;
         saved = errno;
     }
     sink->f = NULL;
-    for (slot = 0; slot < MAX_TEMPS && (temps[slot].tmp == NULL || temps[slot].f != f); slot++) {
-    }
     if (slot < MAX_TEMPS) {
         char *tmp = temps[slot].tmp;
 
@@ -342,11 +419,12 @@ static tpu_status_t finish(app_sink_t *sink, int keep, tpu_err_t *err)
             bad = 1;
             saved = errno;
         }
-        if (!keep || bad) {
+        if ((!keep || bad) && !temps[slot].anon) {
             (void)unlink(tmp);
         }
         temps[slot].tmp = NULL;
         temps[slot].f = NULL;
+        temps[slot].anon = 0;
         tpu__free(tmp);
     }
     if (bad && keep) {

@@ -20,7 +20,10 @@ d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 fail() { echo "FAIL ($mode): $*"; cat "$d/err"; exit 1; }
 echo OLD >"$d/old.json"
-ls /tmp/tpuemu-start-* 2>/dev/null | sort >"$d/before"
+# The ranks' start-up files go to TMPDIR: a folder of this test's own, so that the
+# files of other jobs running beside it are not taken for this job's.
+export TMPDIR=$d/tmp
+mkdir "$TMPDIR"
 extra=()
 case $mode in
 trainstop) args=(train --topology 2x2 --steps 1000000 --hidden 64 --batch 16 --timeout 3) ;;
@@ -77,7 +80,7 @@ t1=$(date +%s.%N)
 lines=$(grep -c '^tpuemu: ' "$d/err")
 echo "$mode: exit $rc, ended $(echo "$t1 - $t0" | bc) s after the event"
 grep '^tpuemu: ' "$d/err"
-left=$(ls -A "$d" | grep -v '^\(old.json\|out\|err\|before\)$')
+left=$(ls -A "$d" | grep -v '^\(old.json\|out\|err\|tmp\)$')
 [ -z "$left" ] || fail "left in the output folder: $left"
 case $mode in
 trainstop)
@@ -102,12 +105,12 @@ startloss)
     grep -q '^tpuemu: lost MPI rank 3 (pid [0-9]* on node .*) during start-up' "$d/err" ||
         fail "no line naming rank 3"
     sleep 1
-    new=$(ls /tmp/tpuemu-start-* 2>/dev/null | sort | comm -13 "$d/before" -)
+    new=$(ls "$TMPDIR"/tpuemu-start-* 2>/dev/null)
     [ -z "$new" ] || fail "start-up files left: $new" ;;
 monitor)
     [ "$rc" -eq 0 ] || fail "exit $rc"
     [ "$lines" -eq 0 ] || fail "$lines lines"
-    new=$(ls /tmp/tpuemu-start-* 2>/dev/null | sort | comm -13 "$d/before" -)
+    new=$(ls "$TMPDIR"/tpuemu-start-* 2>/dev/null)
     [ -z "$new" ] || fail "start-up files left: $new"
     head -c1 "$d/old.json" | grep -q '{' || fail "the JSON was not written" ;;
 devfull)
