@@ -5,6 +5,7 @@
 #include "placement.h"
 
 #include "alloc.h"
+#include "faults.h"
 #include "table.h"
 
 #include <stdlib.h>
@@ -152,21 +153,12 @@ void app_place_print(FILE *out, const tpu_pod_t *pod, const app_place_t *all)
 void app_place_json(app_json_t *j, const tpu_pod_t *pod, const app_place_t *all)
 {
     const tpu_topo_t *t = tpu_pod_topo(pod);
-    int chip, a;
+    int chip;
 
     app_json_array(j);
     for (chip = 0; chip < t->nchips; chip++) {
-        int c[TPU_MAX_AXES];
-
-        tpu_topo_coords(t, chip, c);
         app_json_object(j);
-        app_json_kint(j, "chip", chip);
-        app_json_kint(j, "slice", tpu_topo_slice_of(t, chip));
-        app_json_karray(j, "coords");
-        for (a = 0; a < t->naxes; a++) {
-            app_json_int(j, c[a]);
-        }
-        app_json_array_end(j);
+        app_chip_json_where(j, pod, chip);
         app_json_kint(j, "tpu_host", tpu_topo_host_of(t, tpu_pod_chip(pod)->host_dims, chip));
         app_json_kint(j, "rank", all[chip].rank);
         app_json_kstr(j, "mpi_host", all[chip].host);

@@ -232,17 +232,8 @@ static void topology_json(app_json_t *j, const tpu_pod_t *pod)
     app_json_kint(j, "chips", t->nchips);
     app_json_karray(j, "torus");
     for (chip = 0; chip < t->nchips; chip++) {
-        int c[TPU_MAX_AXES];
-
-        tpu_topo_coords(t, chip, c);
         app_json_object(j);
-        app_json_kint(j, "chip", chip);
-        app_json_kint(j, "slice", tpu_topo_slice_of(t, chip));
-        app_json_karray(j, "coords");
-        for (a = 0; a < t->naxes; a++) {
-            app_json_int(j, c[a]);
-        }
-        app_json_array_end(j);
+        app_chip_json_where(j, pod, chip);
         app_json_karray(j, "neighbors");
         for (a = 0; a < t->naxes; a++) {
             for (d = 1; d >= -1; d -= 2) {

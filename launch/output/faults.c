@@ -56,6 +56,21 @@ void app_faults_json(app_json_t *j, const tpu_pod_t *pod)
     app_json_array_end(j);
 }
 
+void app_chip_json_where(app_json_t *j, const tpu_pod_t *pod, int chip)
+{
+    const tpu_topo_t *t = tpu_pod_topo(pod);
+    int c[TPU_MAX_AXES], a;
+
+    tpu_topo_coords(t, chip, c);
+    app_json_kint(j, "chip", chip);
+    app_json_kint(j, "slice", tpu_topo_slice_of(t, chip));
+    app_json_karray(j, "coords");
+    for (a = 0; a < t->naxes; a++) {
+        app_json_int(j, c[a]);
+    }
+    app_json_array_end(j);
+}
+
 void app_pod_json_header(app_json_t *j, const tpu_pod_t *pod)
 {
     const tpu_topo_t *t = tpu_pod_topo(pod);

@@ -30,6 +30,8 @@ void app_faults_json(app_json_t *j, const tpu_pod_t *pod);
  * describe the pod alike.
  */
 void app_pod_json_header(app_json_t *j, const tpu_pod_t *pod);
+/* A chip's "chip", "slice" and "coords" members, into the object being written. */
+void app_chip_json_where(app_json_t *j, const tpu_pod_t *pod, int chip);
 
 /* A CSV header: the pod columns "chip, topology, wrap, slices", then 'names'. */
 void app_csv_pod_header(app_csv_t *c, const char *const *names, int n);
