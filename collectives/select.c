@@ -199,7 +199,8 @@ static double group_domain(const tpu_coll_plan_t *p)
  * The flows (and dependency lists, at a tenth of a flow each) the schedule of the
  * group algorithm 'algo' holds, in closed form, before it is built: a ring has 2
  * flows per member and step, floor(G/2) steps per phase; a direct phase G - 1
- * per member; a psum two phases.  0 where no closed form is known (the explicit
+ * per member; the tree (psum_group_tree.c) one per member and phase; a psum two
+ * phases.  0 where no closed form is known (the explicit
  * pairs).
  */
 static double group_flows(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
@@ -208,6 +209,10 @@ static double group_flows(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
 
     if (strcmp(algo->name, "group_ring") == 0 || strcmp(algo->name, "group_rs_ag") == 0) {
         return phases * domain * 2 * (double)(p->group / 2);
+    }
+    if (strcmp(algo->name, "group_tree") == 0) {
+        /* One flow per member and phase, a dependency or two; every chip (build.c). */
+        return phases * p->topo.nchips * 1.2;
     }
     if (strcmp(algo->name, "group_direct") == 0) {
         /* A psum's gather flows from one chip share one list of its G - 1 reduce flows. */
