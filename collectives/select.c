@@ -488,6 +488,49 @@ static tpu_status_t over_budget(const tpu_coll_plan_t *p, const tpu_algo_t *algo
     return need > TPU_MAX_STEP_BYTES ? walk_too_big(p, algo->name, need, err) : TPU_OK;
 }
 
+/*
+ * A floor under the modeled time of the group algorithm 'algo', in closed form:
+ * the ring's (group_ring, group_rs_ag) dependent chain of floor(G/2) steps per
+ * phase, each at least one hop's latency (the walk adds the deepest chain's hops
+ * to the bytes' time, timing.c), halved for a margin; 0 for the others.
+ */
+static double group_time_floor(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
+{
+    double hop = p->topo.slices > 1 && p->link.dcn_latency < p->link.ici_latency
+                     ? p->link.dcn_latency
+                     : p->link.ici_latency;
+
+    if (!algo->groups ||
+        (strcmp(algo->name, "group_ring") != 0 && strcmp(algo->name, "group_rs_ag") != 0)) {
+        return 0;
+    }
+    return 0.5 * (double)(p->group / 2) * hop;
+}
+
+/*
+ * Registry entry number 'i' in the order the candidates are tried: over groups
+ * with no algorithm named, those with no time floor (group_time_floor()) first,
+ * in registry order, then the others, so that a ring over thousands of members
+ * is not built when a cheaper candidate already beats its floor; else the
+ * registry's order.
+ */
+static int algo_order(const tpu_coll_plan_t *p, int i)
+{
+    int k, n = 0, pass;
+
+    if (p->desc.groups == NULL || p->desc.algo[0] != '\0') {
+        return i;
+    }
+    for (pass = 0; pass < 2; pass++) {
+        for (k = 0; k < tpu__nalgos; k++) {
+            if ((group_time_floor(p, &tpu__algos[k]) > 0) == pass && n++ == i) {
+                return k;
+            }
+        }
+    }
+    return i;
+}
+
 /* Build the model schedule of 'algo' with 'chunks' into 'ps'. */
 static tpu_status_t build_choice(tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks,
                                  double split, tpu_plan_sched_t *ps, tpu_err_t *err)
@@ -564,7 +607,7 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                            tpu_coll_name(desc->kind));
     }
     for (i = 0; i < tpu__nalgos && status == TPU_OK; i++) {
-        const tpu_algo_t *algo = &tpu__algos[i];
+        const tpu_algo_t *algo = &tpu__algos[algo_order(p, i)];
         int nchoices = algo->pipelined && desc->chunks == 0 ? NCHOICES : 1,
             three = ici_axes(p) == 3;
         double depth_best[NCHOICES];
@@ -604,6 +647,10 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                 cd->split = split_at(cand, first, ncand, s, nsplit, three);
                 if (cd->split < 0) {
                     continue;
+                }
+                if (desc->algo[0] == '\0' && best >= 0 &&
+                    group_time_floor(p, algo) > best_t * (1 + TPU_SELECT_SLACK)) {
+                    break; /* slower than a candidate timed already, whatever it builds */
                 }
                 status = over_budget(p, algo, err);
                 if (status == TPU_OK) {

@@ -18,18 +18,22 @@
  * of the reduction anyway).
  *
  * Cost model (V the padded buffer, W the bidirectional bandwidth of a link, so
- * W/2 one way, alpha the per-hop latency, h_s the most hops of a tree edge of
- * step s, L_s the most flows of step s that cross one directed link):
+ * W/2 one way, alpha the per-hop latency).  The walk's time is the bytes' time,
+ * links shared, plus the hop latency of the deepest dependency chain
+ * (timing.c).  Every member's edge up carries V; the root takes L of them in
+ * turn and sends L, so on one link into and out of the root
  *
- *     T ~ 2 sum over s of (h_s * alpha + L_s * V / (W/2))
+ *     T ~ 2 L V / (W/2) + 2 H alpha,
  *
- * Worked case (tests): a group of 4 chips on a line, members in line order:
- * reduce step 0 (1 -> 0, 3 -> 2, one hop each, no shared link), step 1
- * (2 -> 0, two hops), then the broadcast in reverse:
- *     T = 2 (alpha + 2V/W) + 2 (2 alpha + 2V/W) = 6 alpha + 8 V/W.
- * The ring psum moves 2 (G-1)/G V per member instead of 2 L V: the tree wins
- * where latency dominates (few bytes, many members), the ring where bandwidth
- * does; the selector times both.
+ * H the most hops of a path up the tree (from a leaf to the root, the sum of
+ * its edges' routes).  Edges of a level that share links queue behind each
+ * other, which the walk charges.  Worked cases (tests): a group of 4 chips on an
+ * open line, members in line order, T = 4 V/(W/2) + 6 alpha
+ * (deepest chain 3 -> 2 -> 0 -> 2 -> 3); 6 chips, 6 V/(W/2) + 10 alpha (the
+ * chain 5 -> 4 -> 0 -> 4 -> 5; the edge 4 -> 0 waits behind 2 -> 0 on the links
+ * they share).  The ring psum moves 2 (G-1)/G V per member over 2 floor(G/2)
+ * dependent steps: the tree wins where latency dominates (few bytes, many
+ * members), the ring where bandwidth does; the selector times both.
  *
  * Restrictions: none on V beyond whole elements (padding to G blocks, as the
  * other group psums).  Not pipelined.  Symmetric groups (tpu_groups_period) are

@@ -1,0 +1,155 @@
+/*
+ * The tree psum over groups (collectives/algorithms/psum_group_tree.c): its
+ * modeled time against the cost model's figure worked out by hand, its flow
+ * count (2 (G - 1) per group, not G^2), and the cost model's choice between it
+ * and the ring for a one-element psum over a large group and for a large buffer.
+ *
+ * The constants are chosen for easy arithmetic: ici_bw 2e9 B/s both directions,
+ * so one direction carries 1e9 B/s and 1000 bytes take 1 us; 1 us per hop.
+ */
+#include "tpu/coll.h"
+#include "tpu/groups.h"
+#include "tpu/topo.h"
+
+#include "plan.h"
+#include "test_main.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static tpu_link_model_t easy_link(void)
+{
+    tpu_link_model_t l;
+
+    memset(&l, 0, sizeof(l));
+    l.ici_bw = 2e9;
+    l.ici_latency = 1e-6;
+    l.dcn_bw = 1e9;
+    l.dcn_latency = 10e-6;
+    l.pcie_bw = 1e10;
+    l.ici_efficiency = 1;
+    l.host_dims[0] = l.host_dims[1] = l.host_dims[2] = 1;
+    return l;
+}
+
+/* A psum of 'bytes' over the two halves of an open line of 2n chips, members in
+ * line order (groups, not a whole axis), with 'algo' ("": the cost model's choice). */
+static tpu_coll_plan_t *line_plan(int n, uint64_t bytes, const char *algo)
+{
+    int dims[TPU_MAX_AXES] = {2 * n, 1, 1}, wrap[TPU_MAX_AXES] = {0, 0, 0}, i;
+    tpu_link_model_t link = easy_link();
+    tpu_err_t err = {0};
+    tpu_topo_t topo;
+    tpu_groups_t g;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+
+    assert_int_equal(tpu_topo_init(&topo, 1, dims, wrap, 1, &err), TPU_OK);
+    assert_int_equal(tpu_groups_init(&g, 2, n, &err), TPU_OK);
+    for (i = 0; i < 2 * n; i++) {
+        g.chips[i] = i;
+    }
+    tpu_coll_desc_init(&d);
+    d.kind = TPU_COLL_PSUM;
+    d.groups = &g;
+    d.bytes = bytes;
+    snprintf(d.algo, sizeof(d.algo), "%s", algo);
+    if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
+        print_error("line %d psum %s: %s\n", n, algo, err.msg);
+        fail();
+    }
+    tpu_groups_fini(&g);
+    return plan;
+}
+
+static double modeled_us(const tpu_coll_plan_t *plan)
+{
+    tpu_coll_result_t r;
+    tpu_err_t err = {0};
+
+    assert_int_equal(tpu_coll_plan_model(plan, &r, &err), TPU_OK);
+    return r.modeled_us;
+}
+
+/*
+ * The walk's time is the bytes' time, links shared, plus the hop latency of the
+ * deepest dependency chain (timing.c).  G = 4 on an open line, V = 4000 bytes
+ * (4 us a link): reduce 1 -> 0 and 3 -> 2 at 0-4 us, 2 -> 0 at 4-8; broadcast
+ * 0 -> 2 at 8-12, then 0 -> 1 (behind it on link 0 -> 1) and 2 -> 3 at 12-16:
+ * 16 us of bytes; the deepest chain 3 -> 2 -> 0 -> 2 -> 3, 1 + 2 + 2 + 1 hops:
+ * T = 16 + 6 = 22 us.  G = 6, V = 6000 (6 us a link): reduce at 0-6 (1 -> 0,
+ * 3 -> 2, 5 -> 4), 2 -> 0 at 6-12, 4 -> 0 (ready at 6, behind 2 -> 0 on links
+ * 2 -> 1 -> 0) at 12-18; broadcast 0 -> 4 at 18-24, 0 -> 2 at 24-30, 0 -> 1 and
+ * 2 -> 3 at 30-36 (4 -> 5 at 24-30): 36 us of bytes; the deepest chain
+ * 5 -> 4 -> 0 -> 4 -> 5, 1 + 4 + 4 + 1 hops: T = 36 + 10 = 46 us.
+ */
+static void test_tree_cost_by_hand(void **state)
+{
+    tpu_coll_plan_t *plan;
+
+    (void)state;
+    plan = line_plan(4, 4000, "group_tree");
+    assert_string_equal(plan->algo->name, "group_tree");
+    assert_true(fabs(modeled_us(plan) - 22.0) < 1e-6);
+    tpu_coll_plan_destroy(plan);
+    plan = line_plan(6, 6000, "group_tree");
+    assert_true(fabs(modeled_us(plan) - 46.0) < 1e-6);
+    tpu_coll_plan_destroy(plan);
+}
+
+/* 2 (G - 1) flows for a group of G (two groups here): one up and one down per member
+ * but the root. */
+static void test_tree_flows(void **state)
+{
+    static const int sizes[] = {2, 5, 8, 64, 100};
+    int k;
+
+    (void)state;
+    for (k = 0; k < (int)(sizeof(sizes) / sizeof(sizes[0])); k++) {
+        tpu_coll_plan_t *plan = line_plan(sizes[k], 4 * (uint64_t)sizes[k], "group_tree");
+
+        assert_int_equal(tpu_coll_plan_model_flows(plan), 2 * 2 * (sizes[k] - 1));
+        tpu_coll_plan_destroy(plan);
+    }
+}
+
+/*
+ * The cost model's choice on the halves of a line of 512 (groups of 256): one
+ * element per member (1024 bytes, 1.024 us a link): the tree's 16 buffers
+ * through the root's link (16.384 us) plus its deepest chain, from member 255
+ * up (1 + 2 + 4 + ... + 128 = 255 hops) and back down, 510 us, against the
+ * ring's 2 x 128 dependent steps of at least a hop each: the tree, at 526.384
+ * us.  64 MiB: the tree's 16 V/(W/2), 1.07 s, against the ring's about
+ * 2 x 2 V/(W/2) (its closing hop shares the line's links), 0.27 s: the ring.
+ */
+static void test_tree_chosen_where_faster(void **state)
+{
+    tpu_coll_plan_t *plan;
+
+    (void)state;
+    plan = line_plan(256, 1024, "");
+    assert_string_equal(plan->algo->name, "group_tree");
+    assert_true(fabs(modeled_us(plan) - (510.0 + 16 * 1.024)) < 1e-6);
+    tpu_coll_plan_destroy(plan);
+    plan = line_plan(256, 64u << 20, "");
+    assert_string_equal(plan->algo->name, "group_rs_ag");
+    tpu_coll_plan_destroy(plan);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tree_cost_by_hand),
+        cmocka_unit_test(test_tree_flows),
+        cmocka_unit_test(test_tree_chosen_where_faster),
+    };
+
+    return tpu_test_main(argc, argv, "group_tree", tests, sizeof tests / sizeof tests[0]);
+}
