@@ -512,7 +512,8 @@ static double group_time_floor(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
  * with no algorithm named, those with no time floor (group_time_floor()) first,
  * in registry order, then the others, so that a ring over thousands of members
  * is not built when a cheaper candidate already beats its floor; else the
- * registry's order.
+ * registry's order.  Equal times go to the earlier entry of the registry, in
+ * whatever order they were timed.
  */
 static int algo_order(const tpu_coll_plan_t *p, int i)
 {
@@ -700,7 +701,7 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                 if (depth_best[c] < 0 || cd->t < depth_best[c]) {
                     depth_best[c] = cd->t;
                 }
-                if (best < 0 || cd->t < best_t) {
+                if (best < 0 || cd->t < best_t || (cd->t == best_t && cd->algo < cand[best].algo)) {
                     best = ncand - 1;
                     best_chunks = chunks;
                     best_t = cd->t;
@@ -739,7 +740,9 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
         for (i = 0; i < ncand; i++) {
             if (cand[i].t >= 0 && cand[i].t <= best_t * (1 + TPU_SELECT_SLACK) &&
                 (cand[i].chunks < best_chunks ||
-                 (cand[i].chunks == best_chunks && cand[i].t < best_t))) {
+                 (cand[i].chunks == best_chunks &&
+                  (cand[i].t < best_t ||
+                   (cand[i].t == best_t && cand[i].algo < cand[best].algo))))) {
                 best = i;
                 best_chunks = cand[i].chunks;
             }
