@@ -124,6 +124,13 @@ static double model_flows(const tpu_coll_plan_t *p)
              * count those dependencies as flows (each about a tenth of one). */
             return 2.0 * domain * p->group * (1 + p->group / 10.0);
         }
+        for (i = 0; named && i < tpu__nalgos; i++) {
+            /* The tree's flows grow like the chips, not the group: its own closed form. */
+            if (tpu__algos[i].kind == p->desc.kind && strcmp(p->desc.algo, "group_tree") == 0 &&
+                strcmp(tpu__algos[i].name, "group_tree") == 0) {
+                return group_flows(p, &tpu__algos[i]);
+            }
+        }
         if (!named) {
             /* The cost model builds only the candidates within the budget: the
              * cheapest one's flows (tpu__plan_select()). */
