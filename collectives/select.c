@@ -598,6 +598,15 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                            tpu_coll_name(desc->kind), p->group, desc->algo, model_flows(p) / 1e6,
                            TPU_MAX_MODEL_FLOWS / 1e6);
     }
+    if (model_flows(p) > TPU_MAX_MODEL_FLOWS && p->desc.groups != NULL) {
+        /* Over groups the wraparound does not help: name the algorithm. */
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "%s over groups of %d chips%s%s needs about %.0f million flows, more "
+                           "than the %.0f million this build models; use fewer chips%s",
+                           tpu_coll_name(desc->kind), p->group, desc->algo[0] ? " with " : "",
+                           desc->algo, model_flows(p) / 1e6, TPU_MAX_MODEL_FLOWS / 1e6,
+                           desc->algo[0] ? " or another algorithm" : "");
+    }
     if (model_flows(p) > TPU_MAX_MODEL_FLOWS) {
         return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
                            "%s over %d chips without wraparound on every axis needs about "

@@ -7,6 +7,7 @@
  * The constants are chosen for easy arithmetic: ici_bw 2e9 B/s both directions,
  * so one direction carries 1e9 B/s and 1000 bytes take 1 us; 1 us per hop.
  */
+#include "tpu/chip.h"
 #include "tpu/coll.h"
 #include "tpu/groups.h"
 #include "tpu/topo.h"
@@ -134,12 +135,57 @@ static void test_tree_chosen_where_faster(void **state)
     tpu_coll_plan_destroy(plan);
 }
 
+/*
+ * The selector never builds a candidate over its budget (select.c): a one-element
+ * psum over the data x fsdp groups of data=35,fsdp=64,tensor=4 on the wrapped v5p
+ * 16x20x28 (four groups of 2,240 chips).  The direct psum's one step would hold
+ * about 6 GB in the walk (more than the 3 GB a build times) and is weighed out
+ * before it is built; the ring's 2 x 1,120 dependent steps are slower than the
+ * tree's time before it is built: the tree is chosen, with its 2 (G - 1) flows
+ * per group.  Named, the direct psum is refused with the reason, at once (its
+ * G - 1 dependencies per gather flow: about 1,806 million flows).
+ */
+static void test_large_group_budget(void **state)
+{
+    tpu_chip_spec_t chip;
+    tpu_link_model_t link;
+    tpu_topo_t topo;
+    tpu_mesh_t *mesh = NULL;
+    tpu_groups_t groups;
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_err_t err = {0};
+
+    (void)state;
+    assert_int_equal(tpu_chip_preset("v5p", &chip, NULL), TPU_OK);
+    tpu_chip_link_model(&chip, &link);
+    tpu_test_topo(&topo, "16x20x28", "all", 1);
+    memset(&groups, 0, sizeof(groups));
+    tpu_coll_desc_init(&d);
+    d.kind = TPU_COLL_PSUM;
+    tpu_test_coll_target(&topo, "data=35,fsdp=64,tensor=4", "data,fsdp", 4, &mesh, &groups, &d);
+    assert_int_equal(groups.size, 2240);
+    assert_int_equal(tpu_coll_plan_create(&topo, &link, &d, &plan, &err), TPU_OK);
+    assert_string_equal(plan->algo->name, "group_tree");
+    assert_int_equal(tpu_coll_plan_model_flows(plan), 4 * 2 * (2240 - 1));
+    tpu_coll_plan_destroy(plan);
+    plan = NULL;
+    snprintf(d.algo, sizeof(d.algo), "group_direct");
+    assert_int_equal(tpu_coll_plan_create(&topo, &link, &d, &plan, &err), TPU_ERR_UNSUPPORTED);
+    assert_null(plan);
+    assert_non_null(
+        strstr(err.msg, "psum over groups of 2240 chips with group_direct needs about"));
+    tpu_groups_fini(&groups);
+    tpu_mesh_destroy(mesh);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tree_cost_by_hand),
         cmocka_unit_test(test_tree_flows),
         cmocka_unit_test(test_tree_chosen_where_faster),
+        cmocka_unit_test(test_large_group_budget),
     };
 
     return tpu_test_main(argc, argv, "group_tree", tests, sizeof tests / sizeof tests[0]);
