@@ -279,8 +279,9 @@ static double group_mean_hops(const tpu_coll_plan_t *p)
  * member to every other at once, from the chips of one domain), estimated before
  * it is built as tpu__timing_step_bytes() counts it after: the mean route of a
  * member pair times 12 bytes per crossing, 92 when the flows wait on others (a
- * psum's gather) or blocks of two sizes share the links (a block split at the
- * tie of an even wrapped axis).  0 for any other algorithm.
+ * psum's gather) or blocks of two sizes share the links (an all-to-all splits a
+ * block at the tie of an even wrapped axis), as direct_step_bytes() does.  0 for
+ * any other algorithm.
  */
 static double group_direct_step_bytes(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
 {
@@ -293,7 +294,8 @@ static double group_direct_step_bytes(const tpu_coll_plan_t *p, const tpu_algo_t
         halves |= p->topo.wrap[a] && p->topo.dims[a] % 2 == 0;
     }
     return group_domain(p) * (p->group - 1) * group_mean_hops(p) *
-           (p->desc.kind == TPU_COLL_PSUM || halves ? 92 : 12);
+           (p->desc.kind == TPU_COLL_PSUM || (p->desc.kind == TPU_COLL_ALL_TO_ALL && halves) ? 92
+                                                                                             : 12);
 }
 
 /* The refusal of a schedule whose step would need 'need' bytes in the walk. */
