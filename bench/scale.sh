@@ -51,7 +51,7 @@ echo "== every collective x algorithm (forced with --algo; '-': the cost model's
 echo "   (group algorithms over every axis of 8,960 chips: refused on the open pod, see below)"
 for cfg in "4x4 none" "4x4 all" "16x16 none" "16x16 all" "16x20x28 none" "16x20x28 all"; do
     set -- $cfg
-    for ca in psum:- psum:rs_ag psum:rs_ag_axis_by_axis psum:snake psum:tree psum:group_rs_ag psum:group_direct \
+    for ca in psum:- psum:rs_ag psum:rs_ag_axis_by_axis psum:snake psum:tree psum:group_rs_ag psum:group_direct psum:group_tree \
         all-gather:- all-gather:torus all-gather:axis_by_axis all-gather:snake all-gather:tree all-gather:group_ring \
         all-gather:group_direct reduce-scatter:- reduce-scatter:torus reduce-scatter:axis_by_axis \
         reduce-scatter:snake reduce-scatter:tree reduce-scatter:group_ring reduce-scatter:group_direct all-to-all:- \
@@ -67,7 +67,7 @@ echo "   16x20x28 data=64,model=140: 140 chips, 5 of y x all of z), open and wra
 for cfg in "8x8x4 data=16,model=16" "16x20x28 data=64,model=140"; do
     set -- $cfg
     for wrap in none all; do
-        for ca in psum:- psum:group_direct all-gather:- all-gather:group_direct reduce-scatter:- \
+        for ca in psum:- psum:group_direct psum:group_tree all-gather:- all-gather:group_direct reduce-scatter:- \
             reduce-scatter:group_direct all-to-all:group_direct; do
             (ulimit -v 6000000; timeout 300 "$b/bench/bench_scale" "$1" "$wrap" "${ca%%:*}" 17203200 0 \
                 "${ca#*:}" model "$2") 2>&1 | tail -1

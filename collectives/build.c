@@ -96,7 +96,11 @@ tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *a
     args.reflect = 0;
     args.local = local;
     ps->reflect = 0;
-    ps->orbit = orbit && p->orbit && algo->groups;
+    /* The groups' symmetries may rotate the member order (tpu_groups_period()): the
+     * ring, direct and all-to-all schedules are alike under a rotation, the tree
+     * (psum_group_tree.c, rooted at member 0) is not, and is built for every chip
+     * (two flows per chip: no cost worth a domain). */
+    ps->orbit = orbit && p->orbit && algo->groups && strcmp(algo->name, "group_tree") != 0;
     if (ps->orbit) {
         int a;
 

@@ -92,6 +92,8 @@ static double flow_estimate(const tpu_coll_plan_t *p, int chunks)
            TPU_MAX_AXES * chunks * 2;
 }
 
+static double group_flows(const tpu_coll_plan_t *p, const tpu_algo_t *algo);
+
 /*
  * Flows the model schedule of the cheapest choice holds (one chip's when the pod
  * is translation-invariant, every chip's otherwise): a guard against requests
@@ -121,6 +123,26 @@ static double model_flows(const tpu_coll_plan_t *p)
             /* Its gather flows each wait for the G - 1 reduce flows into their source:
              * count those dependencies as flows (each about a tenth of one). */
             return 2.0 * domain * p->group * (1 + p->group / 10.0);
+        }
+        for (i = 0; named && i < tpu__nalgos; i++) {
+            /* The tree's flows grow like the chips, not the group: its own closed form. */
+            if (tpu__algos[i].kind == p->desc.kind && strcmp(p->desc.algo, "group_tree") == 0 &&
+                strcmp(tpu__algos[i].name, "group_tree") == 0) {
+                return group_flows(p, &tpu__algos[i]);
+            }
+        }
+        if (!named) {
+            /* The cost model builds only the candidates within the budget: the
+             * cheapest one's flows (tpu__plan_select()). */
+            double least = 2.0 * domain * p->group, f;
+
+            for (i = 0; i < tpu__nalgos; i++) {
+                f = tpu__algos[i].kind == p->desc.kind && tpu__algos[i].groups
+                        ? group_flows(p, &tpu__algos[i])
+                        : 0;
+                least = f > 0 && f < least ? f : least;
+            }
+            return least;
         }
         return 2.0 * domain * p->group;
     }
@@ -165,6 +187,115 @@ static double direct_step_bytes(const tpu_coll_plan_t *p)
     }
     return domain * (p->group - 1) * hops *
            (p->desc.kind == TPU_COLL_ALL_TO_ALL && halves ? 92 : 12);
+}
+
+/* The chips a group schedule is built for: every chip, or one domain of the
+ * groups' translations (orbit timing, linkmodel.h). */
+static double group_domain(const tpu_coll_plan_t *p)
+{
+    double domain = p->topo.nchips;
+    int a;
+
+    for (a = 0; p->orbit && a < TPU_MAX_AXES; a++) {
+        domain = domain * p->period[a] / p->topo.dims[a];
+    }
+    return domain;
+}
+
+/*
+ * The flows (and dependency lists, at a tenth of a flow each) the schedule of the
+ * group algorithm 'algo' holds, in closed form, before it is built: a ring has 2
+ * flows per member and step, floor(G/2) steps per phase; a direct phase G - 1
+ * per member; the tree (psum_group_tree.c) one per member and phase; a psum two
+ * phases.  0 where no closed form is known (the explicit
+ * pairs).
+ */
+static double group_flows(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
+{
+    double g = p->group, domain = group_domain(p), phases = p->desc.kind == TPU_COLL_PSUM ? 2 : 1;
+
+    if (strcmp(algo->name, "group_ring") == 0 || strcmp(algo->name, "group_rs_ag") == 0) {
+        return phases * domain * 2 * (double)(p->group / 2);
+    }
+    if (strcmp(algo->name, "group_tree") == 0) {
+        /* One flow per member and phase, a dependency or two; every chip (build.c). */
+        return phases * p->topo.nchips * 1.2;
+    }
+    if (strcmp(algo->name, "group_direct") == 0) {
+        /* A psum's gather flows from one chip share one list of its G - 1 reduce flows. */
+        return phases * domain * (g - 1) * (p->desc.kind == TPU_COLL_PSUM ? 1.1 : 1);
+    }
+    return 0;
+}
+
+/*
+ * The mean route length, in hops, between two members of the first group (the
+ * groups are alike): the sum over the axes of the mean distance between two
+ * members' coordinates (a histogram of the coordinates, O(G + dims^2)), 4 for
+ * members of different slices.  Over whole axes, a quarter of a wrapped axis
+ * and a third of an open one.
+ */
+static double group_mean_hops(const tpu_coll_plan_t *p)
+{
+    const tpu_groups_t *gr = p->desc.groups;
+    double hops = 0, pairs;
+    int a, i, c[TPU_MAX_AXES];
+
+    if (gr == NULL) {
+        for (a = 0; a < p->topo.naxes; a++) {
+            if (p->desc.axes & (1u << a)) {
+                hops += p->topo.wrap[a] ? p->topo.dims[a] / 4.0 : p->topo.dims[a] / 3.0;
+            }
+        }
+        return hops;
+    }
+    pairs = (double)gr->size * gr->size;
+    for (a = 0; a < p->topo.naxes && pairs > 0; a++) {
+        int n = p->topo.dims[a], x, y;
+        double *h = tpu__calloc((size_t)n, sizeof(double));
+
+        if (h == NULL) {
+            return p->topo.dims[a]; /* an upper bound */
+        }
+        for (i = 0; i < gr->size; i++) {
+            tpu_topo_coords(&p->topo, gr->chips[i], c);
+            h[c[a]] += 1;
+        }
+        for (x = 0; x < n; x++) {
+            for (y = 0; y < n && h[x] > 0; y++) {
+                int d = x > y ? x - y : y - x;
+
+                d = p->topo.wrap[a] && n - d < d ? n - d : d;
+                hops += h[x] * h[y] * d / pairs;
+            }
+        }
+        tpu__free(h);
+    }
+    return hops;
+}
+
+/*
+ * What the walk would hold for the one step of a group_direct schedule (every
+ * member to every other at once, from the chips of one domain), estimated before
+ * it is built as tpu__timing_step_bytes() counts it after: the mean route of a
+ * member pair times 12 bytes per crossing, 92 when the flows wait on others (a
+ * psum's gather) or blocks of two sizes share the links (an all-to-all splits a
+ * block at the tie of an even wrapped axis), as direct_step_bytes() does.  0 for
+ * any other algorithm.
+ */
+static double group_direct_step_bytes(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
+{
+    int a, halves = 0;
+
+    if (strcmp(algo->name, "group_direct") != 0) {
+        return 0;
+    }
+    for (a = 0; a < p->topo.naxes; a++) {
+        halves |= p->topo.wrap[a] && p->topo.dims[a] % 2 == 0;
+    }
+    return group_domain(p) * (p->group - 1) * group_mean_hops(p) *
+           (p->desc.kind == TPU_COLL_PSUM || (p->desc.kind == TPU_COLL_ALL_TO_ALL && halves) ? 92
+                                                                                             : 12);
 }
 
 /* The refusal of a schedule whose step would need 'need' bytes in the walk. */
@@ -341,6 +472,75 @@ static int depth_worth_trying(const tpu_coll_plan_t *p, const tpu_algo_t *algo, 
                        (int64_t)chunks * TPU_MAX_AXES > p->shard / p->args.elem);
 }
 
+/*
+ * Is the schedule of the group algorithm 'algo' within the budget, by its closed
+ * forms before it is built (group_flows(), group_direct_step_bytes())?  TPU_OK,
+ * or TPU_ERR_UNSUPPORTED with the one-line reason.
+ */
+static tpu_status_t over_budget(const tpu_coll_plan_t *p, const tpu_algo_t *algo, tpu_err_t *err)
+{
+    double flows, need;
+
+    if (!algo->groups) {
+        return TPU_OK;
+    }
+    flows = group_flows(p, algo);
+    if (flows > TPU_MAX_MODEL_FLOWS) {
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "%s over %d chips with %s needs about %.0f million flows, more than "
+                           "the %.0f million this build models; use fewer chips or another "
+                           "algorithm",
+                           tpu_coll_name(p->desc.kind), p->group, algo->name, flows / 1e6,
+                           TPU_MAX_MODEL_FLOWS / 1e6);
+    }
+    need = group_direct_step_bytes(p, algo);
+    return need > TPU_MAX_STEP_BYTES ? walk_too_big(p, algo->name, need, err) : TPU_OK;
+}
+
+/*
+ * A floor under the modeled time of the group algorithm 'algo', in closed form:
+ * the ring's (group_ring, group_rs_ag) dependent chain of floor(G/2) steps per
+ * phase, each at least one hop's latency (the walk adds the deepest chain's hops
+ * to the bytes' time, timing.c), halved for a margin; 0 for the others.
+ */
+static double group_time_floor(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
+{
+    double hop = p->topo.slices > 1 && p->link.dcn_latency < p->link.ici_latency
+                     ? p->link.dcn_latency
+                     : p->link.ici_latency;
+
+    if (!algo->groups ||
+        (strcmp(algo->name, "group_ring") != 0 && strcmp(algo->name, "group_rs_ag") != 0)) {
+        return 0;
+    }
+    return 0.5 * (double)(p->group / 2) * hop;
+}
+
+/*
+ * Registry entry number 'i' in the order the candidates are tried: over groups
+ * with no algorithm named, those with no time floor (group_time_floor()) first,
+ * in registry order, then the others, so that a ring over thousands of members
+ * is not built when a cheaper candidate already beats its floor; else the
+ * registry's order.  Equal times go to the earlier entry of the registry, in
+ * whatever order they were timed.
+ */
+static int algo_order(const tpu_coll_plan_t *p, int i)
+{
+    int k, n = 0, pass;
+
+    if (p->desc.groups == NULL || p->desc.algo[0] != '\0') {
+        return i;
+    }
+    for (pass = 0; pass < 2; pass++) {
+        for (k = 0; k < tpu__nalgos; k++) {
+            if ((group_time_floor(p, &tpu__algos[k]) > 0) == pass && n++ == i) {
+                return k;
+            }
+        }
+    }
+    return i;
+}
+
 /* Build the model schedule of 'algo' with 'chunks' into 'ps'. */
 static tpu_status_t build_choice(tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks,
                                  double split, tpu_plan_sched_t *ps, tpu_err_t *err)
@@ -378,7 +578,8 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
     candidate_t *cand = NULL;
     int best_chunks = 1, i, c, found = 0, ncand = 0, best = -1, k;
     double best_t = 0;
-    tpu_status_t status = TPU_OK;
+    tpu_status_t status = TPU_OK, skipped = TPU_OK;
+    tpu_err_t skip_err;
 
     if (model_flows(p) > TPU_MAX_MODEL_FLOWS && tpu__plan_faulty(p)) {
         /* Faults break the symmetry the shortcuts rely on: every chip is walked. */
@@ -399,6 +600,15 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                            tpu_coll_name(desc->kind), p->group, desc->algo, model_flows(p) / 1e6,
                            TPU_MAX_MODEL_FLOWS / 1e6);
     }
+    if (model_flows(p) > TPU_MAX_MODEL_FLOWS && p->desc.groups != NULL) {
+        /* Over groups the wraparound does not help: name the algorithm. */
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "%s over groups of %d chips%s%s needs about %.0f million flows, more "
+                           "than the %.0f million this build models; use fewer chips%s",
+                           tpu_coll_name(desc->kind), p->group, desc->algo[0] ? " with " : "",
+                           desc->algo, model_flows(p) / 1e6, TPU_MAX_MODEL_FLOWS / 1e6,
+                           desc->algo[0] ? " or another algorithm" : "");
+    }
     if (model_flows(p) > TPU_MAX_MODEL_FLOWS) {
         return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
                            "%s over %d chips without wraparound on every axis needs about "
@@ -416,7 +626,7 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                            tpu_coll_name(desc->kind));
     }
     for (i = 0; i < tpu__nalgos && status == TPU_OK; i++) {
-        const tpu_algo_t *algo = &tpu__algos[i];
+        const tpu_algo_t *algo = &tpu__algos[algo_order(p, i)];
         int nchoices = algo->pipelined && desc->chunks == 0 ? NCHOICES : 1,
             three = ici_axes(p) == 3;
         double depth_best[NCHOICES];
@@ -457,7 +667,14 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                 if (cd->split < 0) {
                     continue;
                 }
-                status = build_choice(p, algo, chunks, cd->split, &cd->ps, err);
+                if (desc->algo[0] == '\0' && best >= 0 &&
+                    group_time_floor(p, algo) > best_t * (1 + TPU_SELECT_SLACK)) {
+                    break; /* slower than a candidate timed already, whatever it builds */
+                }
+                status = over_budget(p, algo, err);
+                if (status == TPU_OK) {
+                    status = build_choice(p, algo, chunks, cd->split, &cd->ps, err);
+                }
                 if (status == TPU_OK) {
                     /* The walk's memory, before it starts: refused like a shape. */
                     double need = tpu__timing_step_bytes(&p->topo, &cd->ps, TPU_MAX_STEP_BYTES);
@@ -467,9 +684,17 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                         status = walk_too_big(p, algo->name, need, err);
                     }
                 }
-                if (status == TPU_ERR_UNSUPPORTED && (desc->algo[0] == '\0' || c > 0)) {
+                if ((status == TPU_ERR_UNSUPPORTED ||
+                     (status == TPU_ERR_NO_MEMORY && algo->groups)) &&
+                    (desc->algo[0] == '\0' || c > 0)) {
                     /* The algorithm does not take this shape (the snake ring: open axes,
-                     * an even group); the others are the choice. */
+                     * an even group), or a group schedule is over the budget (or the
+                     * memory): the others are the choice; the first such reason is the
+                     * refusal when none applies. */
+                    if (err != NULL && skipped == TPU_OK) {
+                        skip_err = *err;
+                    }
+                    skipped = skipped == TPU_OK ? status : skipped;
                     if (err != NULL) {
                         memset(err, 0, sizeof(*err));
                     }
@@ -494,7 +719,7 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                 if (depth_best[c] < 0 || cd->t < depth_best[c]) {
                     depth_best[c] = cd->t;
                 }
-                if (best < 0 || cd->t < best_t) {
+                if (best < 0 || cd->t < best_t || (cd->t == best_t && cd->algo < cand[best].algo)) {
                     best = ncand - 1;
                     best_chunks = chunks;
                     best_t = cd->t;
@@ -512,6 +737,13 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
             }
         }
     }
+    if (status == TPU_OK && found && ncand == 0 && skipped != TPU_OK) {
+        /* Every candidate was over the budget or refused the shape. */
+        status = skipped;
+        if (err != NULL) {
+            *err = skip_err;
+        }
+    }
     if (status == TPU_OK && !found) {
         status = tpu_err_set(err, TPU_ERR_INVALID,
                              "unknown algorithm '%s' for %s (see tpuemu info --algorithms)",
@@ -526,7 +758,9 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
         for (i = 0; i < ncand; i++) {
             if (cand[i].t >= 0 && cand[i].t <= best_t * (1 + TPU_SELECT_SLACK) &&
                 (cand[i].chunks < best_chunks ||
-                 (cand[i].chunks == best_chunks && cand[i].t < best_t))) {
+                 (cand[i].chunks == best_chunks &&
+                  (cand[i].t < best_t ||
+                   (cand[i].t == best_t && cand[i].algo < cand[best].algo))))) {
                 best = i;
                 best_chunks = cand[i].chunks;
             }

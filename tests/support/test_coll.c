@@ -157,3 +157,18 @@ int tpu_test_axis_masks(const tpu_topo_t *t, unsigned *masks, int *naxes)
     }
     return n;
 }
+
+tpu_link_model_t tpu_test_easy_link(void)
+{
+    tpu_link_model_t l;
+
+    memset(&l, 0, sizeof(l));
+    l.ici_bw = 2e9;
+    l.ici_latency = 1e-6;
+    l.dcn_bw = 1e9;
+    l.dcn_latency = 10e-6;
+    l.pcie_bw = 1e10;
+    l.ici_efficiency = 1;
+    l.host_dims[0] = l.host_dims[1] = l.host_dims[2] = 1;
+    return l;
+}

@@ -39,4 +39,8 @@ void tpu_test_coll_target(const tpu_topo_t *topo, const char *mesh_spec, const c
 void tpu_test_check_transports(const tpu_coll_plan_t *plan, const tpu_topo_t *topo,
                                const char *label);
 
+/* A link model for easy arithmetic: ici_bw 2e9 B/s both directions (1000 bytes take
+ * 1 us one way), 1 us per ICI hop, DCN 1e9 B/s and 10 us, PCIe 1e10 B/s. */
+tpu_link_model_t tpu_test_easy_link(void);
+
 #endif

@@ -400,10 +400,15 @@ static const struct {
     tpu_coll_kind_t kind;
     const char *algo;
 } group_algos[] = {
-    {TPU_COLL_ALL_GATHER, "group_ring"},     {TPU_COLL_ALL_GATHER, "group_direct"},
-    {TPU_COLL_REDUCE_SCATTER, "group_ring"}, {TPU_COLL_REDUCE_SCATTER, "group_direct"},
-    {TPU_COLL_PSUM, "group_rs_ag"},          {TPU_COLL_PSUM, "group_direct"},
-    {TPU_COLL_ALL_TO_ALL, "group_direct"},   {TPU_COLL_PPERMUTE, "pairs"},
+    {TPU_COLL_ALL_GATHER, "group_ring"},
+    {TPU_COLL_ALL_GATHER, "group_direct"},
+    {TPU_COLL_REDUCE_SCATTER, "group_ring"},
+    {TPU_COLL_REDUCE_SCATTER, "group_direct"},
+    {TPU_COLL_PSUM, "group_rs_ag"},
+    {TPU_COLL_PSUM, "group_direct"},
+    {TPU_COLL_ALL_TO_ALL, "group_direct"},
+    {TPU_COLL_PSUM, "group_tree"},
+    {TPU_COLL_PPERMUTE, "pairs"},
 };
 #define N_GROUP_ALGOS ((int)(sizeof(group_algos) / sizeof(group_algos[0])))
 
@@ -531,6 +536,8 @@ static void test_rank_ends(void **state)
         {TPU_COLL_PSUM, "x,y", "group_rs_ag", 0},
         {TPU_COLL_PSUM, "x", "group_rs_ag", 0},
         {TPU_COLL_ALL_TO_ALL, "y", "group_direct", 0},
+        {TPU_COLL_PSUM, "x,y", "group_tree", 1},
+        {TPU_COLL_PSUM, "x", "group_tree", 0},
     };
     static const char *const shapes[][2] = {
         {"4x4", "none"}, {"6x4", "x"}, {"3x5", "none"}, {"4x4", "all"}, {"8x2", "y"}};
@@ -641,6 +648,12 @@ static void test_orbit_open_groups(void **state)
             int orbit = orbit_case(cases[c].shape, cases[c].wrap, cases[c].mesh, cases[c].axes,
                                    group_algos[k].kind, group_algos[k].algo);
 
+            /* The tree is not alike under the rotations of the member order the
+             * symmetries may make: built for every chip (build.c). */
+            if (strcmp(group_algos[k].algo, "group_tree") == 0) {
+                assert_int_equal(orbit, 0);
+                continue;
+            }
             if (orbit != cases[c].orbit) {
                 print_error("%s %s %s: orbit %d\n", cases[c].shape, cases[c].wrap, cases[c].axes,
                             orbit);

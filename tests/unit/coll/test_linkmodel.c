@@ -17,6 +17,7 @@
 #include "tpu/topo.h"
 
 #include "schedule.h"
+#include "test_coll.h"
 #include "test_main.h"
 #include "timing.h"
 
@@ -32,17 +33,7 @@
 
 static tpu_link_model_t easy_link(void)
 {
-    tpu_link_model_t l;
-
-    memset(&l, 0, sizeof(l));
-    l.ici_bw = 2e9;
-    l.ici_latency = 1e-6;
-    l.dcn_bw = 1e9;
-    l.dcn_latency = 10e-6;
-    l.pcie_bw = 1e10;
-    l.ici_efficiency = 1;
-    l.host_dims[0] = l.host_dims[1] = l.host_dims[2] = 1;
-    return l;
+    return tpu_test_easy_link();
 }
 
 static void line(tpu_topo_t *t, int n, int slices)
