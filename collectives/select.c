@@ -591,8 +591,9 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                            TPU_MAX_MODEL_FLOWS / 1e6);
     }
     if (model_flows(p) > TPU_MAX_MODEL_FLOWS && p->desc.groups == NULL &&
-        tpu__plan_translation_invariant(p)) {
-        /* Only a group algorithm named over wrapped axes gets here. */
+        (desc->algo[0] != '\0' || tpu__plan_translation_invariant(p))) {
+        /* A named algorithm (over wrapped axes, only a group algorithm gets here):
+         * the wraparound would not help, another algorithm would. */
         return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
                            "%s over %d chips with --algo %s needs about %.0f million flows, more "
                            "than the %.0f million this build models; let the cost model choose "
