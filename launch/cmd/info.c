@@ -188,11 +188,43 @@ static void chip_table(FILE *out, const tpu_chip_spec_t *const *chips, int n)
 }
 #undef CELL
 
+/* One directed link of a chip: its axis, direction (+1, -1), far end and id. */
+typedef struct nb {
+    int axis, dir, neighbor, link;
+} nb_t;
+
+/* The directed links of 'chip' in the dump's order (each axis, + before -); their count. */
+static int chip_links(const tpu_topo_t *t, int chip, nb_t nb[2 * TPU_MAX_AXES])
+{
+    int a, d, n = 0;
+
+    for (a = 0; a < t->naxes; a++) {
+        for (d = 1; d >= -1; d -= 2) {
+            int link = tpu_topo_link(t, chip, a, d);
+
+            if (link >= 0) {
+                nb[n].axis = a;
+                nb[n].dir = d;
+                nb[n].neighbor = tpu_topo_neighbor(t, chip, a, d);
+                nb[n++].link = link;
+            }
+        }
+    }
+    return n;
+}
+
+/* "+x", "-y": a link's direction as the JSON and CSV name it. */
+static void dir_name(const nb_t *nb, char *buf, size_t len)
+{
+    snprintf(buf, len, "%c%s", nb->dir > 0 ? '+' : '-', tpu_topo_axis_name(nb->axis));
+}
+
 /* The golden dump: every chip's coordinates, and each link with its id. */
 static void dump_topology(FILE *out, const tpu_pod_t *pod)
 {
     const tpu_topo_t *t = tpu_pod_topo(pod);
-    int chip, a, d;
+    nb_t nb[2 * TPU_MAX_AXES];
+    int chip, a, i, n;
 
     fprintf(out, "topology %s wrap %s slices %d chips %d links %d\n", tpu_pod_shape(pod),
             tpu_pod_wrap(pod), t->slices, t->nchips, t->nlinks);
@@ -205,15 +237,10 @@ static void dump_topology(FILE *out, const tpu_pod_t *pod)
             fprintf(out, " %d", c[a]);
         }
         fputc('\n', out);
-        for (a = 0; a < t->naxes; a++) {
-            for (d = 1; d >= -1; d -= 2) {
-                int link = tpu_topo_link(t, chip, a, d);
-
-                if (link >= 0) {
-                    fprintf(out, "  %s%c -> chip %d link %d\n", tpu_topo_axis_name(a),
-                            d > 0 ? '+' : '-', tpu_topo_neighbor(t, chip, a, d), link);
-                }
-            }
+        n = chip_links(t, chip, nb);
+        for (i = 0; i < n; i++) {
+            fprintf(out, "  %s%c -> chip %d link %d\n", tpu_topo_axis_name(nb[i].axis),
+                    nb[i].dir > 0 ? '+' : '-', nb[i].neighbor, nb[i].link);
         }
     }
 }
@@ -223,7 +250,8 @@ static void dump_topology(FILE *out, const tpu_pod_t *pod)
 static void topology_json(app_json_t *j, const tpu_pod_t *pod)
 {
     const tpu_topo_t *t = tpu_pod_topo(pod);
-    int chip, a, d;
+    nb_t nb[2 * TPU_MAX_AXES];
+    int chip, i, n;
 
     app_json_document(j, "info");
     app_json_kstr(j, "topology", tpu_pod_shape(pod));
@@ -235,20 +263,16 @@ static void topology_json(app_json_t *j, const tpu_pod_t *pod)
         app_json_object(j);
         app_chip_json_where(j, pod, chip);
         app_json_karray(j, "neighbors");
-        for (a = 0; a < t->naxes; a++) {
-            for (d = 1; d >= -1; d -= 2) {
-                int link = tpu_topo_link(t, chip, a, d);
-                char dir[8];
+        n = chip_links(t, chip, nb);
+        for (i = 0; i < n; i++) {
+            char dir[8];
 
-                if (link >= 0) {
-                    snprintf(dir, sizeof(dir), "%c%s", d > 0 ? '+' : '-', tpu_topo_axis_name(a));
-                    app_json_object(j);
-                    app_json_kstr(j, "dir", dir);
-                    app_json_kint(j, "neighbor", tpu_topo_neighbor(t, chip, a, d));
-                    app_json_kint(j, "link_id", link);
-                    app_json_object_end(j);
-                }
-            }
+            dir_name(&nb[i], dir, sizeof(dir));
+            app_json_object(j);
+            app_json_kstr(j, "dir", dir);
+            app_json_kint(j, "neighbor", nb[i].neighbor);
+            app_json_kint(j, "link_id", nb[i].link);
+            app_json_object_end(j);
         }
         app_json_array_end(j);
         app_json_object_end(j);
@@ -262,8 +286,9 @@ static void topology_csv(FILE *f, const tpu_pod_t *pod)
 {
     static const char *const cols[] = {"chip_id", "slice", "coords", "dir", "neighbor", "link_id"};
     const tpu_topo_t *t = tpu_pod_topo(pod);
+    nb_t nb[2 * TPU_MAX_AXES];
     app_csv_t c;
-    int chip, a, d;
+    int chip, a, i, n;
 
     app_csv_init(&c, f);
     app_csv_pod_header(&c, cols, 6);
@@ -277,24 +302,19 @@ static void topology_csv(FILE *f, const tpu_pod_t *pod)
         for (a = 0; a < t->naxes && at < sizeof(coords); a++) {
             at += (size_t)snprintf(coords + at, sizeof(coords) - at, "%s%d", a ? " " : "", xyz[a]);
         }
-        for (a = 0; a < t->naxes; a++) {
-            for (d = 1; d >= -1; d -= 2) {
-                int link = tpu_topo_link(t, chip, a, d);
-                char dir[8];
+        n = chip_links(t, chip, nb);
+        for (i = 0; i < n; i++) {
+            char dir[8];
 
-                if (link < 0) {
-                    continue;
-                }
-                snprintf(dir, sizeof(dir), "%c%s", d > 0 ? '+' : '-', tpu_topo_axis_name(a));
-                app_csv_pod(&c, pod);
-                app_csv_int(&c, chip);
-                app_csv_int(&c, tpu_topo_slice_of(t, chip));
-                app_csv_str(&c, coords);
-                app_csv_str(&c, dir);
-                app_csv_int(&c, tpu_topo_neighbor(t, chip, a, d));
-                app_csv_int(&c, link);
-                app_csv_end_row(&c);
-            }
+            dir_name(&nb[i], dir, sizeof(dir));
+            app_csv_pod(&c, pod);
+            app_csv_int(&c, chip);
+            app_csv_int(&c, tpu_topo_slice_of(t, chip));
+            app_csv_str(&c, coords);
+            app_csv_str(&c, dir);
+            app_csv_int(&c, nb[i].neighbor);
+            app_csv_int(&c, nb[i].link);
+            app_csv_end_row(&c);
         }
     }
 }
