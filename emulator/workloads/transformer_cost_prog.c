@@ -78,7 +78,13 @@ enum {
     C_FLASH = 4, /* the compiled step's flash attention only */
     C_SGD = 8,   /* sgd only */
     C_ADAM = 16, /* adamw only */
-    C_VMEM = 32  /* a pass over the scores: compiled (flash, in VMEM) VPU time only */
+    C_VMEM = 32, /* a pass over the scores: compiled (flash, in VMEM) VPU time only */
+    /* The backward never reads the row's output (a projection's input is what its gradients
+     * need, not its product), so a compiled remat does not recompute it: JAX's checkpoint
+     * recomputes only the residuals the backward uses (the dead-code rule of remat_p in
+     * jax/_src/ad_checkpoint.py), and XLA removes what nothing reads. */
+    C_DEAD = 64,
+    C_DEAD_PAR = 128 /* the same in the parallel block only (there the sum goes to the residual) */
 };
 
 typedef struct row {
@@ -135,7 +141,7 @@ static const row_t layer_fwd[] = {
     MM("o = p v (per head)", Z_SL, Z_SA, Z_DH, Z_BNH),
     VPUC("scale and mask", MUL, Z_BNHSL, Z_SA, C_VMEM),
     VPUC("softmax", SOFTMAX, Z_BNHSL, Z_SA, C_VMEM),
-    MM("o @ wo", Z_T, Z_DL, Z_D, Z_1),
+    MMC("o @ wo", Z_T, Z_DL, Z_D, Z_1, C_DEAD_PAR),
     COLLC(H_ATTN_OUT, Z_TD, C_SEQ),
     VPUC("residual", ADD, Z_T, Z_DR, C_SEQ),
     NORMC("m = rms(h) * norm2", C_SEQ),
@@ -143,9 +149,9 @@ static const row_t layer_fwd[] = {
     MMC("g = m @ w3", Z_T, Z_D, Z_FG, Z_1, C_GLU),
     ACT("act(u)"),
     VPUC("act(u) * g", MUL, Z_T, Z_FG, C_GLU),
-    MM("act(u) @ w2", Z_T, Z_FL, Z_D, Z_1),
-    COLL(H_MLP_OUT, Z_TD),
-    VPU("residual", ADD, Z_T, Z_DR),
+    MMC("act(u) @ w2", Z_T, Z_FL, Z_D, Z_1, C_DEAD),
+    COLLC(H_MLP_OUT, Z_TD, C_DEAD),
+    VPUC("residual", ADD, Z_T, Z_DR, C_DEAD),
 };
 static const row_t head_fwd[] = {
     NORM("rms(h) * norm_f"), MM("logits = . @ unembed", Z_T, Z_D, Z_VL, Z_1),
@@ -547,10 +553,21 @@ static int act_op(const eng_t *e)
                                                 : TPU_VPU_GELU;
 }
 
-/* The rows of a section table, at 'index' (the layer, or -1); 'remat_min' skips the
- * projections and the collectives (what remat minimal keeps). */
+/* Is row 'r' left out of remat's recomputation of the forward?  Minimal keeps the projections
+ * and the collectives (it recomputes neither); compiled, no policy recomputes what the backward
+ * never reads (C_DEAD). */
+static int not_recomputed(const eng_t *e, const row_t *r, tpu_xfmr_remat_t policy)
+{
+    return (policy == TPU_XFMR_REMAT_MINIMAL &&
+            (r->kind == R_COLL || (r->kind == R_MM && r->count == Z_1))) ||
+           (e->plan.compiled &&
+            ((r->cond & C_DEAD) || ((r->cond & C_DEAD_PAR) && e->plan.parallel_block)));
+}
+
+/* The rows of a section table, at 'index' (the layer, or -1); 'recompute' (a remat policy, or
+ * TPU_XFMR_REMAT_NONE for the step's own rows) leaves out what the recomputation skips. */
 static tpu_status_t section_of(tpu_xfmr_cost_t *c, const char *sect, const row_t *rows, int n,
-                               int index, int remat_min, tpu_err_t *err)
+                               int index, tpu_xfmr_remat_t recompute, tpu_err_t *err)
 {
     static const tpu_vpu_op_t norm[] = {TPU_VPU_MUL, TPU_VPU_SUM, TPU_VPU_MUL, TPU_VPU_MUL};
     static const tpu_vpu_op_t norm_bwd[] = {TPU_VPU_MUL, TPU_VPU_SUM, TPU_VPU_MUL, TPU_VPU_SUM,
@@ -564,7 +581,7 @@ static tpu_status_t section_of(tpu_xfmr_cost_t *c, const char *sect, const row_t
         const int64_t *z = e->z;
 
         if (!applies(e, r) ||
-            (remat_min && (r->kind == R_COLL || (r->kind == R_MM && r->count == Z_1)))) {
+            (recompute != TPU_XFMR_REMAT_NONE && not_recomputed(e, r, recompute))) {
             continue;
         }
         switch (r->kind) {
@@ -614,9 +631,9 @@ static tpu_status_t remat(tpu_xfmr_cost_t *c, int l, tpu_err_t *err)
     char sect[32];
 
     snprintf(sect, sizeof(sect), "l%d remat", l);
-    return policy == TPU_XFMR_REMAT_NONE ? TPU_OK
-                                         : section_of(c, sect, layer_fwd, N(layer_fwd), l,
-                                                      policy == TPU_XFMR_REMAT_MINIMAL, err);
+    return policy == TPU_XFMR_REMAT_NONE
+               ? TPU_OK
+               : section_of(c, sect, layer_fwd, N(layer_fwd), l, policy, err);
 }
 
 /* The whole step: forward, backward, update, with fsdp's gathers one unit ahead. */
@@ -632,38 +649,46 @@ tpu_status_t tpu__xfmr_cost_build(tpu_xfmr_cost_t *c, tpu_err_t *err)
     status = gather_unit(c, 0, 0, err);
     status = status == TPU_OK ? gather_unit(c, 1, 1, err) : status;
     status = status == TPU_OK ? emit(c, P_WAIT, 0, 0, err) : status;
-    status =
-        status == TPU_OK ? section_of(c, "embed", embed_fwd, N(embed_fwd), -1, 0, err) : status;
+    status = status == TPU_OK
+                 ? section_of(c, "embed", embed_fwd, N(embed_fwd), -1, TPU_XFMR_REMAT_NONE, err)
+                 : status;
     for (l = 0; l < L && status == TPU_OK; l++) {
         snprintf(sect, sizeof(sect), "l%d fwd", l);
         status = gather_unit(c, l + 2, l + 2, err);
         status = status == TPU_OK ? emit(c, P_WAIT, 0, l + 1, err) : status;
-        status =
-            status == TPU_OK ? section_of(c, sect, layer_fwd, N(layer_fwd), l, 0, err) : status;
+        status = status == TPU_OK
+                     ? section_of(c, sect, layer_fwd, N(layer_fwd), l, TPU_XFMR_REMAT_NONE, err)
+                     : status;
     }
     status = status == TPU_OK ? emit(c, P_WAIT, 0, L + 1, err) : status;
-    status =
-        status == TPU_OK ? section_of(c, "head fwd", head_fwd, N(head_fwd), -1, 0, err) : status;
+    status = status == TPU_OK
+                 ? section_of(c, "head fwd", head_fwd, N(head_fwd), -1, TPU_XFMR_REMAT_NONE, err)
+                 : status;
     /* Backward: the head's weights are still there; each layer's are gathered again. */
     status = status == TPU_OK ? gather_unit(c, L, L + 2 + L - 1, err) : status;
-    status =
-        status == TPU_OK ? section_of(c, "head bwd", head_bwd, N(head_bwd), -1, 0, err) : status;
+    status = status == TPU_OK
+                 ? section_of(c, "head bwd", head_bwd, N(head_bwd), -1, TPU_XFMR_REMAT_NONE, err)
+                 : status;
     status = status == TPU_OK ? grads_unit(c, L + 1, err) : status;
     for (l = L - 1; l >= 0 && status == TPU_OK; l--) {
         snprintf(sect, sizeof(sect), "l%d bwd", l);
         status = l > 0 ? gather_unit(c, l, L + 2 + l - 1, err) : TPU_OK;
         status = status == TPU_OK ? emit(c, P_WAIT, 0, L + 2 + l, err) : status;
         status = status == TPU_OK ? remat(c, l, err) : status;
-        status =
-            status == TPU_OK ? section_of(c, sect, layer_bwd, N(layer_bwd), l, 0, err) : status;
+        status = status == TPU_OK
+                     ? section_of(c, sect, layer_bwd, N(layer_bwd), l, TPU_XFMR_REMAT_NONE, err)
+                     : status;
         status = status == TPU_OK ? grads_unit(c, l + 1, err) : status;
     }
-    status =
-        status == TPU_OK ? section_of(c, "embed bwd", embed_bwd, N(embed_bwd), -1, 0, err) : status;
+    status = status == TPU_OK
+                 ? section_of(c, "embed bwd", embed_bwd, N(embed_bwd), -1, TPU_XFMR_REMAT_NONE, err)
+                 : status;
     status = status == TPU_OK ? grads_unit(c, 0, err) : status;
     status = status == TPU_OK ? emit(c, P_WAIT_GRADS, 0, 0, err) : status;
     status = status == TPU_OK ? grads_tail(c, err) : status;
-    return status == TPU_OK ? section_of(c, "update", update, N(update), -1, 0, err) : status;
+    return status == TPU_OK
+               ? section_of(c, "update", update, N(update), -1, TPU_XFMR_REMAT_NONE, err)
+               : status;
 }
 
 /* ---- sizes ---- */

@@ -100,8 +100,8 @@ static const struct {
     const char *chip;
     double mxu_fraction, fixed_us;
 } fits[] = {
-    {"v5e", 1.016, 0},
-    {"v5p", 1.010, 0},
+    {"v5e", 0.915, 0},
+    {"v5p", 0.926, 0},
 };
 
 void tpu_xfmr_plan_fit(const char *chip, tpu_xfmr_plan_t *p)
