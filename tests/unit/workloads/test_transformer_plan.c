@@ -3,7 +3,8 @@
  * tpu_xfmr_cost_run_plan()) against figures worked out by hand here: the
  * parameters of GQA + swiglu and of tied embeddings, AdamW's state, model
  * FLOPs (dense and the compiled step's causal attention), remat full's
- * recomputed forward matmul FLOPs, the parallel block's single tensor psum,
+ * recomputed forward matmul FLOPs (compiled: without what no backward reads),
+ * the parallel block's single tensor psum,
  * the presets, the compiled mode's causal half and fitted constants.
  */
 #include "tpu/pod.h"
@@ -135,6 +136,37 @@ static void remat_full(void **state)
     tpu_pod_destroy(pod);
 }
 
+/* Compiled (--calibrated), remat full recomputes only what the backward reads: not w2
+ * (nor its psum and residual), and in the parallel block not wo either. */
+static void remat_full_compiled(void **state)
+{
+    tpu_pod_t *pod = make_pod("1x1");
+    tpu_xfmr_config_t m;
+    tpu_xfmr_plan_t p;
+    tpu_xfmr_cost_t none, full;
+    int par;
+
+    (void)state;
+    for (par = 0; par < 2; par++) {
+        small(&m, &p);
+        p.compiled = 1;
+        p.mxu_fraction = 1;
+        p.parallel_block = par;
+        run(pod, &m, &p, NULL, &none);
+        p.remat = TPU_XFMR_REMAT_FULL;
+        run(pod, &m, &p, NULL, &full);
+        /* A layer's recomputed matmuls (T = 256): q, k, v 4194304, w1 and w3
+         * 2*2*256*64*128 = 8388608, flash's q k^T and p v over S/2 keys a query on average
+         * 2 * 2*32*16*16 per sequence and head * 32 = 1048576, and in the sequential block
+         * wo 2097152 (its output feeds norm2); two layers. */
+        assert_true(full.chip_flops - none.chip_flops ==
+                    2 * (4194304.0 + 8388608.0 + 1048576.0 + (par ? 0 : 2097152.0)));
+        tpu_xfmr_cost_fini(&none);
+        tpu_xfmr_cost_fini(&full);
+    }
+    tpu_pod_destroy(pod);
+}
+
 static int coll_count(const tpu_xfmr_cost_t *c, const char *what)
 {
     int k, n = 0;
@@ -208,6 +240,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(params_and_flops),
         cmocka_unit_test(remat_full),
+        cmocka_unit_test(remat_full_compiled),
         cmocka_unit_test(parallel_block),
         cmocka_unit_test(presets),
     };
