@@ -25,8 +25,7 @@ void app_train_json_num(app_json_t *j, const char *key, double v)
     }
 }
 
-/* Bytes up to GiB: one decimal for KiB, two above. */
-static void fmt_bytes(double b, char *buf, size_t len)
+void app_train_fmt_bytes(double b, char *buf, size_t len)
 {
     static const int decimals[] = {0, 1, 2, 2};
 
@@ -48,7 +47,7 @@ void app_train_print_colls(FILE *txt, const tpu_mlp_report_t *r)
         const tpu_mlp_coll_t *c = &r->coll[k];
         char b[32];
 
-        fmt_bytes((double)c->bytes, b, sizeof(b));
+        app_train_fmt_bytes((double)c->bytes, b, sizeof(b));
         fprintf(txt, "  %-20s %-15s %-6s %-13s %5d %11s %11.3f %-8s %s\n", c->what,
                 tpu_coll_name(c->kind), c->axis, c->layout, c->group, b, c->modeled_us,
                 c->overlapped ? "async" : "exposed", c->algorithm);
@@ -71,8 +70,8 @@ void app_train_print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capaci
 {
     char peak[32], cap[32];
 
-    fmt_bytes((double)r->hbm_peak, peak, sizeof(peak));
-    fmt_bytes((double)capacity, cap, sizeof(cap));
+    app_train_fmt_bytes((double)r->hbm_peak, peak, sizeof(peak));
+    app_train_fmt_bytes((double)capacity, cap, sizeof(cap));
     fprintf(txt,
             "  modeled step %.3f us = compute %.3f us + exposed communication %.3f us\n"
             "  communication %.3f us in %d collectives (%.1f%% of the step if none overlapped); "
@@ -83,6 +82,70 @@ void app_train_print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capaci
                                            : 0.0,
             r->comm_us - r->exposed_us, peak, cap, 100.0 * r->mfu, r->model_flops);
 }
+
+void app_train_json_coll(app_json_t *j, const app_train_coll_key_t *keys,
+                         const app_train_coll_row_t *c)
+{
+    int i;
+
+    app_json_object(j);
+    for (i = 0; keys[i] != APP_TRAIN_COLL_END; i++) {
+        switch (keys[i]) {
+        case APP_TRAIN_COLL_END:
+            break;
+        case APP_TRAIN_COLL_NAME:
+            app_json_kstr(j, "name", c->name);
+            break;
+        case APP_TRAIN_COLL_COLLECTIVE:
+            app_json_kstr(j, "collective", c->collective);
+            break;
+        case APP_TRAIN_COLL_MESH_AXIS:
+            app_json_kstr(j, "mesh_axis", c->mesh_axis);
+            break;
+        case APP_TRAIN_COLL_AXES:
+            app_json_kstr(j, "axes", c->axes);
+            break;
+        case APP_TRAIN_COLL_GROUPS:
+            app_json_kstr(j, "groups", c->groups);
+            break;
+        case APP_TRAIN_COLL_GROUP_SIZE:
+            app_json_kint(j, "group_size", c->group_size);
+            break;
+        case APP_TRAIN_COLL_GROUP_COUNT:
+            app_json_kint(j, "group_count", c->group_count);
+            break;
+        case APP_TRAIN_COLL_BYTES:
+            app_json_kuint(j, "bytes", (unsigned long long)c->bytes);
+            break;
+        case APP_TRAIN_COLL_COUNT:
+            app_json_kint(j, "count", c->count);
+            break;
+        case APP_TRAIN_COLL_MODELED_US:
+            app_train_json_num(j, "modeled_us", c->modeled_us);
+            break;
+        case APP_TRAIN_COLL_TOTAL_US:
+            app_train_json_num(j, "total_us", c->modeled_us * c->count);
+            break;
+        case APP_TRAIN_COLL_OVERLAPPED:
+            app_json_kbool(j, "overlapped", c->overlapped);
+            break;
+        case APP_TRAIN_COLL_EXPOSED:
+            app_json_kbool(j, "exposed", !c->overlapped);
+            break;
+        case APP_TRAIN_COLL_ALGORITHM:
+            app_json_kstr(j, "algorithm", c->algorithm);
+            break;
+        }
+    }
+    app_json_object_end(j);
+}
+
+/* The members of the MLP's collective rows, in their order. */
+static const app_train_coll_key_t mlp_keys[] = {
+    APP_TRAIN_COLL_NAME,      APP_TRAIN_COLL_COLLECTIVE, APP_TRAIN_COLL_MESH_AXIS,
+    APP_TRAIN_COLL_AXES,      APP_TRAIN_COLL_GROUPS,     APP_TRAIN_COLL_GROUP_SIZE,
+    APP_TRAIN_COLL_BYTES,     APP_TRAIN_COLL_MODELED_US, APP_TRAIN_COLL_OVERLAPPED,
+    APP_TRAIN_COLL_ALGORITHM, APP_TRAIN_COLL_END};
 
 /* The cost members of a step report, into the object being written. */
 void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r)
@@ -100,19 +163,18 @@ void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r)
     app_json_karray(j, "collectives");
     for (k = 0; k < r->ncoll; k++) {
         const tpu_mlp_coll_t *c = &r->coll[k];
+        const app_train_coll_row_t row = {.name = c->what,
+                                          .collective = tpu_coll_name(c->kind),
+                                          .mesh_axis = c->axis,
+                                          .axes = c->layout,
+                                          .groups = c->groups,
+                                          .algorithm = c->algorithm,
+                                          .group_size = c->group,
+                                          .bytes = c->bytes,
+                                          .modeled_us = c->modeled_us,
+                                          .overlapped = c->overlapped};
 
-        app_json_object(j);
-        app_json_kstr(j, "name", c->what);
-        app_json_kstr(j, "collective", tpu_coll_name(c->kind));
-        app_json_kstr(j, "mesh_axis", c->axis);
-        app_json_kstr(j, "axes", c->layout);
-        app_json_kstr(j, "groups", c->groups);
-        app_json_kint(j, "group_size", c->group);
-        app_json_kuint(j, "bytes", (unsigned long long)c->bytes);
-        app_train_json_num(j, "modeled_us", c->modeled_us);
-        app_json_kbool(j, "overlapped", c->overlapped);
-        app_json_kstr(j, "algorithm", c->algorithm);
-        app_json_object_end(j);
+        app_train_json_coll(j, mlp_keys, &row);
     }
     app_json_array_end(j);
 }
