@@ -169,24 +169,17 @@ static void test_psum_scatter_pmap(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
-    for (p = 0; p < 16; p++) {
-        x[p] = (float)p;
-    }
+    spmd_iota(x, 16);
     spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
     a = spmd_arr_f32(&e, 2, shp, "i", x); /* shards of shape (1, 4) */
     /* Untiled over dimension 1 (of size 4 = G): device k gets sums[k]. */
     spmd_check(tpu_array_psum_scatter(a, "i", 1, 0, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), &sums[p], 1);
-    }
+    spmd_expect_shards(&e, r, 4, sums, 1, 1);
     tpu_array_destroy(r);
     spmd_check(tpu_array_psum_scatter(a, "i", 1, 1, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), &sums[p], 1);
-    }
+    spmd_expect_shards(&e, r, 4, sums, 1, 1);
     tpu_array_destroy(r);
     tpu_array_destroy(a);
     spmd_env_close(&e);
@@ -201,15 +194,12 @@ static void test_psum_scatter_f6(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
     spmd_env_open(&e, "4", 0, "i=4", NULL, 0);
     a = spmd_arr_f32(&e, 1, shp, "i", spmd_f16);
     spmd_check(tpu_array_psum_scatter(a, "i", 0, 1, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), &want[p], 1);
-    }
+    spmd_expect_shards(&e, r, 4, want, 1, 1);
     spmd_check(tpu_array_gather(r, host, &err), &err);
     spmd_expect_f32(host, want, 4);
     tpu_array_destroy(r);
@@ -226,15 +216,12 @@ static void test_all_to_all_f9(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
     spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
     a = spmd_arr_f32(&e, 1, shp, "i", spmd_f16);
     spmd_check(tpu_array_all_to_all(a, "i", 0, 0, 1, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), want + 4 * p, 4);
-    }
+    spmd_expect_shards(&e, r, 4, want, 4, 4);
     spmd_check(tpu_array_gather(r, host, &err), &err);
     spmd_expect_f32(host, want, 16);
     tpu_array_destroy(r);
@@ -257,9 +244,7 @@ static void test_all_to_all_split2_concat1(void **state)
     int p, k, i, b, c;
 
     (void)state;
-    for (i = 0; i < 128; i++) {
-        x[i] = (float)i;
-    }
+    spmd_iota(x, 128);
     spmd_env_open(&e, "2x4", 1, "z=2,y=4", NULL, 0);
     /* P('z', None, None): shards (2, 4, 8), the same over y. Make them differ by
      * resharding dimension 1 over nothing and giving each its own values. */
@@ -311,9 +296,7 @@ static void test_all_to_all_untiled(void **state)
     int p, j, k;
 
     (void)state;
-    for (p = 0; p < 48; p++) {
-        x[p] = (float)p;
-    }
+    spmd_iota(x, 48);
     spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
     a = spmd_arr_f32(&e, 2, shp, "i", x); /* chip k holds rows 4k..4k+3 */
     spmd_check(tpu_array_all_to_all(a, "i", 0, 1, 0, &r, &err), &err);
