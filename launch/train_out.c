@@ -83,69 +83,37 @@ void app_train_print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capaci
             r->comm_us - r->exposed_us, peak, cap, 100.0 * r->mfu, r->model_flops);
 }
 
-void app_train_json_coll(app_json_t *j, const app_train_coll_key_t *keys,
-                         const app_train_coll_row_t *c)
+void app_train_json_coll(app_json_t *j, const app_train_coll_row_t *c, app_train_row_form_t form)
 {
-    int i;
+    int calls = form == APP_TRAIN_ROW_XFMR;
 
     app_json_object(j);
-    for (i = 0; keys[i] != APP_TRAIN_COLL_END; i++) {
-        switch (keys[i]) {
-        case APP_TRAIN_COLL_END:
-            break;
-        case APP_TRAIN_COLL_NAME:
-            app_json_kstr(j, "name", c->name);
-            break;
-        case APP_TRAIN_COLL_COLLECTIVE:
-            app_json_kstr(j, "collective", c->collective);
-            break;
-        case APP_TRAIN_COLL_MESH_AXIS:
-            app_json_kstr(j, "mesh_axis", c->mesh_axis);
-            break;
-        case APP_TRAIN_COLL_AXES:
-            app_json_kstr(j, "axes", c->axes);
-            break;
-        case APP_TRAIN_COLL_GROUPS:
-            app_json_kstr(j, "groups", c->groups);
-            break;
-        case APP_TRAIN_COLL_GROUP_SIZE:
-            app_json_kint(j, "group_size", c->group_size);
-            break;
-        case APP_TRAIN_COLL_GROUP_COUNT:
-            app_json_kint(j, "group_count", c->group_count);
-            break;
-        case APP_TRAIN_COLL_BYTES:
-            app_json_kuint(j, "bytes", (unsigned long long)c->bytes);
-            break;
-        case APP_TRAIN_COLL_COUNT:
-            app_json_kint(j, "count", c->count);
-            break;
-        case APP_TRAIN_COLL_MODELED_US:
-            app_train_json_num(j, "modeled_us", c->modeled_us);
-            break;
-        case APP_TRAIN_COLL_TOTAL_US:
-            app_train_json_num(j, "total_us", c->modeled_us * c->count);
-            break;
-        case APP_TRAIN_COLL_OVERLAPPED:
-            app_json_kbool(j, "overlapped", c->overlapped);
-            break;
-        case APP_TRAIN_COLL_EXPOSED:
-            app_json_kbool(j, "exposed", !c->overlapped);
-            break;
-        case APP_TRAIN_COLL_ALGORITHM:
-            app_json_kstr(j, "algorithm", c->algorithm);
-            break;
-        }
+    app_json_kstr(j, "name", c->name);
+    app_json_kstr(j, "collective", c->collective);
+    app_json_kstr(j, "mesh_axis", c->mesh_axis);
+    app_json_kstr(j, "axes", c->axes);
+    if (!calls) {
+        app_json_kstr(j, "groups", c->groups);
     }
+    app_json_kint(j, "group_size", c->group_size);
+    if (calls) {
+        app_json_kstr(j, "groups", c->groups);
+        app_json_kint(j, "group_count", c->group_count);
+    }
+    app_json_kuint(j, "bytes", (unsigned long long)c->bytes);
+    if (calls) {
+        app_json_kint(j, "count", c->count);
+    }
+    app_train_json_num(j, "modeled_us", c->modeled_us);
+    if (calls) {
+        app_train_json_num(j, "total_us", c->modeled_us * c->count);
+        app_json_kbool(j, "exposed", !c->overlapped);
+    } else {
+        app_json_kbool(j, "overlapped", c->overlapped);
+    }
+    app_json_kstr(j, "algorithm", c->algorithm);
     app_json_object_end(j);
 }
-
-/* The members of the MLP's collective rows, in their order. */
-static const app_train_coll_key_t mlp_keys[] = {
-    APP_TRAIN_COLL_NAME,      APP_TRAIN_COLL_COLLECTIVE, APP_TRAIN_COLL_MESH_AXIS,
-    APP_TRAIN_COLL_AXES,      APP_TRAIN_COLL_GROUPS,     APP_TRAIN_COLL_GROUP_SIZE,
-    APP_TRAIN_COLL_BYTES,     APP_TRAIN_COLL_MODELED_US, APP_TRAIN_COLL_OVERLAPPED,
-    APP_TRAIN_COLL_ALGORITHM, APP_TRAIN_COLL_END};
 
 /* The cost members of a step report, into the object being written. */
 void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r)
@@ -174,7 +142,7 @@ void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r)
                                           .modeled_us = c->modeled_us,
                                           .overlapped = c->overlapped};
 
-        app_train_json_coll(j, mlp_keys, &row);
+        app_train_json_coll(j, &row, APP_TRAIN_ROW_MLP);
     }
     app_json_array_end(j);
 }

@@ -19,24 +19,17 @@ void app_train_json_num(app_json_t *j, const char *key, double v);
 /* Bytes up to GiB for a step's tables: one decimal for KiB, two above. */
 void app_train_fmt_bytes(double b, char *buf, size_t len);
 
-/* The members a step's "collectives" row may have (docs/output.md), in no order. */
-typedef enum app_train_coll_key {
-    APP_TRAIN_COLL_END, /* ends a list of keys */
-    APP_TRAIN_COLL_NAME,
-    APP_TRAIN_COLL_COLLECTIVE,
-    APP_TRAIN_COLL_MESH_AXIS,
-    APP_TRAIN_COLL_AXES,
-    APP_TRAIN_COLL_GROUPS,
-    APP_TRAIN_COLL_GROUP_SIZE,
-    APP_TRAIN_COLL_GROUP_COUNT,
-    APP_TRAIN_COLL_BYTES,
-    APP_TRAIN_COLL_COUNT,
-    APP_TRAIN_COLL_MODELED_US,
-    APP_TRAIN_COLL_TOTAL_US, /* modeled_us x count */
-    APP_TRAIN_COLL_OVERLAPPED,
-    APP_TRAIN_COLL_EXPOSED, /* !overlapped */
-    APP_TRAIN_COLL_ALGORITHM
-} app_train_coll_key_t;
+/*
+ * The two forms of a step's "collectives" rows (docs/output.md): the MLP's
+ * (name, collective, mesh_axis, axes, groups, group_size, bytes, modeled_us,
+ * overlapped, algorithm) and the transformer's, whose rows are each a number of
+ * calls (name, collective, mesh_axis, axes, group_size, groups, group_count,
+ * bytes, count, modeled_us, total_us, exposed, algorithm).
+ */
+typedef enum app_train_row_form {
+    APP_TRAIN_ROW_MLP,
+    APP_TRAIN_ROW_XFMR
+} app_train_row_form_t;
 
 /* One collective of a step (the MLP's or the transformer's), borrowed for one write. */
 typedef struct app_train_coll_row {
@@ -47,19 +40,15 @@ typedef struct app_train_coll_row {
     const char *groups; /* the groups' chip ids */
     const char *algorithm;
     int group_size;
-    int group_count;
-    int count; /* calls per step */
+    int group_count; /* the transformer's form only */
+    int count;       /* calls per step: the transformer's form only */
     uint64_t bytes;
     double modeled_us; /* one call */
     int overlapped;    /* hidden behind compute */
 } app_train_coll_row_t;
 
-/*
- * One row of a step's "collectives" array: an object of the members 'keys'
- * names, in its order (the list ended by APP_TRAIN_COLL_END).
- */
-void app_train_json_coll(app_json_t *j, const app_train_coll_key_t *keys,
-                         const app_train_coll_row_t *c);
+/* One row of a step's "collectives" array, in the members of 'form'. */
+void app_train_json_coll(app_json_t *j, const app_train_coll_row_t *c, app_train_row_form_t form);
 
 /* The collectives of a step, as a table. */
 void app_train_print_colls(FILE *txt, const tpu_mlp_report_t *r);

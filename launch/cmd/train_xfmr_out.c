@@ -153,14 +153,6 @@ void app_xfmr_print(FILE *txt, const tpu_xfmr_cost_t *c, uint64_t capacity)
     fprintf(txt, "\n");
 }
 
-/* The members of the transformer's collective rows, in their order. */
-static const app_train_coll_key_t xfmr_keys[] = {
-    APP_TRAIN_COLL_NAME,        APP_TRAIN_COLL_COLLECTIVE, APP_TRAIN_COLL_MESH_AXIS,
-    APP_TRAIN_COLL_AXES,        APP_TRAIN_COLL_GROUP_SIZE, APP_TRAIN_COLL_GROUPS,
-    APP_TRAIN_COLL_GROUP_COUNT, APP_TRAIN_COLL_BYTES,      APP_TRAIN_COLL_COUNT,
-    APP_TRAIN_COLL_MODELED_US,  APP_TRAIN_COLL_TOTAL_US,   APP_TRAIN_COLL_EXPOSED,
-    APP_TRAIN_COLL_ALGORITHM,   APP_TRAIN_COLL_END};
-
 void app_xfmr_json(app_json_t *j, const tpu_xfmr_cost_t *c, uint64_t capacity)
 {
     int k;
@@ -200,7 +192,7 @@ void app_xfmr_json(app_json_t *j, const tpu_xfmr_cost_t *c, uint64_t capacity)
                                           .modeled_us = r->modeled_us,
                                           .overlapped = !r->exposed};
 
-        app_train_json_coll(j, xfmr_keys, &row);
+        app_train_json_coll(j, &row, APP_TRAIN_ROW_XFMR);
     }
     app_json_array_end(j);
 }
