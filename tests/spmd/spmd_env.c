@@ -63,6 +63,19 @@ tpu_array_t *spmd_arr_f32(env_t *e, int ndims, const int64_t *shape, const char 
     return a;
 }
 
+tpu_array_t *spmd_env_open_arr(env_t *e, const char *shape, int wrap, const char *mesh, int ndims,
+                               const int64_t *shp, const char *spec, const float *host)
+{
+    spmd_env_open(e, shape, wrap, mesh, NULL, 0);
+    return spmd_arr_f32(e, ndims, shp, spec, host);
+}
+
+void spmd_env_close_arr(env_t *e, tpu_array_t *a)
+{
+    tpu_array_destroy(a);
+    spmd_env_close(e);
+}
+
 /* The shard of the chip at mesh position 'pos' (loopback: local index = chip). */
 const float *spmd_shard_at(env_t *e, const tpu_array_t *a, int pos)
 {

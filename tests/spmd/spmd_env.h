@@ -37,6 +37,14 @@ void spmd_env_close(env_t *e);
 tpu_array_t *spmd_arr_f32(env_t *e, int ndims, const int64_t *shape, const char *spec,
                           const float *host);
 
+/* spmd_env_open() on the loopback transport (no explicit devices) with one f32
+ * array of 'ndims' dimensions 'shp', spec 'spec', placed from 'host'. */
+tpu_array_t *spmd_env_open_arr(env_t *e, const char *shape, int wrap, const char *mesh, int ndims,
+                               const int64_t *shp, const char *spec, const float *host);
+
+/* Destroy 'a' and close e. */
+void spmd_env_close_arr(env_t *e, tpu_array_t *a);
+
 /* The shard of the chip at mesh position 'pos' (loopback: local index = chip). */
 const float *spmd_shard_at(env_t *e, const tpu_array_t *a, int pos);
 

@@ -117,8 +117,7 @@ static void test_reshard(void **state)
     /* Going to a replicated spec all-gathers; a finer spec only slices. */
     assert_true(tpu_spmd_call_count(e.s) > 0);
     assert_string_equal(tpu_spmd_call_at(e.s, 0)->name, "all_gather");
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* Flat collectives on per-chip buffers, in place and not. */
@@ -314,8 +313,7 @@ static void test_pod_scale_model_only(void **state)
     assert_int_equal(tpu_spmd_call_at(e.s, 0)->group_size, 140);
     assert_int_equal(tpu_spmd_call_at(e.s, 1)->group_size, 64);
     assert_int_equal(tpu_array_gather(a, NULL, &err), TPU_ERR_UNSUPPORTED);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* A runtime from a pod (tpu/pod.h): v5p 2x2x4, data=4,model=4. */

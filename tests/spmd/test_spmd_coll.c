@@ -38,8 +38,7 @@ static void run_psum_f1(const char *shape, int wrap, const char *spec, const cha
     tpu_array_t *a, *r = NULL;
     env_t e;
 
-    spmd_env_open(&e, shape, wrap, spec, NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, axes, spmd_f16);
+    a = spmd_env_open_arr(&e, shape, wrap, spec, 1, shp, axes, spmd_f16);
     spmd_check(tpu_array_psum(a, axes, TPU_REDOP_SUM, &r, &err), &err);
     spmd_expect_shards(&e, r, 4, want, 0, 4);
     tpu_array_shape(r, got_shape);
@@ -49,8 +48,7 @@ static void run_psum_f1(const char *shape, int wrap, const char *spec, const cha
     assert_int_equal(tpu_spmd_call_count(e.s), 1);
     assert_true(tpu_spmd_call_at(e.s, 0)->modeled_us > 0);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 static void test_psum_f1(void **state)
@@ -76,8 +74,7 @@ static void test_psum_f2_f3(void **state)
 
     (void)state;
     spmd_iota(x, 16);
-    spmd_env_open(&e, "2x2", 0, "i=2,j=2", NULL, 0);
-    a = spmd_arr_f32(&e, 2, shp, "i,j", x);
+    a = spmd_env_open_arr(&e, "2x2", 0, "i=2,j=2", 2, shp, "i,j", x);
     spmd_check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
         spmd_expect_f32(spmd_shard_at(&e, r, p), want_i[p % 2], 4);
@@ -93,8 +90,7 @@ static void test_psum_f2_f3(void **state)
     spmd_check(tpu_array_psum(a, "i,j", TPU_REDOP_SUM, &r, &err), &err);
     spmd_expect_shards(&e, r, 4, want_ij, 0, 4);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s2/s3 docstrings: pmap over 4 devices, x = arange(4). */
@@ -108,8 +104,7 @@ static void test_psum_pmean_pmap(void **state)
     env_t e;
 
     (void)state;
-    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "i", x);
+    a = spmd_env_open_arr(&e, "4", 1, "i=4", 1, shp, "i", x);
     spmd_check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     spmd_expect_shards(&e, r, 4, six, 0, 1);
     tpu_array_destroy(r);
@@ -117,8 +112,7 @@ static void test_psum_pmean_pmap(void **state)
     spmd_expect_shards(&e, r, 4, mean, 0, 1);
     assert_string_equal(tpu_spmd_call_at(e.s, 1)->name, "pmean");
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s4 f4: mesh (i=4), x = [3,9,5,2]: tiled -> [3,9,5,2] everywhere; untiled -> (4,1). */
@@ -131,8 +125,7 @@ static void test_all_gather_f4(void **state)
     env_t e;
 
     (void)state;
-    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "i", x);
+    a = spmd_env_open_arr(&e, "4", 1, "i=4", 1, shp, "i", x);
     spmd_check(tpu_array_all_gather(a, "i", 0, 1, &r, &err), &err);
     spmd_expect_shards(&e, r, 4, x, 0, 4);
     tpu_array_destroy(r);
@@ -143,8 +136,7 @@ static void test_all_gather_f4(void **state)
     assert_int_equal(ls[1], 1);
     spmd_expect_shards(&e, r, 4, x, 0, 4);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s4: mesh (x=2, y=4), each device holds [pos]. */
@@ -158,8 +150,7 @@ static void test_all_gather_xy(void **state)
     env_t e;
 
     (void)state;
-    spmd_env_open(&e, "2x4", 1, "x=2,y=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "(x,y)", xy);
+    a = spmd_env_open_arr(&e, "2x4", 1, "x=2,y=4", 1, shp, "(x,y)", xy);
     spmd_check(tpu_array_all_gather(a, "x,y", 0, 1, &r, &err), &err);
     spmd_expect_shards(&e, r, 8, xy, 0, 8);
     tpu_array_destroy(r);
@@ -167,8 +158,7 @@ static void test_all_gather_xy(void **state)
     spmd_expect_f32(spmd_shard_at(&e, r, 1), x15, 2);
     spmd_expect_f32(spmd_shard_at(&e, r, 5), x15, 2);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s4: ('y','x') is not the torus order of the mesh (x=2, y=4): the group algorithms. */
@@ -182,14 +172,12 @@ static void test_all_gather_yx(void **state)
     env_t e;
 
     (void)state;
-    spmd_env_open(&e, "2x4", 1, "x=2,y=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "(x,y)", xy);
+    a = spmd_env_open_arr(&e, "2x4", 1, "x=2,y=4", 1, shp, "(x,y)", xy);
     spmd_check(tpu_array_all_gather(a, "y,x", 0, 1, &r, &err), &err);
     spmd_expect_shards(&e, r, 8, yx, 0, 8);
     assert_non_null(strstr(tpu_spmd_call_at(e.s, 0)->algorithm, "group"));
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /*
@@ -232,8 +220,7 @@ static void test_docstring_groups_0231(void **state)
             spmd_expect_f32(tpu_array_local(r, c), rs[c], 2);
         }
         tpu_array_destroy(r);
-        tpu_array_destroy(a);
-        spmd_env_close(&e);
+        spmd_env_close_arr(&e, a);
     }
 }
 
@@ -256,8 +243,7 @@ static void test_psum_groups_0123(void **state)
 
     (void)state;
     spmd_iota(x16, 16);
-    spmd_env_open(&e, "4", 0, "g=2,i=2", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp1, "(g,i)", x4);
+    a = spmd_env_open_arr(&e, "4", 0, "g=2,i=2", 1, shp1, "(g,i)", x4);
     spmd_check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
         spmd_expect_f32(tpu_array_local(r, p), &want4[p], 1);
@@ -271,8 +257,7 @@ static void test_psum_groups_0123(void **state)
     }
     assert_non_null(strstr(tpu_spmd_call_at(e.s, 1)->algorithm, "group"));
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s7 f7: mesh (i=4), x = arange(8), perm [(i, (i+1)%4)]: [6,7] [0,1] [2,3] [4,5]. */
@@ -287,8 +272,7 @@ static void test_ppermute_f7(void **state)
     env_t e;
 
     (void)state;
-    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "i", x);
+    a = spmd_env_open_arr(&e, "4", 1, "i=4", 1, shp, "i", x);
     spmd_check(tpu_array_ppermute(a, "i", perm, 4, &r, &err), &err);
     spmd_expect_shards(&e, r, 4, want, 2, 2);
     tpu_array_destroy(r);
@@ -305,8 +289,7 @@ static void test_ppermute_f7(void **state)
         /* 8 bytes over one hop on v5e: alpha + 8 / (W/2) */
         assert_true(fabs(us - (e.link.ici_latency + 8 / (e.link.ici_bw / 2)) * 1e6) <= 1e-9);
     }
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s7: mesh (x=2, y=4): ppermute over 'y' by one, and over 'x' with [(0,1)] only. */
@@ -322,8 +305,7 @@ static void test_ppermute_xy(void **state)
     int p;
 
     (void)state;
-    spmd_env_open(&e, "2x4", 0, "x=2,y=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "(x,y)", v);
+    a = spmd_env_open_arr(&e, "2x4", 0, "x=2,y=4", 1, shp, "(x,y)", v);
     spmd_check(tpu_array_ppermute(a, "y", py, 4, &r, &err), &err);
     for (p = 0; p < 8; p++) {
         float want = (float)((p / 4) * 4 + (p % 4 + 3) % 4);
@@ -344,8 +326,7 @@ static void test_ppermute_xy(void **state)
         assert_int_equal(tpu_array_ppermute(a, "y", dup, 2, &r, &err), TPU_ERR_INVALID);
         assert_non_null(strstr(err.msg, "index 1 twice as a target"));
     }
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /*
@@ -365,8 +346,8 @@ static void run_data2_model8(int wrap)
     for (p = 0; p < 128; p++) {
         x[p] = (float)((p * 7) % 23);
     }
-    spmd_env_open(&e, "4x4", wrap, "data=2,model=8", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "(data,model)", x); /* position p holds x[8p, 8p+8) */
+    a = spmd_env_open_arr(&e, "4x4", wrap, "data=2,model=8", 1, shp, "(data,model)",
+                          x); /* position p holds x[8p, 8p+8) */
     spmd_check(tpu_array_psum(a, "model", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 16; p++) {
         for (j = 0; j < 8; j++) {
@@ -413,8 +394,7 @@ static void run_data2_model8(int wrap)
         }
     }
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 static void test_data2_model8(void **state)
