@@ -25,8 +25,7 @@ void app_train_json_num(app_json_t *j, const char *key, double v)
     }
 }
 
-/* Bytes up to GiB: one decimal for KiB, two above. */
-static void fmt_bytes(double b, char *buf, size_t len)
+void app_train_fmt_bytes(double b, char *buf, size_t len)
 {
     static const int decimals[] = {0, 1, 2, 2};
 
@@ -48,7 +47,7 @@ void app_train_print_colls(FILE *txt, const tpu_mlp_report_t *r)
         const tpu_mlp_coll_t *c = &r->coll[k];
         char b[32];
 
-        fmt_bytes((double)c->bytes, b, sizeof(b));
+        app_train_fmt_bytes((double)c->bytes, b, sizeof(b));
         fprintf(txt, "  %-20s %-15s %-6s %-13s %5d %11s %11.3f %-8s %s\n", c->what,
                 tpu_coll_name(c->kind), c->axis, c->layout, c->group, b, c->modeled_us,
                 c->overlapped ? "async" : "exposed", c->algorithm);
@@ -71,8 +70,8 @@ void app_train_print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capaci
 {
     char peak[32], cap[32];
 
-    fmt_bytes((double)r->hbm_peak, peak, sizeof(peak));
-    fmt_bytes((double)capacity, cap, sizeof(cap));
+    app_train_fmt_bytes((double)r->hbm_peak, peak, sizeof(peak));
+    app_train_fmt_bytes((double)capacity, cap, sizeof(cap));
     fprintf(txt,
             "  modeled step %.3f us = compute %.3f us + exposed communication %.3f us\n"
             "  communication %.3f us in %d collectives (%.1f%% of the step if none overlapped); "
@@ -82,6 +81,38 @@ void app_train_print_split(FILE *txt, const tpu_mlp_report_t *r, uint64_t capaci
             r->compute_us + r->comm_us > 0 ? 100.0 * r->comm_us / (r->compute_us + r->comm_us)
                                            : 0.0,
             r->comm_us - r->exposed_us, peak, cap, 100.0 * r->mfu, r->model_flops);
+}
+
+void app_train_json_coll(app_json_t *j, const app_train_coll_row_t *c, app_train_row_form_t form)
+{
+    int calls = form == APP_TRAIN_ROW_XFMR;
+
+    app_json_object(j);
+    app_json_kstr(j, "name", c->name);
+    app_json_kstr(j, "collective", c->collective);
+    app_json_kstr(j, "mesh_axis", c->mesh_axis);
+    app_json_kstr(j, "axes", c->axes);
+    if (!calls) {
+        app_json_kstr(j, "groups", c->groups);
+    }
+    app_json_kint(j, "group_size", c->group_size);
+    if (calls) {
+        app_json_kstr(j, "groups", c->groups);
+        app_json_kint(j, "group_count", c->group_count);
+    }
+    app_json_kuint(j, "bytes", (unsigned long long)c->bytes);
+    if (calls) {
+        app_json_kint(j, "count", c->count);
+    }
+    app_train_json_num(j, "modeled_us", c->modeled_us);
+    if (calls) {
+        app_train_json_num(j, "total_us", c->modeled_us * c->count);
+        app_json_kbool(j, "exposed", !c->overlapped);
+    } else {
+        app_json_kbool(j, "overlapped", c->overlapped);
+    }
+    app_json_kstr(j, "algorithm", c->algorithm);
+    app_json_object_end(j);
 }
 
 /* The cost members of a step report, into the object being written. */
@@ -100,19 +131,18 @@ void app_train_json_report(app_json_t *j, const tpu_mlp_report_t *r)
     app_json_karray(j, "collectives");
     for (k = 0; k < r->ncoll; k++) {
         const tpu_mlp_coll_t *c = &r->coll[k];
+        const app_train_coll_row_t row = {.name = c->what,
+                                          .collective = tpu_coll_name(c->kind),
+                                          .mesh_axis = c->axis,
+                                          .axes = c->layout,
+                                          .groups = c->groups,
+                                          .algorithm = c->algorithm,
+                                          .group_size = c->group,
+                                          .bytes = c->bytes,
+                                          .modeled_us = c->modeled_us,
+                                          .overlapped = c->overlapped};
 
-        app_json_object(j);
-        app_json_kstr(j, "name", c->what);
-        app_json_kstr(j, "collective", tpu_coll_name(c->kind));
-        app_json_kstr(j, "mesh_axis", c->axis);
-        app_json_kstr(j, "axes", c->layout);
-        app_json_kstr(j, "groups", c->groups);
-        app_json_kint(j, "group_size", c->group);
-        app_json_kuint(j, "bytes", (unsigned long long)c->bytes);
-        app_train_json_num(j, "modeled_us", c->modeled_us);
-        app_json_kbool(j, "overlapped", c->overlapped);
-        app_json_kstr(j, "algorithm", c->algorithm);
-        app_json_object_end(j);
+        app_train_json_coll(j, &row, APP_TRAIN_ROW_MLP);
     }
     app_json_array_end(j);
 }

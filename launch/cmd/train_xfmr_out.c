@@ -9,7 +9,6 @@
 #include "csv.h"
 #include "faults.h"
 #include "train_out.h"
-#include "units.h"
 #include "watch.h"
 
 #include <string.h>
@@ -18,13 +17,6 @@
 static const char *coll_name(const tpu_xfmr_cost_coll_t *r)
 {
     return r->kind == TPU_COLL_PSUM && r->op == TPU_REDOP_MAX ? "pmax" : tpu_coll_name(r->kind);
-}
-
-static void fmt_bytes(double b, char *buf, size_t len)
-{
-    static const int decimals[] = {0, 1, 2, 2};
-
-    app_units_bytes(b, 3, decimals, buf, len);
 }
 
 /* The log's kind and reduction back to the engine's names. */
@@ -123,7 +115,7 @@ void app_xfmr_print(FILE *txt, const tpu_xfmr_cost_t *c, uint64_t capacity)
     for (k = 0; k < c->ncolls; k++) {
         const tpu_xfmr_cost_coll_t *r = &c->colls[k];
 
-        fmt_bytes((double)r->bytes, b, sizeof(b));
+        app_train_fmt_bytes((double)r->bytes, b, sizeof(b));
         fprintf(txt, "  %-10s %-14s %-16s %-16s %5d %6d %11s %5d %11.3f %11.3f %-10s %s\n", r->what,
                 coll_name(r), r->mesh_axis, r->axes, r->group_size, r->groups, b, r->count,
                 r->modeled_us, r->modeled_us * r->count, r->exposed ? "exposed" : "overlapped",
@@ -139,8 +131,8 @@ void app_xfmr_print(FILE *txt, const tpu_xfmr_cost_t *c, uint64_t capacity)
                     c->colls[k].group_ids);
         }
     }
-    fmt_bytes((double)c->hbm_peak_bytes, peak, sizeof(peak));
-    fmt_bytes((double)capacity, cap, sizeof(cap));
+    app_train_fmt_bytes((double)c->hbm_peak_bytes, peak, sizeof(peak));
+    app_train_fmt_bytes((double)capacity, cap, sizeof(cap));
     fprintf(txt,
             "step (modeled): %.3f us = compute %.3f us (MXU %.3f, VPU %.3f) + exposed "
             "communication %.3f us\n"
@@ -155,7 +147,7 @@ void app_xfmr_print(FILE *txt, const tpu_xfmr_cost_t *c, uint64_t capacity)
         if (c->items[k].bytes == 0) {
             continue;
         }
-        fmt_bytes((double)c->items[k].bytes, b, sizeof(b));
+        app_train_fmt_bytes((double)c->items[k].bytes, b, sizeof(b));
         fprintf(txt, "%s %s %s", k > 0 ? ";" : "", c->items[k].what, b);
     }
     fprintf(txt, "\n");
@@ -187,22 +179,20 @@ void app_xfmr_json(app_json_t *j, const tpu_xfmr_cost_t *c, uint64_t capacity)
     app_json_karray(j, "collectives");
     for (k = 0; k < c->ncolls; k++) {
         const tpu_xfmr_cost_coll_t *r = &c->colls[k];
+        const app_train_coll_row_t row = {.name = r->what,
+                                          .collective = coll_name(r),
+                                          .mesh_axis = r->mesh_axis,
+                                          .axes = r->axes,
+                                          .groups = r->group_ids,
+                                          .algorithm = r->algorithm,
+                                          .group_size = r->group_size,
+                                          .group_count = r->groups,
+                                          .count = r->count,
+                                          .bytes = r->bytes,
+                                          .modeled_us = r->modeled_us,
+                                          .overlapped = !r->exposed};
 
-        app_json_object(j);
-        app_json_kstr(j, "name", r->what);
-        app_json_kstr(j, "collective", coll_name(r));
-        app_json_kstr(j, "mesh_axis", r->mesh_axis);
-        app_json_kstr(j, "axes", r->axes);
-        app_json_kint(j, "group_size", r->group_size);
-        app_json_kstr(j, "groups", r->group_ids);
-        app_json_kint(j, "group_count", r->groups);
-        app_json_kuint(j, "bytes", (unsigned long long)r->bytes);
-        app_json_kint(j, "count", r->count);
-        app_train_json_num(j, "modeled_us", r->modeled_us);
-        app_train_json_num(j, "total_us", r->modeled_us * r->count);
-        app_json_kbool(j, "exposed", r->exposed);
-        app_json_kstr(j, "algorithm", r->algorithm);
-        app_json_object_end(j);
+        app_train_json_coll(j, &row, APP_TRAIN_ROW_XFMR);
     }
     app_json_array_end(j);
 }

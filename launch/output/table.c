@@ -1,15 +1,23 @@
-/* Aligned text tables (see table.h). */
+/* Aligned text tables (see table.h); no line ends in spaces. */
 #include "table.h"
+
+#include <string.h>
 
 void app_table_row(FILE *out, const char *prefix, const app_col_t *cols, int n,
                    const char *const *cells)
 {
-    int i;
+    int i, pending = 0; /* spaces owed before the next text: none end a line */
 
     fputs(prefix, out);
     for (i = 0; i < n; i++) {
-        fprintf(out, "%*s", cols[i].gap, "");
-        fprintf(out, cols[i].left ? "%-*s" : "%*s", cols[i].width, cells[i]);
+        int len = (int)strlen(cells[i]), pad = cols[i].width > len ? cols[i].width - len : 0;
+
+        pending += cols[i].gap + (cols[i].left ? 0 : pad);
+        if (len > 0) {
+            fprintf(out, "%*s%s", pending, "", cells[i]);
+            pending = 0;
+        }
+        pending += cols[i].left ? pad : 0;
     }
     fputc('\n', out);
 }

@@ -18,7 +18,7 @@ typedef struct app_col {
 
 /* The title line (and the unit line if any column has a unit), each after 'prefix'. */
 void app_table_header(FILE *out, const char *prefix, const app_col_t *cols, int n);
-/* One row of 'n' cells after 'prefix'. */
+/* One row of 'n' cells after 'prefix', without the spaces that would end it. */
 void app_table_row(FILE *out, const char *prefix, const app_col_t *cols, int n,
                    const char *const *cells);
 

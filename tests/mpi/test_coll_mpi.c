@@ -17,6 +17,8 @@
 #include "tpu/mpi.h"
 #include "tpu/topo.h"
 
+#include "loopback_run.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,45 +27,23 @@
 static int loopback_time(const tpu_topo_t *topo, tpu_coll_plan_t *plan, double *us_p)
 {
     tpu_err_t err = {0};
-    tpu_xport_t *x = NULL;
-    tpu_coll_exec_t *exec = NULL;
+    void *dtype = (void *)&tpu_coll_plan_desc(plan)->dtype;
+    void **out = NULL;
     uint64_t inb, outb;
-    void **in, **out;
-    int c, bad = 0;
+    int c, bad = tpu_test_loopback_run(topo, plan, tpu_coll_fill_exact, dtype, &out, us_p);
 
     tpu_coll_plan_sizes(plan, &inb, &outb);
-    in = calloc((size_t)topo->nchips, sizeof(void *));
-    out = calloc((size_t)topo->nchips, sizeof(void *));
-    for (c = 0; c < topo->nchips; c++) {
-        in[c] = malloc(inb);
-        out[c] = calloc(1, outb);
-        tpu_coll_fill_exact(c, in[c], inb, (void *)&tpu_coll_plan_desc(plan)->dtype);
-    }
-    if (tpu_xport_loopback_create(topo->nchips, &x, &err) != TPU_OK ||
-        tpu_coll_exec_create(plan, x, &exec, &err) != TPU_OK ||
-        tpu_coll_exec_run(exec, NULL, in, out, us_p, &err) != TPU_OK) {
-        fprintf(stderr, "loopback: %s\n", err.msg);
-        bad = 1;
-    }
     for (c = 0; c < topo->nchips && !bad; c++) {
         void *ref = calloc(1, outb);
 
-        tpu_coll_reference(plan, c, tpu_coll_fill_exact, (void *)&tpu_coll_plan_desc(plan)->dtype,
-                           ref, &err);
+        tpu_coll_reference(plan, c, tpu_coll_fill_exact, dtype, ref, &err);
         if (memcmp(ref, out[c], outb) != 0) {
             fprintf(stderr, "loopback: chip %d result differs\n", c);
             bad = 1;
         }
         free(ref);
     }
-    for (c = 0; c < topo->nchips; c++) {
-        free(in[c]);
-        free(out[c]);
-    }
-    free(in);
-    free(out);
-    tpu_coll_exec_destroy(exec);
-    tpu_xport_destroy(x);
+    tpu_test_loopback_free(out, topo->nchips);
     return bad;
 }
 

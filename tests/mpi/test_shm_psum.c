@@ -21,6 +21,8 @@
 #include "tpu/mpi.h"
 #include "tpu/topo.h"
 
+#include "loopback_run.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,39 +130,15 @@ static int mismatch(tpu_xport_t *xs, const tpu_topo_t *topo, tpu_link_model_t li
 /* Chip 0's psum on the loopback transport, into 'out0'. */
 static int loopback0(const tpu_topo_t *topo, tpu_coll_plan_t *plan, void *out0, uint64_t outb)
 {
-    tpu_err_t err = {0};
-    tpu_xport_t *x = NULL;
-    tpu_coll_exec_t *exec = NULL;
-    uint64_t inb, ob;
-    void **in = calloc((size_t)topo->nchips, sizeof(void *));
-    void **out = calloc((size_t)topo->nchips, sizeof(void *));
-    double us;
-    int c, bad = 0;
     tpu_dtype_t dt = tpu_coll_plan_desc(plan)->dtype;
+    void **out = NULL;
+    double us;
+    int bad = tpu_test_loopback_run(topo, plan, fill_rough, &dt, &out, &us);
 
-    tpu_coll_plan_sizes(plan, &inb, &ob);
-    for (c = 0; c < topo->nchips; c++) {
-        in[c] = malloc(inb);
-        out[c] = calloc(1, ob);
-        fill_rough(c, in[c], inb, &dt);
-    }
-    if (tpu_xport_loopback_create(topo->nchips, &x, &err) != TPU_OK ||
-        tpu_coll_exec_create(plan, x, &exec, &err) != TPU_OK ||
-        tpu_coll_exec_run(exec, NULL, in, out, &us, &err) != TPU_OK) {
-        fprintf(stderr, "loopback: %s\n", err.msg);
-        bad = 1;
-    }
     if (!bad) {
         memcpy(out0, out[0], (size_t)outb);
     }
-    for (c = 0; c < topo->nchips; c++) {
-        free(in[c]);
-        free(out[c]);
-    }
-    free(in);
-    free(out);
-    tpu_coll_exec_destroy(exec);
-    tpu_xport_destroy(x);
+    tpu_test_loopback_free(out, topo->nchips);
     return bad;
 }
 

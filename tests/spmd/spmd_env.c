@@ -11,10 +11,8 @@
 #include <cmocka.h>
 
 
-/* A runtime on 'shape' (all axes wrapped when 'wrap'), mesh 'spec' (explicit
- * 'devices' when not NULL), loopback ('sim' 0) or sim transport. */
 void spmd_env_open_slices(env_t *e, const char *shape, int wrap, int slices, const char *spec,
-                          const int32_t *devices, int sim)
+                          const int32_t *devices, int transport)
 {
     tpu_err_t err = {0};
     int dims[TPU_MAX_AXES], w[TPU_MAX_AXES] = {wrap, wrap, wrap}, naxes;
@@ -28,10 +26,10 @@ void spmd_env_open_slices(env_t *e, const char *shape, int wrap, int slices, con
         TPU_OK) {
         fail_msg("mesh: %s", err.msg);
     }
-    if (sim) {
-        assert_int_equal(tpu_xport_sim_create(e->topo.nchips, &e->x, &err), TPU_OK);
-    } else {
+    if (transport == 0) {
         assert_int_equal(tpu_xport_loopback_create(e->topo.nchips, &e->x, &err), TPU_OK);
+    } else if (transport == 1) {
+        assert_int_equal(tpu_xport_sim_create(e->topo.nchips, &e->x, &err), TPU_OK);
     }
     if (tpu_spmd_create(&e->topo, &e->link, &e->chip, e->mesh, e->x, NULL, &e->s, &err) != TPU_OK) {
         fail_msg("spmd: %s", err.msg);
@@ -39,9 +37,9 @@ void spmd_env_open_slices(env_t *e, const char *shape, int wrap, int slices, con
 }
 
 void spmd_env_open(env_t *e, const char *shape, int wrap, const char *spec, const int32_t *devices,
-                   int sim)
+                   int transport)
 {
-    spmd_env_open_slices(e, shape, wrap, 1, spec, devices, sim);
+    spmd_env_open_slices(e, shape, wrap, 1, spec, devices, transport);
 }
 
 void spmd_env_close(env_t *e)
@@ -65,6 +63,19 @@ tpu_array_t *spmd_arr_f32(env_t *e, int ndims, const int64_t *shape, const char 
     return a;
 }
 
+tpu_array_t *spmd_env_open_arr(env_t *e, const char *shape, int wrap, const char *mesh, int ndims,
+                               const int64_t *shp, const char *spec, const float *host)
+{
+    spmd_env_open(e, shape, wrap, mesh, NULL, 0);
+    return spmd_arr_f32(e, ndims, shp, spec, host);
+}
+
+void spmd_env_close_arr(env_t *e, tpu_array_t *a)
+{
+    tpu_array_destroy(a);
+    spmd_env_close(e);
+}
+
 /* The shard of the chip at mesh position 'pos' (loopback: local index = chip). */
 const float *spmd_shard_at(env_t *e, const tpu_array_t *a, int pos)
 {
@@ -79,6 +90,25 @@ void spmd_expect_f32(const float *got, const float *want, int n)
         if (got[i] != want[i]) {
             fail_msg("element %d: got %g, want %g", i, (double)got[i], (double)want[i]);
         }
+    }
+}
+
+void spmd_expect_shards(env_t *e, const tpu_array_t *a, int npos, const float *want, int stride,
+                        int n)
+{
+    int p;
+
+    for (p = 0; p < npos; p++) {
+        spmd_expect_f32(spmd_shard_at(e, a, p), want + (ptrdiff_t)stride * p, n);
+    }
+}
+
+void spmd_iota(float *x, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        x[i] = (float)i;
     }
 }
 

@@ -20,14 +20,15 @@ typedef struct env {
     tpu_spmd_t *s;
 } env_t;
 
-/* A runtime on 'shape' (all axes wrapped when 'wrap'), mesh 'spec' (explicit
- * 'devices' when not NULL), loopback ('sim' 0) or sim transport. */
+/* A runtime of v5e chips on 'shape' (all axes wrapped when 'wrap'), mesh 'spec'
+ * (explicit 'devices' when not NULL), 'transport' 0 loopback, 1 sim, 2 none
+ * (model only). */
 void spmd_env_open_slices(env_t *e, const char *shape, int wrap, int slices, const char *spec,
-                          const int32_t *devices, int sim);
+                          const int32_t *devices, int transport);
 
 /* spmd_env_open_slices() on one slice. */
 void spmd_env_open(env_t *e, const char *shape, int wrap, const char *spec, const int32_t *devices,
-                   int sim);
+                   int transport);
 
 /* Close what spmd_env_open*() opened. */
 void spmd_env_close(env_t *e);
@@ -36,8 +37,24 @@ void spmd_env_close(env_t *e);
 tpu_array_t *spmd_arr_f32(env_t *e, int ndims, const int64_t *shape, const char *spec,
                           const float *host);
 
+/* spmd_env_open() on the loopback transport (no explicit devices) with one f32
+ * array of 'ndims' dimensions 'shp', spec 'spec', placed from 'host'. */
+tpu_array_t *spmd_env_open_arr(env_t *e, const char *shape, int wrap, const char *mesh, int ndims,
+                               const int64_t *shp, const char *spec, const float *host);
+
+/* Destroy 'a' and close e. */
+void spmd_env_close_arr(env_t *e, tpu_array_t *a);
+
 /* The shard of the chip at mesh position 'pos' (loopback: local index = chip). */
 const float *spmd_shard_at(env_t *e, const tpu_array_t *a, int pos);
+
+/* The shards at mesh positions 0 .. npos-1 of 'a': position p's first n values
+ * equal want[p * stride ..], exactly (stride 0: every shard the same). */
+void spmd_expect_shards(env_t *e, const tpu_array_t *a, int npos, const float *want, int stride,
+                        int n);
+
+/* x[i] = i for i < n. */
+void spmd_iota(float *x, int n);
 
 /* got[i] == want[i] for i < n, exactly; the test fails naming the first difference. */
 void spmd_expect_f32(const float *got, const float *want, int n);

@@ -13,6 +13,7 @@
 #include "tpu/spmd.h"
 #include "tpu/xport.h"
 
+#include "spmd_env.h"
 #include "test_main.h"
 #include "test_support.h"
 
@@ -26,54 +27,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-
-typedef struct env {
-    tpu_topo_t topo;
-    tpu_chip_spec_t chip;
-    tpu_link_model_t link;
-    tpu_mesh_t *mesh;
-    tpu_xport_t *x;
-    tpu_spmd_t *s;
-} env_t;
-
-/* 'transport': 0 loopback, 1 sim, 2 none (model only). */
-static void env_open(env_t *e, const char *chip, const char *shape, int wrap, const char *spec,
-                     int transport)
-{
-    tpu_err_t err = {0};
-    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES] = {wrap, wrap, wrap}, naxes;
-
-    memset(e, 0, sizeof(*e));
-    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
-    assert_int_equal(tpu_topo_init(&e->topo, naxes, dims, w, 1, &err), TPU_OK);
-    assert_int_equal(tpu_chip_preset(chip, &e->chip, &err), TPU_OK);
-    tpu_chip_link_model(&e->chip, &e->link);
-    if (tpu_mesh_create(&e->topo, spec, NULL, 0, &e->mesh, &err) != TPU_OK) {
-        fail_msg("mesh: %s", err.msg);
-    }
-    if (transport == 0) {
-        assert_int_equal(tpu_xport_loopback_create(e->topo.nchips, &e->x, &err), TPU_OK);
-    } else if (transport == 1) {
-        assert_int_equal(tpu_xport_sim_create(e->topo.nchips, &e->x, &err), TPU_OK);
-    }
-    if (tpu_spmd_create(&e->topo, &e->link, &e->chip, e->mesh, e->x, NULL, &e->s, &err) != TPU_OK) {
-        fail_msg("spmd: %s", err.msg);
-    }
-}
-
-static void env_close(env_t *e)
-{
-    tpu_spmd_destroy(e->s);
-    tpu_xport_destroy(e->x);
-    tpu_mesh_destroy(e->mesh);
-}
-
-static void check(tpu_status_t status, const tpu_err_t *err)
-{
-    if (status != TPU_OK) {
-        fail_msg("%s", err->msg);
-    }
-}
 
 /* Place a 4-D array under several specs; gather gives it back; shards are the blocks. */
 static void test_place_gather(void **state)
@@ -92,15 +45,15 @@ static void test_place_gather(void **state)
     for (i = 0; i < 4096; i++) {
         x[i] = (float)i;
     }
-    env_open(&e, "v5e", "4x4", 1, "data=4,model=4", 0);
+    spmd_env_open(&e, "4x4", 1, "data=4,model=4", NULL, 0);
     for (k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
         tpu_array_t *a = NULL;
         char s[64];
 
-        check(tpu_array_create(e.s, 4, shp, TPU_DTYPE_F32, specs[k], &a, &err), &err);
-        check(tpu_array_place(a, x, &err), &err);
+        spmd_check(tpu_array_create(e.s, 4, shp, TPU_DTYPE_F32, specs[k], &a, &err), &err);
+        spmd_check(tpu_array_place(a, x, &err), &err);
         memset(y, 0, 4096 * sizeof(float));
-        check(tpu_array_gather(a, y, &err), &err);
+        spmd_check(tpu_array_gather(a, y, &err), &err);
         assert_memory_equal(x, y, 4096 * sizeof(float));
         tpu_array_spec_str(a, s, sizeof(s));
         tpu_array_local_shape(a, ls);
@@ -121,7 +74,7 @@ static void test_place_gather(void **state)
         }
         tpu_array_destroy(a);
     }
-    env_close(&e);
+    spmd_env_close(&e);
     free(x);
     free(y);
 }
@@ -144,17 +97,17 @@ static void test_reshard(void **state)
     for (i = 0; i < 128; i++) {
         x[i] = (float)(i * 3 % 17);
     }
-    env_open(&e, "v5e", "2x4", 0, "data=2,model=4", 0);
-    check(tpu_array_create(e.s, 2, shp, TPU_DTYPE_F32, path[0], &a, &err), &err);
-    check(tpu_array_place(a, x, &err), &err);
+    spmd_env_open(&e, "2x4", 0, "data=2,model=4", NULL, 0);
+    spmd_check(tpu_array_create(e.s, 2, shp, TPU_DTYPE_F32, path[0], &a, &err), &err);
+    spmd_check(tpu_array_place(a, x, &err), &err);
     for (k = 1; k < sizeof(path) / sizeof(path[0]); k++) {
         char s[64];
 
-        check(tpu_array_reshard(a, path[k], &b, &err), &err);
+        spmd_check(tpu_array_reshard(a, path[k], &b, &err), &err);
         tpu_array_destroy(a);
         a = b;
         memset(y, 0, sizeof(y));
-        check(tpu_array_gather(a, y, &err), &err);
+        spmd_check(tpu_array_gather(a, y, &err), &err);
         assert_memory_equal(x, y, sizeof(x));
         tpu_array_spec_str(a, s, sizeof(s));
         if (k == 2) {
@@ -164,8 +117,7 @@ static void test_reshard(void **state)
     /* Going to a replicated spec all-gathers; a finer spec only slices. */
     assert_true(tpu_spmd_call_count(e.s) > 0);
     assert_string_equal(tpu_spmd_call_at(e.s, 0)->name, "all_gather");
-    tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* Flat collectives on per-chip buffers, in place and not. */
@@ -178,7 +130,7 @@ static void test_flat(void **state)
     int c, j, idx, g;
 
     (void)state;
-    env_open(&e, "v5e", "4x4", 0, "data=2,model=8", 0);
+    spmd_env_open(&e, "4x4", 0, "data=2,model=8", NULL, 0);
     for (c = 0; c < 16; c++) {
         for (j = 0; j < 8; j++) {
             buf[c][j] = (float)(c * 8 + j);
@@ -186,25 +138,26 @@ static void test_flat(void **state)
         in_p[c] = buf[c];
         out_p[c] = out[c];
     }
-    check(tpu_spmd_pmean(e.s, "data", TPU_DTYPE_F32, 8, in_p, in_p, &err), &err);
+    spmd_check(tpu_spmd_pmean(e.s, "data", TPU_DTYPE_F32, 8, in_p, in_p, &err), &err);
     for (c = 0; c < 16; c++) {
         for (j = 0; j < 8; j++) {
             /* mean of chips c and c^8 (data 0 and 1, same model index) */
             assert_true(buf[c][j] == (float)(((c % 8) * 8 + j) + ((c % 8 + 8) * 8 + j)) / 2);
         }
     }
-    check(tpu_spmd_psum(e.s, "model", TPU_DTYPE_F32, TPU_REDOP_MAX, 8, in_p, in_p, &err), &err);
+    spmd_check(tpu_spmd_psum(e.s, "model", TPU_DTYPE_F32, TPU_REDOP_MAX, 8, in_p, in_p, &err),
+               &err);
     for (c = 0; c < 16; c++) {
         assert_true(buf[c][0] == buf[7][0]);
     }
-    check(tpu_spmd_all_gather(e.s, "model", TPU_DTYPE_F32, 4, in_p, out_p, &err), &err);
+    spmd_check(tpu_spmd_all_gather(e.s, "model", TPU_DTYPE_F32, 4, in_p, out_p, &err), &err);
     for (c = 0; c < 16; c++) {
         for (j = 0; j < 8; j++) {
             assert_true(out[c][j * 4] == buf[(c / 8) * 8 + j][0]);
         }
     }
     for (c = 0; c < 16; c++) {
-        check(tpu_spmd_axis_index(e.s, "model", c, &idx, &g, &err), &err);
+        spmd_check(tpu_spmd_axis_index(e.s, "model", c, &idx, &g, &err), &err);
         assert_int_equal(idx, c % 8);
         assert_int_equal(g, 8);
     }
@@ -216,18 +169,19 @@ static void test_flat(void **state)
     assert_string_equal(tpu_spmd_call_at(e.s, 0)->name, "pmean");
     assert_string_equal(tpu_spmd_call_at(e.s, 1)->name, "pmax");
     assert_true(tpu_spmd_comm_us(e.s) > 0);
-    env_close(&e);
+    spmd_env_close(&e);
     /* An axis of size 1: every collective over it is a local copy of no time. */
-    env_open(&e, "v5e", "4x4", 0, "one=1,data=16", 0);
-    check(tpu_spmd_all_gather(e.s, "one", TPU_DTYPE_F32, 8, in_p, out_p, &err), &err);
+    spmd_env_open(&e, "4x4", 0, "one=1,data=16", NULL, 0);
+    spmd_check(tpu_spmd_all_gather(e.s, "one", TPU_DTYPE_F32, 8, in_p, out_p, &err), &err);
     for (c = 0; c < 16; c++) {
         assert_memory_equal(out[c], buf[c], 8 * sizeof(float));
     }
     assert_string_equal(tpu_spmd_call_at(e.s, 0)->algorithm, "local");
     assert_true(tpu_spmd_call_at(e.s, 0)->modeled_us == 0);
-    check(tpu_spmd_psum(e.s, "data,one", TPU_DTYPE_F32, TPU_REDOP_SUM, 8, in_p, out_p, &err), &err);
+    spmd_check(tpu_spmd_psum(e.s, "data,one", TPU_DTYPE_F32, TPU_REDOP_SUM, 8, in_p, out_p, &err),
+               &err);
     assert_int_equal(tpu_spmd_call_at(e.s, 1)->group_size, 16);
-    env_close(&e);
+    spmd_env_close(&e);
 }
 
 typedef struct mm_arg {
@@ -270,23 +224,23 @@ static void test_kernel_matmul(void **state)
         mm_arg_t a;
         tpu_array_t *xa, *wa, *ya;
 
-        env_open(&e, "v5e", "4", 1, "data=4", t == 0 ? 0 : 2);
-        check(tpu_array_create(e.s, 2, xs, TPU_DTYPE_F32, "data", &xa, &err), &err);
-        check(tpu_array_create(e.s, 2, ws, TPU_DTYPE_F32, "", &wa, &err), &err);
-        check(tpu_array_create(e.s, 2, ys, TPU_DTYPE_F32, "data", &ya, &err), &err);
-        check(tpu_array_place(xa, x, &err), &err);
-        check(tpu_array_place(wa, w, &err), &err);
+        spmd_env_open(&e, "4", 1, "data=4", NULL, t == 0 ? 0 : 2);
+        spmd_check(tpu_array_create(e.s, 2, xs, TPU_DTYPE_F32, "data", &xa, &err), &err);
+        spmd_check(tpu_array_create(e.s, 2, ws, TPU_DTYPE_F32, "", &wa, &err), &err);
+        spmd_check(tpu_array_create(e.s, 2, ys, TPU_DTYPE_F32, "data", &ya, &err), &err);
+        spmd_check(tpu_array_place(xa, x, &err), &err);
+        spmd_check(tpu_array_place(wa, w, &err), &err);
         a.x = xa;
         a.w = wa;
         a.y = ya;
         a.m = 16;
         a.k = 32;
         a.n = 16;
-        check(tpu_spmd_run(e.s, "matmul", mm_kernel, &a, &err), &err);
+        spmd_check(tpu_spmd_run(e.s, "matmul", mm_kernel, &a, &err), &err);
         us[t] = tpu_spmd_compute_us(e.s);
         assert_true(tpu_spmd_flops(e.s) == 2.0 * 16 * 32 * 16);
         if (t == 0) {
-            check(tpu_array_gather(ya, y, &err), &err);
+            spmd_check(tpu_array_gather(ya, y, &err), &err);
             for (i = 0; i < 64; i++) {
                 for (j = 0; j < 16; j++) {
                     float want = 0;
@@ -306,15 +260,15 @@ static void test_kernel_matmul(void **state)
         tpu_array_destroy(wa);
         tpu_array_destroy(ya);
         assert_int_equal(tpu_hbm_in_use(tpu_spmd_hbm(e.s, 0)), 0);
-        env_close(&e);
+        spmd_env_close(&e);
     }
     /* The compute time is the chip's roofline of the local matmul, with or without data. */
     {
         tpu_chip_spec_t chip;
 
-        check(tpu_chip_preset("v5e", &chip, &err), &err);
+        spmd_check(tpu_chip_preset("v5e", &chip, &err), &err);
         tpu_mxu_desc_init(&d, 16, 32, 16, TPU_DTYPE_F32);
-        check(tpu_mxu_roofline(&chip, &d, &rl, &err), &err);
+        spmd_check(tpu_mxu_roofline(&chip, &d, &rl, &err), &err);
     }
     assert_true(us[0] == rl.modeled_us);
     assert_true(us[1] == rl.modeled_us);
@@ -332,26 +286,26 @@ static void test_pod_scale_model_only(void **state)
 
     (void)state;
     memset(&e, 0, sizeof(e));
-    check(tpu_chip_preset("v5p", &e.chip, &err), &err);
+    spmd_check(tpu_chip_preset("v5p", &e.chip, &err), &err);
     tpu_topo_wrap_auto(e.chip.wrap_rule, 3, dims, w);
-    check(tpu_topo_init(&e.topo, 3, dims, w, 1, &err), &err);
+    spmd_check(tpu_topo_init(&e.topo, 3, dims, w, 1, &err), &err);
     tpu_chip_link_model(&e.chip, &e.link);
-    check(tpu_mesh_create(&e.topo, "data=64,model=140", NULL, 0, &e.mesh, &err), &err);
+    spmd_check(tpu_mesh_create(&e.topo, "data=64,model=140", NULL, 0, &e.mesh, &err), &err);
     tpu_mesh_axis_layout(e.mesh, 1, buf, sizeof(buf));
     assert_string_equal(buf, "y[5 of 20]*z");
-    check(tpu_spmd_create(&e.topo, &e.link, &e.chip, e.mesh, NULL, NULL, &e.s, &err), &err);
+    spmd_check(tpu_spmd_create(&e.topo, &e.link, &e.chip, e.mesh, NULL, NULL, &e.s, &err), &err);
     assert_int_equal(tpu_spmd_nlocal(e.s), 8960);
     assert_false(tpu_spmd_moves_data(e.s));
     /* A 65536 x 16384 bf16 activation sharded (data, model). */
     shp[1] = 140 * 128;
-    check(tpu_array_create(e.s, 2, shp, TPU_DTYPE_BF16, "data,model", &a, &err), &err);
-    check(tpu_array_all_gather(a, "model", 1, 1, &r, &err), &err);
+    spmd_check(tpu_array_create(e.s, 2, shp, TPU_DTYPE_BF16, "data,model", &a, &err), &err);
+    spmd_check(tpu_array_all_gather(a, "model", 1, 1, &r, &err), &err);
     tpu_array_destroy(r);
-    check(tpu_array_psum(a, "data", TPU_REDOP_SUM, &r, &err), &err);
+    spmd_check(tpu_array_psum(a, "data", TPU_REDOP_SUM, &r, &err), &err);
     tpu_array_destroy(r);
     tpu_array_destroy(a);
-    check(tpu_array_create(e.s, 2, shp, TPU_DTYPE_BF16, "data", &a, &err), &err);
-    check(tpu_array_psum_scatter(a, "model", 1, 1, &r, &err), &err);
+    spmd_check(tpu_array_create(e.s, 2, shp, TPU_DTYPE_BF16, "data", &a, &err), &err);
+    spmd_check(tpu_array_psum_scatter(a, "model", 1, 1, &r, &err), &err);
     tpu_array_destroy(r);
     assert_int_equal(tpu_spmd_call_count(e.s), 3);
     assert_non_null(strstr(tpu_spmd_call_at(e.s, 0)->algorithm, "group"));
@@ -359,8 +313,7 @@ static void test_pod_scale_model_only(void **state)
     assert_int_equal(tpu_spmd_call_at(e.s, 0)->group_size, 140);
     assert_int_equal(tpu_spmd_call_at(e.s, 1)->group_size, 64);
     assert_int_equal(tpu_array_gather(a, NULL, &err), TPU_ERR_UNSUPPORTED);
-    tpu_array_destroy(a);
-    env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* A runtime from a pod (tpu/pod.h): v5p 2x2x4, data=4,model=4. */
@@ -379,16 +332,16 @@ static void test_from_pod(void **state)
     tpu_pod_spec_init(&spec);
     spec.chip = "v5p";
     spec.shape = "2x2x4";
-    check(tpu_pod_create(&spec, &pod, &err), &err);
-    check(tpu_mesh_create(tpu_pod_topo(pod), "data=4,model=4", NULL, 0, &mesh, &err), &err);
-    check(tpu_spmd_create_pod(pod, mesh, NULL, NULL, &s, &err), &err);
+    spmd_check(tpu_pod_create(&spec, &pod, &err), &err);
+    spmd_check(tpu_mesh_create(tpu_pod_topo(pod), "data=4,model=4", NULL, 0, &mesh, &err), &err);
+    spmd_check(tpu_spmd_create_pod(pod, mesh, NULL, NULL, &s, &err), &err);
     assert_string_equal(tpu_spmd_chip(s)->name, "v5p");
     for (c = 0; c < 16; c++) {
         v[c] = (float)c;
         in[c] = &v[c];
         out[c] = &w[c];
     }
-    check(tpu_spmd_psum(s, "data", TPU_DTYPE_F32, TPU_REDOP_SUM, 1, in, out, &err), &err);
+    spmd_check(tpu_spmd_psum(s, "data", TPU_DTYPE_F32, TPU_REDOP_SUM, 1, in, out, &err), &err);
     assert_true(tpu_spmd_call_at(s, 0)->modeled_us > 0);
     tpu_spmd_destroy(s);
     tpu_mesh_destroy(mesh);

@@ -37,14 +37,10 @@ static void run_psum_f1(const char *shape, int wrap, const char *spec, const cha
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
-    spmd_env_open(&e, shape, wrap, spec, NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, axes, spmd_f16);
+    a = spmd_env_open_arr(&e, shape, wrap, spec, 1, shp, axes, spmd_f16);
     spmd_check(tpu_array_psum(a, axes, TPU_REDOP_SUM, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), want, 4);
-    }
+    spmd_expect_shards(&e, r, 4, want, 0, 4);
     tpu_array_shape(r, got_shape);
     assert_int_equal(got_shape[0], 4);
     spmd_check(tpu_array_gather(r, host, &err), &err);
@@ -52,8 +48,7 @@ static void run_psum_f1(const char *shape, int wrap, const char *spec, const cha
     assert_int_equal(tpu_spmd_call_count(e.s), 1);
     assert_true(tpu_spmd_call_at(e.s, 0)->modeled_us > 0);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 static void test_psum_f1(void **state)
@@ -78,11 +73,8 @@ static void test_psum_f2_f3(void **state)
     int p;
 
     (void)state;
-    for (p = 0; p < 16; p++) {
-        x[p] = (float)p;
-    }
-    spmd_env_open(&e, "2x2", 0, "i=2,j=2", NULL, 0);
-    a = spmd_arr_f32(&e, 2, shp, "i,j", x);
+    spmd_iota(x, 16);
+    a = spmd_env_open_arr(&e, "2x2", 0, "i=2,j=2", 2, shp, "i,j", x);
     spmd_check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
         spmd_expect_f32(spmd_shard_at(&e, r, p), want_i[p % 2], 4);
@@ -96,12 +88,9 @@ static void test_psum_f2_f3(void **state)
     spmd_expect_f32(host, want_glob, 8);
     tpu_array_destroy(r);
     spmd_check(tpu_array_psum(a, "i,j", TPU_REDOP_SUM, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), want_ij, 4);
-    }
+    spmd_expect_shards(&e, r, 4, want_ij, 0, 4);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s2/s3 docstrings: pmap over 4 devices, x = arange(4). */
@@ -113,24 +102,17 @@ static void test_psum_pmean_pmap(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
-    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "i", x);
+    a = spmd_env_open_arr(&e, "4", 1, "i=4", 1, shp, "i", x);
     spmd_check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), six, 1);
-    }
+    spmd_expect_shards(&e, r, 4, six, 0, 1);
     tpu_array_destroy(r);
     spmd_check(tpu_array_pmean(a, "i", &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), mean, 1);
-    }
+    spmd_expect_shards(&e, r, 4, mean, 0, 1);
     assert_string_equal(tpu_spmd_call_at(e.s, 1)->name, "pmean");
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s4 f4: mesh (i=4), x = [3,9,5,2]: tiled -> [3,9,5,2] everywhere; untiled -> (4,1). */
@@ -141,27 +123,20 @@ static void test_all_gather_f4(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
-    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "i", x);
+    a = spmd_env_open_arr(&e, "4", 1, "i=4", 1, shp, "i", x);
     spmd_check(tpu_array_all_gather(a, "i", 0, 1, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), x, 4);
-    }
+    spmd_expect_shards(&e, r, 4, x, 0, 4);
     tpu_array_destroy(r);
     spmd_check(tpu_array_all_gather(a, "i", 0, 0, &r, &err), &err);
     assert_int_equal(tpu_array_ndims(r), 2);
     tpu_array_local_shape(r, ls);
     assert_int_equal(ls[0], 4);
     assert_int_equal(ls[1], 1);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), x, 4);
-    }
+    spmd_expect_shards(&e, r, 4, x, 0, 4);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s4: mesh (x=2, y=4), each device holds [pos]. */
@@ -173,22 +148,17 @@ static void test_all_gather_xy(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
-    spmd_env_open(&e, "2x4", 1, "x=2,y=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "(x,y)", xy);
+    a = spmd_env_open_arr(&e, "2x4", 1, "x=2,y=4", 1, shp, "(x,y)", xy);
     spmd_check(tpu_array_all_gather(a, "x,y", 0, 1, &r, &err), &err);
-    for (p = 0; p < 8; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), xy, 8);
-    }
+    spmd_expect_shards(&e, r, 8, xy, 0, 8);
     tpu_array_destroy(r);
     spmd_check(tpu_array_all_gather(a, "x", 0, 1, &r, &err), &err);
     spmd_expect_f32(spmd_shard_at(&e, r, 1), x15, 2);
     spmd_expect_f32(spmd_shard_at(&e, r, 5), x15, 2);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s4: ('y','x') is not the torus order of the mesh (x=2, y=4): the group algorithms. */
@@ -200,19 +170,14 @@ static void test_all_gather_yx(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
-    spmd_env_open(&e, "2x4", 1, "x=2,y=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "(x,y)", xy);
+    a = spmd_env_open_arr(&e, "2x4", 1, "x=2,y=4", 1, shp, "(x,y)", xy);
     spmd_check(tpu_array_all_gather(a, "y,x", 0, 1, &r, &err), &err);
-    for (p = 0; p < 8; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), yx, 8);
-    }
+    spmd_expect_shards(&e, r, 8, yx, 0, 8);
     assert_non_null(strstr(tpu_spmd_call_at(e.s, 0)->algorithm, "group"));
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /*
@@ -255,8 +220,7 @@ static void test_docstring_groups_0231(void **state)
             spmd_expect_f32(tpu_array_local(r, c), rs[c], 2);
         }
         tpu_array_destroy(r);
-        tpu_array_destroy(a);
-        spmd_env_close(&e);
+        spmd_env_close_arr(&e, a);
     }
 }
 
@@ -278,11 +242,8 @@ static void test_psum_groups_0123(void **state)
     int p;
 
     (void)state;
-    for (p = 0; p < 16; p++) {
-        x16[p] = (float)p;
-    }
-    spmd_env_open(&e, "4", 0, "g=2,i=2", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp1, "(g,i)", x4);
+    spmd_iota(x16, 16);
+    a = spmd_env_open_arr(&e, "4", 0, "g=2,i=2", 1, shp1, "(g,i)", x4);
     spmd_check(tpu_array_psum(a, "i", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 4; p++) {
         spmd_expect_f32(tpu_array_local(r, p), &want4[p], 1);
@@ -296,8 +257,7 @@ static void test_psum_groups_0123(void **state)
     }
     assert_non_null(strstr(tpu_spmd_call_at(e.s, 1)->algorithm, "group"));
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s7 f7: mesh (i=4), x = arange(8), perm [(i, (i+1)%4)]: [6,7] [0,1] [2,3] [4,5]. */
@@ -310,15 +270,11 @@ static void test_ppermute_f7(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
-    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "i", x);
+    a = spmd_env_open_arr(&e, "4", 1, "i=4", 1, shp, "i", x);
     spmd_check(tpu_array_ppermute(a, "i", perm, 4, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), want + 2 * p, 2);
-    }
+    spmd_expect_shards(&e, r, 4, want, 2, 2);
     tpu_array_destroy(r);
     {
         /* A pair of a member with itself, and members that are no target: zeros. */
@@ -327,16 +283,13 @@ static void test_ppermute_f7(void **state)
         double us;
 
         spmd_check(tpu_array_ppermute(a, "i", self, 2, &r, &err), &err);
-        for (p = 0; p < 4; p++) {
-            spmd_expect_f32(spmd_shard_at(&e, r, p), want2 + 2 * p, 2);
-        }
+        spmd_expect_shards(&e, r, 4, want2, 2, 2);
         tpu_array_destroy(r);
         us = tpu_spmd_call_at(e.s, 1)->modeled_us;
         /* 8 bytes over one hop on v5e: alpha + 8 / (W/2) */
         assert_true(fabs(us - (e.link.ici_latency + 8 / (e.link.ici_bw / 2)) * 1e6) <= 1e-9);
     }
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s7: mesh (x=2, y=4): ppermute over 'y' by one, and over 'x' with [(0,1)] only. */
@@ -352,8 +305,7 @@ static void test_ppermute_xy(void **state)
     int p;
 
     (void)state;
-    spmd_env_open(&e, "2x4", 0, "x=2,y=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "(x,y)", v);
+    a = spmd_env_open_arr(&e, "2x4", 0, "x=2,y=4", 1, shp, "(x,y)", v);
     spmd_check(tpu_array_ppermute(a, "y", py, 4, &r, &err), &err);
     for (p = 0; p < 8; p++) {
         float want = (float)((p / 4) * 4 + (p % 4 + 3) % 4);
@@ -374,8 +326,7 @@ static void test_ppermute_xy(void **state)
         assert_int_equal(tpu_array_ppermute(a, "y", dup, 2, &r, &err), TPU_ERR_INVALID);
         assert_non_null(strstr(err.msg, "index 1 twice as a target"));
     }
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /*
@@ -395,8 +346,8 @@ static void run_data2_model8(int wrap)
     for (p = 0; p < 128; p++) {
         x[p] = (float)((p * 7) % 23);
     }
-    spmd_env_open(&e, "4x4", wrap, "data=2,model=8", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "(data,model)", x); /* position p holds x[8p, 8p+8) */
+    a = spmd_env_open_arr(&e, "4x4", wrap, "data=2,model=8", 1, shp, "(data,model)",
+                          x); /* position p holds x[8p, 8p+8) */
     spmd_check(tpu_array_psum(a, "model", TPU_REDOP_SUM, &r, &err), &err);
     for (p = 0; p < 16; p++) {
         for (j = 0; j < 8; j++) {
@@ -443,8 +394,7 @@ static void run_data2_model8(int wrap)
         }
     }
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 static void test_data2_model8(void **state)
@@ -454,27 +404,50 @@ static void test_data2_model8(void **state)
     run_data2_model8(1);
 }
 
+/* A plan of 'kind' over the groups 'g' ('bytes'; 'algo' "" lets the cost
+ * model choose) on e's pod, and its modeled result. */
+static tpu_coll_plan_t *group_plan(const env_t *e, tpu_coll_kind_t kind, const tpu_groups_t *g,
+                                   uint64_t bytes, const char *algo, tpu_coll_result_t *res)
+{
+    tpu_err_t err = {0};
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+
+    tpu_coll_desc_init(&d);
+    d.kind = kind;
+    d.groups = g;
+    d.bytes = bytes;
+    snprintf(d.algo, sizeof(d.algo), "%s", algo);
+    spmd_check(tpu_coll_plan_create(&e->topo, &e->link, &d, &plan, &err), &err);
+    spmd_check(tpu_coll_plan_model(plan, res, &err), &err);
+    return plan;
+}
+
+/* The time one run of 'plan' takes on transport 'x' (in, out: each chip's buffers). */
+static double run_us(const tpu_coll_plan_t *plan, tpu_xport_t *x, void **in, void **out)
+{
+    tpu_err_t err = {0};
+    tpu_coll_exec_t *ex = NULL;
+    double us;
+
+    spmd_check(tpu_coll_exec_create(plan, x, &ex, &err), &err);
+    spmd_check(tpu_coll_exec_run(ex, NULL, in, out, &us, &err), &err);
+    tpu_coll_exec_destroy(ex);
+    return us;
+}
+
 /* The modeled time of an all-gather over 'axes' with the group ring (forced). */
 static double ring_us(const char *shape, int wrap, const char *spec, const char *axes,
                       uint64_t bytes, const char *algo)
 {
     tpu_err_t err = {0};
     tpu_groups_t g;
-    tpu_coll_desc_t d;
-    tpu_coll_plan_t *plan = NULL;
     tpu_coll_result_t res;
     env_t e;
 
     spmd_env_open(&e, shape, wrap, spec, NULL, 1);
     spmd_check(tpu_mesh_groups(e.mesh, axes, &g, &err), &err);
-    tpu_coll_desc_init(&d);
-    d.kind = TPU_COLL_ALL_GATHER;
-    d.groups = &g;
-    d.bytes = bytes;
-    snprintf(d.algo, sizeof(d.algo), "%s", algo);
-    spmd_check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
-    spmd_check(tpu_coll_plan_model(plan, &res, &err), &err);
-    tpu_coll_plan_destroy(plan);
+    tpu_coll_plan_destroy(group_plan(&e, TPU_COLL_ALL_GATHER, &g, bytes, algo, &res));
     tpu_groups_fini(&g);
     spmd_env_close(&e);
     return res.modeled_us;
@@ -554,36 +527,25 @@ static void test_orbit_matrix(void **state)
         spmd_check(tpu_mesh_groups(e.mesh, cases[c].axes, &g, &err), &err);
         assert_true(!w || tpu_groups_period(&e.topo, &g, period) > 1);
         for (k = 0; k < sizeof(algos) / sizeof(algos[0]); k++) {
-            tpu_coll_desc_t d;
-            tpu_coll_plan_t *plan = NULL;
-            tpu_coll_exec_t *ex = NULL;
             tpu_coll_result_t res;
+            tpu_coll_plan_t *plan =
+                group_plan(&e, algos[k].kind, &g, (uint64_t)g.size * 24, algos[k].algo, &res);
             void **in = calloc((size_t)e.topo.nchips, sizeof(void *));
             void **out = calloc((size_t)e.topo.nchips, sizeof(void *));
             double us;
-
-            tpu_coll_desc_init(&d);
-            d.kind = algos[k].kind;
-            d.groups = &g;
-            d.bytes = (uint64_t)g.size * 24;
-            snprintf(d.algo, sizeof(d.algo), "%s", algos[k].algo);
-            spmd_check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
-            spmd_check(tpu_coll_plan_model(plan, &res, &err), &err);
             /* Built and timed from one domain: fewer flows than the pod's. */
             if ((w || cases[c].open) && tpu_coll_plan_model_flows(plan) >= res.flows) {
                 fail_msg("%s %s over %s, wrap %d, %s %s: %lld flows built, %lld in the pod",
-                         cases[c].shape, cases[c].mesh, cases[c].axes, w, tpu_coll_name(d.kind),
-                         algos[k].algo, (long long)tpu_coll_plan_model_flows(plan),
-                         (long long)res.flows);
+                         cases[c].shape, cases[c].mesh, cases[c].axes, w,
+                         tpu_coll_name(algos[k].kind), algos[k].algo,
+                         (long long)tpu_coll_plan_model_flows(plan), (long long)res.flows);
             }
-            spmd_check(tpu_coll_exec_create(plan, e.x, &ex, &err), &err);
-            spmd_check(tpu_coll_exec_run(ex, NULL, in, out, &us, &err), &err);
+            us = run_us(plan, e.x, in, out);
             if (us != res.modeled_us) {
                 fail_msg("%s %s over %s, %s %s: model %.17g, every chip %.17g", cases[c].shape,
-                         cases[c].mesh, cases[c].axes, tpu_coll_name(d.kind), algos[k].algo,
+                         cases[c].mesh, cases[c].axes, tpu_coll_name(algos[k].kind), algos[k].algo,
                          res.modeled_us, us);
             }
-            tpu_coll_exec_destroy(ex);
             tpu_coll_plan_destroy(plan);
             free(in);
             free(out);
@@ -610,21 +572,13 @@ static void test_orbit_equals_full(void **state)
     spmd_check(tpu_xport_sim_create(512, &xs[0], &err), &err);
     spmd_check(tpu_xport_loopback_create(512, &xs[1], &err), &err);
     for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-        tpu_coll_desc_t d;
-        tpu_coll_plan_t *plan = NULL;
         tpu_coll_result_t res;
+        tpu_coll_plan_t *plan = group_plan(&e, kinds[k], &g, 32 * 64, "", &res);
         uint64_t in_b, out_b;
 
-        tpu_coll_desc_init(&d);
-        d.kind = kinds[k];
-        d.groups = &g;
-        d.bytes = 32 * 64;
-        spmd_check(tpu_coll_plan_create(&e.topo, &e.link, &d, &plan, &err), &err);
-        spmd_check(tpu_coll_plan_model(plan, &res, &err), &err);
         assert_true(res.flows < 512 * 64); /* one domain of the 16 groups, not all */
         tpu_coll_plan_sizes(plan, &in_b, &out_b);
         for (t = 0; t < 2; t++) {
-            tpu_coll_exec_t *ex = NULL;
             void **in = calloc(512, sizeof(void *)), **out = calloc(512, sizeof(void *));
             double us;
 
@@ -632,13 +586,11 @@ static void test_orbit_equals_full(void **state)
                 in[i] = calloc(1, in_b);
                 out[i] = calloc(1, out_b);
             }
-            spmd_check(tpu_coll_exec_create(plan, xs[t], &ex, &err), &err);
-            spmd_check(tpu_coll_exec_run(ex, NULL, in, out, &us, &err), &err);
+            us = run_us(plan, xs[t], in, out);
             if (us != res.modeled_us) {
-                fail_msg("%s: model %.17g, %s %.17g", tpu_coll_name(d.kind), res.modeled_us,
+                fail_msg("%s: model %.17g, %s %.17g", tpu_coll_name(kinds[k]), res.modeled_us,
                          t ? "loopback" : "sim", us);
             }
-            tpu_coll_exec_destroy(ex);
             for (i = 0; i < 512; i++) {
                 free(in[i]);
                 free(out[i]);

@@ -169,27 +169,18 @@ static void test_psum_scatter_pmap(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
-    for (p = 0; p < 16; p++) {
-        x[p] = (float)p;
-    }
-    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = spmd_arr_f32(&e, 2, shp, "i", x); /* shards of shape (1, 4) */
+    spmd_iota(x, 16);
+    a = spmd_env_open_arr(&e, "4", 1, "i=4", 2, shp, "i", x); /* shards of shape (1, 4) */
     /* Untiled over dimension 1 (of size 4 = G): device k gets sums[k]. */
     spmd_check(tpu_array_psum_scatter(a, "i", 1, 0, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), &sums[p], 1);
-    }
+    spmd_expect_shards(&e, r, 4, sums, 1, 1);
     tpu_array_destroy(r);
     spmd_check(tpu_array_psum_scatter(a, "i", 1, 1, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), &sums[p], 1);
-    }
+    spmd_expect_shards(&e, r, 4, sums, 1, 1);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s5 f6: mesh (i=4), the 16-element x, tiled: [22] [20] [12] [17]. */
@@ -201,20 +192,15 @@ static void test_psum_scatter_f6(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
-    spmd_env_open(&e, "4", 0, "i=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "i", spmd_f16);
+    a = spmd_env_open_arr(&e, "4", 0, "i=4", 1, shp, "i", spmd_f16);
     spmd_check(tpu_array_psum_scatter(a, "i", 0, 1, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), &want[p], 1);
-    }
+    spmd_expect_shards(&e, r, 4, want, 1, 1);
     spmd_check(tpu_array_gather(r, host, &err), &err);
     spmd_expect_f32(host, want, 4);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s6 f9: mesh (i=4), split_axis = concat_axis = 0, tiled. */
@@ -226,20 +212,15 @@ static void test_all_to_all_f9(void **state)
     tpu_err_t err = {0};
     tpu_array_t *a, *r = NULL;
     env_t e;
-    int p;
 
     (void)state;
-    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = spmd_arr_f32(&e, 1, shp, "i", spmd_f16);
+    a = spmd_env_open_arr(&e, "4", 1, "i=4", 1, shp, "i", spmd_f16);
     spmd_check(tpu_array_all_to_all(a, "i", 0, 0, 1, &r, &err), &err);
-    for (p = 0; p < 4; p++) {
-        spmd_expect_f32(spmd_shard_at(&e, r, p), want + 4 * p, 4);
-    }
+    spmd_expect_shards(&e, r, 4, want, 4, 4);
     spmd_check(tpu_array_gather(r, host, &err), &err);
     spmd_expect_f32(host, want, 16);
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /*
@@ -257,13 +238,10 @@ static void test_all_to_all_split2_concat1(void **state)
     int p, k, i, b, c;
 
     (void)state;
-    for (i = 0; i < 128; i++) {
-        x[i] = (float)i;
-    }
-    spmd_env_open(&e, "2x4", 1, "z=2,y=4", NULL, 0);
+    spmd_iota(x, 128);
     /* P('z', None, None): shards (2, 4, 8), the same over y. Make them differ by
      * resharding dimension 1 over nothing and giving each its own values. */
-    a = spmd_arr_f32(&e, 3, shp, "z", x);
+    a = spmd_env_open_arr(&e, "2x4", 1, "z=2,y=4", 3, shp, "z", x);
     for (p = 0; p < 8; p++) {
         float *sh = (float *)(uintptr_t)spmd_shard_at(&e, a, p);
 
@@ -293,8 +271,7 @@ static void test_all_to_all_split2_concat1(void **state)
         }
     }
     tpu_array_destroy(r);
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /*
@@ -311,11 +288,8 @@ static void test_all_to_all_untiled(void **state)
     int p, j, k;
 
     (void)state;
-    for (p = 0; p < 48; p++) {
-        x[p] = (float)p;
-    }
-    spmd_env_open(&e, "4", 1, "i=4", NULL, 0);
-    a = spmd_arr_f32(&e, 2, shp, "i", x); /* chip k holds rows 4k..4k+3 */
+    spmd_iota(x, 48);
+    a = spmd_env_open_arr(&e, "4", 1, "i=4", 2, shp, "i", x); /* chip k holds rows 4k..4k+3 */
     spmd_check(tpu_array_all_to_all(a, "i", 0, 1, 0, &r, &err), &err);
     assert_int_equal(tpu_array_ndims(r), 2);
     tpu_array_local_shape(r, ls);
@@ -333,8 +307,7 @@ static void test_all_to_all_untiled(void **state)
     tpu_array_destroy(r);
     assert_int_equal(tpu_array_all_to_all(a, "i", 1, 0, 0, &r, &err), TPU_ERR_INVALID);
     assert_non_null(strstr(err.msg, "size 3, it must equal the group size 4"));
-    tpu_array_destroy(a);
-    spmd_env_close(&e);
+    spmd_env_close_arr(&e, a);
 }
 
 /* s8: axis_index on mesh (i=4, j=2). */
@@ -385,8 +358,7 @@ static void test_sim_equals_loopback(void **state)
         for (k = 0; k < 9; k++) {
             t[sim][k / 3][k % 3] = tpu_spmd_call_at(e.s, k)->modeled_us;
         }
-        tpu_array_destroy(a);
-        spmd_env_close(&e);
+        spmd_env_close_arr(&e, a);
     }
     assert_memory_equal(t[0], t[1], sizeof(t[0]));
     free(x);

@@ -59,6 +59,15 @@ static void expect_identity(const tpu_mesh_t *m)
     }
 }
 
+/* Mesh axis 'axis' of m lies on the torus axes 'want' ("x[2 of 4]*y"). */
+static void expect_layout(const tpu_mesh_t *m, int axis, const char *want)
+{
+    char buf[64];
+
+    tpu_mesh_axis_layout(m, axis, buf, sizeof(buf));
+    assert_string_equal(buf, want);
+}
+
 static void test_parse(void **state)
 {
     static const char *bad[] = {"",        "data",    "data=0",  "data=x",  "=4",     "data=4,",
@@ -86,31 +95,26 @@ static void test_default_4x4(void **state)
 {
     tpu_topo_t t;
     tpu_mesh_t *m;
-    char buf[64];
 
     (void)state;
     make_topo(&t, 2, 4, 4, 1, 0, 1);
     /* model takes y (the fastest axis of size 4), data takes x. */
     m = mesh_of(&t, "data=4,model=4");
     expect_identity(m);
-    tpu_mesh_axis_layout(m, 0, buf, sizeof(buf));
-    assert_string_equal(buf, "x");
-    tpu_mesh_axis_layout(m, 1, buf, sizeof(buf));
-    assert_string_equal(buf, "y");
+    expect_layout(m, 0, "x");
+    expect_layout(m, 1, "y");
     assert_int_equal(tpu_mesh_axis_index(m, 6, 0), 1);
     assert_int_equal(tpu_mesh_axis_index(m, 6, 1), 2);
     tpu_mesh_destroy(m);
     m = mesh_of(&t, "data=16");
     expect_identity(m);
-    tpu_mesh_axis_layout(m, 0, buf, sizeof(buf));
-    assert_string_equal(buf, "x*y");
+    expect_layout(m, 0, "x*y");
     tpu_mesh_destroy(m);
     /* model=8: all of y, then the inner 2 of x; data: the outer 2 of x.
      * chip = 4 * (2d + m/4) + m%4 = 8d + m. */
     m = mesh_of(&t, "data=2,model=8");
     expect_identity(m);
-    tpu_mesh_axis_layout(m, 1, buf, sizeof(buf));
-    assert_string_equal(buf, "x[2 of 4]*y");
+    expect_layout(m, 1, "x[2 of 4]*y");
     tpu_mesh_destroy(m);
 }
 
@@ -118,7 +122,6 @@ static void test_default_16_and_2x2x4(void **state)
 {
     tpu_topo_t t;
     tpu_mesh_t *m;
-    char buf[64];
 
     (void)state;
     make_topo(&t, 1, 16, 1, 1, 1, 1);
@@ -128,15 +131,13 @@ static void test_default_16_and_2x2x4(void **state)
     /* data=4,model=4 on a line of 16: model is the inner 4, data the outer 4. */
     m = mesh_of(&t, "data=4,model=4");
     expect_identity(m);
-    tpu_mesh_axis_layout(m, 1, buf, sizeof(buf));
-    assert_string_equal(buf, "x[4 of 16]");
+    expect_layout(m, 1, "x[4 of 16]");
     tpu_mesh_destroy(m);
     /* 2x2x4 (chip = 8x + 4y + z): model = z; data = x*y (y fast): identity. */
     make_topo(&t, 3, 2, 2, 4, 0, 1);
     m = mesh_of(&t, "data=4,model=4");
     expect_identity(m);
-    tpu_mesh_axis_layout(m, 0, buf, sizeof(buf));
-    assert_string_equal(buf, "x*y");
+    expect_layout(m, 0, "x*y");
     tpu_mesh_destroy(m);
 }
 
@@ -181,22 +182,19 @@ static void test_default_slices(void **state)
     tpu_topo_t t;
     tpu_mesh_t *m;
     tpu_err_t err = {0};
-    char buf[64];
 
     (void)state;
     /* Two slices of 4x4: chip = 16s + 4x + y. */
     make_topo(&t, 2, 4, 4, 1, 0, 2);
     m = mesh_of(&t, "dcn=2,data=4,model=4");
     expect_identity(m);
-    tpu_mesh_axis_layout(m, 0, buf, sizeof(buf));
-    assert_string_equal(buf, "dcn");
+    expect_layout(m, 0, "dcn");
     tpu_mesh_destroy(m);
     /* Without a dcn axis the slices are the slowest physical axis: data=8 takes
      * x and the slices (x fast): chip = 16 (d/4) + 4 (d%4) + m = 4d + m. */
     m = mesh_of(&t, "data=8,model=4");
     expect_identity(m);
-    tpu_mesh_axis_layout(m, 0, buf, sizeof(buf));
-    assert_string_equal(buf, "dcn*x");
+    expect_layout(m, 0, "dcn*x");
     tpu_mesh_destroy(m);
     /* dcn first is not required: model=4 on y, dcn on the slices, data on x:
      * position (d, s, m) = 8d + 4s + m is chip 16s + 4d + m. */
@@ -268,6 +266,28 @@ static void groups_of(const tpu_mesh_t *m, const char *axes, tpu_groups_t *g)
     assert_int_equal(tpu_groups_check(g, tpu_mesh_size(m), &err), TPU_OK);
 }
 
+/*
+ * The groups of 'axes' on m: 'ngroups' groups of 'size', chips 'chips' in order;
+ * 'mask' the torus axes they are whole of (0: they are not whole torus axes; -1:
+ * not checked).
+ */
+static void expect_axes_groups(const tpu_topo_t *t, const tpu_mesh_t *m, const char *axes,
+                               int ngroups, int size, const int *chips, int mask)
+{
+    tpu_groups_t g;
+    unsigned got;
+
+    groups_of(m, axes, &g);
+    expect_groups(&g, ngroups, size, chips);
+    if (mask > 0) {
+        assert_true(tpu_groups_axes_mask(t, &g, &got));
+        assert_int_equal(got, (unsigned)mask);
+    } else if (mask == 0) {
+        assert_false(tpu_groups_axes_mask(t, &g, &got));
+    }
+    tpu_groups_fini(&g);
+}
+
 /* The group tables of jax_collective_semantics.md s1. */
 static void test_jax_group_tables(void **state)
 {
@@ -278,52 +298,27 @@ static void test_jax_group_tables(void **state)
     static const int iota16[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     tpu_topo_t t;
     tpu_mesh_t *m;
-    tpu_groups_t g;
-    unsigned mask;
 
     (void)state;
     make_topo(&t, 2, 2, 4, 1, 0, 1);
     m = mesh_of(&t, "x=2,y=4");
     expect_identity(m);
-    groups_of(m, "y", &g);
-    expect_groups(&g, 2, 4, y);
-    assert_true(tpu_groups_axes_mask(&t, &g, &mask));
-    assert_int_equal(mask, 2u);
-    tpu_groups_fini(&g);
-    groups_of(m, "x", &g);
-    expect_groups(&g, 4, 2, x);
-    assert_true(tpu_groups_axes_mask(&t, &g, &mask));
-    assert_int_equal(mask, 1u);
-    tpu_groups_fini(&g);
-    groups_of(m, "x,y", &g);
-    expect_groups(&g, 1, 8, y);
-    assert_true(tpu_groups_axes_mask(&t, &g, &mask));
-    assert_int_equal(mask, 3u);
-    tpu_groups_fini(&g);
+    expect_axes_groups(&t, m, "y", 2, 4, y, 2);
+    expect_axes_groups(&t, m, "x", 4, 2, x, 1);
+    expect_axes_groups(&t, m, "x,y", 1, 8, y, 3);
     /* ('y','x'): the same chips in another order: not the torus order. */
-    groups_of(m, "(y,x)", &g);
-    expect_groups(&g, 1, 8, x);
-    assert_false(tpu_groups_axes_mask(&t, &g, &mask));
-    tpu_groups_fini(&g);
+    expect_axes_groups(&t, m, "(y,x)", 1, 8, x, 0);
     tpu_mesh_destroy(m);
 
     make_topo(&t, 2, 4, 4, 1, 0, 1);
     m = mesh_of(&t, "a=2,b=2,c=4");
-    groups_of(m, "a,c", &g);
-    expect_groups(&g, 2, 8, ac);
-    assert_false(tpu_groups_axes_mask(&t, &g, &mask)); /* half of x, strided */
-    tpu_groups_fini(&g);
-    groups_of(m, "c,a", &g);
-    expect_groups(&g, 2, 8, ca);
-    tpu_groups_fini(&g);
+    expect_axes_groups(&t, m, "a,c", 2, 8, ac, 0); /* half of x, strided */
+    expect_axes_groups(&t, m, "c,a", 2, 8, ca, -1);
     tpu_mesh_destroy(m);
 
     /* data=2,model=8 on 4x4: 'model' is y and half of x: not whole axes. */
     m = mesh_of(&t, "data=2,model=8");
-    groups_of(m, "model", &g);
-    expect_groups(&g, 2, 8, iota16);
-    assert_false(tpu_groups_axes_mask(&t, &g, &mask));
-    tpu_groups_fini(&g);
+    expect_axes_groups(&t, m, "model", 2, 8, iota16, 0);
     tpu_mesh_destroy(m);
 }
 

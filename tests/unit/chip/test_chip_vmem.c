@@ -33,6 +33,25 @@ static tpu_vmem_t *make_vmem(const char *chip)
     return vmem;
 }
 
+/* A kernel of 'n_in' inputs ops[0 .. n_in) and one output ops[n_in] over the
+ * 'grid_rank'-D 'grid' ('name' NULL: none). */
+static tpu_vmem_kernel_t kernel(const char *name, int grid_rank, const int64_t *grid,
+                                const tpu_vmem_operand_t *ops, int n_in, tpu_vmem_body_fn_t body,
+                                void *body_arg)
+{
+    tpu_vmem_kernel_t k = {.name = name,
+                           .grid_rank = grid_rank,
+                           .n_in = n_in,
+                           .in = ops,
+                           .n_out = 1,
+                           .out = &ops[n_in],
+                           .body = body,
+                           .body_arg = body_arg};
+
+    memcpy(k.grid, grid, sizeof(grid[0]) * (size_t)grid_rank);
+    return k;
+}
+
 /*
  * A scaled add written the Pallas way:
  *
@@ -117,15 +136,8 @@ static void test_user_kernel_scaled_add(void **state)
     ops[0].data = x;
     ops[1].data = y;
     ops[2].data = o;
-    k = (tpu_vmem_kernel_t){.name = "saxpy",
-                            .grid_rank = 2,
-                            .grid = {5, 3}, /* cdiv(37, 8), cdiv(300, 128) */
-                            .n_in = 2,
-                            .in = ops,
-                            .n_out = 1,
-                            .out = &ops[2],
-                            .body = saxpy_body,
-                            .body_arg = &s};
+    /* The grid: cdiv(37, 8), cdiv(300, 128). */
+    k = kernel("saxpy", 2, (const int64_t[]){5, 3}, ops, 2, saxpy_body, &s);
     assert_int_equal(tpu_vmem_run(vmem, &k, &st, &err), TPU_OK);
     for (i = 0; i < R * C; i++) {
         assert_float_equal(o[i], 2.5f * x[i] + y[i], 0.0f);
@@ -235,15 +247,8 @@ static void test_unchanged_block_not_refetched(void **state)
                                   .index_map = map_bias};
     ops[2] = ops[0];
     ops[2].data = o;
-    k = (tpu_vmem_kernel_t){.name = "bias",
-                            .grid_rank = 2,
-                            .grid = {3, 4}, /* column blocks outer, row blocks inner */
-                            .n_in = 2,
-                            .in = ops,
-                            .n_out = 1,
-                            .out = &ops[2],
-                            .body = bias_body,
-                            .body_arg = &fetched_bias};
+    /* Column blocks outer, row blocks inner. */
+    k = kernel("bias", 2, (const int64_t[]){3, 4}, ops, 2, bias_body, &fetched_bias);
     assert_int_equal(tpu_vmem_run(vmem, &k, &st, NULL), TPU_OK);
     for (i = 0; i < R * C; i++) {
         assert_float_equal(o[i], x[i] + bias[i % C], 0);
@@ -308,15 +313,7 @@ static void test_pipeline_time_model(void **state)
         .data = in, .elem_size = 4, .rank = 1, .shape = {4096}, .block = {1024}};
     ops[1] = ops[0];
     ops[1].data = out;
-    k = (tpu_vmem_kernel_t){.name = "copy",
-                            .grid_rank = 1,
-                            .grid = {4},
-                            .n_in = 1,
-                            .in = ops,
-                            .n_out = 1,
-                            .out = &ops[1],
-                            .body = fixed_body,
-                            .body_arg = &fc};
+    k = kernel("copy", 1, (const int64_t[]){4}, ops, 1, fixed_body, &fc);
     for (i = 0; i < sizeof(compute) / sizeof(compute[0]); i++) {
         fc.compute_s = compute[i];
         assert_int_equal(tpu_vmem_run(vmem, &k, &st, NULL), TPU_OK);
@@ -372,13 +369,8 @@ static void test_three_d_grid_edges(void **state)
         .data = x, .elem_size = 4, .rank = 3, .shape = {A, B, C}, .block = {2, 3, 4}};
     ops[1] = ops[0];
     ops[1].data = o;
-    k = (tpu_vmem_kernel_t){.grid_rank = 3,
-                            .grid = {3, 3, 3},
-                            .n_in = 1,
-                            .in = ops,
-                            .n_out = 1,
-                            .out = &ops[1],
-                            .body = double_body}; /* NULL index maps: identity */
+    /* NULL index maps: identity. */
+    k = kernel(NULL, 3, (const int64_t[]){3, 3, 3}, ops, 1, double_body, NULL);
     assert_int_equal(tpu_vmem_run(vmem, &k, &st, NULL), TPU_OK);
     for (i = 0; i < A * B * C; i++) {
         assert_int_equal(o[i], 2 * x[i]);
@@ -419,14 +411,7 @@ static void test_vmem_overflow(void **state)
     ops[1] = ops[0];
     ops[2] = ops[0];
     ops[2].block[1] = 1024; /* 16 MiB */
-    k = (tpu_vmem_kernel_t){.name = "big",
-                            .grid_rank = 2,
-                            .grid = {2, 4},
-                            .n_in = 2,
-                            .in = ops,
-                            .n_out = 1,
-                            .out = &ops[2],
-                            .body = noop_body};
+    k = kernel("big", 2, (const int64_t[]){2, 4}, ops, 2, noop_body, NULL);
     assert_int_equal(tpu_vmem_plan_bytes(&k, &plan, NULL), TPU_OK);
     assert_int_equal(plan, (uint64_t)(160 * MiB));
     assert_int_equal(tpu_vmem_run(vmem, &k, &st, &err), TPU_ERR_RESOURCE_EXHAUSTED);
@@ -484,14 +469,7 @@ static void test_bad_kernels(void **state)
         .data = buf, .elem_size = 4, .rank = 1, .shape = {64}, .block = {16}, .index_map = map_bad};
     ops[1] = ops[0];
     ops[1].index_map = NULL;
-    k = (tpu_vmem_kernel_t){.name = "bad",
-                            .grid_rank = 1,
-                            .grid = {4},
-                            .n_in = 1,
-                            .in = ops,
-                            .n_out = 1,
-                            .out = &ops[1],
-                            .body = noop_body};
+    k = kernel("bad", 1, (const int64_t[]){4}, ops, 1, noop_body, NULL);
     assert_int_equal(tpu_vmem_run(vmem, &k, NULL, &err), TPU_ERR_INVALID);
     assert_string_equal(err.msg, "bad: the index map of input 0 returned block (4) at grid step "
                                  "(3), outside its array of (4) blocks");

@@ -43,6 +43,13 @@ static void line(tpu_topo_t *t, int n, int slices)
     assert_int_equal(tpu_topo_init(t, 1, dims, wrap, slices, NULL), TPU_OK);
 }
 
+/* An empty schedule, to fill with add() and time (and free) with time_us(). */
+static void sched_begin(tpu_plan_sched_t *ps)
+{
+    memset(ps, 0, sizeof(*ps));
+    tpu__sched_init(&ps->s);
+}
+
 /* Add flow src->dst of 'bytes' at 'step' of 'stream' after the flows in deps[0..ndeps). */
 static int64_t add_s(tpu_sched_t *s, int src, int dst, int step, int64_t bytes, int reduce,
                      int kind, const int32_t *deps, int ndeps, int stream)
@@ -107,8 +114,7 @@ static void test_two_flows_share_a_link(void **state)
 
     (void)state;
     line(&t, 3, 1);
-    memset(&ps, 0, sizeof(ps));
-    tpu__sched_init(&ps.s);
+    sched_begin(&ps);
     add(&ps.s, 0, 2, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
     add(&ps.s, 1, 2, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
     near(time_us(&t, &l, &ps), 4.0);
@@ -130,8 +136,7 @@ static void test_no_overlap_no_slowdown(void **state)
 
     (void)state;
     line(&t, 3, 1);
-    memset(&ps, 0, sizeof(ps));
-    tpu__sched_init(&ps.s);
+    sched_begin(&ps);
     x = (int32_t)add(&ps.s, 0, 1, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
     add(&ps.s, 1, 2, 1, 1000, 0, TPU_ROUTE_ICI, &x, 1);
     add(&ps.s, 1, 2, 1, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
@@ -163,8 +168,7 @@ static void test_many_gaps(void **state)
 
     (void)state;
     line(&t, 3, 1);
-    memset(&ps, 0, sizeof(ps));
-    tpu__sched_init(&ps.s);
+    sched_begin(&ps);
     for (i = 0; i < 10; i++) {
         c[i] = (int32_t)add(&ps.s, 2, 1, i, 1000, 0, TPU_ROUTE_ICI, i > 0 ? &c[i - 1] : NULL,
                             i > 0 ? 1 : 0);
@@ -179,8 +183,7 @@ static void chain(tpu_plan_sched_t *ps, int64_t bytes)
 {
     int32_t c0h0, c1h0, c0h1, c1h1;
 
-    memset(ps, 0, sizeof(*ps));
-    tpu__sched_init(&ps->s);
+    sched_begin(ps);
     c0h0 = (int32_t)add(&ps->s, 0, 1, 0, bytes, 0, TPU_ROUTE_ICI, NULL, 0);
     c1h0 = (int32_t)add(&ps->s, 0, 1, 1, bytes, 0, TPU_ROUTE_ICI, NULL, 0);
     c0h1 = (int32_t)add(&ps->s, 1, 2, 1, bytes, 0, TPU_ROUTE_ICI, &c0h0, 1);
@@ -254,8 +257,7 @@ static void test_message_batches(void **state)
     line(&t, 3, 1);
     for (b = 0; b < 2; b++) {
         for (later = 0; later < 2; later++) {
-            memset(&ps, 0, sizeof(ps));
-            tpu__sched_init(&ps.s);
+            sched_begin(&ps);
             add(&ps.s, 0, 1, 0, bytes[b], 0, TPU_ROUTE_ICI, NULL, 0);
             add(&ps.s, 0, 2, later, bytes[b], 0, TPU_ROUTE_ICI, NULL, 0);
             near(time_us(&t, &l, &ps), want[b][later]);
@@ -281,8 +283,7 @@ static void test_unequal_sharing(void **state)
 
     (void)state;
     line(&t, 3, 1);
-    memset(&ps, 0, sizeof(ps));
-    tpu__sched_init(&ps.s);
+    sched_begin(&ps);
     a = (int32_t)add(&ps.s, 0, 1, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
     add(&ps.s, 0, 1, 0, 2000, 0, TPU_ROUTE_ICI, NULL, 0);
     add(&ps.s, 1, 2, 1, 1000, 0, TPU_ROUTE_ICI, &a, 1);
@@ -311,8 +312,7 @@ static void test_share_after_wait(void **state)
 
     (void)state;
     line(&t, 3, 1);
-    memset(&ps, 0, sizeof(ps));
-    tpu__sched_init(&ps.s);
+    sched_begin(&ps);
     t1 = (int32_t)add(&ps.s, 0, 1, 0, 1200, 0, TPU_ROUTE_ICI, NULL, 0);
     add(&ps.s, 1, 2, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
     t2 = (int32_t)add(&ps.s, 0, 1, 1, 300, 0, TPU_ROUTE_ICI, &t1, 1);
@@ -340,8 +340,7 @@ static void test_idle_between_flows(void **state)
 
     (void)state;
     line(&t, 3, 1);
-    memset(&ps, 0, sizeof(ps));
-    tpu__sched_init(&ps.s);
+    sched_begin(&ps);
     tt = (int32_t)add(&ps.s, 0, 1, 0, 5000, 0, TPU_ROUTE_ICI, NULL, 0);
     u = (int32_t)add(&ps.s, 2, 1, 0, 2000, 0, TPU_ROUTE_ICI, NULL, 0);
     add(&ps.s, 1, 2, 1, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
@@ -365,17 +364,14 @@ static void test_reduction_cost(void **state)
     (void)state;
     l.reduce_bw = 5e8;
     line(&t, 3, 1);
-    memset(&ps, 0, sizeof(ps));
-    tpu__sched_init(&ps.s);
+    sched_begin(&ps);
     add(&ps.s, 0, 1, 0, 1000, 1, TPU_ROUTE_ICI, NULL, 0);
     near(time_us(&t, &l, &ps), 3.0);
-    memset(&ps, 0, sizeof(ps));
-    tpu__sched_init(&ps.s);
+    sched_begin(&ps);
     add(&ps.s, 0, 1, 0, 1000, 1, TPU_ROUTE_ICI, NULL, 0);
     add(&ps.s, 2, 1, 0, 1000, 1, TPU_ROUTE_ICI, NULL, 0);
     near(time_us(&t, &l, &ps), 5.0);
-    memset(&ps, 0, sizeof(ps));
-    tpu__sched_init(&ps.s);
+    sched_begin(&ps);
     add(&ps.s, 0, 1, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
     add(&ps.s, 2, 1, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
     near(time_us(&t, &l, &ps), 2.0);
@@ -386,8 +382,7 @@ static void dcn_all(tpu_plan_sched_t *ps, int nsend)
 {
     int c;
 
-    memset(ps, 0, sizeof(*ps));
-    tpu__sched_init(&ps->s);
+    sched_begin(ps);
     for (c = 0; c < nsend; c++) {
         add(&ps->s, c, 4 + c, 0, 1000, 0, TPU_ROUTE_DCN, NULL, 0);
     }
@@ -543,8 +538,7 @@ static double engine_steps_us(int descending)
 
     l.msg_cost = 0.5e-6;
     line(&t, 40, 1);
-    memset(&ps, 0, sizeof(ps));
-    tpu__sched_init(&ps.s);
+    sched_begin(&ps);
     for (i = 0; i < 39; i++) {
         add(&ps.s, i, i + 1, 0, 1000, 0, TPU_ROUTE_ICI, NULL, 0);
     }
