@@ -60,6 +60,16 @@
 
 #include <string.h>
 
+/*
+ * The bound form stands for the tree where its message starts (msg_cost each,
+ * G - 1 per order and chunk over a chip's 2 d ports) take at most this fraction
+ * of its bandwidth term: measured on 8x10x14 against the walk, a ratio of 1/29
+ * (64 KiB a chip) leaves out 0.25 us of 301 us (8e-4), 1/116 (256 KiB) 2e-4, and
+ * 1/7 (16 KiB) 3%, 1/2 (4 KiB) 23%: the starts' waits then pile up along the
+ * chains.  The open 16x20x28 at 1.1 GB: 1/58.
+ */
+#define TPU_TREE_BOUND_STARTS 32
+
 /* The streams of the tree schedule (allgather_tree.c): its axes, orders and shares. */
 typedef struct streams {
     int axes[TPU_MAX_AXES], d, nord, last, nset;
@@ -127,9 +137,26 @@ tpu_status_t tpu__tree_bound_build(const tpu_coll_plan_t *p, int chunks, tpu_pla
     int K = chunks < 1 ? 1 : chunks, r, j, k, depth = 0;
     streams_t st;
 
+    double starts, bytes_s;
+
     if (tree_streams(&p->args, &st) < 0) {
         return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
                            "the tree all-gather runs over ICI axes (over dcn: torus)");
+    }
+    /* Its message starts against its bandwidth term, as select.c's tree_start_bound()
+     * counts them (every axis open: sum f_i = d / 2). */
+    starts = (double)(p->group - 1) * K / (2.0 * st.d) * p->link.msg_cost;
+    bytes_s = (double)(p->group - 1) / p->group * (double)p->args.shard * p->group /
+              (p->link.ici_bw * st.d / 2.0);
+    if (starts > bytes_s / TPU_TREE_BOUND_STARTS) {
+        return tpu_err_set(
+            err, TPU_ERR_UNSUPPORTED,
+            "the tree all-gather over %d chips needs about %.1f million flows, "
+            "and its message starts (%.1f us a port) take more than 1/%d of its "
+            "%.1f us of bytes, beyond its bound form: use more bytes, fewer "
+            "chunks or --algo torus",
+            p->group, (double)tpu__plan_domain_chips(p, NULL) * (p->group - 1) * st.nset * K / 1e6,
+            starts * 1e6, TPU_TREE_BOUND_STARTS, bytes_s * 1e6);
     }
     memset(ps->bound_unit, 0, sizeof(ps->bound_unit));
     for (r = 0; r < st.nord; r++) {

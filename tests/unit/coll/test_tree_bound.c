@@ -11,11 +11,11 @@
  * are within the bounds the file's comment states: 25% where an axis is short
  * (2x3, 2x7, 8x2: a busiest link idles), and at blocks of 4 KiB or more on pods
  * of three axes of 4 chips or more, the kind of the open 16x20x28, within four
- * message starts per half (smaller blocks queue more starts).
- * And the bound form is what
- * the model builds only where the tree's schedule is past its cap: the open
- * 16x20x28 all-gather, reduce-scatter and psum plan, in tens of flows' worth of
- * memory, with the figures of the form worked out by hand.
+ * message starts per half (smaller blocks queue more starts).  And the bound
+ * form is what the model builds only where the tree's schedule is past its cap:
+ * the open 16x20x28 all-gather, reduce-scatter and psum plan with no flow built,
+ * their figures checked against the published formula, and blocks too small for
+ * it (message starts) are refused at once with the reason.
  */
 #include "tpu/coll.h"
 #include "tpu/topo.h"
@@ -130,7 +130,7 @@ static void test_bound_against_walk(void **state)
                                    "5x4x3", "3x3x3", "6x6x6", "4x6x8", "4x5x6"};
     static const tpu_coll_kind_t kinds[] = {TPU_COLL_ALL_GATHER, TPU_COLL_REDUCE_SCATTER,
                                             TPU_COLL_PSUM};
-    static const uint64_t per_chip[] = {4000, 4u << 20};
+    static const uint64_t per_chip[] = {256u << 10, 4u << 20};
     int s, k, b, c;
 
     (void)state;
@@ -204,11 +204,42 @@ static void test_big_open_pod(void **state)
     }
 }
 
+/*
+ * Blocks too small for the bound form: 17,203,200 bytes over the open 16x20x28,
+ * blocks of 1,920 bytes, whose 8959 / 6 message starts of 0.05 us a port (74.7
+ * us) take more than 1/32 of the 63.7 us of bytes: refused at once, with the
+ * reason; the cost model's choice (another algorithm) still plans.
+ */
+static void test_small_blocks_refused(void **state)
+{
+    tpu_link_model_t link = v5p_link(0);
+    tpu_coll_desc_t d;
+    tpu_coll_plan_t *plan = NULL;
+    tpu_err_t err = {0};
+    tpu_topo_t topo;
+
+    (void)state;
+    tpu_test_topo(&topo, "16x20x28", "none", 1);
+    tpu_coll_desc_init(&d);
+    d.kind = TPU_COLL_ALL_GATHER;
+    d.axes = 7;
+    d.bytes = 17203200;
+    snprintf(d.algo, sizeof(d.algo), "tree");
+    assert_int_equal(tpu_coll_plan_create(&topo, &link, &d, &plan, &err), TPU_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "beyond its bound form"));
+    assert_non_null(strstr(err.msg, "74.7 us a port"));
+    d.algo[0] = '\0';
+    assert_int_equal(tpu_coll_plan_create(&topo, &link, &d, &plan, &err), TPU_OK);
+    assert_string_not_equal(plan->algo->name, "tree");
+    tpu_coll_plan_destroy(plan);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bound_against_walk),
         cmocka_unit_test(test_big_open_pod),
+        cmocka_unit_test(test_small_blocks_refused),
     };
 
     return tpu_test_main(argc, argv, "tree_bound", tests, sizeof tests / sizeof tests[0]);
