@@ -140,7 +140,8 @@ typedef struct tpu_plan_sched {
     int bound;                /* 1: no flows, the tree's bound form (tree_bound.c) of: */
     int bound_halves;         /* 1, or 2 for a psum (reduce-scatter, then all-gather), */
     int bound_hops;           /* the farthest chip's hops in one half, */
-    int64_t bound_unit[TPU_MAX_AXES]; /* per axis: the bytes per block of a line (U_a), */
+    int64_t bound_half[TPU_MAX_AXES]; /* per axis: its busiest link's bytes in one half, */
+    int64_t bound_link[TPU_MAX_AXES]; /* and in the whole collective, */
     int64_t bound_flows;              /* and the flows of the whole pod it stands for */
     tpu_chip_ends_t *ends; /* every-chip and orbit model schedules: per-chip ends, or NULL */
 } tpu_plan_sched_t;

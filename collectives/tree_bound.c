@@ -1,9 +1,10 @@
 /*
  * The bound form of the tree all-gather (allgather_tree.c), its reduce-scatter
- * and its psum on open pods: the busiest link's bytes and the deepest chain's hops
- * stand for the G (G - 1) flows of every block's tree, where the walk over them is
- * past the tree's cap (TPU_TREE_MAX_FLOWS; 30 million flows of a domain on the
- * open 16x20x28).
+ * and its psum on pods that are not translation-invariant (an axis of the
+ * collective open): the busiest link's bytes and the deepest chain's hops stand
+ * for the G (G - 1) flows of every block's tree, where the walk over them is past
+ * the tree's cap (TPU_TREE_MAX_FLOWS; a domain of the open 16x20x28 holds 30
+ * million flows, of 16x20x28 with x wrapped 3.8 million).
  *
  * The loads.  In the stream of axis order r, a block moves along the order's
  * axes in turn, broadcast both ways along each line from where it entered it.
@@ -12,40 +13,45 @@
  * (the axes before a it has crossed already, from any coordinate).  So that link
  * carries (p + 1) * P_r(a) blocks of the stream, P_r(a) the product of the sizes
  * of the axes before a in r, whatever the other coordinates, and p+1 -> p carries
- * (n_a - 1 - p) * P_r(a): with U_a the sum over the streams of P_r(a) times the
- * stream's block bytes, the busiest links of axis a (its two ends, inward) carry
- * (n_a - 1) U_a, exactly the bytes the walk puts on them (integers, exact).  The
- * reduce-scatter is the same flows turned round; in a psum every link of axis a
- * carries n_a U_a, its reduce-scatter's and its all-gather's.
+ * (n_a - 1 - p) * P_r(a): the busiest links of axis a (its two ends, inward)
+ * carry n_a - 1 blocks per P_r(a).  On a wrapped axis every link carries the
+ * same: (n_a - 1) / 2 blocks from behind it, and on an even axis the first half
+ * of the block at the tie (n_a / 2 away: half each way round), the + links the
+ * larger half.  Summed over the streams with their block bytes: the busiest
+ * link's bytes of each axis, exactly the walk's (integers).  The reduce-scatter
+ * is the same flows turned round; in a psum a link of an open axis carries n_a
+ * blocks per P_r(a), one of a wrapped axis n_a - 1, its two halves' together.
  *
  * The time.  Bytes and latency add as in the walk (timing.c): the collective
  * takes its latest bytes plus its longest chain of latencies.  The latest bytes
- * are at least the busiest link's bytes over its bandwidth, and the longest
- * chain is at least the D = sum_a (n_a - 1) hops of the farthest chip (alpha
- * each), so
+ * are at least the busiest link's bytes L over its bandwidth, and the longest
+ * chain is at least the D hops of the farthest chip (n_a - 1 along an open axis,
+ * n_a / 2 along a wrapped one; alpha each), so
  *
- *     T = max_a (n_a - 1) U_a / (W/2 * efficiency) + D * alpha (+ launch)
+ *     T = L / (W/2 * efficiency) + D * alpha (+ launch)
  *
  * (a psum: twice both terms, its all-gather starting when the reduce-scatter is
  * through), a lower bound of the walk's time.  It is the walk's where the
  * busiest links never idle and no message start waits for another.  Measured
  * against the walk over every flow (orbit timing), one chunk, 1 MiB a chip:
  *
- *     shape      reduce-scatter   all-gather            psum
- *     8x8x8      equal (1e-15)    +0.100 us of 2006     +0.100 us of 4011
- *     10x10x10   equal            +0.150 us of 3907     +0.150 us of 7814
- *     8x10x14    equal            +0.041 us of 4375     +0.041 us of 8750
+ *     shape         reduce-scatter   all-gather            psum
+ *     8x8x8         equal (1e-15)    +0.100 us of 2006     +0.100 us of 4011
+ *     10x10x10      equal            +0.150 us of 3907     +0.150 us of 7814
+ *     8x10x14       equal            +0.041 us of 4375     +0.041 us of 8750
+ *     8x10x14, x    equal            equal                 equal
+ *     8x10x14, z    equal            equal                 equal
  *
- * (8x10x14: half the open 16x20x28 on every axis, the largest whose tree the
- * walk takes).  The reduce-scatter is the walk's on every shape measured (its
- * leaves all start at once); the all-gather's bytes are the walk's on pods of
- * three axes of 4 chips or more, and it leaves out the waits of its message
- * starts (a chip's streams arrive a few bytes apart, and their starts queue on
- * the DMA engine: a few msg_cost).  Where an axis is short a busiest link idles
- * waiting for blocks and the walk is slower, at 4 MiB a chip: 2x3 +19.5%, 2x7
- * +12.5%, 3x5 +7.0%, 2x16x16 +4.2%, 3x5x7 +3.0%, 4x3x5 +1.4%.
- * test_tree_bound checks the bound on small open shapes: never above the walk,
- * the reduce-scatter equal to it, the rest within those figures.
+ * (8x10x14: half the 16x20x28 on every axis, the largest whose tree the walk
+ * takes).  The reduce-scatter is the walk's on every shape measured (its leaves
+ * all start at once); the all-gather leaves out the waits of its message starts
+ * (a chip's streams arrive a few bytes apart, and their starts queue on the DMA
+ * engine: a few msg_cost) and, where an axis is short, the idle time of a
+ * busiest link waiting for blocks, at 4 MiB a chip: 2x3 +19.5% (x wrapped
+ * +24%), 2x7 +12.5%, 3x5 +7.0%, 2x16x16 +4.2%, 3x5x7 +3.0%, 4x6x8 with x
+ * wrapped +2.9%, 4x3x5 +1.4%.  test_tree_bound checks the form on small open
+ * and mixed shapes: the busiest links' bytes the walk's, the time never above
+ * the walk's, the reduce-scatter's equal to it, the rest within those figures.
  *
  * Cost: a few operations per axis and order; no flow is built.  The data path
  * (a rank's own part of the tree, build.c with 'local') is the tree itself.
@@ -108,18 +114,12 @@ int tpu__tree_bound_applies(const tpu_coll_plan_t *p, const tpu_algo_t *algo, in
 {
     const tpu_topo_t *topo = &p->topo;
     streams_t st;
-    int a;
 
     if (strcmp(algo->name, "tree") != 0 || tpu__plan_faulty(p) || p->desc.groups != NULL ||
         p->desc.pairs != NULL || (p->desc.axes & TPU_AXIS_MASK_DCN) || topo->slices != 1 ||
         !(p->desc.kind == TPU_COLL_ALL_GATHER || p->desc.kind == TPU_COLL_REDUCE_SCATTER ||
           p->desc.kind == TPU_COLL_PSUM)) {
         return 0;
-    }
-    for (a = 0; a < topo->naxes; a++) {
-        if ((p->desc.axes & (1u << a)) && topo->dims[a] >= 2 && topo->wrap[a]) {
-            return 0;
-        }
     }
     if (tree_streams(&p->args, &st) < 0) {
         return 0; /* the tree refuses the request itself */
@@ -133,11 +133,11 @@ tpu_status_t tpu__tree_bound_build(const tpu_coll_plan_t *p, int chunks, tpu_pla
                                    tpu_err_t *err)
 {
     const tpu_topo_t *topo = &p->topo;
-    int64_t elems = p->args.shard / p->args.elem, done = 0, streams = 0;
+    int64_t elems = p->args.shard / p->args.elem, done = 0, flows = 0;
     int K = chunks < 1 ? 1 : chunks, r, j, k, depth = 0;
     streams_t st;
 
-    double starts, bytes_s;
+    double starts, bytes_s, sumf = 0;
 
     if (tree_streams(&p->args, &st) < 0) {
         return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
@@ -145,9 +145,12 @@ tpu_status_t tpu__tree_bound_build(const tpu_coll_plan_t *p, int chunks, tpu_pla
     }
     /* Its message starts against its bandwidth term, as select.c's tree_start_bound()
      * counts them (every axis open: sum f_i = d / 2). */
+    for (j = 0; j < st.d; j++) {
+        sumf += topo->wrap[st.axes[j]] ? 1 : 0.5;
+    }
     starts = (double)(p->group - 1) * K / (2.0 * st.d) * p->link.msg_cost;
     bytes_s = (double)(p->group - 1) / p->group * (double)p->args.shard * p->group /
-              (p->link.ici_bw * st.d / 2.0);
+              (p->link.ici_bw * sumf);
     if (starts > bytes_s / TPU_TREE_BOUND_STARTS) {
         return tpu_err_set(
             err, TPU_ERR_UNSUPPORTED,
@@ -158,7 +161,8 @@ tpu_status_t tpu__tree_bound_build(const tpu_coll_plan_t *p, int chunks, tpu_pla
             p->group, (double)tpu__plan_domain_chips(p, NULL) * (p->group - 1) * st.nset * K / 1e6,
             starts * 1e6, TPU_TREE_BOUND_STARTS, bytes_s * 1e6);
     }
-    memset(ps->bound_unit, 0, sizeof(ps->bound_unit));
+    memset(ps->bound_half, 0, sizeof(ps->bound_half));
+    memset(ps->bound_link, 0, sizeof(ps->bound_link));
     for (r = 0; r < st.nord; r++) {
         int64_t part = tpu__allgather_part(r, st.last, st.frac, elems, done), kdone = 0;
 
@@ -169,24 +173,37 @@ tpu_status_t tpu__tree_bound_build(const tpu_coll_plan_t *p, int chunks, tpu_pla
             if (piece == 0) {
                 continue;
             }
-            streams++;
-            /* P_r(a): the blocks of the lines before a in the order, times the bytes. */
+            /* Flows per chip: one per block it receives, two at a tie (both halves). */
+            flows += p->group - 1;
+            /* P_r(a), the blocks of the lines before a in the order, times what one
+             * line puts on its busiest link: n - 1 blocks on an open axis; on a
+             * wrapped one (n - 1) / 2 blocks and, n even, the first half of the one
+             * at the tie (half a block each way: its reverse in a psum). */
             for (j = 0; j < st.d; j++) {
-                int a = st.axes[st.ord[r][j]];
+                int a = st.axes[st.ord[r][j]], n = topo->dims[a];
+                int64_t h1 = topo->wrap[a] && n % 2 == 0 ? (piece + 1) / 2 : 0;
+                int64_t h2 = topo->wrap[a] && n % 2 == 0 ? piece / 2 : 0;
+                int64_t whole = topo->wrap[a] ? (n - 1) / 2 : n - 1;
 
-                ps->bound_unit[a] += before * piece * p->args.elem;
-                before *= topo->dims[a];
+                flows += h2 > 0 ? before : 0;
+                ps->bound_half[a] += before * (whole * piece + h1) * p->args.elem;
+                ps->bound_link[a] += before *
+                                     (p->desc.kind != TPU_COLL_PSUM ? whole * piece + h1
+                                      : topo->wrap[a]               ? 2 * whole * piece + h1 + h2
+                                                                    : n * piece) *
+                                     p->args.elem;
+                before *= n;
             }
         }
         done += part;
     }
     for (j = 0; j < st.d; j++) {
-        depth += topo->dims[st.axes[j]] - 1;
+        depth += tpu__allgather_steps(topo, st.axes[j]);
     }
     ps->bound = 1;
     ps->bound_halves = p->desc.kind == TPU_COLL_PSUM ? 2 : 1;
     ps->bound_hops = depth;
-    ps->bound_flows = (int64_t)topo->nchips * (p->group - 1) * streams * ps->bound_halves;
+    ps->bound_flows = (int64_t)topo->nchips * flows * ps->bound_halves;
     ps->s.nsteps = K * depth * ps->bound_halves;
     ps->s.nstreams = st.nord * K;
     return tpu__plan_sched_index(ps);
@@ -197,17 +214,12 @@ void tpu__tree_bound_time(const tpu_topo_t *topo, const tpu_link_model_t *link,
 {
     double eff = link->ici_efficiency > 0 ? link->ici_efficiency : 1, bw = link->ici_bw / 2 * eff;
     double most = 0, bytes_s = 0, chain = 0, end, busy[TPU_MAX_AXES];
-    int64_t carried[TPU_MAX_AXES];
     int a, h, i;
 
+    (void)topo;
     for (a = 0; a < TPU_MAX_AXES; a++) {
-        int64_t n = a < topo->naxes ? topo->dims[a] : 1;
-
-        /* The busiest link of one half; a psum's links carry both halves' loads. */
-        most = (double)((n - 1) * ps->bound_unit[a]) > most ? (double)((n - 1) * ps->bound_unit[a])
-                                                            : most;
-        carried[a] = (ps->bound_halves == 2 ? n : n - 1) * ps->bound_unit[a];
-        busy[a] = (double)carried[a] / bw;
+        most = (double)ps->bound_half[a] > most ? (double)ps->bound_half[a] : most;
+        busy[a] = (double)ps->bound_link[a] / bw;
     }
     /* The halves one after the other, as the walk's barrier: bytes, then chains. */
     for (h = 0; h < ps->bound_halves; h++) {
@@ -223,9 +235,9 @@ void tpu__tree_bound_time(const tpu_topo_t *topo, const tpu_link_model_t *link,
     }
     memset(res->axis, 0, sizeof(res->axis));
     for (a = 0; a < TPU_MAX_AXES; a++) {
-        if (carried[a] > 0) {
+        if (ps->bound_link[a] > 0) {
             res->axis[a].busy_us = busy[a] * 1e6;
-            res->axis[a].bytes = (double)carried[a];
+            res->axis[a].bytes = (double)ps->bound_link[a];
             res->axis[a].utilisation = end > 0 ? res->axis[a].busy_us / (end * 1e6) : 0;
         }
     }

@@ -1,7 +1,8 @@
 /*
- * The bound form of the tree all-gather, reduce-scatter and psum on open pods
- * (tree_bound.c): the busiest link's bytes and the deepest chain's hops stand for
- * the flows of every block's tree where the walk over them is past the tree's cap.
+ * The bound form of the tree all-gather, reduce-scatter and psum on open and
+ * mixed pods (tree_bound.c): the busiest link's bytes and the deepest chain's
+ * hops stand for the flows of every block's tree where the walk over them is past
+ * the tree's cap.
  */
 #ifndef TPU_TREE_BOUND_H
 #define TPU_TREE_BOUND_H
@@ -13,8 +14,9 @@
 
 /*
  * Does the bound form stand for 'algo' with 'chunks' for the plan's request?  The
- * tree over open ICI axes of one slice, no faults, whose schedule of a domain
- * (build.c) would be over TPU_TREE_MAX_FLOWS.
+ * tree over ICI axes of one slice, no faults, whose schedule of a domain
+ * (build.c) would be over TPU_TREE_MAX_FLOWS (the callers build it only where no
+ * chip stands for every other: rep < 0).
  */
 int tpu__tree_bound_applies(const tpu_coll_plan_t *p, const tpu_algo_t *algo, int chunks);
 /*

@@ -1,7 +1,8 @@
 /*
- * The bound form of the tree all-gather, reduce-scatter and psum on open pods
- * (collectives/tree_bound.c) against the walk over every flow of the tree
- * (allgather_tree.c) on small open shapes, and where it stands in for the walk.
+ * The bound form of the tree all-gather, reduce-scatter and psum on open and
+ * mixed pods (collectives/tree_bound.c) against the walk over every flow of the
+ * tree (allgather_tree.c) on small open and mixed shapes, and where it stands in
+ * for the walk.
  *
  * On every shape, collective and size, in the default model and with a
  * calibration (efficiency, launch cost): the busiest link's bytes per axis are
@@ -9,13 +10,14 @@
  * modeled time is a lower bound of the walk's (to the rounding of a double).
  * The reduce-scatter's is the walk's (to 1e-12); the all-gather's and psum's
  * are within the bounds the file's comment states: 25% where an axis is short
- * (2x3, 2x7, 8x2: a busiest link idles), and at blocks of 4 KiB or more on pods
+ * (2x7, 8x2: a busiest link idles), and at blocks of 4 KiB or more on open pods
  * of three axes of 4 chips or more, the kind of the open 16x20x28, within four
  * message starts per half (smaller blocks queue more starts).  And the bound
  * form is what the model builds only where the tree's schedule is past its cap:
- * the open 16x20x28 all-gather, reduce-scatter and psum plan with no flow built,
- * their figures checked against the published formula, and blocks too small for
- * it (message starts) are refused at once with the reason.
+ * the 16x20x28 all-gather, reduce-scatter and psum, open and with x wrapped,
+ * plan with no flow built, their figures checked against the published formula,
+ * and blocks too small for it (message starts) are refused at once with the
+ * reason.
  */
 #include "tpu/coll.h"
 #include "tpu/topo.h"
@@ -104,7 +106,8 @@ static void compare(const tpu_coll_plan_t *plan, const tpu_link_model_t *link, c
         assert_true(tf <= tb * (1 + 1e-12));
     }
     if (plan->shard >= 4096 && plan->topo.naxes == 3 && plan->topo.dims[0] >= 4 &&
-        plan->topo.dims[1] >= 4 && plan->topo.dims[2] >= 4) {
+        plan->topo.dims[1] >= 4 && plan->topo.dims[2] >= 4 &&
+        !(plan->topo.wrap[0] || plan->topo.wrap[1] || plan->topo.wrap[2])) {
         if (tf - tb > 4 * link->msg_cost * bound.bound_halves) {
             print_error("%s: bound %.17g walk %.17g\n", label, tb * 1e6, tf * 1e6);
         }
@@ -123,11 +126,15 @@ static void compare(const tpu_coll_plan_t *plan, const tpu_link_model_t *link, c
     tpu__plan_sched_fini(&full);
 }
 
-/* Every small open shape, collective and size, default and calibrated. */
+/* Small open and mixed shapes, every collective, two sizes, default and calibrated. */
 static void test_bound_against_walk(void **state)
 {
-    static const char *shapes[] = {"4x4",   "3x5",   "2x7",   "8x2",   "4x3x5",
-                                   "5x4x3", "3x3x3", "6x6x6", "4x6x8", "4x5x6"};
+    static const char *shapes[][2] = {{"4x4", "none"},   {"3x5", "none"},   {"2x7", "none"},
+                                      {"8x2", "none"},   {"4x3x5", "none"}, {"5x4x3", "none"},
+                                      {"3x3x3", "none"}, {"6x6x6", "none"}, {"4x6x8", "none"},
+                                      {"4x5x6", "none"}, {"4x4", "x"},      {"2x7", "y"},
+                                      {"4x4x4", "x"},    {"5x6x4", "z"},    {"4x6x8", "x"},
+                                      {"6x5x4", "y"},    {"4x6x8", "x,z"}};
     static const tpu_coll_kind_t kinds[] = {TPU_COLL_ALL_GATHER, TPU_COLL_REDUCE_SCATTER,
                                             TPU_COLL_PSUM};
     static const uint64_t per_chip[] = {256u << 10, 4u << 20};
@@ -137,7 +144,7 @@ static void test_bound_against_walk(void **state)
     for (s = 0; s < (int)(sizeof(shapes) / sizeof(shapes[0])); s++) {
         tpu_topo_t topo;
 
-        tpu_test_topo(&topo, shapes[s], "none", 1);
+        tpu_test_topo(&topo, shapes[s][0], shapes[s][1], 1);
         for (k = 0; k < 3; k++) {
             for (b = 0; b < 2; b++) {
                 for (c = 0; c < 2; c++) {
@@ -146,7 +153,7 @@ static void test_bound_against_walk(void **state)
                         tree_plan(&topo, &link, kinds[k], per_chip[b] * (uint64_t)topo.nchips);
                     char label[96];
 
-                    snprintf(label, sizeof(label), "%s %s %llu%s", shapes[s],
+                    snprintf(label, sizeof(label), "%s %s %s %llu%s", shapes[s][0], shapes[s][1],
                              tpu_coll_name(kinds[k]), (unsigned long long)per_chip[b],
                              c ? " calibrated" : "");
                     /* Small: the walk, not the bound form, is the model's. */
@@ -160,47 +167,62 @@ static void test_bound_against_walk(void **state)
 }
 
 /*
- * The open 16x20x28 (G = 8960, D = 15 + 19 + 27 = 61 hops) at 1,174,405,120
- * bytes: the tree's domain would hold 1120 x 8959 x 3 = 30.1 million flows, so
- * the model takes the bound form (no flow built).  The balanced shares load the
- * three axes' busiest links alike (to the rounding of the shares to elements),
- * at the published formula's bandwidth term, (G - 1)/G V / (W sum f_i) with
- * W = 180 GB/s and f_i = 1/2: 4349.163 us; the time is that plus 61 hops of 1
- * us (a psum: twice), the flows and steps those of the tree's schedule.
+ * The 16x20x28 (G = 8960) at 1,174,405,120 bytes, open (D = 15 + 19 + 27 = 61
+ * hops, sum f_i = 3/2) and with x wrapped (D = 8 + 19 + 27 = 54, sum f_i = 2):
+ * the tree's domain would hold 30.1 and 3.8 million flows, so the model takes
+ * the bound form (no flow built).  The balanced shares load the three axes'
+ * busiest links alike (to 1e-4, the rounding of the shares to elements), at the
+ * published formula's bandwidth term, (G - 1)/G V / (W sum f_i) with W = 180
+ * GB/s: 4349.163 us and 3261.872 us; the time is that plus D hops of 1 us (a
+ * psum: twice), the flows and steps those of the tree's schedule (x wrapped: 16
+ * is even, the chip at the tie gets its block in two halves, P_r(x) more flows
+ * a block).
  */
-static void test_big_open_pod(void **state)
+static void test_big_pod(void **state)
 {
     static const tpu_coll_kind_t kinds[] = {TPU_COLL_ALL_GATHER, TPU_COLL_REDUCE_SCATTER,
                                             TPU_COLL_PSUM};
-    const double formula = 8959.0 / 8960 * 1174405120.0 / (180e9 * 1.5);
+    static const struct {
+        const char *wrap;
+        int hops;
+        double sumf;
+    } shapes[] = {{"none", 61, 1.5}, {"x", 54, 2}};
     tpu_link_model_t link = v5p_link(0);
     tpu_topo_t topo;
-    int k, a;
+    int k, a, w;
 
     (void)state;
-    tpu_test_topo(&topo, "16x20x28", "none", 1);
-    for (k = 0; k < 3; k++) {
-        tpu_coll_plan_t *plan = tree_plan(&topo, &link, kinds[k], 1174405120u);
-        const tpu_plan_sched_t *ps = &plan->model;
-        tpu_coll_result_t r;
-        tpu_err_t err = {0};
-        double most = 0;
-        int halves = kinds[k] == TPU_COLL_PSUM ? 2 : 1;
+    for (w = 0; w < 2; w++) {
+        const double formula = 8959.0 / 8960 * 1174405120.0 / (180e9 * shapes[w].sumf);
 
-        assert_true(ps->bound);
-        assert_int_equal(tpu_coll_plan_model_flows(plan), 0);
-        assert_int_equal(ps->bound_hops, 61);
-        for (a = 0; a < 3; a++) {
-            double t = (double)(topo.dims[a] - 1) * (double)ps->bound_unit[a] / 90e9;
+        tpu_test_topo(&topo, "16x20x28", shapes[w].wrap, 1);
+        for (k = 0; k < 3; k++) {
+            tpu_coll_plan_t *plan = tree_plan(&topo, &link, kinds[k], 1174405120u);
+            const tpu_plan_sched_t *ps = &plan->model;
+            tpu_coll_result_t r;
+            tpu_err_t err = {0};
+            double most = 0;
+            int halves = kinds[k] == TPU_COLL_PSUM ? 2 : 1;
 
-            assert_true(fabs(t - formula) < 1e-5 * formula);
-            most = t > most ? t : most;
+            assert_true(ps->bound);
+            assert_int_equal(tpu_coll_plan_model_flows(plan), 0);
+            assert_int_equal(ps->bound_hops, shapes[w].hops);
+            for (a = 0; a < 3; a++) {
+                double t = (double)ps->bound_half[a] / 90e9;
+
+                assert_true(fabs(t - formula) < 1e-4 * formula);
+                most = t > most ? t : most;
+            }
+            assert_int_equal(tpu_coll_plan_model(plan, &r, &err), TPU_OK);
+            assert_true(fabs(r.modeled_us - halves * (most + shapes[w].hops * 1e-6) * 1e6) < 1e-6);
+            assert_int_equal(r.steps, shapes[w].hops * halves);
+            if (w == 0) {
+                assert_int_equal(r.flows, (int64_t)8960 * 8959 * 3 * halves);
+            } else {
+                assert_true(r.flows > (int64_t)8960 * 8959 * 3 * halves);
+            }
+            tpu_coll_plan_destroy(plan);
         }
-        assert_int_equal(tpu_coll_plan_model(plan, &r, &err), TPU_OK);
-        assert_true(fabs(r.modeled_us - halves * (most + 61e-6) * 1e6) < 1e-6);
-        assert_int_equal(r.flows, (int64_t)8960 * 8959 * 3 * halves);
-        assert_int_equal(r.steps, 61 * halves);
-        tpu_coll_plan_destroy(plan);
     }
 }
 
@@ -238,7 +260,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bound_against_walk),
-        cmocka_unit_test(test_big_open_pod),
+        cmocka_unit_test(test_big_pod),
         cmocka_unit_test(test_small_blocks_refused),
     };
 
