@@ -43,15 +43,17 @@
  *     8x10x14, z    equal            equal                 equal
  *
  * (8x10x14: half the 16x20x28 on every axis, the largest whose tree the walk
- * takes).  The reduce-scatter is the walk's on every shape measured (its leaves
- * all start at once); the all-gather leaves out the waits of its message starts
+ * takes).  The reduce-scatter is the walk's on every open shape measured (its
+ * leaves all start at once) and on the mixed ones but one (4x4x4 with x wrapped,
+ * 256 KiB a chip, calibrated: +5e-4); the all-gather leaves out the waits of its message starts
  * (a chip's streams arrive a few bytes apart, and their starts queue on the DMA
  * engine: a few msg_cost) and, where an axis is short, the idle time of a
  * busiest link waiting for blocks, at 4 MiB a chip: 2x3 +19.5% (x wrapped
- * +24%), 2x7 +12.5%, 3x5 +7.0%, 2x16x16 +4.2%, 3x5x7 +3.0%, 4x6x8 with x
+ * +24%), 2x7 +12.5% (y wrapped +15%), 3x5 +7.0%, 2x16x16 +4.2%, 3x5x7 +3.0%, 4x6x8 with x
  * wrapped +2.9%, 4x3x5 +1.4%.  test_tree_bound checks the form on small open
  * and mixed shapes: the busiest links' bytes the walk's, the time never above
- * the walk's, the reduce-scatter's equal to it, the rest within those figures.
+ * the walk's, the open reduce-scatter's equal to it, the rest within those
+ * figures.
  *
  * Cost: a few operations per axis and order; no flow is built.  The data path
  * (a rank's own part of the tree, build.c with 'local') is the tree itself.

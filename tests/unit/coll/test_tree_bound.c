@@ -8,9 +8,9 @@
  * calibration (efficiency, launch cost): the busiest link's bytes per axis are
  * the walk's, byte for byte; the flows and steps are the full schedule's; the
  * modeled time is a lower bound of the walk's (to the rounding of a double).
- * The reduce-scatter's is the walk's (to 1e-12); the all-gather's and psum's
- * are within the bounds the file's comment states: 25% where an axis is short
- * (2x7, 8x2: a busiest link idles), and at blocks of 4 KiB or more on open pods
+ * The reduce-scatter's is the walk's (to 1e-12) on open shapes; the rest is
+ * within the bounds the file's comment states: 25% where an axis is short (2x7,
+ * 8x2: a busiest link idles), and at blocks of 4 KiB or more on open pods
  * of three axes of 4 chips or more, the kind of the open 16x20x28, within four
  * message starts per half (smaller blocks queue more starts).  And the bound
  * form is what the model builds only where the tree's schedule is past its cap:
@@ -19,6 +19,8 @@
  * and blocks too small for it (message starts) are refused at once with the
  * reason.
  */
+#include "tpu/calibration.h"
+#include "tpu/chip.h"
 #include "tpu/coll.h"
 #include "tpu/topo.h"
 
@@ -39,25 +41,18 @@
 
 #include <cmocka.h>
 
-/* v5p's link constants: 90 GB/s each way, 1 us a hop, 0.05 us a message start. */
+/* v5p's link model (90 GB/s each way, 1 us a hop, 0.05 us a message start), with
+ * its calibration profile (efficiency, launch cost) when 'calibrated'. */
 static tpu_link_model_t v5p_link(int calibrated)
 {
+    tpu_chip_spec_t spec;
     tpu_link_model_t link;
-    int a;
+    tpu_err_t err = {0};
 
-    memset(&link, 0, sizeof(link));
-    link.ici_bw = 180e9;
-    link.ici_latency = 1e-6;
-    link.dcn_bw = 6.25e9;
-    link.dcn_latency = 10e-6;
-    link.msg_cost = 0.05e-6;
-    link.reduce_bw = 2.76e12 / 3;
+    assert_int_equal(tpu_chip_preset("v5p", &spec, &err), TPU_OK);
+    tpu_chip_link_model(&spec, &link);
     if (calibrated) {
-        link.ici_efficiency = 0.88;
-        link.launch = 2.5e-6;
-    }
-    for (a = 0; a < TPU_MAX_AXES; a++) {
-        link.host_dims[a] = 1;
+        tpu_chip_link_calibrate(&spec, &link);
     }
     return link;
 }
@@ -102,7 +97,11 @@ static void compare(const tpu_coll_plan_t *plan, const tpu_link_model_t *link, c
     }
     assert_true(tb <= tf * (1 + 1e-12));
     assert_true(tf <= tb * 1.25);
-    if (plan->desc.kind == TPU_COLL_REDUCE_SCATTER) {
+    if (plan->desc.kind == TPU_COLL_REDUCE_SCATTER &&
+        !(plan->topo.wrap[0] || plan->topo.wrap[1] || plan->topo.wrap[2])) {
+        if (tf > tb * (1 + 1e-12)) {
+            print_error("%s: bound %.17g walk %.17g\n", label, tb * 1e6, tf * 1e6);
+        }
         assert_true(tf <= tb * (1 + 1e-12));
     }
     if (plan->shard >= 4096 && plan->topo.naxes == 3 && plan->topo.dims[0] >= 4 &&
