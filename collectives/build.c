@@ -3,6 +3,7 @@
 
 #include "alloc.h"
 #include "lines.h"
+#include "tree_bound.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -115,15 +116,18 @@ tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *a
         args.reflect = ps->reflect;
     }
     ps->lines = 0;
+    ps->bound = 0;
     if (orbit && rep < 0 && !ps->orbit && tpu__lines_applies(p, algo)) {
         status = tpu__lines_build(p, ps);
+    } else if (orbit && rep < 0 && local == NULL && tpu__tree_bound_applies(p, algo, chunks)) {
+        status = tpu__tree_bound_build(p, chunks, ps, err);
     } else {
         status = algo->build(&args, &ps->s, err);
     }
-    if (status == TPU_OK && !ps->lines) {
+    if (status == TPU_OK && !ps->lines && !ps->bound) {
         status = tpu__plan_sched_index(ps);
     }
-    if (status == TPU_OK && orbit && !ps->lines && rep < 0 && local == NULL) {
+    if (status == TPU_OK && orbit && !ps->lines && !ps->bound && rep < 0 && local == NULL) {
         /* The model schedule of every chip or of a domain: room for its chips' ends. */
         ps->ends = tpu__calloc(1, sizeof(*ps->ends) + (size_t)p->topo.nchips * sizeof(double));
         if (ps->ends == NULL) {
@@ -149,6 +153,9 @@ int64_t tpu__plan_sched_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t
 
     if (ps->lines) {
         return tpu__lines_pod_flows(topo, ps);
+    }
+    if (ps->bound) {
+        return ps->bound_flows;
     }
     if (ps->rep >= 0) {
         return n * topo->nchips;

@@ -11,6 +11,7 @@
 #include "group_args.h"
 #include "lines.h"
 #include "timing.h"
+#include "tree_bound.h"
 
 #include <string.h>
 
@@ -88,10 +89,16 @@ tpu_status_t tpu__exec_model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t
         return tpu__lines_time_own(&plan->topo, &plan->link, ps, &e->ps->s, e->is_local,
                                    &e->local_end_s, &e->end_s, NULL);
     }
+    if (obs == NULL && ps->bound) {
+        /* Every chip ends with the pod (the bound is the pod's). */
+        tpu__tree_bound_time(&plan->topo, &plan->link, ps, &e->end_s, NULL);
+        e->local_end_s = e->end_s;
+        return TPU_OK;
+    }
     if (obs == NULL && ps->ends != NULL && ps->ends->filled) {
         return ends_times(e, ps);
     }
-    if (obs != NULL && (ps->orbit || ps->lines)) {
+    if (obs != NULL && (ps->orbit || ps->lines || ps->bound)) {
         /* The observer is told of every flow of the pod: walk every chip's schedule
          * (the same modeled time). */
         if (tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &full, &err) != TPU_OK) {

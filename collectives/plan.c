@@ -475,7 +475,7 @@ int tpu_coll_plan_group_size(const tpu_coll_plan_t *plan)
 
 int64_t tpu_coll_plan_model_flows(const tpu_coll_plan_t *plan)
 {
-    return plan->model.lines ? 0 : plan->model.s.nflows;
+    return plan->model.lines || plan->model.bound ? 0 : plan->model.s.nflows;
 }
 
 /* The walk's time 't' (seconds) and statistics 'res' into the caller's result. */
@@ -507,8 +507,8 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
 
     memset(&res, 0, sizeof(res));
     memset(&full, 0, sizeof(full));
-    if (obs != NULL &&
-        (plan->model.lines || (obs->every_chip && (plan->model.rep >= 0 || plan->model.orbit)))) {
+    if (obs != NULL && (plan->model.lines || plan->model.bound ||
+                        (obs->every_chip && (plan->model.rep >= 0 || plan->model.orbit)))) {
         /* The schedule of every chip: the same modeled time, flow by flow. */
         status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &full, err);
         if (status != TPU_OK) {

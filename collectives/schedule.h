@@ -137,7 +137,13 @@ typedef struct tpu_plan_sched {
     unsigned lines_mask;      /* its axes, */
     int64_t lines_blk;        /* its block bytes, */
     int64_t lines_elem;       /* and its element bytes */
-    tpu_chip_ends_t *ends;    /* every-chip and orbit model schedules: per-chip ends, or NULL */
+    int bound;                /* 1: no flows, the tree's bound form (tree_bound.c) of: */
+    int bound_halves;         /* 1, or 2 for a psum (reduce-scatter, then all-gather), */
+    int bound_hops;           /* the farthest chip's hops in one half, */
+    int64_t bound_half[TPU_MAX_AXES]; /* per axis: its busiest link's bytes in one half, */
+    int64_t bound_link[TPU_MAX_AXES]; /* and in the whole collective, */
+    int64_t bound_flows;              /* and the flows of the whole pod it stands for */
+    tpu_chip_ends_t *ends; /* every-chip and orbit model schedules: per-chip ends, or NULL */
 } tpu_plan_sched_t;
 
 /* Permutations of (0, 1, 2), the axis orders a route can take; index 0 is x, y, z. */

@@ -30,6 +30,7 @@
 
 #include "alloc.h"
 #include "lines.h"
+#include "tree_bound.h"
 
 #include <string.h>
 
@@ -210,7 +211,7 @@ double tpu__timing_step_bytes(const tpu_topo_t *topo, const tpu_plan_sched_t *ps
     for (a = 0; a < topo->naxes; a++) {
         reach += topo->wrap[a] ? topo->dims[a] / 2 : topo->dims[a] - 1;
     }
-    for (s = 0; !ps->lines && s < ps->s.nsteps; s++) {
+    for (s = 0; !ps->lines && !ps->bound && s < ps->s.nsteps; s++) {
         int64_t n = 0, i, first = ps->step_start[s];
         int mixed = 0;
 
@@ -250,6 +251,10 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
     if (ps->lines) {
         /* No flows to observe: the callers walk every chip's schedule for that. */
         return tpu__lines_time(topo, link, ps, seconds_p, res);
+    }
+    if (ps->bound) {
+        tpu__tree_bound_time(topo, link, ps, seconds_p, res);
+        return TPU_OK;
     }
     if (tpu__timing_init(&t, topo, link, ps) != TPU_OK) {
         return TPU_ERR_NO_MEMORY;

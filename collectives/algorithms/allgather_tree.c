@@ -51,11 +51,9 @@
 #include "allgather_orders.h"
 #include "alloc.h"
 #include "group_args.h"
+#include "tree_bound.h"
 
 #include <string.h>
-
-/* The most flows a tree schedule is built with. */
-#define TPU_TREE_MAX_FLOWS 1e6
 
 /* The most flows one chip sends of one block: on along its axis, both ways on the rest. */
 #define MAX_CHILDREN (2 * TPU_MAX_AXES + 1)
