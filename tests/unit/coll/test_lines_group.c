@@ -47,21 +47,8 @@ static const tpu_coll_kind_t kinds[] = {TPU_COLL_ALL_GATHER, TPU_COLL_REDUCE_SCA
 static int make(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape, const char *wrap,
                 int variant)
 {
-    tpu_err_t err = {0};
-    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto, a;
-
-    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
-    if (tpu_topo_parse_wrap(wrap, naxes, w, &is_auto, &err) != TPU_OK) {
+    if (!tpu_test_pod_link(topo, link, shape, wrap)) {
         return 0;
-    }
-    assert_int_equal(tpu_topo_init(topo, naxes, dims, w, 1, &err), TPU_OK);
-    memset(link, 0, sizeof(*link));
-    link->ici_bw = 90e9;
-    link->ici_latency = 1e-6;
-    link->dcn_bw = 12.5e9;
-    link->dcn_latency = 10e-6;
-    for (a = 0; a < TPU_MAX_AXES; a++) {
-        link->host_dims[a] = a < naxes ? (dims[a] % 2 == 0 ? 2 : 1) : 1;
     }
     if (variant == 1) {
         link->reduce_bw = 2e9;
@@ -70,17 +57,6 @@ static int make(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape, con
         link->ici_efficiency = 0.88;
     }
     return 1;
-}
-
-static void same_stats(const tpu_coll_result_t *a, const tpu_coll_result_t *b)
-{
-    int k;
-
-    for (k = 0; k <= TPU_MAX_AXES; k++) {
-        assert_true(a->axis[k].bytes == b->axis[k].bytes);
-        assert_true(a->axis[k].busy_us == b->axis[k].busy_us);
-        assert_true(a->axis[k].utilisation == b->axis[k].utilisation);
-    }
 }
 
 /* group_direct of 'kind' over 'axes' of the pod, 'elems' elements per block (psum:
@@ -222,7 +198,7 @@ static int compare(const char *shape, const char *wrap, int variant, tpu_coll_ki
     }
     assert_true(tl == tf);
     assert_true(rm.modeled_us == tf * 1e6);
-    same_stats(&rl, &rf);
+    tpu_test_same_stats(&rl, &rf);
     assert_int_equal(tpu__plan_sched_pod_flows(&topo, &plan->model), full.s.nflows);
     assert_int_equal(rm.flows, full.s.nflows);
     assert_int_equal(plan->model.s.nsteps, full.s.nsteps);
