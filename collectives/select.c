@@ -165,7 +165,8 @@ static double model_flows(const tpu_coll_plan_t *p)
  * built as tpu__timing_step_bytes() counts it after: the mean route of a member
  * pair (a quarter of a wrapped axis, a third of an open one) times 12 bytes per
  * crossing, 92 when blocks of two sizes share the links (an all-to-all splits a
- * block at the tie of an even wrapped axis).  0 for any other algorithm.
+ * block at the tie of an even wrapped axis).  0 for any other algorithm, and where
+ * it is timed from its lines (lines.c: no step is walked).
  */
 static double direct_step_bytes(const tpu_coll_plan_t *p)
 {
