@@ -113,9 +113,12 @@ typedef struct line_pod {
     tpu_algo_args_t args;
     int axes[TPU_MAX_AXES], nax;
     double sizes[NSZ];
-    double group; /* members per group */
-    int halves;   /* 1: a block at a tie goes as two halves (the all-to-all's of 2 elements or more)
-                   */
+    double group;                   /* members per group */
+    int halves;                     /* 1: a tie splits a block (all-to-all, 2 elements or more) */
+    const tpu_coll_observer_t *obs; /* told of each flow timed, or NULL */
+    int64_t nobs;                   /* flows told so far */
+    int32_t *obs_links;             /* room for the links of one flow (obs_cap) */
+    int obs_cap;
 } line_pod_t;
 
 int tpu__lines_applies(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
@@ -358,6 +361,30 @@ static tpu_status_t axis_classes(const tpu_topo_t *topo, tpu_linkmodel_t *lm, in
     return TPU_OK;
 }
 
+/* Tell the observer of flow 'f' of step 'step', from 'start' to 'end' (real times). */
+static void observe(line_pod_t *lp, const tpu_linkmodel_t *lm, const tpu_flow_t *f, int step,
+                    double start, double end)
+{
+    tpu_coll_flow_event_t ev;
+
+    if (lp->obs == NULL || lp->obs->on_flow == NULL) {
+        return;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.flow = lp->nobs++;
+    ev.src = f->src;
+    ev.dst = f->dst;
+    ev.step = step;
+    ev.start_s = start;
+    ev.end_s = end;
+    ev.bytes = (uint64_t)tpu__span_bytes(&f->span);
+    ev.nlinks =
+        tpu__linkmodel_flow_links(lm, f, lp->obs_links, lp->obs_cap, &ev.src_host, &ev.dst_host);
+    ev.links = lp->obs_links;
+    ev.representative = 1;
+    lp->obs->on_flow(lp->obs->user, &ev);
+}
+
 /* The pod's loads of step 'ph' from the line tables 'line' of every axis. */
 static tpu_status_t pod_loads(const line_pod_t *lp, tpu_linkmodel_t *lm, const line_phase_t *ph,
                               double *const *line)
@@ -420,9 +447,10 @@ static tpu_status_t pod_loads(const line_pod_t *lp, tpu_linkmodel_t *lm, const l
  * (a flow that starts on a port of 'before' waits 'wait' more for its engine);
  * into 'ports' the ports it starts on.  The classes of every axis are left in 'al'.
  */
-static tpu_status_t time_phase(const line_pod_t *lp, tpu_linkmodel_t *lm, const line_phase_t *ph,
-                               double ready, double chain0, double wait, uint8_t *const *before,
-                               uint8_t **ports, axis_lines_t *al, double *end_p, double *chain_p)
+static tpu_status_t time_phase(line_pod_t *lp, tpu_linkmodel_t *lm, const line_phase_t *ph,
+                               int step, double ready, double chain0, double wait,
+                               uint8_t *const *before, uint8_t **ports, axis_lines_t *al,
+                               double *end_p, double *chain_p)
 {
     const tpu_topo_t *topo = lp->topo;
     const int *order = tpu__axis_orders[ph->order];
@@ -499,6 +527,7 @@ static tpu_status_t time_phase(const line_pod_t *lp, tpu_linkmodel_t *lm, const 
             tpu__linkmodel_time_flow(lm, &f, ready, &bytes, &lat);
             /* Its chain as the walk's: the chain before it, plus its hops and wait. */
             lat = chain0 + (lat + w);
+            observe(lp, lm, &f, step, ready + chain0, bytes + lat);
             end = bytes > end ? bytes : end;
             chain = lat > chain ? lat : chain;
         }
@@ -522,16 +551,11 @@ out:
     return status;
 }
 
-tpu_status_t tpu__lines_time(const tpu_topo_t *topo, const tpu_link_model_t *link,
-                             const tpu_plan_sched_t *ps, double *seconds_p, tpu_coll_result_t *res)
-{
-    return tpu__lines_time_own(topo, link, ps, NULL, NULL, NULL, seconds_p, res);
-}
-
-tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t *link,
-                                 const tpu_plan_sched_t *ps, const tpu_sched_t *own,
-                                 const uint8_t *local, double *own_end_p, double *seconds_p,
-                                 tpu_coll_result_t *res)
+/* tpu__lines_time_own(), and 'obs' (NULL: none) told of the flows timed and the links. */
+static tpu_status_t lines_time(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                               const tpu_plan_sched_t *ps, const tpu_sched_t *own,
+                               const uint8_t *local, const tpu_coll_observer_t *obs,
+                               double *own_end_p, double *seconds_p, tpu_coll_result_t *res)
 {
     axis_lines_t al[TPU_MAX_AXES];
     uint8_t *ports[2][TPU_MAX_AXES];
@@ -554,14 +578,20 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
     lp.args.chunks = 1;
     lp.args.rep = -1;
     lp.group = 1;
-    if (tpu__linkmodel_init(&lm, topo, link, 0) != TPU_OK) {
-        return TPU_ERR_NO_MEMORY;
-    }
+    lp.obs = obs;
+    lp.obs_cap = 1;
     for (a = 0; a < topo->naxes; a++) {
+        lp.obs_cap += topo->dims[a];
         if ((ps->lines_mask & (1u << a)) && topo->dims[a] >= 2) {
             lp.axes[lp.nax++] = a;
             lp.group *= topo->dims[a];
         }
+    }
+    lp.obs_links = obs != NULL ? tpu__malloc((size_t)lp.obs_cap * sizeof(int32_t)) : NULL;
+    if ((obs != NULL && lp.obs_links == NULL) ||
+        tpu__linkmodel_init(&lm, topo, link, 0) != TPU_OK) {
+        tpu__free(lp.obs_links);
+        return TPU_ERR_NO_MEMORY;
     }
     /* A block, and its halves of whole elements at a tie (tpu__algo_direct_block):
      * the first one way, the second the other; a block of one element is not split,
@@ -580,7 +610,7 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
         if (s > 0 && msg > 0 && msg > ready + chain) {
             wait = msg - (ready + chain);
         }
-        status = time_phase(&lp, &lm, &ph[s], ready, chain, wait, s > 0 ? ports[s - 1] : NULL,
+        status = time_phase(&lp, &lm, &ph[s], s, ready, chain, wait, s > 0 ? ports[s - 1] : NULL,
                             ports[s], al, &step_end, &step_chain);
         /* A chip's own end: its own flows of this step (the same flows the pod's
          * schedule has), each timed on the loads of the whole pod. */
@@ -617,6 +647,15 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
     if (res != NULL) {
         tpu__linkmodel_stats(&lm, end, res);
     }
+    if (obs != NULL) {
+        /* Every resource's totals, as the walk reports them (timing.c). */
+        tpu_timing_t t;
+
+        memset(&t, 0, sizeof(t));
+        t.lm = lm;
+        t.obs = obs;
+        tpu__timing_report(&t);
+    }
     *seconds_p = end;
 out:
     for (s = 0; s < 2; s++) {
@@ -628,7 +667,29 @@ out:
         tpu__free(al[a].cls);
     }
     tpu__linkmodel_fini(&lm);
+    tpu__free(lp.obs_links);
     return status;
+}
+
+tpu_status_t tpu__lines_time(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                             const tpu_plan_sched_t *ps, double *seconds_p, tpu_coll_result_t *res)
+{
+    return lines_time(topo, link, ps, NULL, NULL, NULL, NULL, seconds_p, res);
+}
+
+tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                                 const tpu_plan_sched_t *ps, const tpu_sched_t *own,
+                                 const uint8_t *local, double *own_end_p, double *seconds_p,
+                                 tpu_coll_result_t *res)
+{
+    return lines_time(topo, link, ps, own, local, NULL, own_end_p, seconds_p, res);
+}
+
+tpu_status_t tpu__lines_time_observed(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                                      const tpu_plan_sched_t *ps, const tpu_coll_observer_t *obs,
+                                      double *seconds_p, tpu_coll_result_t *res)
+{
+    return lines_time(topo, link, ps, NULL, NULL, obs, NULL, seconds_p, res);
 }
 
 int64_t tpu__lines_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t *ps)

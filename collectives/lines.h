@@ -45,6 +45,20 @@ tpu_status_t tpu__lines_time_own(const tpu_topo_t *topo, const tpu_link_model_t 
                                  const tpu_plan_sched_t *ps, const tpu_sched_t *own,
                                  const uint8_t *local, double *own_end_p, double *seconds_p,
                                  tpu_coll_result_t *res);
+/*
+ * The same, telling 'obs' (NULL: no one) of every flow timed, one per combination
+ * of the axes' classes ('representative' set: the flows of the pod it stands for
+ * are not walked one by one), and of every resource's totals, exactly the walk's.
+ */
+tpu_status_t tpu__lines_time_observed(const tpu_topo_t *topo, const tpu_link_model_t *link,
+                                      const tpu_plan_sched_t *ps, const tpu_coll_observer_t *obs,
+                                      double *seconds_p, tpu_coll_result_t *res);
+/*
+ * An observer of a line form is told of every flow of the pod (every chip's schedule
+ * built and walked) up to this many flows, the model's own budget (select.c); above,
+ * of the line form's flows (tpu__lines_time_observed()).
+ */
+#define TPU_LINES_OBSERVE_EVERY 3e7
 /* The flows of the whole pod the line form stands for. */
 int64_t tpu__lines_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t *ps);
 

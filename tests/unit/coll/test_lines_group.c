@@ -8,7 +8,8 @@
  * time, every per-axis statistic, the pod's flows and steps, a chip's own end
  * (lines.c with the chip's own flows against the walk's local end), and the run
  * object's two ends (exec_times.c, a host plan moving the bytes of the reduce-
- * scatter and psum), with a second link model whose VPU binds the reductions,
+ * scatter and psum), every link's totals told to an observer (with the lines' own
+ * flows), with a second link model whose VPU binds the reductions,
  * whose message starts outlast a psum's first step (its gather flows wait for
  * their engines) and which adds a launch cost.
  *
@@ -166,6 +167,77 @@ static void own_end(const tpu_coll_plan_t *plan, const tpu_timing_t *t,
     free(mark);
 }
 
+/* What an observer saw: every ICI link's totals, and the flows. */
+typedef struct seen {
+    double *bytes, *busy;
+    int64_t flows, representative;
+    double last_end;
+} seen_t;
+
+static void seen_flow(void *user, const tpu_coll_flow_event_t *ev)
+{
+    seen_t *s = user;
+
+    s->flows++;
+    s->representative += ev->representative;
+    s->last_end = ev->end_s > s->last_end ? ev->end_s : s->last_end;
+}
+
+static void seen_link(void *user, const tpu_coll_link_event_t *ev)
+{
+    seen_t *s = user;
+
+    if (ev->link >= 0) {
+        s->bytes[ev->link] = ev->bytes;
+        s->busy[ev->link] = ev->busy_s;
+    }
+}
+
+/*
+ * The lines told to an observer (what `model --heatmap` draws past the budget of
+ * every chip's flows, plan.c): every link's bytes and busy time == the every-chip
+ * walk's, the same modeled time, one representative flow per class combination,
+ * none ending after the collective.
+ */
+static void observed_links(const tpu_coll_plan_t *plan, const tpu_plan_sched_t *full)
+{
+    int n = plan->topo.nlinks, l;
+    seen_t a, b;
+    tpu_coll_observer_t oa, ob;
+    double ta = -1, tb = -2;
+
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    a.bytes = calloc((size_t)n + 1, sizeof(double));
+    a.busy = calloc((size_t)n + 1, sizeof(double));
+    b.bytes = calloc((size_t)n + 1, sizeof(double));
+    b.busy = calloc((size_t)n + 1, sizeof(double));
+    assert_true(a.bytes != NULL && a.busy != NULL && b.bytes != NULL && b.busy != NULL);
+    memset(&oa, 0, sizeof(oa));
+    oa.on_flow = seen_flow;
+    oa.on_link = seen_link;
+    ob = oa;
+    oa.user = &a;
+    ob.user = &b;
+    assert_int_equal(
+        tpu__time_schedule_observed(&plan->topo, &plan->link, &plan->model, &oa, &ta, NULL),
+        TPU_OK);
+    assert_int_equal(tpu__time_schedule_observed(&plan->topo, &plan->link, full, &ob, &tb, NULL),
+                     TPU_OK);
+    assert_true(ta == tb);
+    for (l = 0; l < n; l++) {
+        assert_true(a.bytes[l] == b.bytes[l]);
+        assert_true(a.busy[l] == b.busy[l]);
+    }
+    assert_true(a.flows > 0 && a.flows <= full->s.nflows);
+    assert_int_equal(a.representative, a.flows);
+    assert_true(a.last_end <= ta);
+    free(a.bytes);
+    free(a.busy);
+    free(b.bytes);
+    free(b.busy);
+}
+
 /* One plan: its lines against the walk of every chip's flows.  Returns 1 when compared. */
 static int compare(const char *shape, const char *wrap, int variant, tpu_coll_kind_t kind,
                    const char *axes, int64_t elems)
@@ -210,6 +282,7 @@ static int compare(const char *shape, const char *wrap, int variant, tpu_coll_ki
     if (elems == 3) {
         exec_ends(plan, &t, &full, topo.nchips / 2);
         exec_ends(plan, &t, &full, -1);
+        observed_links(plan, &full);
     }
     tpu__timing_fini(&t);
     tpu__plan_sched_fini(&full);
