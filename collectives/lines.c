@@ -62,8 +62,11 @@
  *   line of 4 (open), flows of one line:    link 0>1 1>2 2>3   (x prod n_b)
  *   0->1 0->2 0->3 1->2 1->3 2->3 (+)            3   4   3
  *
- * Restrictions: ICI axes of one slice, no faults (tpu__plan_faulty()), no observer
- * of single flows (the caller walks every chip's schedule for those).
+ * An observer is told of the flows timed (one per combination, marked
+ * representative) and of every link's totals, the walk's exactly; one that wants
+ * every flow of the pod walks every chip's schedule instead (plan.c).
+ *
+ * Restrictions: ICI axes of one slice, no faults (tpu__plan_faulty()).
  */
 #include "lines.h"
 
