@@ -101,7 +101,8 @@ tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *a
      * ring, direct and all-to-all schedules are alike under a rotation, the tree
      * (psum_group_tree.c, rooted at member 0) is not, and is built for every chip
      * (two flows per chip: no cost worth a domain). */
-    ps->orbit = orbit && p->orbit && algo->groups && strcmp(algo->name, "group_tree") != 0;
+    ps->orbit = orbit && p->orbit && algo->groups && strcmp(algo->name, "group_tree") != 0 &&
+                !(rep < 0 && tpu__lines_applies(p, algo)); /* the lines are cheaper (lines.c) */
     if (ps->orbit) {
         int a;
 
@@ -118,7 +119,7 @@ tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *a
     ps->lines = 0;
     ps->bound = 0;
     if (orbit && rep < 0 && !ps->orbit && tpu__lines_applies(p, algo)) {
-        status = tpu__lines_build(p, ps);
+        status = tpu__lines_build(p, algo, ps);
     } else if (orbit && rep < 0 && local == NULL && tpu__tree_bound_applies(p, algo, chunks)) {
         status = tpu__tree_bound_build(p, chunks, ps, err);
     } else {

@@ -65,6 +65,34 @@ static tpu_status_t ends_times(tpu_coll_exec_t *e, const tpu_plan_sched_t *ps)
 }
 
 /*
+ * The modeled times from line timing (lines.c): the chip's own flows of the
+ * schedule the lines stand for, timed on the pod's loads: those of the data
+ * schedule, unless a host plan moves the bytes (then the model's own flows of the
+ * local chips are built); every chip local, the pod's end.
+ */
+static tpu_status_t lines_times(tpu_coll_exec_t *e, const tpu_plan_sched_t *ps)
+{
+    const tpu_coll_plan_t *plan = e->plan;
+    const tpu_sched_t *own = e->x->nlocal < plan->topo.nchips ? &e->ps->s : NULL;
+    tpu_plan_sched_t mine;
+    tpu_err_t err = {0};
+    tpu_status_t status;
+
+    memset(&mine, 0, sizeof(mine));
+    if (own != NULL && e->host != NULL) {
+        status = tpu__plan_build_local(plan, plan->algo, 1, -1, 0, e->is_local, &mine, &err);
+        if (status != TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
+        }
+        own = &mine.s;
+    }
+    status = tpu__lines_time_own(&plan->topo, &plan->link, ps, own, e->is_local, &e->local_end_s,
+                                 &e->end_s, NULL);
+    tpu__plan_sched_fini(&mine);
+    return status;
+}
+
+/*
  * The modeled times, once: the plan's own schedule walked through the link model
  * (timing.c), as tpu_coll_plan_model() does; the local end is the latest arrival at
  * or from a local chip.  In representative mode every chip ends with the pod.  In
@@ -86,8 +114,7 @@ tpu_status_t tpu__exec_model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t
 
     memset(&full, 0, sizeof(full));
     if (obs == NULL && ps->lines) {
-        return tpu__lines_time_own(&plan->topo, &plan->link, ps, &e->ps->s, e->is_local,
-                                   &e->local_end_s, &e->end_s, NULL);
+        return lines_times(e, ps);
     }
     if (obs == NULL && ps->bound) {
         /* Every chip ends with the pod (the bound is the pod's). */

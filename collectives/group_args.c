@@ -86,22 +86,30 @@ tpu_status_t tpu__algo_group_pairs(const tpu_algo_args_t *args, tpu_sched_t *sch
 {
     tpu_algo_groups_t ag;
     tpu_status_t status;
-    int G, g, i, j;
+    int G, g, i, j, k, nmine = 0, *mine = NULL;
 
     status = tpu__algo_groups(args, &ag, err);
     if (status != TPU_OK) {
         return status;
     }
     G = ag.gr->size;
+    if (args->local != NULL) {
+        mine = tpu__malloc((size_t)G * sizeof(*mine));
+        status = mine == NULL ? TPU_ERR_NO_MEMORY : TPU_OK;
+    }
     for (g = 0; g < ag.gr->ngroups && status == TPU_OK; g++) {
         const int32_t *m = ag.gr->chips + (int64_t)g * G;
 
         if (args->local != NULL) {
             /* A rank's own part: only the groups of its chips, and in them only the
-             * pairs that start or end on one of its chips (the same order). */
-            for (i = 0; i < G && !args->local[m[i]]; i++) {
+             * pairs that start or end on one of its chips (the same order): from a
+             * chip elsewhere, to its members here only. */
+            for (nmine = 0, i = 0; i < G; i++) {
+                if (args->local[m[i]]) {
+                    mine[nmine++] = i;
+                }
             }
-            if (i == G) {
+            if (nmine == 0) {
                 continue;
             }
         }
@@ -109,17 +117,23 @@ tpu_status_t tpu__algo_group_pairs(const tpu_algo_args_t *args, tpu_sched_t *sch
             if (!tpu__algo_in_domain(args, m[i])) {
                 continue;
             }
-            for (j = 0; j < G && status == TPU_OK; j++) {
-                if (j == i || (args->local != NULL && !args->local[m[i]] && !args->local[m[j]])) {
-                    continue;
+            if (args->local != NULL && !args->local[m[i]]) {
+                for (k = 0; k < nmine && status == TPU_OK; k++) {
+                    status = fn(args, sched, m, i, mine[k]);
                 }
-                status = fn(args, sched, m, i, j);
+                continue;
+            }
+            for (j = 0; j < G && status == TPU_OK; j++) {
+                if (j != i) {
+                    status = fn(args, sched, m, i, j);
+                }
             }
         }
     }
     sched->nsteps = 1;
     sched->nstreams = 1;
     *size_p = G;
+    tpu__free(mine);
     tpu__algo_groups_fini(&ag);
     return status;
 }

@@ -9,6 +9,7 @@
 
 #include "alloc.h"
 #include "build.h"
+#include "lines.h"
 #include "select.h"
 #include "timing.h"
 
@@ -507,9 +508,13 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
 
     memset(&res, 0, sizeof(res));
     memset(&full, 0, sizeof(full));
-    if (obs != NULL && (plan->model.lines || plan->model.bound ||
+    if (obs != NULL && (plan->model.bound ||
+                        (plan->model.lines && (obs->every_chip || (double)tpu__plan_sched_pod_flows(
+                                                                      &plan->topo, &plan->model) <=
+                                                                      TPU_LINES_OBSERVE_EVERY)) ||
                         (obs->every_chip && (plan->model.rep >= 0 || plan->model.orbit)))) {
-        /* The schedule of every chip: the same modeled time, flow by flow. */
+        /* The schedule of every chip: the same modeled time, flow by flow (line
+         * timing past its budget: the lines' own flows, lines.h). */
         status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &full, err);
         if (status != TPU_OK) {
             return status;

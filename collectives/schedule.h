@@ -133,10 +133,11 @@ typedef struct tpu_plan_sched {
     int orbit;                /* 1: the flows of the chips of a domain only (orbit timing): */
     int period[TPU_MAX_AXES]; /* coordinates below period[a] on every axis, */
     unsigned reflect;         /* and below dims[a] / 2 on these (folded) axes */
-    int lines;                /* 1: no flows, the line form of lines.c (direct all-to-all) of: */
+    int lines;                /* 1: no flows, the line form of lines.c (direct flows) of: */
     unsigned lines_mask;      /* its axes, */
     int64_t lines_blk;        /* its block bytes, */
     int64_t lines_elem;       /* and its element bytes */
+    int lines_form;           /* which schedule the lines stand for (lines.h, TPU_LINES_*) */
     int bound;                /* 1: no flows, the tree's bound form (tree_bound.c) of: */
     int bound_halves;         /* 1, or 2 for a psum (reduce-scatter, then all-gather), */
     int bound_hops;           /* the farthest chip's hops in one half, */

@@ -105,6 +105,9 @@ static double model_flows(const tpu_coll_plan_t *p)
     double chips = tpu__plan_translation_invariant(p) ? 1 : p->topo.nchips;
     int i, named = 0;
 
+    if (tpu__lines_named(p)) {
+        return chips; /* group_direct over whole axes: timed from its lines (lines.c) */
+    }
     /* A group algorithm named over whole axes builds what it builds over groups. */
     for (i = 0; i < tpu__nalgos && p->desc.algo[0] != '\0'; i++) {
         named |= tpu__algos[i].kind == p->desc.kind && tpu__algos[i].groups &&
@@ -118,11 +121,6 @@ static double model_flows(const tpu_coll_plan_t *p)
 
         for (a = 0; p->orbit && a < TPU_MAX_AXES; a++) {
             domain = domain * p->period[a] / p->topo.dims[a];
-        }
-        if (named && p->desc.kind == TPU_COLL_PSUM && strcmp(p->desc.algo, "group_direct") == 0) {
-            /* Its gather flows each wait for the G - 1 reduce flows into their source:
-             * count those dependencies as flows (each about a tenth of one). */
-            return 2.0 * domain * p->group * (1 + p->group / 10.0);
         }
         for (i = 0; named && i < tpu__nalgos; i++) {
             /* The tree's flows grow like the chips, not the group: its own closed form. */
@@ -167,7 +165,8 @@ static double model_flows(const tpu_coll_plan_t *p)
  * built as tpu__timing_step_bytes() counts it after: the mean route of a member
  * pair (a quarter of a wrapped axis, a third of an open one) times 12 bytes per
  * crossing, 92 when blocks of two sizes share the links (an all-to-all splits a
- * block at the tie of an even wrapped axis).  0 for any other algorithm.
+ * block at the tie of an even wrapped axis).  0 for any other algorithm, and where
+ * it is timed from its lines (lines.c: no step is walked).
  */
 static double direct_step_bytes(const tpu_coll_plan_t *p)
 {
@@ -175,7 +174,7 @@ static double direct_step_bytes(const tpu_coll_plan_t *p)
     int a, halves = 0;
 
     if (p->desc.groups != NULL || strcmp(p->desc.algo, "group_direct") != 0 ||
-        p->desc.kind == TPU_COLL_PSUM) {
+        p->desc.kind == TPU_COLL_PSUM || tpu__lines_named(p)) {
         return 0; /* the psum's is bounded by its flows (model_flows()) */
     }
     for (a = 0; a < p->topo.naxes; a++) {
@@ -481,8 +480,8 @@ static tpu_status_t over_budget(const tpu_coll_plan_t *p, const tpu_algo_t *algo
 {
     double flows, need;
 
-    if (!algo->groups) {
-        return TPU_OK;
+    if (!algo->groups || tpu__lines_applies(p, algo)) {
+        return TPU_OK; /* no group schedule: line timing (lines.c) */
     }
     flows = group_flows(p, algo);
     if (flows > TPU_MAX_MODEL_FLOWS) {

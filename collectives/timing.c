@@ -249,8 +249,9 @@ tpu_status_t tpu__time_schedule_observed(const tpu_topo_t *topo, const tpu_link_
     double end;
 
     if (ps->lines) {
-        /* No flows to observe: the callers walk every chip's schedule for that. */
-        return tpu__lines_time(topo, link, ps, seconds_p, res);
+        /* One flow per class combination to observe (callers that want every flow
+         * walk every chip's schedule instead). */
+        return tpu__lines_time_observed(topo, link, ps, obs, seconds_p, res);
     }
     if (ps->bound) {
         tpu__tree_bound_time(topo, link, ps, seconds_p, res);

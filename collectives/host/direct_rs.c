@@ -12,8 +12,7 @@
  * Cost (n members, V bytes per chip): one dependency round, n - 1 messages and
  * (n - 1) / n * V bytes per chip, where the ring takes n - 1 rounds.
  *
- * Restrictions: reduce-scatter over ICI axes, not with line timing (the data
- * schedule times the chip's own flows there), at most TPU_HOST_MAX_FLOWS flows;
+ * Restrictions: reduce-scatter over ICI axes, at most TPU_HOST_MAX_FLOWS flows;
  * else TPU_ERR_UNSUPPORTED.
  *
  * One group of 3, blocks a, b, c (member j owns block j), all in step 0:
@@ -34,7 +33,7 @@ tpu_status_t tpu__host_REDUCE_SCATTER_direct_rs(const tpu_coll_plan_t *p, const 
     tpu_flow_t f;
 
     if (p->desc.kind != TPU_COLL_REDUCE_SCATTER || (p->desc.axes & TPU_AXIS_MASK_DCN) ||
-        p->model.lines || shard == 0 || (double)topo->nchips * n > TPU_HOST_MAX_FLOWS) {
+        shard == 0 || (double)topo->nchips * n > TPU_HOST_MAX_FLOWS) {
         return TPU_ERR_UNSUPPORTED;
     }
     tpu__host_plan_start(ps, &f);
