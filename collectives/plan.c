@@ -11,6 +11,7 @@
 #include "build.h"
 #include "select.h"
 #include "timing.h"
+#include "timing_repeat.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -485,7 +486,7 @@ static void result_out(const tpu_coll_plan_t *plan, double t, tpu_coll_result_t 
     res->modeled_us = t * 1e6;
     snprintf(res->algorithm, sizeof(res->algorithm), "%s", plan->name);
     res->flows = tpu__plan_sched_pod_flows(&plan->topo, &plan->model);
-    res->steps = plan->model.s.nsteps;
+    res->steps = (int)tpu__repeat_steps(&plan->model);
     *res_p = *res;
 }
 
@@ -507,8 +508,8 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
 
     memset(&res, 0, sizeof(res));
     memset(&full, 0, sizeof(full));
-    if (obs != NULL &&
-        (plan->model.lines || (obs->every_chip && (plan->model.rep >= 0 || plan->model.orbit)))) {
+    if (obs != NULL && (plan->model.lines || plan->model.repeat != NULL ||
+                        (obs->every_chip && (plan->model.rep >= 0 || plan->model.orbit)))) {
         /* The schedule of every chip: the same modeled time, flow by flow. */
         status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &full, err);
         if (status != TPU_OK) {
