@@ -48,10 +48,14 @@
  *
  * Restrictions: ICI axes only (no 'dcn'), at least two selected axes of size
  * above 1, none of them wrapped (a wrapped axis has its own ring), an even group
- * (odd grids have no Hamiltonian cycle), at most TPU_SNAKE_MAX_FLOWS flows (group
- * chips x pod chips: an open 16x20x28 over x,y,z would need 80 million).
- * Otherwise TPU_ERR_UNSUPPORTED, and the
- * selector skips it.  Not pipelined.
+ * (odd grids have no Hamiltonian cycle), at most TPU_SNAKE_MAX_FLOWS flows (2 per
+ * chip and built step: the model schedule of a named snake holds 3 steps, its
+ * second run G/2 - 2 times (timing_repeat.c), 53,760 flows on an open 16x20x28
+ * over x,y,z; the cost model, which compares it with the torus, counts all G/2,
+ * 80 million there, and skips it: a ring of G/2 hops only loses to the torus's D
+ * hops).  Otherwise TPU_ERR_UNSUPPORTED, and the selector skips it.  Not
+ * pipelined.  Named on the open 16x20x28 at 1,174,405,120 bytes: every step one
+ * block per link, 11,003.7 us (4,480 steps of 1 hop and B/(W/2)).
  */
 #include "algo.h"
 #include "allgather_group_ring.h"
