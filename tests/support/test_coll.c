@@ -22,6 +22,39 @@ void tpu_test_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slice
     assert_int_equal(tpu_topo_init(t, naxes, dims, w, slices, &err), TPU_OK);
 }
 
+int tpu_test_model_pod(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape,
+                       const char *wrap)
+{
+    tpu_err_t err = {0};
+    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto, a;
+
+    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
+    if (tpu_topo_parse_wrap(wrap, naxes, w, &is_auto, &err) != TPU_OK) {
+        return 0; /* "x,z" on a 2D shape */
+    }
+    assert_int_equal(tpu_topo_init(topo, naxes, dims, w, 1, &err), TPU_OK);
+    memset(link, 0, sizeof(*link));
+    link->ici_bw = 90e9;
+    link->ici_latency = 1e-6;
+    link->dcn_bw = 12.5e9;
+    link->dcn_latency = 10e-6;
+    for (a = 0; a < TPU_MAX_AXES; a++) {
+        link->host_dims[a] = a < naxes ? (dims[a] % 2 == 0 ? 2 : 1) : 1;
+    }
+    return 1;
+}
+
+void tpu_test_same_stats(const tpu_coll_result_t *a, const tpu_coll_result_t *b)
+{
+    int k;
+
+    for (k = 0; k <= TPU_MAX_AXES; k++) {
+        assert_true(a->axis[k].bytes == b->axis[k].bytes);
+        assert_true(a->axis[k].busy_us == b->axis[k].busy_us);
+        assert_true(a->axis[k].utilisation == b->axis[k].utilisation);
+    }
+}
+
 void tpu_test_coll_target(const tpu_topo_t *topo, const char *mesh_spec, const char *axes,
                           uint64_t per_member, tpu_mesh_t **mesh, tpu_groups_t *groups,
                           tpu_coll_desc_t *d)

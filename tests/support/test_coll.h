@@ -16,6 +16,18 @@
 /* 'shape' ("4x4"), 'wrap' ("all", "none", "x,z") and 'slices' into '*t'. */
 void tpu_test_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slices);
 
+/*
+ * The pod and link model of the model's shortcut tests: 'shape' and 'wrap' into
+ * '*topo' (returns 0 when 'wrap' names an axis the shape lacks: "x,z" on a 2D
+ * shape), 90 GB/s ICI links of 1 us, DCN at 12.5 GB/s and 10 us, hosts of two
+ * chips along each even axis, no message cost.
+ */
+int tpu_test_model_pod(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape,
+                       const char *wrap);
+
+/* Fail unless 'a' and 'b' have the same per-axis statistics (==). */
+void tpu_test_same_stats(const tpu_coll_result_t *a, const tpu_coll_result_t *b);
+
 /* The axis masks of 't' whose groups have two chips or more (dcn too when it has
  * slices), increasing, into 'masks' (room for 32) with the axes each names in
  * 'naxes'; returns how many. */

@@ -20,6 +20,7 @@
 
 #include "build.h"
 #include "exec.h"
+#include "model_case.h"
 #include "plan.h"
 #include "test_coll.h"
 #include "test_main.h"
@@ -40,38 +41,6 @@ typedef struct counts {
     int compared;  /* (plan, algorithm, depth) triples compared */
     int shortcuts; /* of which the model took a shortcut */
 } counts_t;
-
-static int make(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape, const char *wrap)
-{
-    tpu_err_t err = {0};
-    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto, a;
-
-    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
-    if (tpu_topo_parse_wrap(wrap, naxes, w, &is_auto, &err) != TPU_OK) {
-        return 0; /* "x,z" on a 2D shape */
-    }
-    assert_int_equal(tpu_topo_init(topo, naxes, dims, w, 1, &err), TPU_OK);
-    memset(link, 0, sizeof(*link));
-    link->ici_bw = 90e9;
-    link->ici_latency = 1e-6;
-    link->dcn_bw = 12.5e9;
-    link->dcn_latency = 10e-6;
-    for (a = 0; a < TPU_MAX_AXES; a++) {
-        link->host_dims[a] = a < naxes ? (dims[a] % 2 == 0 ? 2 : 1) : 1;
-    }
-    return 1;
-}
-
-static void same_stats(const tpu_coll_result_t *a, const tpu_coll_result_t *b)
-{
-    int k;
-
-    for (k = 0; k <= TPU_MAX_AXES; k++) {
-        assert_true(a->axis[k].bytes == b->axis[k].bytes);
-        assert_true(a->axis[k].busy_us == b->axis[k].busy_us);
-        assert_true(a->axis[k].utilisation == b->axis[k].utilisation);
-    }
-}
 
 /* Every algorithm and depth for the plan's request: the model's part == every chip's. */
 static void compare_plan(const tpu_coll_plan_t *p, counts_t *n)
@@ -113,7 +82,7 @@ static void compare_plan(const tpu_coll_plan_t *p, counts_t *n)
                             algo->name, depths[c], tp, tf);
             }
             assert_true(tp == tf);
-            same_stats(&rp, &rf);
+            tpu_test_same_stats(&rp, &rf);
             assert_int_equal(tpu__plan_sched_pod_flows(&p->topo, &part), full.s.nflows);
             assert_int_equal(tpu__repeat_steps(&part), full.s.nsteps);
             n->compared++;
@@ -214,7 +183,7 @@ static void run_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, 
     unsigned mask;
     int group;
 
-    if (!make(&topo, &link, shape, wrap) ||
+    if (!tpu_test_model_pod(&topo, &link, shape, wrap) ||
         tpu_topo_parse_axes(&topo, axes, &mask, &err) != TPU_OK) {
         return;
     }
@@ -361,7 +330,7 @@ static void part_case(const char *shape, const char *wrap, tpu_coll_kind_t kind,
     int32_t *ids = NULL;
     int c, group;
 
-    assert_true(make(&topo, &link, shape, wrap));
+    assert_true(tpu_test_model_pod(&topo, &link, shape, wrap));
     memset(&groups, 0, sizeof(groups));
     tpu_coll_desc_init(&d);
     d.kind = kind;
@@ -456,7 +425,7 @@ static int ends_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, 
     int32_t ids[64];
     int k, group, had;
 
-    assert_true(make(&topo, &link, shape, wrap));
+    assert_true(tpu_test_model_pod(&topo, &link, shape, wrap));
     assert_true(topo.nchips <= 64);
     if (strided && topo.nchips % 2 != 0) {
         return 0; /* two halves need an even pod */
@@ -567,57 +536,8 @@ static void test_rank_ends(void **state)
 static int orbit_case(const char *shape, const char *wrap, const char *mesh_spec, const char *axes,
                       tpu_coll_kind_t kind, const char *algo)
 {
-    tpu_err_t err = {0};
-    tpu_topo_t topo;
-    tpu_link_model_t link;
-    tpu_coll_desc_t d;
-    tpu_coll_plan_t *plan = NULL;
-    tpu_mesh_t *mesh = NULL;
-    tpu_groups_t groups;
-    tpu_plan_sched_t part, full;
-    tpu_coll_result_t rp, rf, rm;
-    double tp = -1, tf = -2;
-    int orbit;
-
-    assert_true(make(&topo, &link, shape, wrap));
-    memset(&groups, 0, sizeof(groups));
-    tpu_coll_desc_init(&d);
-    d.kind = kind;
-    snprintf(d.algo, sizeof(d.algo), "%s", algo);
-    tpu_test_coll_target(&topo, mesh_spec, axes, 3 * 4, &mesh, &groups, &d);
-    if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
-        print_error("%s %s %s %s %s: %s\n", shape, wrap, axes, tpu_coll_name(kind), algo, err.msg);
-        fail();
-    }
-    assert_string_equal(plan->algo->name, algo);
-    memset(&part, 0, sizeof(part));
-    memset(&full, 0, sizeof(full));
-    assert_int_equal(tpu__plan_build(plan, plan->algo, 1, -1, 1, &part, &err), TPU_OK);
-    assert_int_equal(tpu__plan_build(plan, plan->algo, 1, -1, 0, &full, &err), TPU_OK);
-    assert_int_equal(tpu__time_schedule(&topo, &link, &part, &tp, &rp), TPU_OK);
-    assert_int_equal(tpu__time_schedule(&topo, &link, &full, &tf, &rf), TPU_OK);
-    assert_int_equal(tpu_coll_plan_model(plan, &rm, &err), TPU_OK);
-    if (tp != tf || rm.modeled_us != tf * 1e6) {
-        print_error("%s %s %s %s %s: domain %.17g, every chip %.17g, plan %.17g us\n", shape, wrap,
-                    axes, tpu_coll_name(kind), algo, tp, tf, rm.modeled_us);
-    }
-    assert_true(tp == tf);
-    assert_true(rm.modeled_us == tf * 1e6);
-    same_stats(&rp, &rf);
-    assert_int_equal(tpu__plan_sched_pod_flows(&topo, &part), full.s.nflows);
-    assert_int_equal(rm.flows, full.s.nflows);
-    assert_int_equal(tpu__repeat_steps(&part), full.s.nsteps);
-    orbit = part.orbit;
-    if (orbit) {
-        assert_true(part.s.nflows < full.s.nflows);
-        assert_int_equal(tpu_coll_plan_model_flows(plan), part.s.nflows);
-    }
-    tpu__plan_sched_fini(&part);
-    tpu__plan_sched_fini(&full);
-    tpu_coll_plan_destroy(plan);
-    tpu_groups_fini(&groups);
-    tpu_mesh_destroy(mesh);
-    return orbit;
+    return tpu_test_model_case(shape, wrap, NULL, mesh_spec, axes, kind, algo, 3 * 4, 0) &
+           TPU_TEST_ORBIT;
 }
 
 static void test_orbit_open_groups(void **state)

@@ -21,6 +21,7 @@
 #include "tpu/topo.h"
 
 #include "build.h"
+#include "model_case.h"
 #include "plan.h"
 #include "test_coll.h"
 #include "test_main.h"
@@ -37,113 +38,30 @@
 
 #include <cmocka.h>
 
-static int make(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape, const char *wrap,
-                int starts)
+/* Message starts that queue on a port, a launch, a slower link, a VPU. */
+static void with_starts(tpu_link_model_t *link)
 {
-    tpu_err_t err = {0};
-    int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto, a;
-
-    assert_int_equal(tpu_topo_parse_shape(shape, dims, &naxes, &err), TPU_OK);
-    if (tpu_topo_parse_wrap(wrap, naxes, w, &is_auto, &err) != TPU_OK) {
-        return 0; /* "x,z" on a 2D shape */
-    }
-    assert_int_equal(tpu_topo_init(topo, naxes, dims, w, 1, &err), TPU_OK);
-    memset(link, 0, sizeof(*link));
-    link->ici_bw = 90e9;
-    link->ici_latency = 1e-6;
-    link->dcn_bw = 12.5e9;
-    link->dcn_latency = 10e-6;
-    if (starts) {
-        /* Message starts that queue on a port, a launch, a slower link, a VPU. */
-        link->msg_cost = 0.4e-6;
-        link->launch = 2.5e-6;
-        link->ici_efficiency = 0.88;
-        link->reduce_bw = 60e9;
-    }
-    for (a = 0; a < TPU_MAX_AXES; a++) {
-        link->host_dims[a] = a < naxes ? (dims[a] % 2 == 0 ? 2 : 1) : 1;
-    }
-    return 1;
-}
-
-static void same_stats(const tpu_coll_result_t *a, const tpu_coll_result_t *b)
-{
-    int k;
-
-    for (k = 0; k <= TPU_MAX_AXES; k++) {
-        assert_true(a->axis[k].bytes == b->axis[k].bytes);
-        assert_true(a->axis[k].busy_us == b->axis[k].busy_us);
-        assert_true(a->axis[k].utilisation == b->axis[k].utilisation);
-    }
+    link->msg_cost = 0.4e-6;
+    link->launch = 2.5e-6;
+    link->ici_efficiency = 0.88;
+    link->reduce_bw = 60e9;
 }
 
 /*
- * One request: the compact model schedule == every step of every chip.  Returns 1
- * when compared, 0 when the algorithm refuses the shape (the snake on a wrapped
- * axis or an odd group).
+ * One request: the compact model schedule == every step of every chip
+ * (model_case.c).  Returns 1 when compared, 0 when the snake refuses the shape (a
+ * wrapped axis, an odd group).
  */
 static int compare(const char *shape, const char *wrap, int starts, const char *mesh_spec,
                    const char *axes, tpu_coll_kind_t kind, const char *algo, int elems)
 {
-    tpu_err_t err = {0};
-    tpu_topo_t topo;
-    tpu_link_model_t link;
-    tpu_coll_desc_t d;
-    tpu_coll_plan_t *plan = NULL;
-    tpu_mesh_t *mesh = NULL;
-    tpu_groups_t groups;
-    tpu_plan_sched_t part, full;
-    tpu_coll_result_t rp, rf, rm;
-    double tp = -1, tf = -2;
-    tpu_status_t status;
+    int flags = tpu_test_model_case(shape, wrap, starts ? with_starts : NULL, mesh_spec, axes, kind,
+                                    algo, (uint64_t)elems * 4, strcmp(algo, "snake") == 0);
 
-    if (!make(&topo, &link, shape, wrap, starts)) {
+    if (flags < 0) {
         return 0;
     }
-    memset(&groups, 0, sizeof(groups));
-    tpu_coll_desc_init(&d);
-    d.kind = kind;
-    snprintf(d.algo, sizeof(d.algo), "%s", algo);
-    tpu_test_coll_target(&topo, mesh_spec, axes, (uint64_t)elems * 4, &mesh, &groups, &d);
-    status = tpu_coll_plan_create(&topo, &link, &d, &plan, &err);
-    if (status == TPU_ERR_UNSUPPORTED && strcmp(algo, "snake") == 0) {
-        tpu_groups_fini(&groups);
-        tpu_mesh_destroy(mesh);
-        return 0;
-    }
-    if (status != TPU_OK) {
-        print_error("%s %s %s %s: %s\n", shape, wrap, tpu_coll_name(kind), algo, err.msg);
-        fail();
-    }
-    memset(&part, 0, sizeof(part));
-    memset(&full, 0, sizeof(full));
-    assert_int_equal(tpu__plan_build(plan, plan->algo, 1, -1, 1, &part, &err), TPU_OK);
-    assert_int_equal(tpu__plan_build(plan, plan->algo, 1, -1, 0, &full, &err), TPU_OK);
-    assert_non_null(part.repeat);
-    assert_null(full.repeat);
-    assert_true(part.s.nflows < full.s.nflows);
-    assert_int_equal(tpu__time_schedule(&topo, &link, &part, &tp, &rp), TPU_OK);
-    assert_int_equal(tpu__time_schedule(&topo, &link, &full, &tf, &rf), TPU_OK);
-    assert_int_equal(tpu_coll_plan_model(plan, &rm, &err), TPU_OK);
-    if (tp != tf || rm.modeled_us != tf * 1e6) {
-        print_error(
-            "%s %s%s %s %s %s %d elements: compact %.17g, every step %.17g, plan %.17g us\n", shape,
-            wrap, starts ? " (starts)" : "", axes, tpu_coll_name(kind), algo, elems, tp, tf,
-            rm.modeled_us);
-    }
-    assert_true(tp == tf);
-    assert_true(rm.modeled_us == tf * 1e6);
-    same_stats(&rp, &rf);
-    assert_int_equal(tpu__plan_sched_pod_flows(&topo, &part),
-                     tpu__plan_sched_pod_flows(&topo, &full));
-    assert_int_equal(rm.flows, tpu__plan_sched_pod_flows(&topo, &full));
-    assert_int_equal(tpu__repeat_steps(&part), full.s.nsteps);
-    assert_int_equal(rm.steps, full.s.nsteps);
-    tpu__plan_sched_fini(&part);
-    tpu__plan_sched_fini(&full);
-    tpu_coll_plan_destroy(plan);
-    tpu_groups_fini(&groups);
-    tpu_mesh_destroy(mesh);
+    assert_true(flags & TPU_TEST_REPEAT);
     return 1;
 }
 
@@ -236,7 +154,7 @@ static void test_by_hand(void **state)
     tpu_coll_result_t res;
 
     (void)state;
-    assert_true(make(&topo, &link, "16", "all", 0));
+    assert_true(tpu_test_model_pod(&topo, &link, "16", "all"));
     tpu_coll_desc_init(&d);
     d.kind = TPU_COLL_ALL_GATHER;
     d.axes = 1u;
