@@ -178,7 +178,7 @@ static tpu_status_t run_again(tpu_timing_t *t, const tpu_sched_t *sc, int64_t fi
 static int uniform(const tpu_timing_t *t, int64_t first, int64_t n, double *d_p)
 {
     const tpu_linkmodel_t *lm = &t->lm;
-    double msg = lm->link.msg_cost, d0 = -1;
+    double d0 = -1;
     int64_t k, i;
     int ok = !lm->any_mixed && n > 0;
 
@@ -197,9 +197,7 @@ static int uniform(const tpu_timing_t *t, int64_t first, int64_t n, double *d_p)
         d0 = d;
     }
     *d_p = d0;
-    /* A port with one message per run starts each when it is ready: the runs are at
-     * least d apart (the others are timed message by message, skip_runs()). */
-    return ok && (msg <= 0 || d0 >= msg * (1 + 1e-9) + 1e-15);
+    return ok;
 }
 
 /* The message starts of a repeated step on its shared ports: the ports that start
@@ -266,12 +264,14 @@ static tpu_status_t ports_init(const tpu_linkmodel_t *lm, int64_t n, shared_port
  * as tpu__linkmodel_engine_starts() makes them: a port's batches (its flows ready
  * at one moment) in the order they are ready, each where its engine is idle for
  * msg_cost; what each flow waited into w[k].  Then the engine's intervals that end
- * before this run's first batch, less 'margin', are forgotten: a flow's start in a
- * later run is no earlier than in this one (its chain only grows), so no start
- * looks back there again, and the lists stay short.
+ * before this run's first batch, less 'margin', are forgotten (forgot[p]), so that
+ * the lists stay short: the starts of later runs come no earlier, but where one
+ * would (the chains of its predecessors shrank by a wait), '*bad' is set, and the
+ * runs are walked one by one.
  */
 static tpu_status_t start_shared(tpu_linkmodel_t *lm, const shared_ports_t *sp, double S,
-                                 const double *off, double *w, double margin)
+                                 const double *off, double *w, double margin, double *forgot,
+                                 int *bad)
 {
     double msg = lm->link.msg_cost;
     int64_t p, i, j;
@@ -302,7 +302,10 @@ static tpu_status_t start_shared(tpu_linkmodel_t *lm, const shared_ports_t *sp, 
             }
         }
         if (m > 0) {
-            tpu__linkmodel_busy_forget(lm, sp->eng[p], S + off[fl[0]] - margin);
+            /* A start before what was forgotten would need it: not kept (bad). */
+            *bad |= S + off[fl[0]] < forgot[p];
+            forgot[p] = S + off[fl[0]] - margin;
+            tpu__linkmodel_busy_forget(lm, sp->eng[p], forgot[p]);
         }
     }
     return TPU_OK;
@@ -385,30 +388,99 @@ typedef struct chains {
     int32_t *pos; /* per flow with one dependency: that flow's place in the step */
 } chains_t;
 
-/* e[j] += h[j] for j < n, and the largest of them and 'most' (four maxima at once:
- * the largest of a set does not depend on the order it is taken in). */
-static double add_max(double *e, const double *h, int64_t n, double most)
+/* e[j] += h[j] for j < n. */
+static void add_hops(double *e, const double *h, int64_t n)
 {
-    double m0 = most, m1 = most, m2 = most, m3 = most;
     int64_t j;
 
-    for (j = 0; j + 4 <= n; j += 4) {
+    for (j = 0; j < n; j++) {
         e[j] = e[j] + h[j];
-        e[j + 1] = e[j + 1] + h[j + 1];
-        e[j + 2] = e[j + 2] + h[j + 2];
-        e[j + 3] = e[j + 3] + h[j + 3];
-        m0 = e[j] > m0 ? e[j] : m0;
-        m1 = e[j + 1] > m1 ? e[j + 1] : m1;
-        m2 = e[j + 2] > m2 ? e[j + 2] : m2;
-        m3 = e[j + 3] > m3 ? e[j + 3] : m3;
     }
-    for (; j < n; j++) {
+}
+
+/*
+ * add_hops() for runs whose ports with one message a run are watched (not known
+ * to be idle when it is ready): flow j is ready at S + e[j] (before the addition),
+ * its port's engine is busy until end[j] (-1e300 for the flows not watched, put
+ * back after each run); a start that would wait (ready before end[j]) sets
+ * '*bad'; last[j] and end[j] then hold its start.
+ */
+static void add_hops_watch(double *e, const double *h, double *last, double *end, int64_t n,
+                           double S, double msg, int *bad)
+{
+    int64_t j;
+    int b = 0;
+
+    for (j = 0; j < n; j++) {
+        double ready = S + e[j];
+
+        b |= ready < end[j];
+        last[j] = ready;
+        end[j] = ready + msg;
         e[j] = e[j] + h[j];
-        m0 = e[j] > m0 ? e[j] : m0;
     }
-    m0 = m1 > m0 ? m1 : m0;
-    m2 = m3 > m2 ? m3 : m2;
-    return m2 > m0 ? m2 : m0;
+    *bad |= b;
+}
+
+/* The busy intervals of the shared ports' engines, kept to be put back. */
+typedef struct saved_ivs {
+    double *iv;    /* every engine's intervals, one after the other */
+    int64_t *at;   /* engine p's from at[p] */
+    int32_t *niv;  /* and how many */
+    double *ivend; /* its last end */
+} saved_ivs_t;
+
+static void saved_fini(saved_ivs_t *sv)
+{
+    tpu__free(sv->iv);
+    tpu__free(sv->at);
+    tpu__free(sv->niv);
+    tpu__free(sv->ivend);
+}
+
+static tpu_status_t save_ivs(const tpu_linkmodel_t *lm, const shared_ports_t *sp, saved_ivs_t *sv)
+{
+    int64_t p, total = 0;
+
+    memset(sv, 0, sizeof(*sv));
+    for (p = 0; p < sp->nports; p++) {
+        total += lm->niv[sp->eng[p]];
+    }
+    sv->iv = tpu__malloc((size_t)(2 * total + 1) * sizeof(double));
+    sv->at = tpu__malloc((size_t)(sp->nports + 1) * sizeof(int64_t));
+    sv->niv = tpu__malloc((size_t)(sp->nports + 1) * sizeof(int32_t));
+    sv->ivend = tpu__malloc((size_t)(sp->nports + 1) * sizeof(double));
+    if (sv->iv == NULL || sv->at == NULL || sv->niv == NULL || sv->ivend == NULL) {
+        saved_fini(sv);
+        return TPU_ERR_NO_MEMORY;
+    }
+    for (total = 0, p = 0; p < sp->nports; p++) {
+        int32_t r = sp->eng[p];
+
+        sv->at[p] = total;
+        sv->niv[p] = lm->niv[r];
+        sv->ivend[p] = lm->ivend[r];
+        memcpy(sv->iv + 2 * total, tpu__linkmodel_busy_list(lm, r),
+               (size_t)lm->niv[r] * 2 * sizeof(double));
+        total += lm->niv[r];
+    }
+    return TPU_OK;
+}
+
+/* Put the shared ports' intervals back (their lists only grew: room enough). */
+static void restore_ivs(tpu_linkmodel_t *lm, const shared_ports_t *sp, const saved_ivs_t *sv)
+{
+    int64_t p;
+
+    for (p = 0; p < sp->nports; p++) {
+        int32_t r = sp->eng[p];
+
+        memcpy(tpu__linkmodel_busy_list(lm, r), sv->iv + 2 * sv->at[p],
+               (size_t)sv->niv[p] * 2 * sizeof(double));
+        lm->niv[r] = sv->niv[p];
+        lm->ivend[r] = sv->ivend[p];
+        lm->ivhint[r] = 0;
+    }
 }
 
 /*
@@ -424,26 +496,46 @@ static int chains_cycles(chains_t *c, const shared_ports_t *sp, double S, double
                          double margin, tpu_status_t *status)
 {
     tpu_timing_t *t = c->t;
-    int64_t n = c->n, k, j, r, i, nc = 0, at = 0;
-    int64_t *ord = NULL, *slot = NULL, *cst = NULL, *cyc = NULL, *rot = NULL;
-    double *e = NULL, *hc = NULL;
-    uint8_t *seen = NULL;
-    int ok = 0;
+    tpu_linkmodel_t *lm = &t->lm;
+    double msg = lm->link.msg_cost;
+    int64_t n = c->n, k, j, r, i, nc = 0, at = 0, nfree = 0;
+    int64_t *ord = NULL, *slot = NULL, *cst = NULL, *cyc = NULL, *rot = NULL, *freep = NULL;
+    double *e = NULL, *hc = NULL, *last = NULL, *end = NULL, *forgot = NULL;
+    int32_t *eng = NULL;
+    uint8_t *seen = NULL, *trk = NULL;
+    int ok = 0, bad = 0;
+    /* Every start of a port with one message a run is checked against the port's
+     * last one: it must find the engine free (the chains of the runs mostly grow by
+     * their hops, and a run of d >= msg_cost frees it, but a predecessor's wait on a
+     * shared port may shrink). */
+    int watch = msg > 0;
+    saved_ivs_t sv;
 
+    memset(&sv, 0, sizeof(sv));
     *status = TPU_ERR_NO_MEMORY;
     ord = tpu__malloc((size_t)n * sizeof(int64_t));  /* the flows, cycle by cycle */
     slot = tpu__malloc((size_t)n * sizeof(int64_t)); /* flow -> its place in ord */
     cst = tpu__malloc((size_t)(n + 1) * sizeof(int64_t));
     cyc = tpu__malloc((size_t)n * sizeof(int64_t)); /* flow -> its cycle */
     rot = tpu__malloc((size_t)(n + 1) * sizeof(int64_t));
+    freep = tpu__malloc((size_t)(n + 1) * sizeof(int64_t)); /* the places not watched */
     e = tpu__malloc((size_t)n * sizeof(double));
     hc = tpu__malloc((size_t)n * sizeof(double));
+    last = tpu__malloc((size_t)n * sizeof(double)); /* per place: its port's last start */
+    end = tpu__malloc((size_t)n * sizeof(double));  /* and when its engine is free */
+    forgot = tpu__malloc((size_t)(sp->nports + 1) * sizeof(double)); /* per shared port */
+    eng = tpu__malloc((size_t)n * sizeof(int32_t));
+    trk = tpu__calloc((size_t)n, 1); /* per place: its port is watched */
     seen = tpu__calloc((size_t)n, 1);
-    if (ord == NULL || slot == NULL || cst == NULL || cyc == NULL || rot == NULL || e == NULL ||
-        hc == NULL || seen == NULL) {
+    if (ord == NULL || slot == NULL || cst == NULL || cyc == NULL || rot == NULL || freep == NULL ||
+        e == NULL || hc == NULL || last == NULL || end == NULL || forgot == NULL || eng == NULL ||
+        trk == NULL || seen == NULL || (sp->nports > 0 && save_ivs(lm, sp, &sv) != TPU_OK)) {
         goto out;
     }
     *status = TPU_OK;
+    for (k = 0; k < sp->nports; k++) {
+        forgot[k] = -1e300;
+    }
     /* A permutation?  (slot first holds the flow after each, the inverse of pos.) */
     for (k = 0; k < n; k++) {
         slot[k] = -1;
@@ -466,46 +558,93 @@ static int chains_cycles(chains_t *c, const shared_ports_t *sp, double S, double
         nc++;
     }
     cst[nc] = at;
+    memset(seen, 0, (size_t)n); /* now: the flows of shared ports */
+    for (k = 0; k < sp->first[sp->nports]; k++) {
+        seen[sp->flow[k]] = 1;
+    }
     for (i = 0; i < nc; i++) {
         for (j = cst[i]; j < cst[i + 1]; j++) {
+            int32_t port = lm->sres[lm->roff[ord[j]]];
+
             slot[ord[j]] = j;
             cyc[ord[j]] = i;
             e[j] = t->chain[c->first + ord[j]];
             hc[j] = c->hop[ord[j]];
+            eng[j] = lm->eng0 + port;
+            /* Watched: a port of its own with an engine, free from the end of its
+             * engine's last interval (the first run's start). */
+            trk[j] = watch && !seen[ord[j]] && port < (lm->classes ? lm->port0 : lm->nic0);
+            end[j] = trk[j] && lm->niv[eng[j]] > 0 ? lm->ivend[eng[j]] : -1e300;
+            last[j] = 0;
+            if (!trk[j]) {
+                freep[nfree++] = j;
+            }
         }
     }
     ok = 1;
     memset(rot, 0, (size_t)(nc + 1) * sizeof(int64_t)); /* each cycle's rotation: run 0 */
-    for (r = 1; r <= m; r++) {
-        double cmax = t->chain_max;
+    for (r = 1; r <= m + 1 && !bad; r++) {
         int64_t p;
 
+        if (r == m + 1) {
+            /* The last run is walked (tpu__timing_repeat()): are its watched starts
+             * free too?  Its flow at place (j + rot) is ready at S + e[j]. */
+            for (i = 0; i < nc; i++) {
+                int64_t L = cst[i + 1] - cst[i], sh = rot[i] + 1 == L ? 0 : rot[i] + 1;
+
+                for (j = 0; j < L; j++) {
+                    int64_t q = cst[i] + (j + sh < L ? j + sh : j + sh - L);
+
+                    bad |= trk[q] && S + e[cst[i] + j] < end[q];
+                }
+            }
+            break;
+        }
         /* The shared ports' flows: offsets (their predecessors' chains at run r - 1). */
         for (p = 0; p < sp->first[sp->nports]; p++) {
             int64_t f = sp->flow[p], g = c->pos[f], cg = cyc[g], x = slot[g] - cst[cg] - rot[cg];
 
             c->off[f] = e[cst[cg] + (x < 0 ? x + cst[cg + 1] - cst[cg] : x)];
         }
-        if (sp->nports > 0 && start_shared(&t->lm, sp, S, c->off, c->w, margin) != TPU_OK) {
+        if (sp->nports > 0 &&
+            start_shared(lm, sp, S, c->off, c->w, margin, forgot, &bad) != TPU_OK) {
             *status = TPU_ERR_NO_MEMORY;
             goto out;
         }
         for (i = 0; i < nc; i++) {
-            int64_t L = cst[i + 1] - cst[i];
+            int64_t L = cst[i + 1] - cst[i], o = cst[i];
 
             rot[i] = rot[i] + 1 == L ? 0 : rot[i] + 1; /* run r - 1's, now run r's */
-            cmax = add_max(e + cst[i], hc + cst[i] + rot[i], L - rot[i], cmax);
-            cmax = add_max(e + cst[i] + L - rot[i], hc + cst[i], rot[i], cmax);
+            if (watch) {
+                add_hops_watch(e + o, hc + o + rot[i], last + o + rot[i], end + o + rot[i],
+                               L - rot[i], S, msg, &bad);
+                add_hops_watch(e + o + L - rot[i], hc + o, last + o, end + o, rot[i], S, msg, &bad);
+            } else {
+                add_hops(e + o, hc + o + rot[i], L - rot[i]);
+                add_hops(e + o + L - rot[i], hc + o, rot[i]);
+            }
         }
         for (p = 0; p < sp->first[sp->nports]; p++) {
             int64_t f = sp->flow[p], cf = cyc[f], x = slot[f] - cst[cf] - rot[cf];
             double v = c->off[f] + (c->hop[f] + c->w[f]);
 
             e[cst[cf] + (x < 0 ? x + cst[cf + 1] - cst[cf] : x)] = v;
-            cmax = v > cmax ? v : cmax;
         }
-        t->chain_max = cmax;
+        for (p = 0; watch && p < nfree; p++) {
+            end[freep[p]] = -1e300; /* not watched */
+        }
         S = S + d;
+    }
+    if (bad) {
+        /* A watched start would have waited: nothing kept, every run walked. */
+        restore_ivs(lm, sp, &sv);
+        ok = 0;
+        goto out;
+    }
+    /* Every place's chain only grows (hops and waits are not negative): the longest
+     * chain of every run is the longest now. */
+    for (j = 0; j < n; j++) {
+        t->chain_max = e[j] > t->chain_max ? e[j] : t->chain_max;
     }
     for (k = 0; k < n; k++) {
         int64_t ck = cyc[k], x = slot[k] - cst[ck] - rot[ck];
@@ -513,14 +652,27 @@ static int chains_cycles(chains_t *c, const shared_ports_t *sp, double S, double
         t->chain[c->first + k] = e[cst[ck] + (x < 0 ? x + cst[ck + 1] - cst[ck] : x)];
         t->links[c->first + k] = S;
     }
+    /* Each watched port's last start, where the walk of the last run looks. */
+    for (j = 0; j < n && *status == TPU_OK; j++) {
+        if (trk[j] && tpu__linkmodel_busy_add(lm, eng[j], last[j], end[j]) != TPU_OK) {
+            *status = TPU_ERR_NO_MEMORY;
+        }
+    }
 out:
+    saved_fini(&sv);
     tpu__free(ord);
     tpu__free(slot);
     tpu__free(cst);
     tpu__free(cyc);
     tpu__free(rot);
+    tpu__free(freep);
     tpu__free(e);
     tpu__free(hc);
+    tpu__free(last);
+    tpu__free(end);
+    tpu__free(forgot);
+    tpu__free(eng);
+    tpu__free(trk);
     tpu__free(seen);
     return ok;
 }
@@ -535,7 +687,7 @@ static tpu_status_t skip_runs(tpu_timing_t *t, const tpu_sched_t *sc, int64_t fi
 {
     tpu_linkmodel_t *lm = &t->lm;
     double S = t->links[first]; /* the start of the run: the arrivals of the one before */
-    double margin = 2 * d + lm->link.msg_cost + 1e-9;
+    double margin = 4 * d + 4 * lm->link.msg_cost + 1e-9;
     int64_t k;
     int single = 1;
     shared_ports_t sp;

@@ -119,10 +119,15 @@ tpu_status_t tpu__algo_ALL_GATHER_snake(const tpu_algo_args_t *args, tpu_sched_t
     G = tpu_topo_group_size(topo, args->mask);
     /* Every chip's flows (no representative: the cycle has no symmetry to use), 2
      * per chip and built step: all G/2 steps, or 3 in the compact model schedule
-     * (timing_repeat.c).  Not named, the cost model counts every step: a ring this
-     * long only loses to the torus's D hops, and is not worth building to compare. */
-    flows = 2.0 * topo->nchips *
-            tpu__repeat_ring_steps(G, args->compact && args->desc != NULL && args->desc->algo[0]);
+     * (timing_repeat.c); a rank's part (args->local) those from and into its chips.
+     * Not named, the cost model counts every step: a ring this long only loses to
+     * the torus's D hops, and is not worth building to compare. */
+    flows = args->local != NULL ? 0 : topo->nchips;
+    for (a = 0; args->local != NULL && a < topo->nchips; a++) {
+        flows += args->local[a] ? 2 : 0;
+    }
+    flows *=
+        2.0 * tpu__repeat_ring_steps(G, args->compact && args->desc != NULL && args->desc->algo[0]);
     if (flows > TPU_SNAKE_MAX_FLOWS) {
         return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
                            "the snake ring over %d of %d chips would need about %.0f million "
