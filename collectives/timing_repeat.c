@@ -20,24 +20,30 @@
  *     previous run's arrivals and chains, as the full walk does: the same
  *     additions in the same order, bit for bit, in O(flows of one step) memory
  *     (the time is the full walk's).
- *   - When the first run is uniform (every flow of it starts at the same S and
- *     is through at the same S + d, no resource shares between flows of unequal
- *     size or start, no message start waited, and each port starts one message
- *     per run at least the message cost apart: d at least msg_cost), every later
- *     run is the one before shifted by d: the resources are idle when it starts
- *     (everything before ended by S), so each of its flows is through at S + d by
- *     the same sum over the same bandwidths, and its chain is its predecessor's
- *     chain plus its own hops.  Runs 2 .. T - 3 are then computed without the link
- *     model: S += d, each flow's chain from its predecessor's, each resource's busy
- *     time and bytes added run by run (one fold per distinct history); the last
- *     run is walked through the link model again, which leaves its resources,
- *     busy intervals and message starts as the full walk leaves them for the steps
- *     after.  Cost O(T x flows of one step) additions, no link model.
+ *   - When the first run is uniform in its bytes (every flow of it starts at the
+ *     same S and is through at the same S + d, and no resource shares between
+ *     flows of unequal size or start), every later run's bytes are the first's
+ *     shifted by d: the resources are idle when it starts (everything before
+ *     ended by S), so each of its flows is through at S + d by the same sum over
+ *     the same bandwidths.  Only the chains of latencies differ from run to run:
+ *     a flow's is its predecessor's plus its own hops plus what its message start
+ *     waited.  Runs 2 .. T - 3 are then computed without the link model: S += d;
+ *     the chains a cycle of the ring at a time (no gather: the cycle is kept
+ *     rotated, chains_cycles()); the starts of a port with two or more messages
+ *     a run (the turned hops from the ends of an open row, in a reduce-scatter)
+ *     one by one on its engine's busy intervals, as the link model starts them;
+ *     every other port's start checked to find its engine free; each resource's
+ *     busy time and bytes added run by run (one fold per distinct history).  The
+ *     last run is walked through the link model again, which leaves its
+ *     resources, busy intervals and message starts as the full walk leaves them
+ *     for the steps after.  Where a checked start would have waited, or a shared
+ *     port's would look back past what was forgotten of its engine, nothing is
+ *     kept and every run is walked.  Cost O(T x flows of one step) additions.
  * Both are compared with the walk of every step, ==, by test_ring_repeat (small
  * open, mixed and wrapped pods, every ring collective); the 8,960-chip rings of
- * bench/big_plans.sh take the uniform way (every flow of a step is through when
- * the busiest link of the step is: each link carries one or two flows, all
- * starting together).
+ * bench/big_plans.sh take the shortcut (each link carries one flow a step, or
+ * two on the open pod, all starting together), and give there the walk run by run
+ * (open) and main's walk of every flow (mixed, wrapped), bit for bit.
  */
 #include "timing_repeat.h"
 
