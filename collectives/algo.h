@@ -38,6 +38,8 @@ typedef struct tpu_algo_args {
     const uint8_t *local; /* non-NULL: only the flows that start or end on a chip marked here
                              (a rank's own part of the data schedule; torus family, direct
                              all-to-all and ppermute; the others build every flow) */
+    int compact;          /* 1: a ring (allgather_group_ring.c) builds its steps 1, 2 and the
+                             last only; step 2 stands for the middle ones (timing_repeat.c) */
 } tpu_algo_args_t;
 
 /* args.split: the torus all-gather over three axes splits between all six axis orders. */

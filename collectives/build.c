@@ -3,6 +3,7 @@
 
 #include "alloc.h"
 #include "lines.h"
+#include "timing_repeat.h"
 #include "tree_bound.h"
 
 #include <stdio.h>
@@ -118,6 +119,10 @@ tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *a
     }
     ps->lines = 0;
     ps->bound = 0;
+    /* A ring's model schedule: its first, second and last steps, the second
+     * repeated (timing_repeat.c); every step when its steps do not line up. */
+    args.compact = orbit && rep < 0 && local == NULL && tpu__repeat_ring_algo(algo->name) &&
+                   tpu__repeat_ring_steps(p->group, 1) == 3;
     if (orbit && rep < 0 && !ps->orbit && tpu__lines_applies(p, algo)) {
         status = tpu__lines_build(p, algo, ps);
     } else if (orbit && rep < 0 && local == NULL && tpu__tree_bound_applies(p, algo, chunks)) {
@@ -127,6 +132,18 @@ tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *a
     }
     if (status == TPU_OK && !ps->lines && !ps->bound) {
         status = tpu__plan_sched_index(ps);
+    }
+    if (status == TPU_OK && args.compact) {
+        int noted = tpu__repeat_note(ps, p->group);
+
+        if (noted == 0) {
+            tpu__sched_fini(&ps->s);
+            tpu__sched_init(&ps->s);
+            args.compact = 0;
+            status = algo->build(&args, &ps->s, err);
+            status = status == TPU_OK ? tpu__plan_sched_index(ps) : status;
+        }
+        status = noted < 0 ? TPU_ERR_NO_MEMORY : status;
     }
     if (status == TPU_OK && orbit && !ps->lines && !ps->bound && rep < 0 && local == NULL) {
         /* The model schedule of every chip or of a domain: room for its chips' ends. */
@@ -149,7 +166,7 @@ tpu_status_t tpu__plan_build_local(const tpu_coll_plan_t *p, const tpu_algo_t *a
 
 int64_t tpu__plan_sched_pod_flows(const tpu_topo_t *topo, const tpu_plan_sched_t *ps)
 {
-    int64_t n = ps->s.nflows;
+    int64_t n = tpu__repeat_flows(ps);
     int a;
 
     if (ps->lines) {

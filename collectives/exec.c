@@ -329,8 +329,8 @@ tpu_status_t tpu_coll_exec_create(const tpu_coll_plan_t *plan, tpu_xport_t *x,
             }
         }
     } else if (plan->model.rep >= 0 || plan->model.orbit || plan->model.lines ||
-               plan->model.bound || (plan->algo->pipelined && plan->args.chunks > 1) ||
-               local != NULL) {
+               plan->model.bound || plan->model.repeat != NULL ||
+               (plan->algo->pipelined && plan->args.chunks > 1) || local != NULL) {
         status = tpu__plan_build_local(plan, plan->algo, 1, -1, 0, local, &e->data, err);
         if (status != TPU_OK) {
             goto fail;

@@ -125,7 +125,7 @@ tpu_status_t tpu__exec_model_times(tpu_coll_exec_t *e, const tpu_coll_observer_t
     if (obs == NULL && ps->ends != NULL && ps->ends->filled) {
         return ends_times(e, ps);
     }
-    if (obs != NULL && (ps->orbit || ps->lines || ps->bound)) {
+    if (obs != NULL && (ps->orbit || ps->lines || ps->bound || ps->repeat != NULL)) {
         /* The observer is told of every flow of the pod: walk every chip's schedule
          * (the same modeled time). */
         if (tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &full, &err) != TPU_OK) {

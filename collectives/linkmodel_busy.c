@@ -168,3 +168,15 @@ double tpu__linkmodel_busy_fit(const tpu_linkmodel_t *lm, int32_t r, double t, d
     }
     return t;
 }
+
+void tpu__linkmodel_busy_forget(tpu_linkmodel_t *lm, int32_t r, double t)
+{
+    double *iv = tpu__linkmodel_busy_list(lm, r);
+    int i = tpu__linkmodel_busy_first_after(lm, r, t);
+
+    if (i > 0) {
+        memmove(iv, iv + 2 * i, (size_t)(lm->niv[r] - i) * 2 * sizeof(double));
+        lm->niv[r] -= i;
+        lm->ivhint[r] = 0;
+    }
+}

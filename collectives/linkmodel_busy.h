@@ -17,6 +17,9 @@ double tpu__linkmodel_busy_wait(const tpu_linkmodel_t *lm, int32_t r, double t, 
 double tpu__linkmodel_busy_idle(const tpu_linkmodel_t *lm, int32_t r, double t);
 /* Mark [a, b) busy on resource r; TPU_ERR_NO_MEMORY if its list cannot grow. */
 tpu_status_t tpu__linkmodel_busy_add(tpu_linkmodel_t *lm, int32_t r, double a, double b);
+/* Forget the intervals of resource r that end at or before t: no question will be
+ * asked of them again (timing_repeat.c, the message starts of a repeated step). */
+void tpu__linkmodel_busy_forget(tpu_linkmodel_t *lm, int32_t r, double t);
 /* The first moment at or after t from which resource r is idle for w seconds. */
 double tpu__linkmodel_busy_fit(const tpu_linkmodel_t *lm, int32_t r, double t, double w);
 

@@ -12,6 +12,7 @@
 #include "lines.h"
 #include "select.h"
 #include "timing.h"
+#include "timing_repeat.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -486,7 +487,7 @@ static void result_out(const tpu_coll_plan_t *plan, double t, tpu_coll_result_t 
     res->modeled_us = t * 1e6;
     snprintf(res->algorithm, sizeof(res->algorithm), "%s", plan->name);
     res->flows = tpu__plan_sched_pod_flows(&plan->topo, &plan->model);
-    res->steps = plan->model.s.nsteps;
+    res->steps = (int)tpu__repeat_steps(&plan->model);
     *res_p = *res;
 }
 
@@ -494,6 +495,26 @@ tpu_status_t tpu_coll_plan_model(const tpu_coll_plan_t *plan, tpu_coll_result_t 
                                  tpu_err_t *err)
 {
     return tpu_coll_plan_model_observed(plan, NULL, res_p, err);
+}
+
+/*
+ * Does an observer of the plan's model see the schedule of every chip, built
+ * again?  Yes for the shortcuts that hold no flow of their own (the tree's bound
+ * form), a ring's repeated steps, line timing within its budget (past it, the
+ * lines' own flows), and when every chip's flows are asked for.
+ */
+static int observe_every_chip(const tpu_coll_plan_t *plan, const tpu_coll_observer_t *obs)
+{
+    const tpu_plan_sched_t *ps = &plan->model;
+
+    if (ps->bound || ps->repeat != NULL) {
+        return 1;
+    }
+    if (ps->lines) {
+        return obs->every_chip ||
+               (double)tpu__plan_sched_pod_flows(&plan->topo, ps) <= TPU_LINES_OBSERVE_EVERY;
+    }
+    return obs->every_chip && (ps->rep >= 0 || ps->orbit);
 }
 
 tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
@@ -508,11 +529,7 @@ tpu_status_t tpu_coll_plan_model_observed(const tpu_coll_plan_t *plan,
 
     memset(&res, 0, sizeof(res));
     memset(&full, 0, sizeof(full));
-    if (obs != NULL && (plan->model.bound ||
-                        (plan->model.lines && (obs->every_chip || (double)tpu__plan_sched_pod_flows(
-                                                                      &plan->topo, &plan->model) <=
-                                                                      TPU_LINES_OBSERVE_EVERY)) ||
-                        (obs->every_chip && (plan->model.rep >= 0 || plan->model.orbit)))) {
+    if (obs != NULL && observe_every_chip(plan, obs)) {
         /* The schedule of every chip: the same modeled time, flow by flow (line
          * timing past its budget: the lines' own flows, lines.h). */
         status = tpu__plan_build(plan, plan->algo, plan->args.chunks, -1, 0, &full, err);

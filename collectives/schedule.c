@@ -582,4 +582,6 @@ void tpu__plan_sched_fini(tpu_plan_sched_t *ps)
     ps->step_start = NULL;
     tpu__free(ps->ends);
     ps->ends = NULL;
+    tpu__free(ps->repeat);
+    ps->repeat = NULL;
 }

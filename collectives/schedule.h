@@ -145,6 +145,9 @@ typedef struct tpu_plan_sched {
     int64_t bound_link[TPU_MAX_AXES]; /* and in the whole collective, */
     int64_t bound_flows;              /* and the flows of the whole pod it stands for */
     tpu_chip_ends_t *ends; /* every-chip and orbit model schedules: per-chip ends, or NULL */
+    int64_t *repeat;       /* NULL, or per step of s how many times it runs, each time on
+                            * the flows of its previous run (a ring's compact form,
+                            * timing_repeat.c) */
 } tpu_plan_sched_t;
 
 /* Permutations of (0, 1, 2), the axis orders a route can take; index 0 is x, y, z. */

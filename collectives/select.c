@@ -19,6 +19,7 @@
 #include "build.h"
 #include "lines.h"
 #include "timing.h"
+#include "timing_repeat.h"
 
 #include <string.h>
 
@@ -123,9 +124,11 @@ static double model_flows(const tpu_coll_plan_t *p)
             domain = domain * p->period[a] / p->topo.dims[a];
         }
         for (i = 0; named && i < tpu__nalgos; i++) {
-            /* The tree's flows grow like the chips, not the group: its own closed form. */
-            if (tpu__algos[i].kind == p->desc.kind && strcmp(p->desc.algo, "group_tree") == 0 &&
-                strcmp(tpu__algos[i].name, "group_tree") == 0) {
+            /* The tree's flows grow like the chips, not the group, a ring's like its
+             * built steps (timing_repeat.c): their own closed forms. */
+            if (tpu__algos[i].kind == p->desc.kind &&
+                strcmp(tpu__algos[i].name, p->desc.algo) == 0 &&
+                (strcmp(p->desc.algo, "group_tree") == 0 || tpu__repeat_ring_algo(p->desc.algo))) {
                 return group_flows(p, &tpu__algos[i]);
             }
         }
@@ -204,7 +207,7 @@ static double group_domain(const tpu_coll_plan_t *p)
 /*
  * The flows (and dependency lists, at a tenth of a flow each) the schedule of the
  * group algorithm 'algo' holds, in closed form, before it is built: a ring has 2
- * flows per member and step, floor(G/2) steps per phase; a direct phase G - 1
+ * flows per member and built step (timing_repeat.c: 3 per phase); a direct phase G - 1
  * per member; the tree (psum_group_tree.c) one per member and phase; a psum two
  * phases.  0 where no closed form is known (the explicit
  * pairs).
@@ -214,7 +217,7 @@ static double group_flows(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
     double g = p->group, domain = group_domain(p), phases = p->desc.kind == TPU_COLL_PSUM ? 2 : 1;
 
     if (strcmp(algo->name, "group_ring") == 0 || strcmp(algo->name, "group_rs_ag") == 0) {
-        return phases * domain * 2 * (double)(p->group / 2);
+        return phases * domain * 2 * (double)tpu__repeat_ring_steps(p->group, 1);
     }
     if (strcmp(algo->name, "group_tree") == 0) {
         /* One flow per member and phase, a dependency or two; every chip (build.c). */

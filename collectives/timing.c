@@ -30,6 +30,7 @@
 
 #include "alloc.h"
 #include "lines.h"
+#include "timing_repeat.h"
 #include "tree_bound.h"
 
 #include <string.h>
@@ -339,6 +340,10 @@ tpu_status_t tpu__timing_walk(tpu_timing_t *t, const tpu_plan_sched_t *ps)
         }
         for (i = first; i < last && t->obs != NULL; i++) {
             observe_flow(t, sc, i, first);
+        }
+        /* A step that runs again (a ring's compact form): its other runs. */
+        if (ps->repeat != NULL && ps->repeat[s] > 1 && tpu__timing_repeat(t, ps, s) != TPU_OK) {
+            return TPU_ERR_NO_MEMORY;
         }
     }
     return TPU_OK;

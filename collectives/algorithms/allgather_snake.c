@@ -48,14 +48,19 @@
  *
  * Restrictions: ICI axes only (no 'dcn'), at least two selected axes of size
  * above 1, none of them wrapped (a wrapped axis has its own ring), an even group
- * (odd grids have no Hamiltonian cycle), at most TPU_SNAKE_MAX_FLOWS flows (group
- * chips x pod chips: an open 16x20x28 over x,y,z would need 80 million).
- * Otherwise TPU_ERR_UNSUPPORTED, and the
- * selector skips it.  Not pipelined.
+ * (odd grids have no Hamiltonian cycle), at most TPU_SNAKE_MAX_FLOWS flows (2 per
+ * chip and built step: the model schedule of a named snake holds 3 steps, its
+ * second run G/2 - 2 times (timing_repeat.c), 53,760 flows on an open 16x20x28
+ * over x,y,z; the cost model, which compares it with the torus, counts all G/2,
+ * 80 million there, and skips it: a ring of G/2 hops only loses to the torus's D
+ * hops).  Otherwise TPU_ERR_UNSUPPORTED, and the selector skips it.  Not
+ * pipelined.  Named on the open 16x20x28 at 1,174,405,120 bytes: every step one
+ * block per link, 11,003.7 us (4,480 steps of 1 hop and B/(W/2)).
  */
 #include "algo.h"
 #include "allgather_group_ring.h"
 #include "alloc.h"
+#include "timing_repeat.h"
 
 /* The most flows a snake schedule may hold (group chips x pod chips). */
 #define TPU_SNAKE_MAX_FLOWS 8e6
@@ -90,6 +95,7 @@ tpu_status_t tpu__algo_ALL_GATHER_snake(const tpu_algo_args_t *args, tpu_sched_t
     tpu_groups_t gr;
     int32_t *blk = NULL;
     int ax[TPU_MAX_AXES], nax = 0, e = -1, a, G, L, k, r, p, g;
+    double flows;
     tpu_status_t status;
 
     memset(&gr, 0, sizeof(gr));
@@ -111,14 +117,22 @@ tpu_status_t tpu__algo_ALL_GATHER_snake(const tpu_algo_args_t *args, tpu_sched_t
                            "the snake ring needs two or more open ICI axes, one of even size");
     }
     G = tpu_topo_group_size(topo, args->mask);
-    if ((double)G * topo->nchips > TPU_SNAKE_MAX_FLOWS) {
-        /* Every chip's flows (no representative: the cycle has no symmetry to use),
-         * G per chip: a ring this long only loses to the torus's D hops anyway. */
+    /* Every chip's flows (no representative: the cycle has no symmetry to use), 2
+     * per chip and built step: all G/2 steps, or 3 in the compact model schedule
+     * (timing_repeat.c); a rank's part (args->local) those from and into its chips.
+     * Not named, the cost model counts every step: a ring this long only loses to
+     * the torus's D hops, and is not worth building to compare. */
+    flows = args->local != NULL ? 0 : topo->nchips;
+    for (a = 0; args->local != NULL && a < topo->nchips; a++) {
+        flows += args->local[a] ? 2 : 0;
+    }
+    flows *=
+        2.0 * tpu__repeat_ring_steps(G, args->compact && args->desc != NULL && args->desc->algo[0]);
+    if (flows > TPU_SNAKE_MAX_FLOWS) {
         return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
                            "the snake ring over %d of %d chips would need about %.0f million "
                            "flows, more than %.0f million",
-                           G, topo->nchips, (double)G * topo->nchips / 1e6,
-                           TPU_SNAKE_MAX_FLOWS / 1e6);
+                           G, topo->nchips, flows / 1e6, TPU_SNAKE_MAX_FLOWS / 1e6);
     }
     L = G / topo->dims[e];
     status = tpu_groups_of_axes(topo, args->mask, &gr, err);

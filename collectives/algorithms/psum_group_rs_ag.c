@@ -12,6 +12,11 @@
  * on rings of single links (every step moves B = V/G bytes each way), about twice
  * the bandwidth term on a part of an open line (the closing hop shares links).
  *
+ * Both phases' model schedules are compact (timing_repeat.c).  Over x,y,z of the
+ * 16x20x28 v5p at 1,174,405,120 bytes: 44,027.03 us open, 22,631.49 us mixed,
+ * 22,343.49 us wrapped (the reduce-scatter's and the all-gather's times added, the
+ * second phase's chains after the first's longest).
+ *
  * Restrictions: none on V beyond whole elements (the last blocks are padding).
  * Not pipelined.
  *

@@ -22,7 +22,8 @@ void tpu_test_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slice
     assert_int_equal(tpu_topo_init(t, naxes, dims, w, slices, &err), TPU_OK);
 }
 
-int tpu_test_pod_link(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape, const char *wrap)
+int tpu_test_model_pod(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape,
+                       const char *wrap)
 {
     tpu_err_t err = {0};
     int dims[TPU_MAX_AXES], w[TPU_MAX_AXES], naxes, is_auto, a;

@@ -16,6 +16,18 @@
 /* 'shape' ("4x4"), 'wrap' ("all", "none", "x,z") and 'slices' into '*t'. */
 void tpu_test_topo(tpu_topo_t *t, const char *shape, const char *wrap, int slices);
 
+/*
+ * The pod and link model of the model's shortcut tests: 'shape' and 'wrap' into
+ * '*topo' (returns 0 when 'wrap' names an axis the shape lacks: "x,z" on a 2D
+ * shape), 90 GB/s ICI links of 1 us, DCN at 12.5 GB/s and 10 us, hosts of two
+ * chips along each even axis, no message cost.
+ */
+int tpu_test_model_pod(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape,
+                       const char *wrap);
+
+/* Fail unless 'a' and 'b' have the same per-axis statistics (==). */
+void tpu_test_same_stats(const tpu_coll_result_t *a, const tpu_coll_result_t *b);
+
 /* The axis masks of 't' whose groups have two chips or more (dcn too when it has
  * slices), increasing, into 'masks' (room for 32) with the axes each names in
  * 'naxes'; returns how many. */
@@ -38,18 +50,6 @@ void tpu_test_coll_target(const tpu_topo_t *topo, const char *mesh_spec, const c
  */
 void tpu_test_check_transports(const tpu_coll_plan_t *plan, const tpu_topo_t *topo,
                                const char *label);
-
-/*
- * The pod 'shape' with 'wrap' (one slice) into '*topo' and a v4-like link model into
- * '*link' (90e9 B/s ICI, 1 us per hop, DCN 12.5e9 B/s and 10 us, hosts of 2 along
- * each even axis): the pods the model's shortcuts are compared on.  Returns 0 when
- * 'wrap' names an axis the shape lacks.
- */
-int tpu_test_pod_link(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape,
-                      const char *wrap);
-
-/* Fail unless every per-axis statistic of 'a' and 'b' is equal (==). */
-void tpu_test_same_stats(const tpu_coll_result_t *a, const tpu_coll_result_t *b);
 
 /* A link model for easy arithmetic: ici_bw 2e9 B/s both directions (1000 bytes take
  * 1 us one way), 1 us per ICI hop, DCN 1e9 B/s and 10 us, PCIe 1e10 B/s. */

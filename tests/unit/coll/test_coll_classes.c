@@ -20,10 +20,12 @@
 
 #include "build.h"
 #include "exec.h"
+#include "model_case.h"
 #include "plan.h"
 #include "test_coll.h"
 #include "test_main.h"
 #include "timing.h"
+#include "timing_repeat.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,11 +41,6 @@ typedef struct counts {
     int compared;  /* (plan, algorithm, depth) triples compared */
     int shortcuts; /* of which the model took a shortcut */
 } counts_t;
-
-static int make(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape, const char *wrap)
-{
-    return tpu_test_pod_link(topo, link, shape, wrap);
-}
 
 /* Every algorithm and depth for the plan's request: the model's part == every chip's. */
 static void compare_plan(const tpu_coll_plan_t *p, counts_t *n)
@@ -87,9 +84,9 @@ static void compare_plan(const tpu_coll_plan_t *p, counts_t *n)
             assert_true(tp == tf);
             tpu_test_same_stats(&rp, &rf);
             assert_int_equal(tpu__plan_sched_pod_flows(&p->topo, &part), full.s.nflows);
-            assert_int_equal(part.s.nsteps, full.s.nsteps);
+            assert_int_equal(tpu__repeat_steps(&part), full.s.nsteps);
             n->compared++;
-            n->shortcuts += part.rep >= 0 || part.orbit || part.lines;
+            n->shortcuts += part.rep >= 0 || part.orbit || part.lines || part.repeat != NULL;
             tpu__plan_sched_fini(&part);
             tpu__plan_sched_fini(&full);
         }
@@ -186,7 +183,7 @@ static void run_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, 
     unsigned mask;
     int group;
 
-    if (!make(&topo, &link, shape, wrap) ||
+    if (!tpu_test_model_pod(&topo, &link, shape, wrap) ||
         tpu_topo_parse_axes(&topo, axes, &mask, &err) != TPU_OK) {
         return;
     }
@@ -333,7 +330,7 @@ static void part_case(const char *shape, const char *wrap, tpu_coll_kind_t kind,
     int32_t *ids = NULL;
     int c, group;
 
-    assert_true(make(&topo, &link, shape, wrap));
+    assert_true(tpu_test_model_pod(&topo, &link, shape, wrap));
     memset(&groups, 0, sizeof(groups));
     tpu_coll_desc_init(&d);
     d.kind = kind;
@@ -428,7 +425,7 @@ static int ends_case(const char *shape, const char *wrap, tpu_coll_kind_t kind, 
     int32_t ids[64];
     int k, group, had;
 
-    assert_true(make(&topo, &link, shape, wrap));
+    assert_true(tpu_test_model_pod(&topo, &link, shape, wrap));
     assert_true(topo.nchips <= 64);
     if (strided && topo.nchips % 2 != 0) {
         return 0; /* two halves need an even pod */
@@ -541,58 +538,10 @@ static void test_rank_ends(void **state)
 static int orbit_case(const char *shape, const char *wrap, const char *mesh_spec, const char *axes,
                       tpu_coll_kind_t kind, const char *algo)
 {
-    tpu_err_t err = {0};
-    tpu_topo_t topo;
-    tpu_link_model_t link;
-    tpu_coll_desc_t d;
-    tpu_coll_plan_t *plan = NULL;
-    tpu_mesh_t *mesh = NULL;
-    tpu_groups_t groups;
-    tpu_plan_sched_t part, full;
-    tpu_coll_result_t rp, rf, rm;
-    double tp = -1, tf = -2;
-    int orbit;
+    int flags = tpu_test_model_case(shape, wrap, NULL, mesh_spec, axes, kind, algo, 3 * 4, 0);
 
-    assert_true(make(&topo, &link, shape, wrap));
-    memset(&groups, 0, sizeof(groups));
-    tpu_coll_desc_init(&d);
-    d.kind = kind;
-    snprintf(d.algo, sizeof(d.algo), "%s", algo);
-    tpu_test_coll_target(&topo, mesh_spec, axes, 3 * 4, &mesh, &groups, &d);
-    if (tpu_coll_plan_create(&topo, &link, &d, &plan, &err) != TPU_OK) {
-        print_error("%s %s %s %s %s: %s\n", shape, wrap, axes, tpu_coll_name(kind), algo, err.msg);
-        fail();
-    }
-    assert_string_equal(plan->algo->name, algo);
-    memset(&part, 0, sizeof(part));
-    memset(&full, 0, sizeof(full));
-    assert_int_equal(tpu__plan_build(plan, plan->algo, 1, -1, 1, &part, &err), TPU_OK);
-    assert_int_equal(tpu__plan_build(plan, plan->algo, 1, -1, 0, &full, &err), TPU_OK);
-    assert_int_equal(tpu__time_schedule(&topo, &link, &part, &tp, &rp), TPU_OK);
-    assert_int_equal(tpu__time_schedule(&topo, &link, &full, &tf, &rf), TPU_OK);
-    assert_int_equal(tpu_coll_plan_model(plan, &rm, &err), TPU_OK);
-    if (tp != tf || rm.modeled_us != tf * 1e6) {
-        print_error("%s %s %s %s %s: domain %.17g, every chip %.17g, plan %.17g us\n", shape, wrap,
-                    axes, tpu_coll_name(kind), algo, tp, tf, rm.modeled_us);
-    }
-    assert_true(tp == tf);
-    assert_true(rm.modeled_us == tf * 1e6);
-    tpu_test_same_stats(&rp, &rf);
-    assert_int_equal(tpu__plan_sched_pod_flows(&topo, &part), full.s.nflows);
-    assert_int_equal(rm.flows, full.s.nflows);
-    assert_int_equal(part.s.nsteps, full.s.nsteps);
     /* group_direct over whole axes: its lines (lines.c), cheaper than a domain (2). */
-    orbit = part.lines ? 2 : part.orbit;
-    if (orbit) {
-        assert_true(part.s.nflows < full.s.nflows);
-        assert_int_equal(tpu_coll_plan_model_flows(plan), part.s.nflows);
-    }
-    tpu__plan_sched_fini(&part);
-    tpu__plan_sched_fini(&full);
-    tpu_coll_plan_destroy(plan);
-    tpu_groups_fini(&groups);
-    tpu_mesh_destroy(mesh);
-    return orbit;
+    return (flags & TPU_TEST_LINES) ? 2 : flags & TPU_TEST_ORBIT;
 }
 
 static void test_orbit_open_groups(void **state)

@@ -48,7 +48,7 @@ static const tpu_coll_kind_t kinds[] = {TPU_COLL_ALL_GATHER, TPU_COLL_REDUCE_SCA
 static int make(tpu_topo_t *topo, tpu_link_model_t *link, const char *shape, const char *wrap,
                 int variant)
 {
-    if (!tpu_test_pod_link(topo, link, shape, wrap)) {
+    if (!tpu_test_model_pod(topo, link, shape, wrap)) {
         return 0;
     }
     if (variant == 1) {
