@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# usage: bench/big_plans.sh [BUILD] [LIMIT_KB]   (default build/, 6000000)
+# usage: [WRAPS="none x,z all"] bench/big_plans.sh [BUILD] [LIMIT_KB]   (default build/, 6000000)
 # Every algorithm of the registry (collectives/algorithms.def), forced with --algo
 # over every axis, on the three 8,960-chip v5p shapes (16x20x28 open, x and z
-# wrapped, wrapped): 'tpuemu model --json -' (both modes) at 1,174,405,120 bytes
+# wrapped, wrapped; WRAPS lists others, e.g. "x y z x,y y,z"): 'tpuemu model --json -' (both modes) at 1,174,405,120 bytes
 # (ppermute: along x), one row per run as it ends: wall seconds, CPU seconds
 # (user + sys), peak RSS, modeled time, or the one-line refusal.  Each run is capped at
 # LIMIT_KB of address space and 60 s of CPU (600 s of wall clock on a loaded
@@ -20,7 +20,7 @@ grep '^TPU_ALGO(' "$def" | sed 's/^TPU_ALGO( *\([A-Z_0-9]*\), *\([a-z_0-9]*\),.*
         [ "$op" = p2p ] && continue # two chips, not a collective over the axes
         axes=x,y,z
         [ "$op" = ppermute ] && axes=x
-        for wrap in none x,z all; do
+        for wrap in ${WRAPS:-none x,z all}; do
             out=$( (ulimit -v "$limit" -t 60; timeout 600 /usr/bin/time -f "TIME %U %S %M %e" "$b/tpuemu" model \
                 --chip v5p --topology 16x20x28 --wrap "$wrap" --collective "$op" --axes "$axes" \
                 --algo "$algo" --bytes "$bytes" --json -) 2>&1)
