@@ -4,6 +4,8 @@
  */
 #include "algo.h"
 
+#include <string.h>
+
 const tpu_algo_t tpu__algos[] = {
 #define TPU_ALGO(kind, name, pipelined, groups, summary) \
     {TPU_COLL_##kind, #name, tpu__algo_##kind##_##name, pipelined, groups, summary},
@@ -11,6 +13,18 @@ const tpu_algo_t tpu__algos[] = {
 #undef TPU_ALGO
 };
 const int tpu__nalgos = (int)(sizeof(tpu__algos) / sizeof(tpu__algos[0]));
+
+const tpu_algo_t *tpu__algo_named(const tpu_coll_desc_t *d)
+{
+    int i;
+
+    for (i = 0; i < tpu__nalgos && d->algo[0] != '\0'; i++) {
+        if (tpu__algos[i].kind == d->kind && strcmp(tpu__algos[i].name, d->algo) == 0) {
+            return &tpu__algos[i];
+        }
+    }
+    return NULL;
+}
 
 int tpu_coll_algo_count(void)
 {

@@ -66,4 +66,7 @@ typedef struct tpu_algo {
 extern const tpu_algo_t tpu__algos[];
 extern const int tpu__nalgos;
 
+/* The registry entry 'd' names (its kind and d->algo), or NULL (none named, or unknown). */
+const tpu_algo_t *tpu__algo_named(const tpu_coll_desc_t *d);
+
 #endif /* TPU_ALGO_H */

@@ -143,14 +143,9 @@ int tpu__lines_applies(const tpu_coll_plan_t *p, const tpu_algo_t *algo)
 
 int tpu__lines_named(const tpu_coll_plan_t *p)
 {
-    int i;
+    const tpu_algo_t *algo = tpu__algo_named(&p->desc);
 
-    for (i = 0; i < tpu__nalgos && p->desc.algo[0] != '\0'; i++) {
-        if (tpu__algos[i].kind == p->desc.kind && strcmp(tpu__algos[i].name, p->desc.algo) == 0) {
-            return tpu__lines_applies(p, &tpu__algos[i]);
-        }
-    }
-    return 0;
+    return algo != NULL && tpu__lines_applies(p, algo);
 }
 
 tpu_status_t tpu__lines_build(const tpu_coll_plan_t *p, const tpu_algo_t *algo,

@@ -80,15 +80,11 @@ static tpu_status_t axes_orbit(tpu_coll_plan_t *p, tpu_err_t *err)
 {
     tpu_groups_t g;
     int32_t *group_of = NULL, *index_of = NULL;
-    int i, named = 0;
+    const tpu_algo_t *algo = tpu__algo_named(&p->desc);
     tpu_status_t status;
 
-    for (i = 0; i < tpu__nalgos; i++) {
-        named |= tpu__algos[i].kind == p->desc.kind && tpu__algos[i].groups &&
-                 strcmp(tpu__algos[i].name, p->desc.algo) == 0;
-    }
-    if (!named || p->desc.groups != NULL || p->desc.pairs != NULL || tpu__plan_faulty(p) ||
-        p->desc.axes == 0 || p->topo.slices > 1) {
+    if (algo == NULL || !algo->groups || p->desc.groups != NULL || p->desc.pairs != NULL ||
+        tpu__plan_faulty(p) || p->desc.axes == 0 || p->topo.slices > 1) {
         return TPU_OK;
     }
     status = tpu_groups_of_axes(&p->topo, p->desc.axes, &g, err);

@@ -104,15 +104,12 @@ static double group_flows(const tpu_coll_plan_t *p, const tpu_algo_t *algo);
 static double model_flows(const tpu_coll_plan_t *p)
 {
     double chips = tpu__plan_translation_invariant(p) ? 1 : p->topo.nchips;
-    int i, named = 0;
+    const tpu_algo_t *algo = tpu__algo_named(&p->desc);
+    /* A group algorithm named over whole axes builds what it builds over groups. */
+    int i, named = algo != NULL && algo->groups;
 
     if (tpu__lines_named(p)) {
         return chips; /* group_direct over whole axes: timed from its lines (lines.c) */
-    }
-    /* A group algorithm named over whole axes builds what it builds over groups. */
-    for (i = 0; i < tpu__nalgos && p->desc.algo[0] != '\0'; i++) {
-        named |= tpu__algos[i].kind == p->desc.kind && tpu__algos[i].groups &&
-                 strcmp(tpu__algos[i].name, p->desc.algo) == 0;
     }
     if (p->desc.groups != NULL || named) {
         /* A ring psum: two flows per member and step, of the chips of one domain (what
@@ -123,14 +120,10 @@ static double model_flows(const tpu_coll_plan_t *p)
         for (a = 0; p->orbit && a < TPU_MAX_AXES; a++) {
             domain = domain * p->period[a] / p->topo.dims[a];
         }
-        for (i = 0; named && i < tpu__nalgos; i++) {
-            /* The tree's flows grow like the chips, not the group, a ring's like its
-             * built steps (timing_repeat.c): their own closed forms. */
-            if (tpu__algos[i].kind == p->desc.kind &&
-                strcmp(tpu__algos[i].name, p->desc.algo) == 0 &&
-                (strcmp(p->desc.algo, "group_tree") == 0 || tpu__repeat_ring_algo(p->desc.algo))) {
-                return group_flows(p, &tpu__algos[i]);
-            }
+        /* The tree's flows grow like the chips, not the group, a ring's like its
+         * built steps (timing_repeat.c): their own closed forms. */
+        if (named && (strcmp(algo->name, "group_tree") == 0 || tpu__repeat_ring_algo(algo->name))) {
+            return group_flows(p, algo);
         }
         if (!named) {
             /* The cost model builds only the candidates within the budget: the
