@@ -29,6 +29,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CSV = os.path.join(HERE, "..", "..", "shared", "reference", "maxtext_mfu_public.csv")
 
 
+# The code a row ran, where it differs from the CSV's workload columns: MaxText's
+# MaxText/layers.py at e47fa1b5d (the v5e table's commit, whose config scripts
+# the v5e rows ran) calls the Pallas flash kernel with `causal = False` (in
+# Attention.apply_attention), so those steps attend every key; the v5p commits'
+# MaxText/layers/attentions.py passes `causal=True`.  Keyed by config_commit.
+UNMASKED_FLASH_COMMITS = ("e47fa1b5d",)
+
+
+def attention_of(row):
+    """causal, or full where the row's code called the flash kernel without the mask."""
+    return "full" if row.get("config_commit", "").startswith(UNMASKED_FLASH_COMMITS) else "causal"
+
+
 def usable(row):
     return row.get("use_for_check") == "yes" and row.get("num_layers") not in (None, "")
 
@@ -54,7 +67,8 @@ def flags_of(row):
          "--remat", row["remat_policy"],
          "--param-dtype", "f32" if row["weight_dtype"] == "float32" else "bf16",
          "--dtype", "bf16" if row["activation_dtype"] == "bfloat16" else "f32",
-         "--optimizer", "adamw" if row["optimizer"].startswith("adamw") else "sgd"]
+         "--optimizer", "adamw" if row["optimizer"].startswith("adamw") else "sgd",
+         "--attention", attention_of(row)]
     if row["tied_embedding"].startswith("yes"):
         f.append("--tied-embeddings")
     return f

@@ -90,9 +90,11 @@ typedef struct app_opts {
     int model_only;
     /* train --model transformer: the planner's workload (0 / NULL / -1 when not given) */
     int64_t kv_heads, head_dim;
-    const char *mlp, *block, *remat, *param_dtype, *optimizer, *preset;
+    const char *mlp, *block, *remat, *param_dtype, *optimizer, *preset, *attention;
     int tied_embeddings, search, prefetch;
     double input_rate;
+    double dcn_fabric_bw; /* -1: the generation's fit */
+    double mxu_fraction;  /* -1: the generation's fit */
     /* replay */
     const char *module_path;
     int module, list, top;

@@ -21,7 +21,7 @@ static const char *const axis_names[A_COUNT] = {"data", "fsdp", "sequence", "ten
 void tpu_xfmr_cost_schedule(tpu_xfmr_cost_t *c)
 {
     eng_t *e = c->engine;
-    double tc = 0, tl = 0, grads = 0, last_op = 0;
+    double tc = 0, tl = 0, grads = 0, last_op = 0, async_end = 0;
     int64_t i;
     int u;
 
@@ -45,11 +45,13 @@ void tpu_xfmr_cost_schedule(tpu_xfmr_cost_t *c)
             tc = e->ready[p->unit] > tc ? e->ready[p->unit] : tc;
         } else if (p->kind == P_WAIT_GRADS) {
             tc = grads > tc ? grads : tc;
+        } else if (p->kind == P_JOIN) {
+            tc = async_end > tc ? async_end : tc;
         } else {
             tpu_xfmr_cost_call_t *call = &c->calls[p->idx];
             double s = tc > tl ? tc : tl;
 
-            if (p->kind == P_CMM) { /* beside the matmul that produces its operand */
+            if (p->kind == P_CMM || p->kind == P_CMM_ASYNC) { /* beside its operand's matmul */
                 s = last_op > tl ? last_op : tl;
             }
 
@@ -60,6 +62,8 @@ void tpu_xfmr_cost_schedule(tpu_xfmr_cost_t *c)
                 tc = tl;
             } else if (p->kind == P_CMM) {
                 tc = tl > tc ? tl : tc;
+            } else if (p->kind == P_CMM_ASYNC) {
+                async_end = tl;
             } else if (p->kind == P_GRAD) {
                 grads = tl > grads ? tl : grads;
             } else {
@@ -176,7 +180,8 @@ static tpu_status_t check_divides(const eng_t *e, tpu_err_t *err)
     return TPU_OK;
 }
 
-/* 6 N B S + 12 L B S^2 H Dh, the attention halved when causal (compiled; see the header). */
+/* 6 N B S + 12 L B S^2 H Dh, the attention halved when causal (compiled and not attn_full;
+ * see the header). */
 static double model_flops(const eng_t *e)
 {
     const tpu_xfmr_config_t *m = &e->m;
@@ -188,7 +193,7 @@ static double model_flops(const eng_t *e)
     const double mlp = p->mlp == TPU_XFMR_MLP_SWIGLU ? 3 : 2;
     const double n = L * (2 * D * H * dh + 2 * D * kv * dh + mlp * D * F) + D * V;
 
-    return 6.0 * n * B * S + (p->compiled ? 6.0 : 12.0) * L * B * S * S * hd;
+    return 6.0 * n * B * S + (p->compiled && !p->attn_full ? 6.0 : 12.0) * L * B * S * S * hd;
 }
 
 void tpu_xfmr_plan_init(tpu_xfmr_plan_t *p)

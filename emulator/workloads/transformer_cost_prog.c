@@ -84,7 +84,8 @@ enum {
      * recomputes only the residuals the backward uses (the dead-code rule of remat_p in
      * jax/_src/ad_checkpoint.py), and XLA removes what nothing reads. */
     C_DEAD = 64,
-    C_DEAD_PAR = 128 /* the same in the parallel block only (there the sum goes to the residual) */
+    C_DEAD_PAR = 128, /* the same in the parallel block only (there the sum goes to the residual) */
+    C_WGRAD = 256     /* a weight gradient: nothing of the layer's backward reads it */
 };
 
 typedef struct row {
@@ -161,23 +162,23 @@ static const row_t head_fwd[] = {
 /* As transformer_bwd.c charges them. */
 static const row_t head_bwd[] = {
     VPU("dlogits", SOFTMAX, Z_T, Z_VL),
-    MM("dunembed", Z_D, Z_T, Z_VL, Z_1),
+    MMC("dunembed", Z_D, Z_T, Z_VL, Z_1, C_WGRAD),
     MM("dlogits @ unembed^T", Z_T, Z_VL, Z_D, Z_1),
     COLL(H_D_FINAL, Z_TD),
     NORM_BWD("norm_f backward"),
 };
 static const row_t layer_bwd[] = {
     MM("dgu = dh @ w2^T", Z_T, Z_D, Z_FL, Z_1),
-    MM("dw2", Z_FL, Z_T, Z_D, Z_1),
+    MMC("dw2", Z_FL, Z_T, Z_D, Z_1, C_WGRAD),
     ACT("act'(u)"),
     VPUC("d(act(u) g)", MUL, Z_T, Z_FG, C_GLU),
-    MM("dw1", Z_D, Z_T, Z_FL, Z_1),
-    MMC("dw3", Z_D, Z_T, Z_FG, Z_1, C_GLU),
+    MMC("dw1", Z_D, Z_T, Z_FL, Z_1, C_WGRAD),
+    MMC("dw3", Z_D, Z_T, Z_FG, Z_1, C_GLU | C_WGRAD),
     MM("du @ w1^T", Z_T, Z_FL, Z_D, Z_1),
     MMC("dg @ w3^T", Z_T, Z_FG, Z_D, Z_1, C_GLU),
     COLLC(H_D_MLP_IN, Z_TD, C_SEQ),
     NORM_BWDC("norm2 backward", C_SEQ),
-    MM("dwo", Z_DL, Z_T, Z_D, Z_1),
+    MMC("dwo", Z_DL, Z_T, Z_D, Z_1, C_WGRAD),
     MM("do = dh @ wo^T", Z_T, Z_D, Z_DL, Z_1),
     MMC("s = q k^T again (flash)", Z_SL, Z_DH, Z_SA, Z_BNH, C_FLASH),
     VPUC("softmax again (flash)", SOFTMAX, Z_BNHSL, Z_SA, C_FLASH | C_VMEM),
@@ -190,11 +191,11 @@ static const row_t layer_bwd[] = {
     VPUC("softmax backward: ds", MUL, Z_BNHSL, Z_SA, C_VMEM),
     COLL(H_D_KV, Z_KV),
     COLL(H_D_KV, Z_KV),
-    MM("dwq", Z_D, Z_T, Z_DL, Z_1),
+    MMC("dwq", Z_D, Z_T, Z_DL, Z_1, C_WGRAD),
     MM("dq @ wq^T", Z_T, Z_DL, Z_D, Z_1),
-    MM("dwk", Z_D, Z_T, Z_KVL, Z_1),
+    MMC("dwk", Z_D, Z_T, Z_KVL, Z_1, C_WGRAD),
     MM("dk @ wk^T", Z_T, Z_KVL, Z_D, Z_1),
-    MM("dwv", Z_D, Z_T, Z_KVL, Z_1),
+    MMC("dwv", Z_D, Z_T, Z_KVL, Z_1, C_WGRAD),
     MM("dv @ wv^T", Z_T, Z_KVL, Z_D, Z_1),
     COLL(H_D_ATTN_IN, Z_TD),
     NORM_BWD("norm1 backward"),
@@ -564,61 +565,93 @@ static int not_recomputed(const eng_t *e, const row_t *r, tpu_xfmr_remat_t polic
             ((r->cond & C_DEAD) || ((r->cond & C_DEAD_PAR) && e->plan.parallel_block)));
 }
 
-/* The rows of a section table, at 'index' (the layer, or -1); 'recompute' (a remat policy, or
- * TPU_XFMR_REMAT_NONE for the step's own rows) leaves out what the recomputation skips. */
-static tpu_status_t section_of(tpu_xfmr_cost_t *c, const char *sect, const row_t *rows, int n,
-                               int index, tpu_xfmr_remat_t recompute, tpu_err_t *err)
+/* Does collective row i run beside the matmul before it (compiled: XLA's collective matmul)? */
+static int is_cmm(const eng_t *e, const row_t *rows, int i)
+{
+    return e->plan.compiled && i > 0 && rows[i - 1].kind == R_MM;
+}
+
+/* Row i of a section table as ops or a call; 'async': a collective matmul whose compute does
+ * not wait (see section_of). */
+static tpu_status_t row_emit(tpu_xfmr_cost_t *c, const char *sect, const row_t *rows, int i,
+                             int async, int index, tpu_err_t *err)
 {
     static const tpu_vpu_op_t norm[] = {TPU_VPU_MUL, TPU_VPU_SUM, TPU_VPU_MUL, TPU_VPU_MUL};
     static const tpu_vpu_op_t norm_bwd[] = {TPU_VPU_MUL, TPU_VPU_SUM, TPU_VPU_MUL, TPU_VPU_SUM,
                                             TPU_VPU_ADD};
     eng_t *e = c->engine;
+    const row_t *r = &rows[i];
+    const int64_t *z = e->z;
     tpu_status_t status = TPU_OK;
-    int i, j;
+    int j;
 
-    for (i = 0; i < n && status == TPU_OK; i++) {
-        const row_t *r = &rows[i];
-        const int64_t *z = e->z;
+    switch (r->kind) {
+    case R_ACT:
+        return add_op(c, sect, r->what, 0, act_op(e), z[r->m], 0, z[r->n], 1, V_ACT, err);
+    case R_MM:
+        return add_op(c, sect, r->what, 1, 0, z[r->m], z[r->k], z[r->n], z[r->count], 0, err);
+    case R_VPU:
+        return add_op(c, sect, r->what, 0, r->op, z[r->m], 0, z[r->n], 1,
+                      (r->n == Z_NPAR ? 0 : V_ACT) | ((r->cond & C_VMEM) ? V_VMEM : 0), err);
+    case R_NORM:
+    case R_NORM_BWD:
+        /* compiled: one fused pass forward, two backward */
+        for (j = 0; status == TPU_OK && j < (r->kind == R_NORM ? 4 : 5) &&
+                    !(e->plan.compiled && j >= (r->kind == R_NORM ? 1 : 2));
+             j++) {
+            char w[48];
 
-        if (!applies(e, r) ||
-            (recompute != TPU_XFMR_REMAT_NONE && not_recomputed(e, r, recompute))) {
+            snprintf(w, sizeof(w), "%s (%s)", r->what,
+                     tpu_vpu_op_name(r->kind == R_NORM ? norm[j] : norm_bwd[j]));
+            status = add_op(c, sect, w, 0, r->kind == R_NORM ? norm[j] : norm_bwd[j], z[r->m], 0,
+                            z[r->n], 1, V_ACT, err);
+        }
+        return status;
+    case R_COLL: {
+        /* f32 elements of the engine; bf16 activations are half as many bytes.  Compiled:
+         * a psum after a matmul runs beside it (XLA's collective matmul). */
+        const int cmm = is_cmm(e, rows, i);
+
+        return add_call(c, r->op, hooks[r->op].kind, hooks[r->op].axes,
+                        (uint64_t)(z[r->m] * e->act_bytes / 4), index,
+                        cmm ? (async ? P_CMM_ASYNC : P_CMM) : P_SYNC, 0, !cmm, err);
+    }
+    }
+    return status;
+}
+
+/* The rows of a section table, at 'index' (the layer, or -1); 'recompute' (a remat policy, or
+ * TPU_XFMR_REMAT_NONE for the step's own rows) leaves out what the recomputation skips.
+ * Compiled, the weight gradients (C_WGRAD: nothing of the layer's backward reads them) wait
+ * for the next collective matmul and run while it is on the links, as XLA's latency-hiding
+ * scheduler orders independent work after an async collective's start; the compute waits
+ * for the collective after them (P_JOIN). */
+static tpu_status_t section_of(tpu_xfmr_cost_t *c, const char *sect, const row_t *rows, int n,
+                               int index, tpu_xfmr_remat_t recompute, tpu_err_t *err)
+{
+    eng_t *e = c->engine;
+    tpu_status_t status = TPU_OK;
+    int held[8], nheld = 0, i, j, async;
+
+    for (i = 0; i <= n && status == TPU_OK; i++) {
+        const row_t *r = &rows[i < n ? i : 0];
+
+        if (i < n && (!applies(e, r) ||
+                      (recompute != TPU_XFMR_REMAT_NONE && not_recomputed(e, r, recompute)))) {
             continue;
         }
-        switch (r->kind) {
-        case R_ACT:
-            status = add_op(c, sect, r->what, 0, act_op(e), z[r->m], 0, z[r->n], 1, V_ACT, err);
-            break;
-        case R_MM:
-            status = add_op(c, sect, r->what, 1, 0, z[r->m], z[r->k], z[r->n], z[r->count], 0, err);
-            break;
-        case R_VPU:
-            status = add_op(c, sect, r->what, 0, r->op, z[r->m], 0, z[r->n], 1,
-                            (r->n == Z_NPAR ? 0 : V_ACT) | ((r->cond & C_VMEM) ? V_VMEM : 0), err);
-            break;
-        case R_NORM:
-        case R_NORM_BWD:
-            /* compiled: one fused pass forward, two backward */
-            for (j = 0; status == TPU_OK && j < (r->kind == R_NORM ? 4 : 5) &&
-                        !(e->plan.compiled && j >= (r->kind == R_NORM ? 1 : 2));
-                 j++) {
-                char w[48];
-
-                snprintf(w, sizeof(w), "%s (%s)", r->what,
-                         tpu_vpu_op_name(r->kind == R_NORM ? norm[j] : norm_bwd[j]));
-                status = add_op(c, sect, w, 0, r->kind == R_NORM ? norm[j] : norm_bwd[j], z[r->m],
-                                0, z[r->n], 1, V_ACT, err);
-            }
-            break;
-        case R_COLL: {
-            /* f32 elements of the engine; bf16 activations are half as many bytes.  Compiled:
-             * a psum after a matmul runs beside it (XLA's collective matmul). */
-            const int cmm = e->plan.compiled && i > 0 && rows[i - 1].kind == R_MM;
-
-            status = add_call(c, r->op, hooks[r->op].kind, hooks[r->op].axes,
-                              (uint64_t)(z[r->m] * e->act_bytes / 4), index, cmm ? P_CMM : P_SYNC,
-                              0, !cmm, err);
-            break;
+        if (i < n && e->plan.compiled && (r->cond & C_WGRAD) && nheld < N(held)) {
+            held[nheld++] = i;
+            continue;
         }
+        async = i < n && r->kind == R_COLL && nheld > 0 && is_cmm(e, rows, i);
+        status = async ? row_emit(c, sect, rows, i, 1, index, err) : TPU_OK;
+        for (j = 0; j < nheld && status == TPU_OK && (i == n || r->kind == R_COLL); j++) {
+            status = row_emit(c, sect, rows, held[j], 0, index, err);
+        }
+        nheld = i == n || r->kind == R_COLL ? 0 : nheld;
+        if (status == TPU_OK && i < n) {
+            status = async ? emit(c, P_JOIN, 0, 0, err) : row_emit(c, sect, rows, i, 0, index, err);
         }
     }
     return status;
@@ -731,7 +764,7 @@ void tpu__xfmr_cost_sizes(tpu_xfmr_cost_t *c)
     z[Z_BNHSL] = b * nh * z[Z_SL];
     z[Z_KV] = b * nkv * z[Z_S] * z[Z_DH];
     z[Z_KVL] = nkv * z[Z_DH];
-    z[Z_SA] = pl->compiled ? (z[Z_S] + 1) / 2 : z[Z_S];
+    z[Z_SA] = pl->compiled && !pl->attn_full ? (z[Z_S] + 1) / 2 : z[Z_S];
     z[Z_FG] = pl->mlp == TPU_XFMR_MLP_SWIGLU ? z[Z_FL] : 0;
     z[Z_UNEMB] = pl->tied ? 0 : m->d_model;
     z[Z_DSEQ] = pl->parallel_block ? 0 : m->d_model;

@@ -35,7 +35,7 @@ enum {
     Z_BNHSL, /* rows of the attention scores: b nh Sl */
     Z_KV,    /* k or v of every position: b nkv S Dh (nkv the chip's kv heads) */
     Z_KVL,   /* the chip's kv heads' width: nkv Dh */
-    Z_SA,    /* keys a query attends: S (flash, compiled: S / 2, the causal half skipped) */
+    Z_SA,    /* keys a query attends: S (compiled causal flash: S / 2, the masked half skipped) */
     Z_FG,    /* swiglu: the gate's columns (Fl); 0 otherwise */
     Z_UNEMB, /* the unembedding's rows (D); 0 when tied */
     Z_DSEQ,  /* the second norm's gain (D); 0 in the parallel block */
@@ -66,8 +66,10 @@ typedef enum {
     P_GATHER,     /* call 'idx' overlapped; unit 'unit' waits for it */
     P_WAIT,       /* the compute waits for unit 'unit''s gathers */
     P_WAIT_GRADS, /* the compute waits for every gradient */
-    P_CMM         /* call 'idx' beside the matmul before it (a collective matmul); the compute
+    P_CMM,        /* call 'idx' beside the matmul before it (a collective matmul); the compute
                    * waits for its end */
+    P_CMM_ASYNC,  /* the same, but the compute goes on (to the weight gradients) */
+    P_JOIN        /* the compute waits for the P_CMM_ASYNC calls */
 } pkind_t;
 
 typedef struct prog {

@@ -7,6 +7,13 @@
  * same groups share the time), and the engine's call on a miss.
  * In a search (a time cache given) the engine's plan is dropped once timed: the
  * search keeps times, not plans, so its memory is one plan's at a time.
+ *
+ * The datacenter network behind the NICs (compiled, plan.dcn_fabric_bw > 0): the
+ * engine's DCN path ends at each host's NIC, so a row over dcn is also bounded
+ * by the job's cross-slice bytes over the network's capacity.  Every chip's
+ * share of the row crosses slices as a ring over the S slices moves it:
+ * 2 (S - 1) / S of its B S / g bytes for a psum (reduce-scatter over ICI first,
+ * g chips a group), (S - 1) / S for a gather or a scatter; all chips at once.
  */
 #include "transformer_cost_time.h"
 
@@ -59,6 +66,33 @@ unsigned tpu__xfmr_axes_of(eng_t *e, unsigned mask, char *names, char *layout, s
         e->axes_known |= 1ull << (mask & 31u);
     }
     return left;
+}
+
+/* Is 'name' one of the comma-separated names of 'list'? */
+static int has_name(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n) {
+        if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The row's time under the network's capacity (see the top), in us. */
+static double fabric_us(const tpu_xfmr_cost_t *c, const tpu_xfmr_cost_coll_t *row, uint64_t count)
+{
+    const eng_t *e = c->engine;
+    const double S = e->size[A_DCN], per = 4.0 * (double)count * S / row->group_size;
+    const double ring = (row->kind == TPU_COLL_PSUM ? 2 : 1) * (S - 1) / S;
+
+    if (!e->plan.compiled || e->plan.dcn_fabric_bw <= 0 || S < 2 ||
+        !has_name(row->mesh_axis, e->name[A_DCN])) {
+        return 0;
+    }
+    return 1e6 * (double)c->chips * ring * per / e->plan.dcn_fabric_bw;
 }
 
 /* The engine's time of the row's collective of 'count' elements (its own convention). */
@@ -131,5 +165,10 @@ tpu_status_t tpu__xfmr_row_time(tpu_xfmr_cost_t *c, tpu_xfmr_cost_coll_t *row, u
         }
     }
     tpu_groups_fini(&gr);
+    if (status == TPU_OK && fabric_us(c, row, count) > row->modeled_us) {
+        row->modeled_us = fabric_us(c, row, count);
+        snprintf(row->algorithm + strlen(row->algorithm),
+                 sizeof(row->algorithm) - strlen(row->algorithm), "+fabric");
+    }
     return status;
 }

@@ -84,9 +84,12 @@
  * padding), flash attention (the causal half of S x S skipped: keys S/2 per
  * query on average; the scores stay in VMEM, so their VPU passes are charged
  * at the VPU rate and their HBM is the log-sum-exp only; the backward
- * recomputes the scores, one more attention matmul), bf16 activations and
- * activation collectives when the dtype is bf16, model FLOPs with the causal
- * attention 6 L B S^2 H Dh, a per-step fixed cost and a sustained MXU
+ * recomputes the scores, one more attention matmul; attn_full: the kernel
+ * called without the causal mask, every key attended and counted), the
+ * weight gradients run while the input gradient's tensor psum is on the links
+ * (XLA's latency-hiding scheduler), bf16 activations and activation
+ * collectives when the dtype is bf16, model FLOPs with the causal attention
+ * 6 L B S^2 H Dh (12 with attn_full), a per-step fixed cost and a sustained MXU
  * fraction per chip generation fitted to MaxText's public rows
  * (tpu_xfmr_plan_fit(); docs/planner.md).  The default plan is the trained
  * model of issue 24, and its figures are the ones above.
@@ -137,13 +140,16 @@ typedef struct tpu_xfmr_plan {
     int parallel_block; /* 0: sequential */
     int tied;           /* 1: the unembedding is the embedding */
     tpu_xfmr_remat_t remat;
-    int param_bytes;     /* 4 (f32) or 2 (bf16) */
-    int adamw;           /* 0: sgd */
-    int compiled;        /* the step as XLA runs it (see the top) */
-    double fixed_us;     /* compiled: the per-step fixed cost (tpu_xfmr_plan_fit()) */
-    double mxu_fraction; /* compiled: sustained MXU fraction over the calibrated time's, 1 */
-    int bound_only;      /* no collective timed (each 0 us): the compute, HBM and a lower
-                          * bound of the step, fast (the search's first pass) */
+    int param_bytes;      /* 4 (f32) or 2 (bf16) */
+    int adamw;            /* 0: sgd */
+    int compiled;         /* the step as XLA runs it (see the top) */
+    int attn_full;        /* compiled: the flash kernel without the causal mask (every key) */
+    double fixed_us;      /* compiled: the per-step fixed cost (tpu_xfmr_plan_fit()) */
+    double mxu_fraction;  /* compiled: sustained MXU fraction over the calibrated time's, 1 */
+    double dcn_fabric_bw; /* compiled: the datacenter network's capacity for the job's
+                           * cross-slice bytes, B/s (tpu_xfmr_plan_fit()); 0: unlimited */
+    int bound_only;       /* no collective timed (each 0 us): the compute, HBM and a lower
+                           * bound of the step, fast (the search's first pass) */
     struct tpu_xfmr_time_cache *cache; /* borrowed; NULL: none.  Collective times shared
                                         * between runs on one pod (see below) */
 } tpu_xfmr_plan_t;

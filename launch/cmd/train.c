@@ -54,12 +54,14 @@ static const char *planner_flag(const app_opts_t *o)
     const struct {
         int given;
         const char *name;
-    } f[] = {{o->preset != NULL, "preset"},       {o->kv_heads > 0, "kv-heads"},
-             {o->head_dim > 0, "head-dim"},       {o->mlp != NULL, "mlp"},
-             {o->block != NULL, "block"},         {o->tied_embeddings, "tied-embeddings"},
-             {o->remat != NULL, "remat"},         {o->param_dtype != NULL, "param-dtype"},
-             {o->optimizer != NULL, "optimizer"}, {o->search, "search"},
-             {o->prefetch != 2, "prefetch"},      {o->input_rate > 0, "input-rate"}};
+    } f[] = {{o->preset != NULL, "preset"},        {o->kv_heads > 0, "kv-heads"},
+             {o->head_dim > 0, "head-dim"},        {o->mlp != NULL, "mlp"},
+             {o->block != NULL, "block"},          {o->tied_embeddings, "tied-embeddings"},
+             {o->remat != NULL, "remat"},          {o->param_dtype != NULL, "param-dtype"},
+             {o->optimizer != NULL, "optimizer"},  {o->search, "search"},
+             {o->prefetch != 2, "prefetch"},       {o->input_rate > 0, "input-rate"},
+             {o->attention != NULL, "attention"},  {o->dcn_fabric_bw >= 0, "dcn-fabric-bw"},
+             {o->mxu_fraction > 0, "mxu-fraction"}};
     size_t i;
 
     for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {

@@ -2,7 +2,7 @@
  * The planner's flags and checks for train --model transformer --model-only
  * (see train_plan.h): a preset's shape, then the model flags given beside it,
  * then the plan (kv heads, head width, MLP, block, tied embeddings, remat,
- * parameter dtype, optimizer); the compiled mode with --calibrated; the HBM
+ * parameter dtype, optimizer, attention mask); the compiled mode with --calibrated; the HBM
  * fit; and the input pipeline.
  *
  * Input pipeline (model only): each step moves every host's share of the batch
@@ -26,7 +26,8 @@ int app_xfmr_plan_given(const app_opts_t *o)
 {
     return o->preset != NULL || o->kv_heads > 0 || o->head_dim > 0 || o->mlp != NULL ||
            o->block != NULL || o->tied_embeddings || o->remat != NULL || o->param_dtype != NULL ||
-           o->optimizer != NULL || o->search || o->input_rate > 0 || o->prefetch != 2;
+           o->optimizer != NULL || o->search || o->input_rate > 0 || o->prefetch != 2 ||
+           o->attention != NULL || o->dcn_fabric_bw >= 0 || o->mxu_fraction > 0;
 }
 
 /* The index of 'v' in the NULL-ended 'names', or -1. */
@@ -50,6 +51,7 @@ tpu_status_t app_xfmr_plan_read(const app_opts_t *o, tpu_xfmr_config_t *m, tpu_x
     static const char *const remats[] = {"none", "minimal", "full", NULL};
     static const char *const dtypes[] = {"f32", "bf16", NULL};
     static const char *const opts[] = {"sgd", "adamw", NULL};
+    static const char *const masks[] = {"causal", "full", NULL};
     const struct {
         const char *flag, *value;
         const char *const *names;
@@ -58,11 +60,12 @@ tpu_status_t app_xfmr_plan_read(const app_opts_t *o, tpu_xfmr_config_t *m, tpu_x
                   {"block", o->block, blocks, "sequential or parallel"},
                   {"remat", o->remat, remats, "none, minimal or full"},
                   {"param-dtype", o->param_dtype, dtypes, "f32 or bf16"},
-                  {"optimizer", o->optimizer, opts, "sgd or adamw"}};
-    int k[5], i;
+                  {"optimizer", o->optimizer, opts, "sgd or adamw"},
+                  {"attention", o->attention, masks, "causal or full"}};
+    int k[6], i;
 
     tpu_xfmr_plan_init(p);
-    for (i = 0; i < 5; i++) {
+    for (i = 0; i < 6; i++) {
         k[i] = choice[i].value != NULL ? pick(choice[i].value, choice[i].names) : -2;
         if (k[i] == -1) {
             return tpu_err_set(err, TPU_ERR_INVALID, "--%s must be %s, got '%s'", choice[i].flag,
@@ -89,6 +92,7 @@ tpu_status_t app_xfmr_plan_read(const app_opts_t *o, tpu_xfmr_config_t *m, tpu_x
     p->remat = k[2] >= 0 ? (tpu_xfmr_remat_t)k[2] : p->remat;
     p->param_bytes = k[3] == 1 ? 2 : 4;
     p->adamw = k[4] == 1;
+    p->attn_full = k[5] == 1;
     if (p->kv_heads > 0 && m->heads % p->kv_heads != 0) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--kv-heads %lld does not divide --heads %lld",
                            (long long)p->kv_heads, (long long)m->heads);
@@ -101,6 +105,8 @@ void app_xfmr_plan_pod(const app_opts_t *o, const tpu_pod_t *pod, tpu_xfmr_plan_
     p->compiled = o->calibrated && o->model_only;
     if (p->compiled) {
         tpu_xfmr_plan_fit(tpu_pod_chip(pod)->name, p);
+        p->dcn_fabric_bw = o->dcn_fabric_bw >= 0 ? o->dcn_fabric_bw : p->dcn_fabric_bw;
+        p->mxu_fraction = o->mxu_fraction > 0 ? o->mxu_fraction : p->mxu_fraction;
     }
 }
 
@@ -184,9 +190,11 @@ void app_xfmr_plan_json(app_json_t *j, const tpu_xfmr_plan_t *p, const tpu_xfmr_
     app_json_kstr(j, "remat", remats[p->remat]);
     app_json_kstr(j, "param_dtype", p->param_bytes == 2 ? "bf16" : "f32");
     app_json_kstr(j, "optimizer", p->adamw ? "adamw" : "sgd");
+    app_json_kstr(j, "attention", p->attn_full ? "full" : "causal");
     app_json_kbool(j, "compiled", p->compiled);
     app_json_kfixed(j, "mxu_fraction", p->mxu_fraction, 4);
     app_json_kfixed(j, "fixed_us", c->fixed_us, 3);
+    app_json_knum(j, "dcn_fabric_bw", p->dcn_fabric_bw);
     app_json_object_end(j);
     app_xfmr_input_json(j, in);
 }

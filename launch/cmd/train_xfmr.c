@@ -91,12 +91,11 @@ tpu_status_t app_train_xfmr_check(const app_opts_t *o, tpu_err_t *err)
                            "--save");
     }
     if (!o->model_only && plan_given(o)) {
-        return tpu_err_set(
-            err, TPU_ERR_UNSUPPORTED,
-            "the real run trains only the model of issue 24 (MHA, GELU, sequential, "
-            "SGD); --preset, --kv-heads, --head-dim, --mlp, --block, "
-            "--tied-embeddings, --remat, --param-dtype, --optimizer and --search need "
-            "--model-only");
+        return tpu_err_set(err, TPU_ERR_UNSUPPORTED,
+                           "the real run trains only the model of issue 24 (MHA, GELU, sequential, "
+                           "SGD); --preset, --kv-heads, --head-dim, --mlp, --block, "
+                           "--tied-embeddings, --remat, --param-dtype, --optimizer, --attention, "
+                           "--mxu-fraction, --dcn-fabric-bw and --search need --model-only");
     }
     if (o->trace_measured && o->model_only) {
         return tpu_err_set(err, TPU_ERR_INVALID,

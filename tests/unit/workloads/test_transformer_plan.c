@@ -5,7 +5,9 @@
  * FLOPs (dense and the compiled step's causal attention), remat full's
  * recomputed forward matmul FLOPs (compiled: without what no backward reads),
  * the parallel block's single tensor psum,
- * the presets, the compiled mode's causal half and fitted constants.
+ * the presets, the compiled mode's causal half (and attn_full's every key) and
+ * fitted constants, the weight gradients run while the input gradient's psum
+ * is on the links, and the datacenter network's bound on a psum over dcn.
  */
 #include "tpu/pod.h"
 #include "tpu/transformer_cost.h"
@@ -102,6 +104,18 @@ static void params_and_flops(void **state)
     p.mxu_fraction = 1;
     run(pod, &m, &p, NULL, &c);
     assert_true(c.model_flops == 138412032.0 + 6291456.0);
+    {
+        const double causal = c.chip_flops;
+
+        tpu_xfmr_cost_fini(&c);
+        /* attn_full: every key, 12 L B S^2 H Dh again; the flash step's 7 attention matmuls
+         * (q k^T, p v; again q k^T, dv, dp, dq, dk) over 32 keys instead of 16: 7 * 2*32*16*16
+         * per sequence and head * 32 * 2 layers = 7340032 more executed */
+        p.attn_full = 1;
+        run(pod, &m, &p, NULL, &c);
+        assert_true(c.model_flops == 138412032.0 + 12582912.0);
+        assert_true(c.chip_flops - causal == 7340032.0);
+    }
     tpu_xfmr_cost_fini(&c);
     tpu_pod_destroy(pod);
 }
@@ -202,6 +216,103 @@ static void parallel_block(void **state)
     tpu_pod_destroy(pod);
 }
 
+static const tpu_xfmr_cost_op_t *op_named(const tpu_xfmr_cost_t *c, const char *what)
+{
+    int k;
+
+    for (k = 0; k < c->nops; k++) {
+        if (strcmp(c->ops[k].what, what) == 0) {
+            return &c->ops[k];
+        }
+    }
+    fail_msg("no op '%s'", what);
+    return NULL;
+}
+
+/* Compiled, the backward's weight gradients (dwq, dwk, dwv: nothing of the layer reads
+ * them) run while the input gradient's tensor psum is on the links: the psum starts beside
+ * the last matmul that feeds it (dv @ wv^T), and the norm's backward, which reads it, starts
+ * when both the psum and the weight gradients are through. */
+static void wgrad_overlap(void **state)
+{
+    tpu_pod_t *pod = make_pod("1x2");
+    tpu_xfmr_config_t m;
+    tpu_xfmr_plan_t p;
+    tpu_xfmr_cost_t c;
+    int k, seen = 0;
+
+    (void)state;
+    small(&m, &p);
+    p.compiled = 1;
+    p.mxu_fraction = 1;
+    run(pod, &m, &p, "tensor=2", &c);
+    for (k = 0; k < c.ncalls; k++) {
+        const tpu_xfmr_cost_coll_t *row = &c.colls[c.calls[k].coll];
+        const tpu_xfmr_cost_op_t *dv, *dwq, *dwv, *norm;
+
+        if (strcmp(row->what, "d_attn_in") != 0 || c.calls[k].index != 1) {
+            continue;
+        }
+        dv = op_named(&c, "l1 bwd: dv @ wv^T");
+        dwq = op_named(&c, "l1 bwd: dwq");
+        dwv = op_named(&c, "l1 bwd: dwv");
+        norm = op_named(&c, "l1 bwd: norm1 backward (mul)");
+        assert_true(c.calls[k].start_us == dv->start_us);
+        assert_true(dwq->start_us == dv->start_us + dv->us);
+        assert_true(norm->start_us ==
+                    (dwv->start_us + dwv->us > c.calls[k].start_us + row->modeled_us
+                         ? dwv->start_us + dwv->us
+                         : c.calls[k].start_us + row->modeled_us));
+        seen++;
+    }
+    assert_int_equal(seen, 1);
+    tpu_xfmr_cost_fini(&c);
+    tpu_pod_destroy(pod);
+}
+
+/* Compiled over two slices with the network's capacity set low, the gradients' psum over
+ * dcn takes the job's cross-slice bytes over that capacity: every one of the 8 chips moves
+ * 2 (S - 1) / S = 1 times its row's bytes (a group of the 2 slices' chips, g = S). */
+static void fabric_bound(void **state)
+{
+    tpu_pod_spec_t spec;
+    tpu_pod_t *pod = NULL;
+    tpu_xfmr_config_t m;
+    tpu_xfmr_plan_t p;
+    tpu_xfmr_cost_t c;
+    int k, seen = 0;
+
+    (void)state;
+    tpu_pod_spec_init(&spec);
+    spec.chip = "v5e";
+    spec.shape = "2x2";
+    spec.slices = 2;
+    assert_int_equal(tpu_pod_create(&spec, &pod, NULL), TPU_OK);
+    small(&m, &p);
+    p.compiled = 1;
+    p.mxu_fraction = 1;
+    p.dcn_fabric_bw = 1e6;
+    run(pod, &m, &p, "dcn=2,fsdp=4", &c);
+    for (k = 0; k < c.ncolls; k++) {
+        const tpu_xfmr_cost_coll_t *row = &c.colls[k];
+
+        if (strcmp(row->what, "grad") == 0 && strcmp(row->mesh_axis, "dcn") == 0) {
+            assert_true(row->modeled_us == 1e6 * 8.0 * 1.0 * (double)row->bytes / 1e6);
+            assert_non_null(strstr(row->algorithm, "+fabric"));
+            seen++;
+        }
+    }
+    assert_true(seen > 0);
+    tpu_xfmr_cost_fini(&c);
+    p.dcn_fabric_bw = 0; /* unlimited: the engine's time */
+    run(pod, &m, &p, "dcn=2,fsdp=4", &c);
+    for (k = 0; k < c.ncolls; k++) {
+        assert_null(strstr(c.colls[k].algorithm, "+fabric"));
+    }
+    tpu_xfmr_cost_fini(&c);
+    tpu_pod_destroy(pod);
+}
+
 static void presets(void **state)
 {
     tpu_xfmr_config_t m;
@@ -232,7 +343,7 @@ static void presets(void **state)
     assert_string_equal(tpu_xfmr_preset_name(0), "llama2-7b");
     assert_null(tpu_xfmr_preset_name(1000));
     tpu_xfmr_plan_fit("v7", &p);
-    assert_true(p.mxu_fraction == 1 && p.fixed_us == 0);
+    assert_true(p.mxu_fraction == 1 && p.fixed_us == 0 && p.dcn_fabric_bw == 0);
 }
 
 int main(int argc, char **argv)
@@ -242,6 +353,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(remat_full),
         cmocka_unit_test(remat_full_compiled),
         cmocka_unit_test(parallel_block),
+        cmocka_unit_test(wgrad_overlap),
+        cmocka_unit_test(fabric_bound),
         cmocka_unit_test(presets),
     };
     return tpu_test_main(argc, argv, "transformer plan", tests, sizeof tests / sizeof tests[0]);
