@@ -143,7 +143,7 @@ def main():
                 best_mesh = ",".join("%s=%d" % kv for kv in best["mesh"].items())
                 same = best_mesh == mesh_of(r) and best["remat"] == r["remat_policy"]
                 note = ("search: MaxText's layout" if same else
-                        "search: %s remat %s, %.1f%% faster" % (
+                        "search: %s remat %s, %.2f%% faster" % (
                             best_mesh, best["remat"],
                             100.0 * (d["step_us"] / best["step_us"] - 1)))
         hfu = d["chip_flops"] / (implied * d["peak_bf16_flops"])

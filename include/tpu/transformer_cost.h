@@ -89,9 +89,10 @@
  * weight gradients run while the input gradient's tensor psum is on the links
  * (XLA's latency-hiding scheduler), bf16 activations and activation
  * collectives when the dtype is bf16, model FLOPs with the causal attention
- * 6 L B S^2 H Dh (12 with attn_full), a per-step fixed cost and a sustained MXU
- * fraction per chip generation fitted to MaxText's public rows
- * (tpu_xfmr_plan_fit(); docs/planner.md).  The default plan is the trained
+ * 6 L B S^2 H Dh (12 with attn_full), and per chip generation a per-step
+ * fixed cost, a sustained MXU fraction and the network's capacity for a
+ * multi-slice job's cross-slice bytes (a bound on every row over dcn),
+ * fitted to MaxText's public rows (tpu_xfmr_plan_fit(); docs/planner.md).  The default plan is the trained
  * model of issue 24, and its figures are the ones above.
  *
  * Extending: the ops are rows of tables over named sizes (a row may apply

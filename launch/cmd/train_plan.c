@@ -185,7 +185,7 @@ void app_xfmr_plan_json(app_json_t *j, const tpu_xfmr_plan_t *p, const tpu_xfmr_
     app_json_kint(j, "kv_heads", (long long)p->kv_heads);
     app_json_kint(j, "head_dim", (long long)p->head_dim);
     app_json_kstr(j, "mlp", mlps[p->mlp]);
-    app_json_kstr(j, "block", p->parallel_block ? "parallel" : "sequential");
+    app_json_kstr(j, "block_kind", p->parallel_block ? "parallel" : "sequential");
     app_json_kbool(j, "tied_embeddings", p->tied);
     app_json_kstr(j, "remat", remats[p->remat]);
     app_json_kstr(j, "param_dtype", p->param_bytes == 2 ? "bf16" : "f32");
