@@ -92,8 +92,9 @@
  * 6 L B S^2 H Dh (12 with attn_full), and per chip generation a per-step
  * fixed cost, a sustained MXU fraction and the network's capacity for a
  * multi-slice job's cross-slice bytes (a bound on every row over dcn),
- * fitted to MaxText's public rows (tpu_xfmr_plan_fit(); docs/planner.md).  The default plan is the trained
- * model of issue 24, and its figures are the ones above.
+ * fitted to MaxText's public rows (tpu_xfmr_plan_fit(); docs/planner.md).
+ * The default plan is the trained model of issue 24, and its figures are the
+ * ones above.
  *
  * Extending: the ops are rows of tables over named sizes (a row may apply
  * only under a plan condition), the parameters a table, the HBM items a list
