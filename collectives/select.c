@@ -720,6 +720,14 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
                     best_chunks = chunks;
                     best_t = cd->t;
                 }
+                /* A split of this depth no faster than one before it is never chosen:
+                 * the one before is (first in the shallowest depth), or leaves first. */
+                for (k = first; k < ncand - 1 && cd->kept; k++) {
+                    if (cand[k].t >= 0 && cand[k].t <= cd->t) {
+                        tpu__plan_sched_fini(&cd->ps);
+                        cd->kept = 0;
+                    }
+                }
                 /* A schedule slower than the slack allows is never chosen: free it. */
                 for (k = 0; k < ncand; k++) {
                     if (cand[k].kept && cand[k].t > best_t * (1 + TPU_SELECT_SLACK)) {
