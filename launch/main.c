@@ -7,8 +7,13 @@
  * a virtual machine the faults cost more than the writes (37,000 faults, about
  * half the CPU time of such a psum).  The program's allocator asks the kernel
  * for transparent huge pages on blocks of 4 MiB and more (madvise; Linux only,
- * a hint the kernel may ignore): 15,000 faults instead of 37,000 there.  The library allocates
- * through this hook (tpu/alloc.h); small blocks are plain malloc.  At exit,
+ * a hint the kernel may ignore): 15,000 faults instead of 37,000 there.  The
+ * advice covers the block's every page, so its mapping stays one region with one
+ * set of flags and realloc() can grow it in place (mremap refuses a range that
+ * advice on a part of it has split: glibc then copies the block to new pages;
+ * a tree all-gather of 16x20x28: 8,900 faults, 15,500 with the advice on the
+ * block's inner huge pages only).  The library allocates through this hook
+ * (tpu/alloc.h); small blocks are plain malloc.  At exit,
  * stdout is flushed and closed, and a write error there fails the run (exit 3).
  */
 #ifdef __linux__
@@ -29,18 +34,16 @@
 
 /* Blocks from this size on are advised onto huge pages. */
 #define HUGE_BLOCK ((size_t)4 << 20)
-#define HUGE_PAGE  ((uintptr_t)2 << 20)
+#define SMALL_PAGE ((uintptr_t)4096)
 
 static void *advise_huge(void *p, size_t size)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (p != NULL && size >= HUGE_BLOCK) {
-        uintptr_t a = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-        uintptr_t b = ((uintptr_t)p + size) & ~(HUGE_PAGE - 1);
+        uintptr_t a = (uintptr_t)p & ~(SMALL_PAGE - 1);
+        uintptr_t b = ((uintptr_t)p + size + SMALL_PAGE - 1) & ~(SMALL_PAGE - 1);
 
-        if (b > a) {
-            (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
-        }
+        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
     }
 #else
     (void)size;
