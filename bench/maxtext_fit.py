@@ -63,7 +63,7 @@ def best_fraction(rows, got, f0):
     """The fraction (0.001 steps) whose largest |error| is smallest, from the split at f0,
     and that error."""
     best = None
-    for k in range(500, 1500):
+    for k in range(500, 1251):
         f = k / 1000
         worst = max(abs(100 * ((s - m + m * f0 / f) / float(r["implied_step_time_s"]) - 1))
                     for r, (s, m) in zip(rows, got))

@@ -771,7 +771,8 @@ tpu_status_t tpu__plan_select(tpu_coll_plan_t *p, tpu_err_t *err)
         }
         if (!cand[best].kept) {
             /* Never: best_t only falls, so a candidate within the slack of the final
-             * best was within it of every best before and was kept.  A guard. */
+             * best was within it of every best before and was kept, and a split freed
+             * for an earlier one at least as fast is not the choice.  A guard. */
             status = build_choice(p, cand[best].algo, cand[best].chunks, cand[best].split,
                                   &cand[best].ps, err);
         }

@@ -30,18 +30,23 @@
 #include <stdlib.h>
 #ifdef __linux__
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 /* Blocks from this size on are advised onto huge pages. */
 #define HUGE_BLOCK ((size_t)4 << 20)
-#define SMALL_PAGE ((uintptr_t)4096)
+
+#ifdef __linux__
+/* The kernel's base page (4 KiB; 16 or 64 KiB on some arm64 kernels), set before the hook. */
+static uintptr_t page = 4096;
+#endif
 
 static void *advise_huge(void *p, size_t size)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (p != NULL && size >= HUGE_BLOCK) {
-        uintptr_t a = (uintptr_t)p & ~(SMALL_PAGE - 1);
-        uintptr_t b = ((uintptr_t)p + size + SMALL_PAGE - 1) & ~(SMALL_PAGE - 1);
+        uintptr_t a = (uintptr_t)p & ~(page - 1);
+        uintptr_t b = ((uintptr_t)p + size + page - 1) & ~(page - 1);
 
         (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
     }
@@ -74,6 +79,9 @@ int main(int argc, char **argv)
     tpu_err_t err = {0};
     int code;
 
+#ifdef __linux__
+    page = sysconf(_SC_PAGESIZE) > 0 ? (uintptr_t)sysconf(_SC_PAGESIZE) : page;
+#endif
     (void)tpu_alloc_set(huge_malloc, huge_realloc, huge_calloc, free);
     code = app_main(argc, argv);
     /* Text on stdout that could not be written (a full disk, a closed pipe) is an error. */

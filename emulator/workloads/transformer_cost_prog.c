@@ -646,10 +646,10 @@ static tpu_status_t section_of(tpu_xfmr_cost_t *c, const char *sect, const row_t
         }
         async = i < n && r->kind == R_COLL && nheld > 0 && is_cmm(e, rows, i);
         status = async ? row_emit(c, sect, rows, i, 1, index, err) : TPU_OK;
-        for (j = 0; j < nheld && status == TPU_OK && (i == n || r->kind == R_COLL); j++) {
+        for (j = 0; j < nheld && status == TPU_OK && (i == n || async); j++) {
             status = row_emit(c, sect, rows, held[j], 0, index, err);
         }
-        nheld = i == n || r->kind == R_COLL ? 0 : nheld;
+        nheld = i == n || async ? 0 : nheld;
         if (status == TPU_OK && i < n) {
             status = async ? emit(c, P_JOIN, 0, 0, err) : row_emit(c, sect, rows, i, 0, index, err);
         }

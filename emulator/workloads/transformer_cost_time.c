@@ -9,13 +9,18 @@
  * search keeps times, not plans, so its memory is one plan's at a time.
  *
  * The datacenter network behind the NICs (compiled, plan.dcn_fabric_bw > 0): the
- * engine's DCN path ends at each host's NIC, so a row over dcn is also bounded
+ * engine's DCN path ends at each host's NIC, so a row whose groups span S >= 2
+ * slices (over dcn, or a data or fsdp axis laid across slices) is also bounded
  * by the job's cross-slice bytes over the network's capacity.  Every chip's
  * share of the row crosses slices as a ring over the S slices moves it:
  * 2 (S - 1) / S of its B S / g bytes for a psum (reduce-scatter over ICI first,
  * g chips a group), (S - 1) / S for a gather or a scatter; all chips at once.
  */
 #include "transformer_cost_time.h"
+
+#include "tpu/topo.h"
+
+#include "alloc.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -68,28 +73,40 @@ unsigned tpu__xfmr_axes_of(eng_t *e, unsigned mask, char *names, char *layout, s
     return left;
 }
 
-/* Is 'name' one of the comma-separated names of 'list'? */
-static int has_name(const char *list, const char *name)
+/* The slices the first group's chips span (1 on one slice; 0: no memory). */
+static int slices_of(const eng_t *e, const tpu_groups_t *gr)
 {
-    size_t n = strlen(name);
+    const tpu_topo_t *topo = tpu_pod_topo(e->pod);
+    unsigned char *seen;
+    int i, n = 0;
 
-    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n) {
-        if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) {
-            return 1;
-        }
+    if (topo->slices < 2) {
+        return 1;
     }
-    return 0;
+    seen = tpu__calloc((size_t)topo->slices, 1);
+    if (seen == NULL) {
+        return 0;
+    }
+    for (i = 0; i < gr->size; i++) {
+        const int s = gr->chips[i] / topo->chips_per_slice;
+
+        n += !seen[s];
+        seen[s] = 1;
+    }
+    tpu__free(seen);
+    return n;
 }
 
-/* The row's time under the network's capacity (see the top), in us. */
-static double fabric_us(const tpu_xfmr_cost_t *c, const tpu_xfmr_cost_coll_t *row, uint64_t count)
+/* The row's time under the network's capacity (see the top) when its groups span 'S'
+ * slices, in us (0: no bound). */
+static double fabric_us(const tpu_xfmr_cost_t *c, const tpu_xfmr_cost_coll_t *row, uint64_t count,
+                        int S)
 {
     const eng_t *e = c->engine;
-    const double S = e->size[A_DCN], per = 4.0 * (double)count * S / row->group_size;
-    const double ring = (row->kind == TPU_COLL_PSUM ? 2 : 1) * (S - 1) / S;
+    const double per = 4.0 * (double)count * S / row->group_size;
+    const double ring = (row->kind == TPU_COLL_PSUM ? 2 : 1) * (double)(S - 1) / S;
 
-    if (!e->plan.compiled || e->plan.dcn_fabric_bw <= 0 || S < 2 ||
-        !has_name(row->mesh_axis, e->name[A_DCN])) {
+    if (!e->plan.compiled || e->plan.dcn_fabric_bw <= 0 || S < 2) {
         return 0;
     }
     return 1e6 * (double)c->chips * ring * per / e->plan.dcn_fabric_bw;
@@ -164,11 +181,18 @@ tpu_status_t tpu__xfmr_row_time(tpu_xfmr_cost_t *c, tpu_xfmr_cost_coll_t *row, u
             }
         }
     }
-    tpu_groups_fini(&gr);
-    if (status == TPU_OK && fabric_us(c, row, count) > row->modeled_us) {
-        row->modeled_us = fabric_us(c, row, count);
-        snprintf(row->algorithm + strlen(row->algorithm),
-                 sizeof(row->algorithm) - strlen(row->algorithm), "+fabric");
+    if (status == TPU_OK && e->plan.compiled && e->plan.dcn_fabric_bw > 0) {
+        const int S = slices_of(e, &gr);
+        const double bound = fabric_us(c, row, count, S);
+
+        if (S == 0) {
+            status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer cost: no memory");
+        } else if (bound > row->modeled_us) {
+            row->modeled_us = bound;
+            snprintf(row->algorithm + strlen(row->algorithm),
+                     sizeof(row->algorithm) - strlen(row->algorithm), "+fabric");
+        }
     }
+    tpu_groups_fini(&gr);
     return status;
 }

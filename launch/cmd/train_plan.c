@@ -17,6 +17,7 @@
  */
 #include "train_plan.h"
 
+#include "tpu/calibration.h"
 #include "tpu/chip.h"
 #include "tpu/transformer_presets.h"
 
@@ -93,6 +94,18 @@ tpu_status_t app_xfmr_plan_read(const app_opts_t *o, tpu_xfmr_config_t *m, tpu_x
     p->param_bytes = k[3] == 1 ? 2 : 4;
     p->adamw = k[4] == 1;
     p->attn_full = k[5] == 1;
+    if (!o->calibrated && (o->attention != NULL || o->mxu_fraction > 0 || o->dcn_fabric_bw >= 0)) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--%s applies to the compiled step: add --calibrated",
+                           o->attention != NULL  ? "attention"
+                           : o->mxu_fraction > 0 ? "mxu-fraction"
+                                                 : "dcn-fabric-bw");
+    }
+    if (o->dcn_fabric_bw > 0 && o->dcn_fabric_bw < 1e6) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--dcn-fabric-bw must be 0 (unlimited) or from 1e6 B/s, got %g",
+                           o->dcn_fabric_bw);
+    }
     if (p->kv_heads > 0 && m->heads % p->kv_heads != 0) {
         return tpu_err_set(err, TPU_ERR_INVALID, "--kv-heads %lld does not divide --heads %lld",
                            (long long)p->kv_heads, (long long)m->heads);
@@ -100,14 +113,29 @@ tpu_status_t app_xfmr_plan_read(const app_opts_t *o, tpu_xfmr_config_t *m, tpu_x
     return TPU_OK;
 }
 
-void app_xfmr_plan_pod(const app_opts_t *o, const tpu_pod_t *pod, tpu_xfmr_plan_t *p)
+tpu_status_t app_xfmr_plan_pod(const app_opts_t *o, const tpu_pod_t *pod, tpu_xfmr_plan_t *p,
+                               tpu_err_t *err)
 {
+    const char *chip = tpu_pod_chip(pod)->name;
+    const tpu_chip_calibration_t *cal = tpu_chip_calibration(chip);
+
     p->compiled = o->calibrated && o->model_only;
-    if (p->compiled) {
-        tpu_xfmr_plan_fit(tpu_pod_chip(pod)->name, p);
-        p->dcn_fabric_bw = o->dcn_fabric_bw >= 0 ? o->dcn_fabric_bw : p->dcn_fabric_bw;
-        p->mxu_fraction = o->mxu_fraction > 0 ? o->mxu_fraction : p->mxu_fraction;
+    if (!p->compiled) {
+        return TPU_OK;
     }
+    tpu_xfmr_plan_fit(chip, p);
+    p->dcn_fabric_bw = o->dcn_fabric_bw >= 0 ? o->dcn_fabric_bw : p->dcn_fabric_bw;
+    p->mxu_fraction = o->mxu_fraction > 0 ? o->mxu_fraction : p->mxu_fraction;
+    /* The profile sustains cal->mxu_efficiency of the peak: a larger fraction than its
+     * inverse would run the matmuls above the chip's peak. */
+    if (cal != NULL && cal->mxu_efficiency > 0 && p->mxu_fraction * cal->mxu_efficiency > 1) {
+        return tpu_err_set(err, TPU_ERR_INVALID,
+                           "--mxu-fraction %g would run the matmuls above the chip's peak: at "
+                           "most %.3f on %s (its profile sustains %.0f%% of the peak)",
+                           p->mxu_fraction, 1 / cal->mxu_efficiency, chip,
+                           100 * cal->mxu_efficiency);
+    }
+    return TPU_OK;
 }
 
 tpu_status_t app_xfmr_fit_check(const tpu_xfmr_cost_t *c, uint64_t capacity, tpu_err_t *err)
@@ -190,7 +218,8 @@ void app_xfmr_plan_json(app_json_t *j, const tpu_xfmr_plan_t *p, const tpu_xfmr_
     app_json_kstr(j, "remat", remats[p->remat]);
     app_json_kstr(j, "param_dtype", p->param_bytes == 2 ? "bf16" : "f32");
     app_json_kstr(j, "optimizer", p->adamw ? "adamw" : "sgd");
-    app_json_kstr(j, "attention", p->attn_full ? "full" : "causal");
+    /* uncompiled, the emulator's step charges every key (its mask over the whole S x S) */
+    app_json_kstr(j, "attention", p->attn_full || !p->compiled ? "full" : "causal");
     app_json_kbool(j, "compiled", p->compiled);
     app_json_kfixed(j, "mxu_fraction", p->mxu_fraction, 4);
     app_json_kfixed(j, "fixed_us", c->fixed_us, 3);

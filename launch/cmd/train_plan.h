@@ -31,8 +31,10 @@ int app_xfmr_plan_given(const app_opts_t *o);
 /* --preset, then the model flags over it, then the plan's flags; checked. */
 tpu_status_t app_xfmr_plan_read(const app_opts_t *o, tpu_xfmr_config_t *m, tpu_xfmr_plan_t *p,
                                 tpu_err_t *err);
-/* The compiled mode (--calibrated with --model-only) and its constants for the pod's chip. */
-void app_xfmr_plan_pod(const app_opts_t *o, const tpu_pod_t *pod, tpu_xfmr_plan_t *p);
+/* The compiled mode (--calibrated with --model-only) and its constants for the pod's chip;
+ * TPU_ERR_INVALID for an --mxu-fraction above the chip's peak. */
+tpu_status_t app_xfmr_plan_pod(const app_opts_t *o, const tpu_pod_t *pod, tpu_xfmr_plan_t *p,
+                               tpu_err_t *err);
 /* TPU_ERR_RESOURCE_EXHAUSTED naming requested, capacity and the three largest items. */
 tpu_status_t app_xfmr_fit_check(const tpu_xfmr_cost_t *c, uint64_t capacity, tpu_err_t *err);
 /* The input pipeline of the step 'c' on 'pod'. */

@@ -629,7 +629,7 @@ int app_cmd_train_xfmr(app_ctx_t *ctx)
         where.root = app_jobenv_root(); /* --model-only under mpirun: rank 0 prints */
     }
     status = read_flags(o, topo->nchips, &r, &err);
-    app_xfmr_plan_pod(o, pod, &r.plan);
+    status = status == TPU_OK ? app_xfmr_plan_pod(o, pod, &r.plan, &err) : status;
     if (status == TPU_OK && o->search) {
         code = app_train_search(o, pod, &r.m, &r.plan, where.root);
         goto out;

@@ -1,5 +1,5 @@
 /*
- * The psum built from its all-gather as tpu__reversed() builds it: the reversal
+ * The psum tpu__reversed() builds from an all-gather: the reversal
  * (tpu__sched_reverse()), then the all-gather after a barrier
  * (tpu__sched_concat()), checked flow by flow and dependency by dependency against a four-flow
  * all-gather on a line of three chips worked by hand.  The all-gather (step 0: A 0->1, C 2->1, D
@@ -10,6 +10,7 @@
  */
 #include "tpu/coll.h"
 
+#include "algorithms/reversed.h"
 #include "schedule.h"
 #include "test_main.h"
 
@@ -62,16 +63,27 @@ static void build_allgather(tpu_sched_t *s)
     add(s, 1, 2, 1, 0, &a);    /* B, after A */
 }
 
-/* The psum of the all-gather 'ag' into 's', as reversed.c makes it. */
+/* The hand all-gather as an algorithm's builder. */
+static tpu_status_t hand_allgather(const tpu_algo_args_t *args, tpu_sched_t *s, tpu_err_t *err)
+{
+    (void)args;
+    (void)err;
+    build_allgather(s);
+    return TPU_OK;
+}
+
+/* The psum of the hand all-gather into 's' by tpu__reversed() itself ('ag' is built too,
+ * for the tests that read it). */
 static tpu_status_t psum(const tpu_sched_t *ag, tpu_sched_t *s, const uint8_t *local)
 {
-    tpu_status_t status = tpu__sched_reverse(ag, s, ag->nflows);
+    tpu_algo_args_t args;
+    tpu_err_t err = {0};
 
-    if (status == TPU_OK) {
-        s->barrier = s->nsteps;
-        status = tpu__sched_concat(s, ag, local);
-    }
-    return status == TPU_OK ? tpu__sched_sort(s) : status;
+    (void)ag;
+    memset(&args, 0, sizeof(args));
+    args.local = local;
+    tpu__sched_init(s);
+    return tpu__reversed(&args, hand_allgather, 1, s, &err);
 }
 
 /* A flow as worked by hand: its ends, step, reduction and dependency list. */

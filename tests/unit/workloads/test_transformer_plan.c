@@ -229,10 +229,11 @@ static const tpu_xfmr_cost_op_t *op_named(const tpu_xfmr_cost_t *c, const char *
     return NULL;
 }
 
-/* Compiled, the backward's weight gradients (dwq, dwk, dwv: nothing of the layer reads
- * them) run while the input gradient's tensor psum is on the links: the psum starts beside
- * the last matmul that feeds it (dv @ wv^T), and the norm's backward, which reads it, starts
- * when both the psum and the weight gradients are through. */
+/* Compiled, the backward's weight gradients (nothing of the layer reads them) run while
+ * the input gradient's tensor psum is on the links: the psum starts beside the last matmul
+ * that feeds it (dv @ wv^T), and the norm's backward, which reads it, starts when both the
+ * psum and the weight gradients are through.  In the parallel block (one psum a layer)
+ * the MLP's and wo's weight gradients wait for it too. */
 static void wgrad_overlap(void **state)
 {
     tpu_pod_t *pod = make_pod("1x2");
@@ -245,20 +246,40 @@ static void wgrad_overlap(void **state)
     small(&m, &p);
     p.compiled = 1;
     p.mxu_fraction = 1;
+    p.parallel_block = 1;
+    run(pod, &m, &p, "tensor=2", &c);
+    for (k = 0; k < c.ncalls; k++) {
+        const char *w[] = {"l1 bwd: dw2", "l1 bwd: dw1", "l1 bwd: dw3", "l1 bwd: dwo",
+                           "l1 bwd: dwq"};
+        size_t i;
+
+        if (strcmp(c.colls[c.calls[k].coll].what, "d_attn_in") != 0 || c.calls[k].index != 1) {
+            continue;
+        }
+        for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+            assert_true(op_named(&c, w[i])->start_us >= c.calls[k].start_us);
+        }
+        assert_true(op_named(&c, "l1 bwd: dq @ wq^T")->start_us < c.calls[k].start_us);
+        seen++;
+    }
+    assert_int_equal(seen, 1);
+    tpu_xfmr_cost_fini(&c);
+    p.parallel_block = 0;
+    seen = 0;
     run(pod, &m, &p, "tensor=2", &c);
     for (k = 0; k < c.ncalls; k++) {
         const tpu_xfmr_cost_coll_t *row = &c.colls[c.calls[k].coll];
-        const tpu_xfmr_cost_op_t *dv, *dwq, *dwv, *norm;
+        const tpu_xfmr_cost_op_t *dv, *dwo, *dwv, *norm;
 
         if (strcmp(row->what, "d_attn_in") != 0 || c.calls[k].index != 1) {
             continue;
         }
         dv = op_named(&c, "l1 bwd: dv @ wv^T");
-        dwq = op_named(&c, "l1 bwd: dwq");
-        dwv = op_named(&c, "l1 bwd: dwv");
+        dwo = op_named(&c, "l1 bwd: dwo"); /* the first weight gradient held */
+        dwv = op_named(&c, "l1 bwd: dwv"); /* the last */
         norm = op_named(&c, "l1 bwd: norm1 backward (mul)");
         assert_true(c.calls[k].start_us == dv->start_us);
-        assert_true(dwq->start_us == dv->start_us + dv->us);
+        assert_true(dwo->start_us == dv->start_us + dv->us);
         assert_true(norm->start_us ==
                     (dwv->start_us + dwv->us > c.calls[k].start_us + row->modeled_us
                          ? dwv->start_us + dwv->us
@@ -272,7 +293,9 @@ static void wgrad_overlap(void **state)
 
 /* Compiled over two slices with the network's capacity set low, the gradients' psum over
  * dcn takes the job's cross-slice bytes over that capacity: every one of the 8 chips moves
- * 2 (S - 1) / S = 1 times its row's bytes (a group of the 2 slices' chips, g = S). */
+ * 2 (S - 1) / S = 1 times its row's bytes (a group of the 2 slices' chips, g = S).  Over
+ * four slices with data=2 (groups of g = 8 chips over S = 4 slices), each of the 16 chips
+ * moves 2 * 3/4 of its shard B * S / g = B / 2 after the reduce-scatter over ICI. */
 static void fabric_bound(void **state)
 {
     tpu_pod_spec_t spec;
@@ -309,6 +332,25 @@ static void fabric_bound(void **state)
     for (k = 0; k < c.ncolls; k++) {
         assert_null(strstr(c.colls[k].algorithm, "+fabric"));
     }
+    tpu_xfmr_cost_fini(&c);
+    tpu_pod_destroy(pod);
+
+    spec.slices = 4;
+    assert_int_equal(tpu_pod_create(&spec, &pod, NULL), TPU_OK);
+    p.dcn_fabric_bw = 1e6;
+    m.batch = 16; /* over the 16 chips */
+    seen = 0;
+    run(pod, &m, &p, "dcn=4,data=2,fsdp=2", &c);
+    for (k = 0; k < c.ncolls; k++) {
+        const tpu_xfmr_cost_coll_t *row = &c.colls[k];
+
+        if (strcmp(row->what, "grad") == 0 && row->kind == TPU_COLL_PSUM) {
+            assert_int_equal(row->group_size, 8);
+            assert_true(row->modeled_us == 1e6 * 16.0 * 1.5 * ((double)row->bytes / 2) / 1e6);
+            seen++;
+        }
+    }
+    assert_true(seen > 0);
     tpu_xfmr_cost_fini(&c);
     tpu_pod_destroy(pod);
 }
