@@ -50,6 +50,14 @@ static void small(tpu_xfmr_config_t *m, tpu_xfmr_plan_t *p)
     p->mlp = TPU_XFMR_MLP_SWIGLU;
 }
 
+/* The same, compiled (--calibrated) at the profile's own MXU fraction. */
+static void small_compiled(tpu_xfmr_config_t *m, tpu_xfmr_plan_t *p)
+{
+    small(m, p);
+    p->compiled = 1;
+    p->mxu_fraction = 1;
+}
+
 static uint64_t item(const tpu_xfmr_cost_t *c, const char *prefix)
 {
     int k;
@@ -162,9 +170,7 @@ static void remat_full_compiled(void **state)
 
     (void)state;
     for (par = 0; par < 2; par++) {
-        small(&m, &p);
-        p.compiled = 1;
-        p.mxu_fraction = 1;
+        small_compiled(&m, &p);
         p.parallel_block = par;
         run(pod, &m, &p, NULL, &none);
         p.remat = TPU_XFMR_REMAT_FULL;
@@ -243,9 +249,7 @@ static void wgrad_overlap(void **state)
     int k, seen = 0;
 
     (void)state;
-    small(&m, &p);
-    p.compiled = 1;
-    p.mxu_fraction = 1;
+    small_compiled(&m, &p);
     p.parallel_block = 1;
     run(pod, &m, &p, "tensor=2", &c);
     for (k = 0; k < c.ncalls; k++) {
@@ -311,9 +315,7 @@ static void fabric_bound(void **state)
     spec.shape = "2x2";
     spec.slices = 2;
     assert_int_equal(tpu_pod_create(&spec, &pod, NULL), TPU_OK);
-    small(&m, &p);
-    p.compiled = 1;
-    p.mxu_fraction = 1;
+    small_compiled(&m, &p);
     p.dcn_fabric_bw = 1e6;
     run(pod, &m, &p, "dcn=2,fsdp=4", &c);
     for (k = 0; k < c.ncolls; k++) {
