@@ -80,7 +80,11 @@ int main(int argc, char **argv)
     int code;
 
 #ifdef __linux__
-    page = sysconf(_SC_PAGESIZE) > 0 ? (uintptr_t)sysconf(_SC_PAGESIZE) : page;
+    {
+        const long n = sysconf(_SC_PAGESIZE);
+
+        page = n > 0 ? (uintptr_t)n : page;
+    }
 #endif
     (void)tpu_alloc_set(huge_malloc, huge_realloc, huge_calloc, free);
     code = app_main(argc, argv);

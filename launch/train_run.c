@@ -29,9 +29,9 @@ static void reduce_one(const app_train_where_t *w, void *v, MPI_Datatype type, M
     }
 }
 
-double app_train_max_all(const app_train_where_t *w, double v)
+double app_train_max_all(const app_train_where_t *w, double v, const char *what)
 {
-    reduce_one(w, &v, MPI_DOUBLE, MPI_MAX, "the step times");
+    reduce_one(w, &v, MPI_DOUBLE, MPI_MAX, what);
     return v;
 }
 
@@ -242,7 +242,7 @@ tpu_status_t app_train_run_steps(app_train_run_t *r, int gather, FILE *txt, int 
                 return status;
             }
         }
-        r->wall_us[s] = app_train_max_all(&r->where, (tpu__now_s() - t0) * 1e6);
+        r->wall_us[s] = app_train_max_all(&r->where, (tpu__now_s() - t0) * 1e6, "the step times");
         r->losses[s] = (float)rep.loss;
         r->modeled[s][0] = rep.step_us;
         r->modeled[s][1] = rep.compute_us;

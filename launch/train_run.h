@@ -55,7 +55,8 @@ tpu_status_t app_train_run_steps(app_train_run_t *r, int gather, FILE *txt, int 
  * join.  Returns the lowest failing rank (it prints its message), or -1.
  */
 int app_train_agree(const app_train_where_t *w, tpu_status_t *status_p, int rank, int nranks);
-/* The largest of every rank's 'v' under an MPI job (watched: launch/watch.c); else 'v'. */
-double app_train_max_all(const app_train_where_t *w, double v);
+/* The largest of every rank's 'v' under an MPI job (watched: launch/watch.c, naming 'what'
+ * when a chip stalls it); else 'v'. */
+double app_train_max_all(const app_train_where_t *w, double v, const char *what);
 
 #endif /* APP_TRAIN_RUN_H */

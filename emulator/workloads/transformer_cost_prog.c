@@ -631,28 +631,30 @@ static tpu_status_t section_of(tpu_xfmr_cost_t *c, const char *sect, const row_t
 {
     eng_t *e = c->engine;
     tpu_status_t status = TPU_OK;
-    int held[8], nheld = 0, i, j, async;
+    int held[8], nheld = 0, i, j;
 
-    for (i = 0; i <= n && status == TPU_OK; i++) {
-        const row_t *r = &rows[i < n ? i : 0];
+    for (i = 0; i < n && status == TPU_OK; i++) {
+        const row_t *r = &rows[i];
 
-        if (i < n && (!applies(e, r) ||
-                      (recompute != TPU_XFMR_REMAT_NONE && not_recomputed(e, r, recompute)))) {
+        if (!applies(e, r) ||
+            (recompute != TPU_XFMR_REMAT_NONE && not_recomputed(e, r, recompute))) {
             continue;
         }
-        if (i < n && e->plan.compiled && (r->cond & C_WGRAD) && nheld < N(held)) {
+        if (e->plan.compiled && (r->cond & C_WGRAD) && nheld < N(held)) {
             held[nheld++] = i;
-            continue;
+        } else if (r->kind == R_COLL && nheld > 0 && is_cmm(e, rows, i)) {
+            status = row_emit(c, sect, rows, i, 1, index, err);
+            for (j = 0; j < nheld && status == TPU_OK; j++) {
+                status = row_emit(c, sect, rows, held[j], 0, index, err);
+            }
+            nheld = 0;
+            status = status == TPU_OK ? emit(c, P_JOIN, 0, 0, err) : status;
+        } else {
+            status = row_emit(c, sect, rows, i, 0, index, err);
         }
-        async = i < n && r->kind == R_COLL && nheld > 0 && is_cmm(e, rows, i);
-        status = async ? row_emit(c, sect, rows, i, 1, index, err) : TPU_OK;
-        for (j = 0; j < nheld && status == TPU_OK && (i == n || async); j++) {
-            status = row_emit(c, sect, rows, held[j], 0, index, err);
-        }
-        nheld = i == n || async ? 0 : nheld;
-        if (status == TPU_OK && i < n) {
-            status = async ? emit(c, P_JOIN, 0, 0, err) : row_emit(c, sect, rows, i, 0, index, err);
-        }
+    }
+    for (j = 0; j < nheld && status == TPU_OK; j++) { /* none came: in place, at the end */
+        status = row_emit(c, sect, rows, held[j], 0, index, err);
     }
     return status;
 }

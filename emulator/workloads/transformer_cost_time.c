@@ -20,8 +20,6 @@
 
 #include "tpu/topo.h"
 
-#include "alloc.h"
-
 #include <stdio.h>
 #include <string.h>
 
@@ -73,28 +71,18 @@ unsigned tpu__xfmr_axes_of(eng_t *e, unsigned mask, char *names, char *layout, s
     return left;
 }
 
-/* The slices the first group's chips span (1 on one slice; 0: no memory). */
+/* The slices a group spans: a mesh lays every group evenly over its slices, so the group's
+ * size over its chips in the first chip's slice. */
 static int slices_of(const eng_t *e, const tpu_groups_t *gr)
 {
-    const tpu_topo_t *topo = tpu_pod_topo(e->pod);
-    unsigned char *seen;
-    int i, n = 0;
+    const int per_slice = tpu_pod_topo(e->pod)->chips_per_slice;
+    const int first = gr->chips[0] / per_slice;
+    int i, here = 0;
 
-    if (topo->slices < 2) {
-        return 1;
-    }
-    seen = tpu__calloc((size_t)topo->slices, 1);
-    if (seen == NULL) {
-        return 0;
-    }
     for (i = 0; i < gr->size; i++) {
-        const int s = gr->chips[i] / topo->chips_per_slice;
-
-        n += !seen[s];
-        seen[s] = 1;
+        here += gr->chips[i] / per_slice == first;
     }
-    tpu__free(seen);
-    return n;
+    return gr->size / here;
 }
 
 /* The row's time under the network's capacity (see the top) when its groups span 'S'
@@ -182,12 +170,9 @@ tpu_status_t tpu__xfmr_row_time(tpu_xfmr_cost_t *c, tpu_xfmr_cost_coll_t *row, u
         }
     }
     if (status == TPU_OK && e->plan.compiled && e->plan.dcn_fabric_bw > 0) {
-        const int S = slices_of(e, &gr);
-        const double bound = fabric_us(c, row, count, S);
+        const double bound = fabric_us(c, row, count, slices_of(e, &gr));
 
-        if (S == 0) {
-            status = tpu_err_set(err, TPU_ERR_NO_MEMORY, "transformer cost: no memory");
-        } else if (bound > row->modeled_us) {
+        if (bound > row->modeled_us) {
             row->modeled_us = bound;
             snprintf(row->algorithm + strlen(row->algorithm),
                      sizeof(row->algorithm) - strlen(row->algorithm), "+fabric");

@@ -37,6 +37,7 @@
 #include "report.h"
 #include "sink.h"
 #include "train_out.h"
+#include "train_plan.h"
 #include "train_run.h"
 #include "train_xfmr.h"
 #include "watch.h"
@@ -47,30 +48,6 @@
 
 #define NIN  TPU_MLP_IN
 #define NOUT TPU_MLP_OUT
-
-/* The first planner flag of the transformer given (--prefetch: other than its default), or NULL. */
-static const char *planner_flag(const app_opts_t *o)
-{
-    const struct {
-        int given;
-        const char *name;
-    } f[] = {{o->preset != NULL, "preset"},        {o->kv_heads > 0, "kv-heads"},
-             {o->head_dim > 0, "head-dim"},        {o->mlp != NULL, "mlp"},
-             {o->block != NULL, "block"},          {o->tied_embeddings, "tied-embeddings"},
-             {o->remat != NULL, "remat"},          {o->param_dtype != NULL, "param-dtype"},
-             {o->optimizer != NULL, "optimizer"},  {o->search, "search"},
-             {o->prefetch != 2, "prefetch"},       {o->input_rate > 0, "input-rate"},
-             {o->attention != NULL, "attention"},  {o->dcn_fabric_bw >= 0, "dcn-fabric-bw"},
-             {o->mxu_fraction > 0, "mxu-fraction"}};
-    size_t i;
-
-    for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-        if (f[i].given) {
-            return f[i].name;
-        }
-    }
-    return NULL;
-}
 
 tpu_status_t app_train_check(const app_opts_t *o, tpu_err_t *err)
 {
@@ -93,11 +70,11 @@ tpu_status_t app_train_check(const app_opts_t *o, tpu_err_t *err)
                            : o->vocab   ? "vocab"
                                         : "seq");
     }
-    if (planner_flag(o) != NULL) {
+    if (app_xfmr_plan_flag(o) != NULL) {
         return tpu_err_set(err, TPU_ERR_INVALID,
                            "--%s applies to --model transformer only (the MLP has no planner "
                            "workload and no input pipeline)",
-                           planner_flag(o));
+                           app_xfmr_plan_flag(o));
     }
     if (o->model_only && (o->data || o->labels || o->init || o->save)) {
         return tpu_err_set(err, TPU_ERR_INVALID,

@@ -23,12 +23,32 @@
 
 #include <string.h>
 
+const char *app_xfmr_plan_flag(const app_opts_t *o)
+{
+    const struct {
+        int given;
+        const char *name;
+    } f[] = {{o->preset != NULL, "preset"},        {o->kv_heads > 0, "kv-heads"},
+             {o->head_dim > 0, "head-dim"},        {o->mlp != NULL, "mlp"},
+             {o->block != NULL, "block"},          {o->tied_embeddings, "tied-embeddings"},
+             {o->remat != NULL, "remat"},          {o->param_dtype != NULL, "param-dtype"},
+             {o->optimizer != NULL, "optimizer"},  {o->search, "search"},
+             {o->prefetch != 2, "prefetch"},       {o->input_rate > 0, "input-rate"},
+             {o->attention != NULL, "attention"},  {o->dcn_fabric_bw >= 0, "dcn-fabric-bw"},
+             {o->mxu_fraction > 0, "mxu-fraction"}};
+    size_t i;
+
+    for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+        if (f[i].given) {
+            return f[i].name;
+        }
+    }
+    return NULL;
+}
+
 int app_xfmr_plan_given(const app_opts_t *o)
 {
-    return o->preset != NULL || o->kv_heads > 0 || o->head_dim > 0 || o->mlp != NULL ||
-           o->block != NULL || o->tied_embeddings || o->remat != NULL || o->param_dtype != NULL ||
-           o->optimizer != NULL || o->search || o->input_rate > 0 || o->prefetch != 2 ||
-           o->attention != NULL || o->dcn_fabric_bw >= 0 || o->mxu_fraction > 0;
+    return app_xfmr_plan_flag(o) != NULL;
 }
 
 /* The index of 'v' in the NULL-ended 'names', or -1. */

@@ -26,7 +26,9 @@ typedef struct app_xfmr_input {
     int hidden, input_bound;
 } app_xfmr_input_t;
 
-/* Is a flag of the planner's workload given (the real run honours none)? */
+/* The first flag of the planner's workload given (--prefetch: other than its default), or
+ * NULL; and whether one is (the real run honours none). */
+const char *app_xfmr_plan_flag(const app_opts_t *o);
 int app_xfmr_plan_given(const app_opts_t *o);
 /* --preset, then the model flags over it, then the plan's flags; checked. */
 tpu_status_t app_xfmr_plan_read(const app_opts_t *o, tpu_xfmr_config_t *m, tpu_xfmr_plan_t *p,

@@ -563,7 +563,7 @@ static tpu_status_t run_steps(const app_opts_t *o, tpu_xfmr_pod_t *p, app_prefet
         span[0] = (w0 - r->t0) * 1e6;
         span[1] = r->wait_us[t]; /* this chip's, in its trace */
         /* The step waits for the slowest chip's batch: the report's wait is the largest. */
-        r->wait_us[t] = app_train_max_all(w, r->wait_us[t]);
+        r->wait_us[t] = app_train_max_all(w, r->wait_us[t], "the waits for input");
         w0 = tpu__now_s();
         status = tpu_xfmr_pod_step_shards(p, x, y, r->lr, &r->rep, err);
         r->measured_us[t] = (tpu__now_s() - w0) * 1e6;

@@ -72,14 +72,12 @@ static tpu_status_t hand_allgather(const tpu_algo_args_t *args, tpu_sched_t *s, 
     return TPU_OK;
 }
 
-/* The psum of the hand all-gather into 's' by tpu__reversed() itself ('ag' is built too,
- * for the tests that read it). */
-static tpu_status_t psum(const tpu_sched_t *ag, tpu_sched_t *s, const uint8_t *local)
+/* The psum of the hand all-gather into 's' by tpu__reversed() itself. */
+static tpu_status_t psum(tpu_sched_t *s, const uint8_t *local)
 {
     tpu_algo_args_t args;
     tpu_err_t err = {0};
 
-    (void)ag;
     memset(&args, 0, sizeof(args));
     args.local = local;
     tpu__sched_init(s);
@@ -121,11 +119,10 @@ static void test_psum_by_hand(void **state)
         {0, 2, 1, 1, 0, {0}},    {0, 1, 2, 0, 1, {1}}, {2, 1, 2, 0, 2, {2, 3}},
         {2, 0, 2, 0, 2, {2, 3}}, {1, 2, 3, 0, 1, {4}},
     };
-    tpu_sched_t ag, s;
+    tpu_sched_t s;
 
     (void)state;
-    build_allgather(&ag);
-    assert_int_equal(psum(&ag, &s, NULL), TPU_OK);
+    assert_int_equal(psum(&s, NULL), TPU_OK);
     assert_int_equal(s.nsteps, 4);
     assert_int_equal(s.barrier, 2);
     check_flows(&s, want);
@@ -141,7 +138,6 @@ static void test_psum_by_hand(void **state)
     assert_true(s.shared_deps);
     assert_int_equal(s.ndeps, 5);
     tpu__sched_fini(&s);
-    tpu__sched_fini(&ag);
 }
 
 static void test_psum_local(void **state)
@@ -152,27 +148,24 @@ static void test_psum_local(void **state)
         {0, 1, 2, 0, 1, {1}}, {2, 1, 2, 0, 0, {0}}, {2, 0, 2, 0, 0, {0}}, {1, 2, 3, 0, 1, {4}},
     };
     const uint8_t local[3] = {1, 0, 0};
-    tpu_sched_t ag, s;
+    tpu_sched_t s;
 
     (void)state;
-    build_allgather(&ag);
-    assert_int_equal(psum(&ag, &s, local), TPU_OK);
+    assert_int_equal(psum(&s, local), TPU_OK);
     check_flows(&s, want);
     assert_int_equal(s.ndeps, 3);
     tpu__sched_fini(&s);
-    tpu__sched_fini(&ag);
 }
 
 /* The reduce-scatter alone (tpu__sched_reverse_in_place()) is the psum's first half. */
 static void test_reverse_is_first_half(void **state)
 {
-    tpu_sched_t ag, ps, rs;
+    tpu_sched_t ps, rs;
     int i;
 
     (void)state;
-    build_allgather(&ag);
     build_allgather(&rs);
-    assert_int_equal(psum(&ag, &ps, NULL), TPU_OK);
+    assert_int_equal(psum(&ps, NULL), TPU_OK);
     assert_int_equal(tpu__sched_reverse_in_place(&rs), TPU_OK);
     assert_int_equal(rs.nflows, 4);
     assert_int_equal(rs.nsteps, 2);
@@ -193,7 +186,6 @@ static void test_reverse_is_first_half(void **state)
     }
     assert_int_equal(rs.ndeps, 1);
     assert_int_equal(rs.deps[0], ps.deps[0]);
-    tpu__sched_fini(&ag);
     tpu__sched_fini(&ps);
     tpu__sched_fini(&rs);
 }
